@@ -1,0 +1,435 @@
+package storh
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// coll is what Docs and Log share: a named collection reached either through
+// the DB (each call its own transaction, single writes group-committed) or
+// through one Tx.
+type coll struct {
+	db   *DB
+	tx   *Tx // nil for a DB-level handle
+	name string
+	kind engine.Kind
+	gen  func() uuidv7.UUID // nil: uuidv7.New
+}
+
+// StreamBatch is how many records PutStream commits per transaction. Larger
+// transactions amortise the two fsyncs of a commit; past ~10k records bbolt
+// spends more rebalancing and memory than it saves (see docs/benchmarks.md).
+const StreamBatch = 5000
+
+func (c *coll) opName(op string) string {
+	if c.kind == engine.KindLog {
+		return "log " + op
+	}
+	return op
+}
+
+// Name returns the collection name.
+func (c *coll) Name() string { return c.name }
+
+func (c *coll) newID() uuidv7.UUID {
+	if c.gen != nil {
+		return c.gen()
+	}
+	return uuidv7.New()
+}
+
+func checkID(id uuidv7.UUID, generated bool) error {
+	if id.IsV7() {
+		return nil
+	}
+	if generated {
+		return errGeneratorID
+	}
+	return fmt.Errorf("%w: not a UUIDv7 (version %d)", ErrInvalidID, id.Version())
+}
+
+var errGeneratorID = fmt.Errorf("%w: the id generator returned an id that is not a UUIDv7", ErrInvalidID)
+
+// Put stores data under a new id from the collection's generator and returns
+// the stored record. data is a map or a struct (msgpack tags honoured) that
+// encodes to a map. On a DB-level handle concurrent Puts share commits; each
+// returns once its record is durable.
+func (c *coll) Put(data any) (Record, error) {
+	id := c.newID()
+	if err := checkID(id, true); err != nil {
+		return Record{}, opErr(c.opName("put"), c.name, id.String(), -1, err)
+	}
+	return c.put("put", id, data)
+}
+
+// PutWithID stores data under an explicit id, which must be a UUIDv7.
+func (c *coll) PutWithID(id uuidv7.UUID, data any) (Record, error) {
+	if err := checkID(id, false); err != nil {
+		return Record{}, opErr(c.opName("put"), c.name, id.String(), -1, err)
+	}
+	return c.put("put", id, data)
+}
+
+func (c *coll) put(op string, id uuidv7.UUID, data any) (Record, error) {
+	value, err := engine.AppendValue(nil, data)
+	if err != nil {
+		return Record{}, opErr(c.opName(op), c.name, id.String(), -1, err)
+	}
+	insertOnly := c.kind == engine.KindLog
+	if c.tx != nil {
+		err = c.inTx(true, func(ec *engine.Coll) error { return c.tx.etx.Put(ec, id, value, insertOnly) })
+	} else if err = c.db.eng.Enter(); err == nil {
+		op := engine.NewWriteOp()
+		op.Coll, op.Kind, op.ID, op.Value, op.InsertOnly = c.name, c.kind, id, value, insertOnly
+		err = c.db.eng.Submit(op)
+		op.Release()
+		c.db.eng.Exit()
+	}
+	if err != nil {
+		return Record{}, opErr(c.opName(op), c.name, id.String(), -1, err)
+	}
+	return Record{ID: id, payload: value[engine.HeaderSize:]}, nil
+}
+
+func (c *coll) inTx(write bool, fn func(*engine.Coll) error) error {
+	ec, err := c.tx.coll(c, write)
+	if err != nil {
+		return err
+	}
+	return fn(ec)
+}
+
+// batch is a set of encoded records ready to write in one transaction.
+type batch struct {
+	ids    []uuidv7.UUID
+	values [][]byte
+	arena  []byte
+}
+
+func (b *batch) reset() {
+	b.ids, b.values, b.arena = b.ids[:0], b.values[:0], b.arena[:0]
+}
+
+// add encodes one item (data or Entry) into the batch. Ids left zero are
+// filled in by fillIDs.
+func (b *batch) add(item any) error {
+	var id uuidv7.UUID
+	data := item
+	switch e := item.(type) {
+	case Entry:
+		id, data = e.ID, e.Data
+	case *Entry:
+		if e == nil {
+			return fmt.Errorf("%w: nil *Entry", ErrInvalidData)
+		}
+		id, data = e.ID, e.Data
+	}
+	if !id.IsZero() {
+		if err := checkID(id, false); err != nil {
+			return err
+		}
+	}
+	start := len(b.arena)
+	arena, err := engine.AppendValue(b.arena, data)
+	if err != nil {
+		return err
+	}
+	// When append moves the arena, earlier values keep pointing at the old
+	// array, which stays alive and unchanged: nothing needs copying.
+	b.arena = arena
+	b.ids = append(b.ids, id)
+	b.values = append(b.values, arena[start:len(arena):len(arena)])
+	return nil
+}
+
+// fillIDs assigns generated ids to items without one: one reservation of
+// consecutive ids for the default generator.
+func (c *coll) fillIDs(b *batch, from int) (int, error) {
+	if c.gen == nil {
+		missing := 0
+		for _, id := range b.ids[from:] {
+			if id.IsZero() {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return -1, nil
+		}
+		fresh := make([]uuidv7.UUID, missing)
+		uuidv7.NewBatch(fresh)
+		for i := range b.ids[from:] {
+			if b.ids[from+i].IsZero() {
+				b.ids[from+i], fresh = fresh[0], fresh[1:]
+			}
+		}
+		return -1, nil
+	}
+	for i := range b.ids[from:] {
+		if b.ids[from+i].IsZero() {
+			id := c.gen()
+			if !id.IsV7() {
+				return from + i, errGeneratorID
+			}
+			b.ids[from+i] = id
+		}
+	}
+	return -1, nil
+}
+
+func (c *coll) writeBatch(b *batch) (int, error) {
+	insertOnly := c.kind == engine.KindLog
+	failed := -1
+	write := func(etx *engine.Tx, ec *engine.Coll) error {
+		for i, id := range b.ids {
+			if err := etx.Put(ec, id, b.values[i], insertOnly); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	}
+	if c.tx != nil {
+		return failed, c.inTx(true, func(ec *engine.Coll) error { return write(c.tx.etx, ec) })
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return -1, err
+	}
+	defer c.db.eng.Exit()
+	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Coll(c.name, c.kind, false)
+		if err != nil {
+			return err
+		}
+		return write(etx, ec)
+	})
+	return failed, err
+}
+
+// PutMany stores all items in one transaction, or none of them. An item is
+// the data of one record, or an Entry carrying an explicit id. The records
+// come back in input order. A bad item fails the whole call with an *Error
+// whose Index names it.
+//
+// Inside Update, a failed PutMany may have written part of its items into
+// the transaction: return the error from the callback to roll back.
+func (c *coll) PutMany(items []any) ([]Record, error) {
+	op := c.opName("put many")
+	var b batch
+	b.ids = make([]uuidv7.UUID, 0, len(items))
+	b.values = make([][]byte, 0, len(items))
+	for i, item := range items {
+		if err := b.add(item); err != nil {
+			return nil, opErr(op, c.name, "", i, err)
+		}
+	}
+	if i, err := c.fillIDs(&b, 0); err != nil {
+		return nil, opErr(op, c.name, b.ids[i].String(), i, err)
+	}
+	if i, err := c.writeBatch(&b); err != nil {
+		id := ""
+		if i >= 0 {
+			id = b.ids[i].String()
+		}
+		return nil, opErr(op, c.name, id, i, err)
+	}
+	out := make([]Record, len(items))
+	for i, id := range b.ids {
+		out[i] = Record{ID: id, payload: b.values[i][engine.HeaderSize:]}
+	}
+	return out, nil
+}
+
+// PutStream stores an unbounded sequence of items (data or Entry) in
+// transactions of StreamBatch records, holding only one batch in memory. It
+// returns how many records are committed; on error that count is exact: the
+// failing batch is rolled back whole and nothing after it is read. An error
+// names the item by its position in the sequence (Index).
+//
+// Inside Update everything goes into the caller's one transaction, and a
+// failure may leave earlier items of the sequence written into it: return
+// the error from the callback to roll everything back.
+func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
+	op := c.opName("put stream")
+	var b batch
+	committed, seen := 0, 0
+	flush := func() error {
+		if i, err := c.fillIDs(&b, 0); err != nil {
+			return opErr(op, c.name, b.ids[i].String(), committed+i, err)
+		}
+		if i, err := c.writeBatch(&b); err != nil {
+			id, idx := "", -1
+			if i >= 0 {
+				id, idx = b.ids[i].String(), committed+i
+			}
+			return opErr(op, c.name, id, idx, err)
+		}
+		committed += len(b.ids)
+		if c.tx != nil {
+			// The caller's transaction is still open and bbolt keeps
+			// references to the values until it commits: start a new arena.
+			b.ids, b.values, b.arena = b.ids[:0], b.values[:0], nil
+		} else {
+			// Committed: bbolt no longer references the values.
+			b.reset()
+		}
+		return nil
+	}
+	for item := range seq {
+		if err := b.add(item); err != nil {
+			return committed, opErr(op, c.name, "", seen, err)
+		}
+		seen++
+		if len(b.ids) == StreamBatch {
+			if err := flush(); err != nil {
+				return committed, err
+			}
+		}
+	}
+	if len(b.ids) > 0 {
+		if err := flush(); err != nil {
+			return committed, err
+		}
+	}
+	return committed, nil
+}
+
+// Get returns the record id. A valid id that is not stored is ErrNotFound;
+// an id that is not a UUIDv7 is ErrInvalidID; a damaged value is ErrCorrupt.
+func (c *coll) Get(id uuidv7.UUID) (Record, error) {
+	if !id.IsV7() {
+		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
+	}
+	var rec Record
+	read := func(etx *engine.Tx, ec *engine.Coll) error {
+		p, err := etx.Get(ec, id)
+		if err != nil {
+			return err
+		}
+		rec = Record{ID: id, payload: append([]byte(nil), p...)}
+		return nil
+	}
+	var err error
+	if c.tx != nil {
+		err = c.inTx(false, func(ec *engine.Coll) error { return read(c.tx.etx, ec) })
+	} else {
+		err = c.db.readColl(c, func(etx *engine.Tx, ec *engine.Coll) error { return read(etx, ec) })
+	}
+	if err != nil {
+		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	return rec, nil
+}
+
+// readColl runs fn against the collection in a short internal read
+// transaction.
+func (db *DB) readColl(c *coll, fn func(*engine.Tx, *engine.Coll) error) error {
+	if err := db.eng.Enter(); err != nil {
+		return err
+	}
+	defer db.eng.Exit()
+	return db.eng.ViewSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Coll(c.name, c.kind, false)
+		if err != nil {
+			return err
+		}
+		return fn(etx, ec)
+	})
+}
+
+// Count returns the number of records, from a counter kept in the same
+// transactions as the writes: O(1), no scan.
+func (c *coll) Count() (int, error) {
+	var n int64
+	count := func(_ *engine.Tx, ec *engine.Coll) error { n = ec.Count(); return nil }
+	var err error
+	if c.tx != nil {
+		err = c.inTx(false, func(ec *engine.Coll) error { return count(nil, ec) })
+	} else {
+		err = c.db.readColl(c, count)
+	}
+	if err != nil {
+		return 0, opErr(c.opName("count"), c.name, "", -1, err)
+	}
+	return int(n), nil
+}
+
+// Stats returns the collection's statistics.
+func (c *coll) Stats() (CollectionStats, error) {
+	var s CollectionStats
+	read := func(_ *engine.Tx, ec *engine.Coll) error { s = convertStats(ec.Stats()); return nil }
+	var err error
+	if c.tx != nil {
+		err = c.inTx(false, func(ec *engine.Coll) error { return read(nil, ec) })
+	} else {
+		err = c.db.readColl(c, read)
+	}
+	return s, opErr(c.opName("stats"), c.name, "", -1, err)
+}
+
+// Stream returns the records q selects, oldest first unless q.Reverse().
+// Ranges (After, Before, TimeRangeMs) seek straight to their first key, so a
+// page costs the same in a collection of a thousand or a billion records.
+//
+// A DB-level stream reads in chunks, each in its own short read transaction,
+// and resumes after the last key it saw: a slow consumer never holds a
+// transaction, and records written meanwhile ahead of the cursor may appear.
+// A handle bound to a Tx streams within that transaction's snapshot.
+//
+// An error ends the stream after being yielded once, unless the query has
+// ContinueOnError, which skips and reports unreadable records. Breaking out
+// of the loop releases everything.
+func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		op := c.opName("stream")
+		if err := q.Validate(); err != nil {
+			yield(Record{}, opErr(op, c.name, "", -1, err))
+			return
+		}
+		limit, hasLimit := q.LimitN()
+		if !hasLimit {
+			limit = int(^uint(0) >> 1)
+		}
+		var match engine.Matcher
+		if q.HasConditions() {
+			match = q.Match
+		}
+		onError := q.OnError()
+		cur := engine.NewCursor(q)
+		items := make([]engine.Item, 0, min(limit, engine.ChunkRecords))
+		for !cur.Done && limit > 0 {
+			var err error
+			n := min(limit, engine.ChunkRecords)
+			if c.tx != nil {
+				err = c.inTx(false, func(ec *engine.Coll) error {
+					items = engine.ScanColl(ec, &cur, match, n, engine.ChunkExamined, items[:0])
+					return nil
+				})
+			} else if err = c.db.eng.Enter(); err == nil {
+				items, err = c.db.eng.ReadChunk(c.name, &cur, match, n, items[:0])
+				c.db.eng.Exit()
+			}
+			if err != nil {
+				yield(Record{}, opErr(op, c.name, "", -1, err))
+				return
+			}
+			for _, it := range items {
+				if it.Err != nil {
+					if onError != nil {
+						onError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+						continue
+					}
+					yield(Record{ID: it.ID}, opErr(op, c.name, it.ID.String(), -1, it.Err))
+					return
+				}
+				limit--
+				if !yield(Record{ID: it.ID, payload: it.Payload}, nil) {
+					return
+				}
+			}
+		}
+	}
+}

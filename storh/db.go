@@ -1,0 +1,210 @@
+package storh
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// DB is an open database: one bbolt file holding any number of named
+// collections. It is safe for concurrent use by many goroutines.
+type DB struct {
+	eng *engine.DB
+}
+
+// Open opens the database file at path, creating it if needed. Opening costs
+// the same for an empty and a huge file. If another process holds the file,
+// Open waits up to the lock timeout (WithLockTimeout, default 1s) and then
+// fails with ErrLocked.
+func Open(path string, opts ...Option) (*DB, error) {
+	var o engine.Options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := engine.Open(path, o)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{eng: eng}, nil
+}
+
+// Close commits queued writes, waits for running operations and
+// transactions, and closes the file. Every later call fails with ErrClosed.
+func (db *DB) Close() error { return db.eng.Close() }
+
+// Path returns the file path.
+func (db *DB) Path() string { return db.eng.Path() }
+
+// Engine exposes the storage engine for tools (verify, backup) in this
+// module. Applications should not need it.
+func (db *DB) Engine() *engine.DB { return db.eng }
+
+// Docs opens the document collection name, creating it if needed. A Docs
+// collection supports upserts and deletes. The handle is cheap and safe for
+// concurrent use.
+func (db *DB) Docs(name string, opts ...CollectionOption) (*Docs, error) {
+	c, err := db.open("docs", name, engine.KindDocs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Docs{c}, nil
+}
+
+// Log opens the append-only log name, creating it if needed. Log records are
+// immutable: there is no update and no delete.
+func (db *DB) Log(name string, opts ...CollectionOption) (*Log, error) {
+	c, err := db.open("log", name, engine.KindLog, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{c}, nil
+}
+
+// Queue opens the durable job queue name, creating it if needed. The name
+// and kind are reserved now; the queue operations arrive in a later release.
+func (db *DB) Queue(name string, opts ...CollectionOption) (*Queue, error) {
+	c, err := db.open("queue", name, engine.KindQueue, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{c}, nil
+}
+
+func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (coll, error) {
+	var cfg collConfig
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return coll{}, err
+		}
+	}
+	if err := engine.ValidateName(name); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	if err := db.eng.Enter(); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	defer db.eng.Exit()
+	if err := db.eng.EnsureColl(name, kind); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	return coll{db: db, name: name, kind: kind, gen: cfg.gen}, nil
+}
+
+// Drop deletes the collection name and all its records. Dropping a missing
+// collection fails with ErrNotFound.
+func (db *DB) Drop(name string) error {
+	err := db.Update(func(tx *Tx) error { return tx.etx.DropColl(name) })
+	db.eng.ForgetColl(name)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return opErr("drop", name, "", -1, err)
+	}
+	return nil
+}
+
+// Update runs fn in one read-write transaction: every write fn makes through
+// tx's handles, across any number of collections, commits atomically when fn
+// returns nil, and is rolled back when fn returns an error or panics (the
+// panic then continues). Writes are durable when Update returns.
+//
+// Inside fn use only tx and handles from tx.Docs and tx.Log: a call on db or
+// on a DB-level handle would deadlock and fails with ErrNestedTx instead.
+func (db *DB) Update(fn func(*Tx) error) error {
+	if err := db.eng.Enter(); err != nil {
+		return opErr("update", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	err := db.eng.Update(func(etx *engine.Tx) error {
+		tx := &Tx{db: db, etx: etx, writable: true}
+		defer db.eng.BeginCallback()()
+		defer tx.end()
+		return fn(tx)
+	})
+	return err
+}
+
+// View runs fn in a read-only transaction that sees one consistent snapshot.
+// Keep it short: a long read transaction keeps the file from growing for
+// writers. Writes inside fail with ErrReadOnly.
+func (db *DB) View(fn func(*Tx) error) error {
+	if err := db.eng.Enter(); err != nil {
+		return opErr("view", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	return db.eng.View(func(etx *engine.Tx) error {
+		tx := &Tx{db: db, etx: etx}
+		defer db.eng.BeginCallback()()
+		defer tx.end()
+		return fn(tx)
+	})
+}
+
+// CollectionStats describes one collection.
+type CollectionStats struct {
+	Name    string
+	Kind    string // "docs", "log" or "queue"
+	Records int64
+	Bytes   int64 // sum of stored value sizes; the file also holds keys, page overhead and free pages
+	FirstID uuidv7.UUID
+	LastID  uuidv7.UUID // both zero when empty
+}
+
+// FirstTime is the creation time of the oldest record (zero when empty).
+func (s CollectionStats) FirstTime() time.Time { return idTime(s.FirstID) }
+
+// LastTime is the creation time of the newest record (zero when empty).
+func (s CollectionStats) LastTime() time.Time { return idTime(s.LastID) }
+
+func idTime(id uuidv7.UUID) time.Time {
+	if id.IsZero() {
+		return time.Time{}
+	}
+	return id.Time()
+}
+
+// Stats describes the database.
+type Stats struct {
+	Path        string
+	FileSize    int64
+	Collections []CollectionStats // in name order
+}
+
+// Stats reads the statistics of the database and every collection. It does
+// not scan records.
+func (db *DB) Stats() (Stats, error) {
+	s := Stats{Path: db.Path()}
+	err := db.readOnly("stats", "", func(etx *engine.Tx) error {
+		cs, err := etx.Collections()
+		for _, c := range cs {
+			s.Collections = append(s.Collections, convertStats(c))
+		}
+		return err
+	})
+	if err != nil {
+		return s, err
+	}
+	sort.Slice(s.Collections, func(i, j int) bool { return s.Collections[i].Name < s.Collections[j].Name })
+	s.FileSize, err = db.eng.FileSize()
+	return s, err
+}
+
+// readOnly runs an internal read (no user code) with the usual guards.
+func (db *DB) readOnly(op, coll string, fn func(*engine.Tx) error) error {
+	if err := db.eng.Enter(); err != nil {
+		return opErr(op, coll, "", -1, err)
+	}
+	defer db.eng.Exit()
+	return opErr(op, coll, "", -1, db.eng.ViewSafe(fn))
+}
+
+func convertStats(c engine.CollStats) CollectionStats {
+	return CollectionStats{Name: c.Name, Kind: c.Kind.String(), Records: c.Records, Bytes: c.Bytes, FirstID: c.FirstID, LastID: c.LastID}
+}

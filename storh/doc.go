@@ -1,0 +1,69 @@
+// Package storh is an embedded, append-oriented record store keyed by
+// UUIDv7.
+//
+// Every record is an id and a map of data. The id is a UUIDv7 (package
+// uuidv7): its first 48 bits are the creation time in milliseconds, so ids
+// sort by creation time. Records live in one bbolt file under their 16-byte
+// binary ids, encoded as msgpack with a checksum. Because key order is time
+// order, cursor pagination (After), creation-time windows (TimeRangeMs) and
+// newest-first reads (Reverse) are all one key-range seek: their cost
+// depends on the records returned, not on the size of the collection.
+//
+// # Basics
+//
+// Open a database, get a collection handle, write and read:
+//
+//	db, err := storh.Open("app.db")
+//	if err != nil { ... }
+//	defer db.Close()
+//
+//	pages, err := db.Docs("pages")
+//	rec, err := pages.Put(storh.Map{"slug": "home", "kind": "page"})
+//	got, err := pages.Get(rec.ID)
+//
+//	for r, err := range pages.Stream(query.All().After(lastSeen).Limit(100)) {
+//		if err != nil { ... }
+//		fmt.Println(r.ID, r.Data()["slug"])
+//	}
+//
+// Collections come in kinds: Docs (upsert and delete), Log (append-only,
+// immutable records) and Queue (reserved for the job queue). A name keeps the
+// kind it was created with.
+//
+// Single writes (Put, PutWithID, Delete) are durable when they return.
+// Concurrent single writes from many goroutines share commits (group commit),
+// so throughput grows with the number of writers. PutMany writes a batch in
+// one transaction, all or nothing; PutStream ingests an unbounded sequence in
+// batches. Update runs a function in one atomic transaction across
+// collections; View gives a consistent snapshot.
+//
+// # Ids
+//
+// Put takes ids from uuidv7.New, or from a generator given with
+// WithIDGenerator (WithDeterministicIDs for repeatable test data).
+// PutWithID takes an explicit id. Ids from every path are checked: anything
+// but a UUIDv7 fails with ErrInvalidID and nothing is written.
+//
+// # Data
+//
+// Data is a map[string]any (Map) or a struct (msgpack tags honoured) that
+// encodes to a map. Decoded data has one Go type per kind: int64 (uint64 only
+// above math.MaxInt64), float64, string, bool, nil, []byte, time.Time (UTC),
+// []any and map[string]any. Records are at most MaxRecordSize bytes encoded
+// and nest at most MaxDepth levels.
+//
+// # Caveats
+//
+//   - One process at a time may open a file for writing (bbolt's file lock).
+//     A second one waits for the lock timeout, then gets ErrLocked.
+//   - Inside Update and View use only the Tx and handles from tx.Docs and
+//     tx.Log; calls on the DB itself fail with ErrNestedTx instead of
+//     deadlocking.
+//   - A DB-level Stream reads in chunks of short transactions: it is not one
+//     snapshot. Records inserted ahead of the cursor while it runs may be
+//     seen; use View for a snapshot.
+//   - The file never shrinks; space freed by deletes is reused. Compact with
+//     the storh CLI to reclaim it.
+//   - Records fail their checksum only when the file was damaged; such a
+//     record is returned as ErrCorrupt, never as data.
+package storh

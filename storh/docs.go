@@ -1,0 +1,40 @@
+package storh
+
+import (
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Docs is a document collection: records keyed by UUIDv7 that can be
+// replaced (PutWithID of an existing id) and deleted. Get a handle from
+// DB.Docs or Tx.Docs.
+//
+// Methods: Put, PutWithID, PutMany, PutStream, Get, Delete, Stream, Count,
+// Stats, Name.
+type Docs struct{ coll }
+
+// PutWithID stores data under id, replacing the record stored there, if any
+// (upsert). id must be a UUIDv7, else ErrInvalidID and nothing is written.
+func (d *Docs) PutWithID(id uuidv7.UUID, data any) (Record, error) { return d.coll.PutWithID(id, data) }
+
+// Delete removes the record id. Deleting a missing id is a no-op; an id that
+// is not a UUIDv7 is ErrInvalidID.
+func (d *Docs) Delete(id uuidv7.UUID) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("delete", d.name, id.String(), -1, err)
+	}
+	var err error
+	if d.tx != nil {
+		err = d.inTx(true, func(ec *engine.Coll) error {
+			_, err := d.tx.etx.Delete(ec, id)
+			return err
+		})
+	} else if err = d.db.eng.Enter(); err == nil {
+		op := engine.NewWriteOp()
+		op.Coll, op.Kind, op.ID, op.Delete = d.name, d.kind, id, true
+		err = d.db.eng.Submit(op)
+		op.Release()
+		d.db.eng.Exit()
+	}
+	return opErr("delete", d.name, id.String(), -1, err)
+}

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Backup writes a consistent copy of the whole file to w from one read
+// transaction, while writers go on. The caller must hold Enter.
+func (db *DB) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := db.ViewSafe(func(tx *Tx) error {
+		var err error
+		n, err = tx.btx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// BackupFile writes a consistent copy to path atomically: into a temporary
+// file in the same directory, synced, then renamed, so path never holds a
+// partial copy. path must not be the database itself.
+func (db *DB) BackupFile(path string) (int64, error) {
+	if same, _ := sameFile(path, db.path); same {
+		return 0, fmt.Errorf("storh: backup target %s is the database file itself; choose another path", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	n, err := db.Backup(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, syncDir(filepath.Dir(path))
+}
+
+func sameFile(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// CompactReport says what Compact did.
+type CompactReport struct {
+	SrcSize, DstSize int64
+}
+
+// Reclaimed is the number of bytes the compacted copy saves.
+func (r CompactReport) Reclaimed() int64 { return r.SrcSize - r.DstSize }
+
+// Compact copies the live data of the database at src into a new file dst
+// (which must not exist), leaving free pages behind. It opens src read-only,
+// so no process may have it open for writing (opts.LockTimeout bounds the
+// wait). Pages are packed full.
+func Compact(src, dst string, opts Options) (CompactReport, error) {
+	var rep CompactReport
+	if _, err := os.Stat(dst); err == nil {
+		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", ErrExists, dst)
+	}
+	opts.ReadOnly = true
+	in, err := Open(src, opts)
+	if err != nil {
+		return rep, err
+	}
+	defer in.Close()
+	mode := opts.FileMode
+	if mode == 0 {
+		mode = 0o600
+	}
+	out, err := bolt.Open(dst, mode, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return rep, mapBoltErr(err)
+	}
+	err = containPanic(func() error { return bolt.Compact(out, in.bolt, 64<<20) })
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+		return rep, mapBoltErr(err)
+	}
+	if rep.SrcSize, err = fileSize(src); err != nil {
+		return rep, err
+	}
+	rep.DstSize, err = fileSize(dst)
+	return rep, err
+}
+
+func fileSize(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+)
+
+// Stored value layout (see docs/architecture.md):
+//
+//	byte 0     format version (valueVersion)
+//	bytes 1-4  CRC-32C (Castagnoli) of the payload, big-endian
+//	bytes 5-   payload: one msgpack map (map keys sorted, struct fields in
+//	           declaration order), integers in their smallest encoding
+const (
+	valueVersion = 1
+	HeaderSize   = 5
+)
+
+// MaxRecordSize bounds the msgpack payload of one record. bbolt could store
+// values up to 2 GiB, but a record that large would be copied whole on every
+// read and would stall every writer while its pages are written.
+const MaxRecordSize = 16 << 20
+
+// MaxDepth bounds nesting of maps and lists in a record (the top-level map
+// is depth 1). It also stops cyclic maps before they exhaust the stack.
+const MaxDepth = mpack.MaxDepth
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// appendWriter lets a pooled msgpack.Encoder append to a caller's slice, so a
+// batch can encode all its values into one arena.
+type appendWriter struct{ buf []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (w *appendWriter) WriteByte(c byte) error {
+	w.buf = append(w.buf, c)
+	return nil
+}
+
+func (w *appendWriter) WriteString(s string) (int, error) {
+	w.buf = append(w.buf, s...)
+	return len(s), nil
+}
+
+type valueEncoder struct {
+	w   appendWriter
+	enc *msgpack.Encoder
+}
+
+var encoderPool = sync.Pool{New: func() any {
+	e := &valueEncoder{}
+	e.enc = msgpack.NewEncoder(&e.w)
+	e.enc.SetSortMapKeys(true)
+	e.enc.UseCompactInts(true)
+	return e
+}}
+
+// AppendValue encodes data as a stored value (header + msgpack payload)
+// appended to dst. It fails with ErrInvalidData, appending nothing, when data
+// is not a map or struct, cannot be encoded, or breaks a limit.
+func AppendValue(dst []byte, data any) ([]byte, error) {
+	if err := checkShape(data); err != nil {
+		return dst, err
+	}
+	e := encoderPool.Get().(*valueEncoder)
+	start := len(dst)
+	e.w.buf = append(dst, valueVersion, 0, 0, 0, 0)
+	err := encodeGuarded(e.enc, data)
+	out := e.w.buf
+	e.w.buf = nil
+	encoderPool.Put(e)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	payload := out[start+HeaderSize:]
+	if len(payload) > MaxRecordSize {
+		return dst, fmt.Errorf("%w: record is %d bytes encoded; the limit is %d", ErrInvalidData, len(payload), MaxRecordSize)
+	}
+	if err := mpack.ValidateRecord(payload); err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	binary.BigEndian.PutUint32(out[start+1:], crc32.Checksum(payload, castagnoli))
+	return out, nil
+}
+
+// encodeGuarded turns the library's panics on exotic values into errors: a
+// bad record must fail its own write, never the process.
+func encodeGuarded(enc *msgpack.Encoder, data any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot encode value: %v", r)
+		}
+	}()
+	return enc.Encode(data)
+}
+
+// Payload checks a stored value's header and checksum and returns its msgpack
+// payload (aliasing value). Errors wrap ErrCorrupt.
+func Payload(value []byte) ([]byte, error) {
+	if len(value) < HeaderSize {
+		return nil, fmt.Errorf("%w: value is %d bytes, shorter than its header", ErrCorrupt, len(value))
+	}
+	if value[0] != valueVersion {
+		return nil, fmt.Errorf("%w: unknown value format version %d", ErrCorrupt, value[0])
+	}
+	payload := value[HeaderSize:]
+	if got, want := crc32.Checksum(payload, castagnoli), binary.BigEndian.Uint32(value[1:]); got != want {
+		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, want, got)
+	}
+	return payload, nil
+}
+
+// DecodeMap decodes a payload into the normalised map form: integers as int64
+// (uint64 above MaxInt64), floats as float64, lists as []any, maps as
+// map[string]any, msgpack timestamps as time.Time in UTC, binary as []byte.
+func DecodeMap(payload []byte) (map[string]any, error) {
+	m, err := mpack.DecodeMap(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// DecodeInto decodes a payload into v: a pointer to a struct (msgpack tags
+// honoured), to a map[string]any, or to an any. Maps and interfaces get the
+// normalised form of DecodeMap.
+func DecodeInto(payload []byte, v any) error {
+	switch p := v.(type) {
+	case *map[string]any:
+		m, err := DecodeMap(payload)
+		if err != nil {
+			return err
+		}
+		*p = m
+		return nil
+	case *any:
+		m, err := DecodeMap(payload)
+		if err != nil {
+			return err
+		}
+		*p = m
+		return nil
+	}
+	if err := msgpack.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("decode into %T: %w", v, err)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// On-disk layout (docs/architecture.md has the picture):
+//
+//	"\x00storh"            database metadata: "format" → formatVersion
+//	<collection name>/     one top-level bucket per collection
+//	    "m"/               collection metadata: kind, count, bytes
+//	    "r"/               records: 16-byte binary UUIDv7 → stored value
+//	    "q"/               quarantine: records Repair moved out (only after a repair)
+//
+// Collection names are printable text, so they can never collide with the
+// metadata bucket, whose name starts with a NUL byte.
+var (
+	dbMetaBucket  = []byte("\x00storh")
+	keyFormat     = []byte("format")
+	bucketMeta    = []byte("m")
+	bucketRecords = []byte("r")
+	keyKind       = []byte("kind")
+	keyCount      = []byte("count")
+	keyBytes      = []byte("bytes")
+)
+
+const formatVersion = 1
+
+// MaxNameLength bounds collection names (bytes of UTF-8).
+const MaxNameLength = 200
+
+// appendFillPercent packs pages full: records arrive in ascending id order,
+// so pages split at the end and a half-empty page would never fill again.
+// bbolt resets FillPercent on every transaction, so it is set per handle.
+const appendFillPercent = 1.0
+
+// Kind is what a collection is: it is stored in the collection's metadata
+// and checked on every open.
+type Kind uint8
+
+const (
+	KindDocs  Kind = 1
+	KindLog   Kind = 2
+	KindQueue Kind = 3
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindDocs:
+		return "docs"
+	case KindLog:
+		return "log"
+	case KindQueue:
+		return "queue"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, bool) {
+	for _, k := range []Kind{KindDocs, KindLog, KindQueue} {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// ValidateName checks a collection name.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the name is empty", ErrInvalidName)
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("%w: %q... is %d bytes; the limit is %d", ErrInvalidName, name[:32], len(name), MaxNameLength)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+	}
+	for i, r := range name {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: %q has a non-printable character at byte %d", ErrInvalidName, name, i)
+		}
+	}
+	return nil
+}
+
+// Coll is one collection's buckets inside one transaction, with the counter
+// changes that transaction has made but not yet written.
+type Coll struct {
+	Name    string
+	Kind    Kind
+	meta    *bolt.Bucket
+	records *bolt.Bucket
+
+	baseCount, baseBytes int64
+	countDelta, bytesDelta int64
+}
+
+// Count returns the number of records as seen by this transaction.
+func (c *Coll) Count() int64 { return c.baseCount + c.countDelta }
+
+// Bytes returns the total size of stored values as seen by this transaction.
+func (c *Coll) Bytes() int64 { return c.baseBytes + c.bytesDelta }
+
+// Records exposes the records bucket (read it only; writes go through Tx).
+func (c *Coll) Records() *bolt.Bucket { return c.records }
+
+func openColl(tx *bolt.Tx, name string) (*Coll, error) {
+	root := tx.Bucket([]byte(name))
+	if root == nil {
+		return nil, nil
+	}
+	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
+	if meta == nil || recs == nil {
+		return nil, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, name, missing(meta, recs))
+	}
+	kind := meta.Get(keyKind)
+	if len(kind) != 1 {
+		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
+	}
+	c := &Coll{Name: name, Kind: Kind(kind[0]), meta: meta, records: recs}
+	c.baseCount = getInt(meta, keyCount)
+	c.baseBytes = getInt(meta, keyBytes)
+	if tx.Writable() {
+		recs.FillPercent = appendFillPercent
+	}
+	return c, nil
+}
+
+func missing(meta, recs *bolt.Bucket) string {
+	if meta == nil {
+		return "metadata"
+	}
+	return "records"
+}
+
+func createColl(tx *bolt.Tx, name string, kind Kind) (*Coll, error) {
+	root, err := tx.CreateBucket([]byte(name))
+	if err != nil {
+		return nil, mapBoltErr(err)
+	}
+	meta, err := root.CreateBucket(bucketMeta)
+	if err != nil {
+		return nil, mapBoltErr(err)
+	}
+	if _, err := root.CreateBucket(bucketRecords); err != nil {
+		return nil, mapBoltErr(err)
+	}
+	if err := meta.Put(keyKind, []byte{byte(kind)}); err != nil {
+		return nil, mapBoltErr(err)
+	}
+	putInt(meta, keyCount, 0)
+	putInt(meta, keyBytes, 0)
+	return openColl(tx, name)
+}
+
+func (c *Coll) flush() error {
+	if c.countDelta == 0 && c.bytesDelta == 0 {
+		return nil
+	}
+	if err := putInt(c.meta, keyCount, c.Count()); err != nil {
+		return err
+	}
+	if err := putInt(c.meta, keyBytes, c.Bytes()); err != nil {
+		return err
+	}
+	c.baseCount, c.baseBytes = c.Count(), c.Bytes()
+	c.countDelta, c.bytesDelta = 0, 0
+	return nil
+}
+
+func getInt(b *bolt.Bucket, key []byte) int64 {
+	v := b.Get(key)
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+func putInt(b *bolt.Bucket, key []byte, n int64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(n))
+	return mapBoltErr(b.Put(key, v[:]))
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Item is one record read by a scan: its id and its checked msgpack payload
+// (owned by the caller), or the error that made it unreadable.
+type Item struct {
+	ID      uuidv7.UUID
+	Payload []byte
+	Err     error
+}
+
+// Cursor is the resumable position of a ranged scan over [Lo, Hi]. Each
+// chunk narrows the range past the keys it examined, so the next chunk
+// starts where the last one stopped, in a fresh transaction.
+type Cursor struct {
+	Lo, Hi  uuidv7.UUID
+	Reverse bool
+	Done    bool
+}
+
+// NewCursor starts a scan of the inclusive range of q.
+func NewCursor(q query.Query) Cursor {
+	lo, hi, ok := q.Range()
+	return Cursor{Lo: lo, Hi: hi, Reverse: q.Reversed(), Done: !ok}
+}
+
+// Chunk bounds: a chunk returns at most ChunkRecords records and examines at
+// most ChunkExamined keys, so a read transaction stays short even when a
+// filter rejects almost everything.
+const (
+	ChunkRecords  = 256
+	ChunkExamined = 4096
+	chunkArena    = 64 << 10
+)
+
+// Matcher filters payloads; nil matches everything.
+type Matcher func(payload []byte) (bool, error)
+
+// ReadChunk reads the next records of collection coll at cur in one short
+// read transaction, appending at most max items to dst. The caller must hold
+// Enter. A missing collection is ErrNotFound.
+func (db *DB) ReadChunk(coll string, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
+	err := db.ViewSafe(func(tx *Tx) error {
+		c, err := tx.Coll(coll, 0, false)
+		if err != nil {
+			return err
+		}
+		dst = ScanColl(c, cur, match, max, ChunkExamined, dst)
+		return nil
+	})
+	return dst, err
+}
+
+// ScanColl scans c from cur inside the caller's transaction, appending up to
+// max items (and examining at most maxExamined keys) to dst, and advances cur.
+// Payloads are copied, so items outlive the transaction.
+func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item) []Item {
+	if cur.Done || max <= 0 {
+		return dst
+	}
+	bc := c.records.Cursor()
+	var k, v []byte
+	if cur.Reverse {
+		k, v = bc.Seek(cur.Hi[:])
+		if k == nil {
+			k, v = bc.Last()
+		} else if bytes.Compare(k, cur.Hi[:]) > 0 {
+			k, v = bc.Prev()
+		}
+	} else {
+		k, v = bc.Seek(cur.Lo[:])
+	}
+	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
+	arena := make([]byte, 0, min(chunkArena, max*512))
+	examined, taken := 0, 0
+	for ; k != nil; k, v = step(bc, cur.Reverse) {
+		if cur.Reverse {
+			if bytes.Compare(k, cur.Lo[:]) < 0 {
+				break
+			}
+		} else if bytes.Compare(k, cur.Hi[:]) > 0 {
+			break
+		}
+		var id uuidv7.UUID
+		copy(id[:], k)
+		if !advance(cur, id) {
+			cur.Done = true
+		}
+		examined++
+		item, keep := readItem(id, k, v, match, &arena)
+		if keep {
+			dst = append(dst, item)
+			taken++
+		}
+		if cur.Done || taken >= max || examined >= maxExamined {
+			return dst
+		}
+	}
+	cur.Done = true
+	return dst
+}
+
+func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+	if reverse {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+// advance moves the cursor's open end past id; false when nothing is left.
+func advance(cur *Cursor, id uuidv7.UUID) bool {
+	if cur.Reverse {
+		p, ok := query.Prev(id)
+		cur.Hi = p
+		return ok && cur.Lo.Compare(p) <= 0
+	}
+	n, ok := query.Next(id)
+	cur.Lo = n
+	return ok && n.Compare(cur.Hi) <= 0
+}
+
+func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, bool) {
+	if len(k) != len(id) {
+		return Item{ID: id, Err: fmt.Errorf("%w: key of %d bytes in a records bucket", ErrCorrupt, len(k))}, true
+	}
+	if v == nil {
+		return Item{ID: id, Err: fmt.Errorf("%w: nested bucket in a records bucket", ErrCorrupt)}, true
+	}
+	payload, err := Payload(v)
+	if err != nil {
+		return Item{ID: id, Err: err}, true
+	}
+	if match != nil {
+		ok, err := match(payload)
+		if err != nil {
+			return Item{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}, true
+		}
+		if !ok {
+			return Item{}, false
+		}
+	}
+	// A record that is returned must decode later; records filtered out
+	// above never pay for this walk.
+	if err := mpack.ValidateRecord(payload); err != nil {
+		return Item{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}, true
+	}
+	start := len(*arena)
+	*arena = append(*arena, payload...)
+	return Item{ID: id, Payload: (*arena)[start:len(*arena):len(*arena)]}, true
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Tx is one bbolt transaction with the collections it has opened. Counter
+// changes are kept in memory and written once by flush, so a bulk write
+// touches each collection's metadata once per transaction, not per record.
+type Tx struct {
+	btx   *bolt.Tx
+	colls map[string]*Coll
+}
+
+func newTx(btx *bolt.Tx) *Tx { return &Tx{btx: btx} }
+
+// Bolt exposes the underlying transaction (for verification and backup).
+func (t *Tx) Bolt() *bolt.Tx { return t.btx }
+
+// Writable reports whether this is a write transaction.
+func (t *Tx) Writable() bool { return t.btx.Writable() }
+
+// Coll opens the collection name. want = 0 accepts any kind. With create, a
+// missing collection is created with kind want (write transactions only);
+// without it, a missing collection is ErrNotFound.
+func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
+	if c, ok := t.colls[name]; ok {
+		return c, checkKind(c, want)
+	}
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	c, err := openColl(t.btx, name)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		if !create || want == 0 {
+			return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
+		}
+		if !t.btx.Writable() {
+			return nil, fmt.Errorf("%w: collection %q does not exist and cannot be created in a read-only transaction", ErrNotFound, name)
+		}
+		if c, err = createColl(t.btx, name, want); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkKind(c, want); err != nil {
+		return nil, err
+	}
+	if t.colls == nil {
+		t.colls = make(map[string]*Coll, 2)
+	}
+	t.colls[name] = c
+	return c, nil
+}
+
+func checkKind(c *Coll, want Kind) error {
+	if want != 0 && c.Kind != want {
+		return fmt.Errorf("%w: %q is a %s collection, not %s; open it with db.%s(%q)",
+			ErrWrongKind, c.Name, c.Kind, want, kindMethod(c.Kind), c.Name)
+	}
+	return nil
+}
+
+func kindMethod(k Kind) string {
+	switch k {
+	case KindDocs:
+		return "Docs"
+	case KindLog:
+		return "Log"
+	case KindQueue:
+		return "Queue"
+	}
+	return k.String()
+}
+
+// Put stores value under id. With insertOnly an existing id fails with
+// ErrExists and nothing changes. value must stay unmodified until the
+// transaction ends (bbolt keeps a reference to it).
+func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
+	if !t.btx.Writable() {
+		return ErrReadOnly
+	}
+	old := c.records.Get(id[:])
+	if old != nil && insertOnly {
+		return fmt.Errorf("%w: log records are immutable", ErrExists)
+	}
+	if err := c.records.Put(id[:], value); err != nil {
+		return mapBoltErr(err)
+	}
+	if old == nil {
+		c.countDelta++
+	} else {
+		c.bytesDelta -= int64(len(old))
+	}
+	c.bytesDelta += int64(len(value))
+	return nil
+}
+
+// Delete removes id and reports whether it was stored.
+func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
+	if !t.btx.Writable() {
+		return false, ErrReadOnly
+	}
+	old := c.records.Get(id[:])
+	if old == nil {
+		return false, nil
+	}
+	n := int64(len(old))
+	if err := c.records.Delete(id[:]); err != nil {
+		return false, mapBoltErr(err)
+	}
+	c.countDelta--
+	c.bytesDelta -= n
+	return true, nil
+}
+
+// Get returns the checked payload of id, aliasing the transaction's memory.
+func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
+	v := c.records.Get(id[:])
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	p, err := Payload(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := mpack.ValidateRecord(p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return p, nil
+}
+
+// DropColl deletes a collection and all its records.
+func (t *Tx) DropColl(name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := t.btx.DeleteBucket([]byte(name)); err != nil {
+		if err == bolt.ErrBucketNotFound {
+			return fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
+		}
+		return mapBoltErr(err)
+	}
+	delete(t.colls, name)
+	return nil
+}
+
+// flush writes the counters of every collection this transaction changed.
+func (t *Tx) flush() error {
+	for _, c := range t.colls {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	return checkInvariants(t)
+}

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// ProblemKind classifies what Verify found.
+type ProblemKind string
+
+const (
+	ProblemFile     ProblemKind = "file"     // bbolt's own page consistency check
+	ProblemLayout   ProblemKind = "layout"   // a collection's buckets or kind are missing or wrong
+	ProblemKey      ProblemKind = "key"      // a record key that is not a 16-byte UUIDv7
+	ProblemChecksum ProblemKind = "checksum" // a value whose header or CRC does not match
+	ProblemDecode   ProblemKind = "decode"   // a value whose payload is not a valid record
+	ProblemCounter  ProblemKind = "counter"  // count or bytes metadata disagree with the records
+)
+
+// Problem is one finding of Verify.
+type Problem struct {
+	Kind       ProblemKind
+	Collection string      // empty for file-level problems
+	ID         uuidv7.UUID // zero unless the problem is one record
+	Key        []byte      // the raw key, for key problems
+	Detail     string
+}
+
+func (p Problem) String() string {
+	s := string(p.Kind)
+	if p.Collection != "" {
+		s += " " + quote(p.Collection)
+	}
+	if !p.ID.IsZero() {
+		s += " id " + p.ID.String()
+	} else if p.Key != nil {
+		s += fmt.Sprintf(" key %x", p.Key)
+	}
+	return s + ": " + p.Detail
+}
+
+// VerifyReport summarises a Verify or Repair run.
+type VerifyReport struct {
+	Collections int
+	Records     int64
+	Problems    int
+	Quarantined int // Repair only: records moved out of the collection
+	Recounted   int // Repair only: collections whose counters were rewritten
+}
+
+// Verify checks the database in one read transaction (a consistent view,
+// which is what makes the counter check meaningful): bbolt's page check
+// (skipped when colls names specific collections), then each collection's
+// layout, every key, checksum and payload, and its counters. Each problem is
+// passed to report as it is found. The caller must hold Enter.
+func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error) {
+	var rep VerifyReport
+	emit := func(p Problem) {
+		rep.Problems++
+		if report != nil {
+			report(p)
+		}
+	}
+	err := db.ViewSafe(func(tx *Tx) error {
+		if len(colls) == 0 {
+			for err := range tx.btx.Check() {
+				emit(Problem{Kind: ProblemFile, Detail: err.Error()})
+			}
+		}
+		names, err := collNames(tx.btx, colls)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			rep.Collections++
+			n, _ := verifyColl(tx.btx, name, emit, nil)
+			rep.Records += n
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// Repair moves every record that fails verification into the collection's
+// quarantine bucket (kept for manual recovery, see Quarantined) and rewrites
+// counters that disagree with the records, in one write transaction. The
+// caller must hold Enter.
+func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error) {
+	var rep VerifyReport
+	err := db.UpdateSafe(func(tx *Tx) error {
+		names, err := collNames(tx.btx, colls)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			rep.Collections++
+			var bad [][]byte
+			n, counters := verifyColl(tx.btx, name, func(p Problem) {
+				rep.Problems++
+				if report != nil {
+					report(p)
+				}
+			}, &bad)
+			rep.Records += n
+			root := tx.btx.Bucket([]byte(name))
+			recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
+			if recs == nil || meta == nil {
+				continue // layout problems need a human: reported, not guessed at
+			}
+			if len(bad) > 0 {
+				q, err := root.CreateBucketIfNotExists(bucketQuarantine)
+				if err != nil {
+					return mapBoltErr(err)
+				}
+				for _, k := range bad {
+					if v := recs.Get(k); v != nil {
+						if err := q.Put(k, append([]byte(nil), v...)); err != nil {
+							return mapBoltErr(err)
+						}
+					}
+					if err := recs.Delete(k); err != nil {
+						return mapBoltErr(err)
+					}
+					rep.Quarantined++
+				}
+			}
+			if len(bad) > 0 || !counters {
+				var count, size int64
+				c := recs.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					count++
+					size += int64(len(v))
+				}
+				if err := putInt(meta, keyCount, count); err != nil {
+					return err
+				}
+				if err := putInt(meta, keyBytes, size); err != nil {
+					return err
+				}
+				rep.Recounted++
+			}
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// bucketQuarantine holds records Repair moved out of a collection.
+var bucketQuarantine = []byte("q")
+
+// Quarantined returns the ids and raw stored values Repair moved out of
+// collection name.
+func (t *Tx) Quarantined(name string) (map[string][]byte, error) {
+	root := t.btx.Bucket([]byte(name))
+	if root == nil {
+		return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
+	}
+	out := map[string][]byte{}
+	if q := root.Bucket(bucketQuarantine); q != nil {
+		err := q.ForEach(func(k, v []byte) error {
+			out[fmt.Sprintf("%x", k)] = append([]byte(nil), v...)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func collNames(btx *bolt.Tx, want []string) ([]string, error) {
+	if len(want) > 0 {
+		for _, n := range want {
+			if btx.Bucket([]byte(n)) == nil {
+				return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, n)
+			}
+		}
+		return want, nil
+	}
+	var names []string
+	err := btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		if !bytes.Equal(name, dbMetaBucket) {
+			names = append(names, string(name))
+		}
+		return nil
+	})
+	return names, err
+}
+
+// verifyColl checks one collection, returning its record count and whether
+// the counters agree. Keys of bad records are appended to bad when non-nil.
+func verifyColl(btx *bolt.Tx, name string, emit func(Problem), bad *[][]byte) (int64, bool) {
+	root := btx.Bucket([]byte(name))
+	if root == nil {
+		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "top-level key is not a bucket"})
+		return 0, true
+	}
+	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
+	if meta == nil || recs == nil {
+		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "missing its " + missing(meta, recs) + " bucket"})
+		return 0, true
+	}
+	if k := meta.Get(keyKind); len(k) != 1 || Kind(k[0]) < KindDocs || Kind(k[0]) > KindQueue {
+		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: fmt.Sprintf("invalid kind %x", k)})
+	}
+	var n, size int64
+	c := recs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var id uuidv7.UUID
+		switch {
+		case len(k) != len(id):
+			emit(Problem{Kind: ProblemKey, Collection: name, Key: append([]byte(nil), k...), Detail: fmt.Sprintf("key is %d bytes, not 16", len(k))})
+		case v == nil:
+			copy(id[:], k)
+			emit(Problem{Kind: ProblemKey, Collection: name, ID: id, Detail: "a nested bucket where a record should be"})
+			continue // a bucket cannot be moved like a value; report only
+		default:
+			copy(id[:], k)
+			if !id.IsV7() {
+				emit(Problem{Kind: ProblemKey, Collection: name, ID: id, Detail: "key is not a UUIDv7"})
+				break
+			}
+			payload, err := Payload(v)
+			if err != nil {
+				emit(Problem{Kind: ProblemChecksum, Collection: name, ID: id, Detail: trim(err)})
+				break
+			}
+			if err := mpack.ValidateRecord(payload); err != nil {
+				emit(Problem{Kind: ProblemDecode, Collection: name, ID: id, Detail: err.Error()})
+				break
+			}
+			n++
+			size += int64(len(v))
+			continue
+		}
+		// Only problem records reach here.
+		n++
+		size += int64(len(v))
+		if bad != nil {
+			*bad = append(*bad, append([]byte(nil), k...))
+		}
+	}
+	count, bytesStored := getInt(meta, keyCount), getInt(meta, keyBytes)
+	ok := count == n && bytesStored == size
+	if !ok {
+		emit(Problem{Kind: ProblemCounter, Collection: name,
+			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, n, size)})
+	}
+	return n, ok
+}
+
+func trim(err error) string {
+	s := err.Error()
+	if len(s) > 7 && s[:7] == "storh: " {
+		return s[7:]
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package storh
+
+import (
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/query"
+)
+
+// Sentinel errors; test with errors.Is. Errors about one operation are
+// *Error values that wrap one of these and add the operation, collection,
+// id and a hint.
+var (
+	// ErrNotFound is returned by Get for a valid id that is not stored, and
+	// by reads of a collection that does not exist.
+	ErrNotFound = engine.ErrNotFound
+	// ErrInvalidID is returned when an id is not a UUIDv7 (version 7, RFC
+	// 9562 variant): from PutWithID, Get, Delete, or a custom generator.
+	// Nothing is written.
+	ErrInvalidID = engine.ErrInvalidID
+	// ErrExists is returned by Log.PutWithID (and Log.Put with a generator
+	// that repeats itself) for an id already stored: log records are
+	// immutable.
+	ErrExists = engine.ErrExists
+	// ErrInvalidData is returned when data is nil, not a map or a struct,
+	// holds a value msgpack cannot encode (channels, funcs), has non-string
+	// map keys, exceeds MaxRecordSize or nests deeper than MaxDepth.
+	ErrInvalidData = engine.ErrInvalidData
+	// ErrInvalidQuery is returned, as the first error of a stream, for a
+	// query that cannot run (Limit below 1, empty field name, a WhereEqual
+	// value that cannot be stored). It is query.ErrInvalidQuery.
+	ErrInvalidQuery = query.ErrInvalidQuery
+	// ErrClosed is returned by every call on a closed DB, and by handles
+	// bound to a transaction that has ended.
+	ErrClosed = engine.ErrClosed
+	// ErrCorrupt is returned for a stored value that fails its checksum or
+	// decode (the error names the id), and for a damaged file.
+	ErrCorrupt = engine.ErrCorrupt
+	// ErrLocked is returned by Open when another process holds the file and
+	// the lock timeout passes.
+	ErrLocked = engine.ErrLocked
+	// ErrInvalidName is returned for a collection name that is empty, longer
+	// than MaxNameLength bytes, or not printable UTF-8.
+	ErrInvalidName = engine.ErrInvalidName
+	// ErrWrongKind is returned when a collection is opened as another kind
+	// than it was created with (db.Log on a Docs collection).
+	ErrWrongKind = engine.ErrWrongKind
+	// ErrReadOnly is returned by writes on a read-only database or inside
+	// View.
+	ErrReadOnly = engine.ErrReadOnly
+	// ErrNestedTx is returned by a call on the DB or on a DB-level handle
+	// from inside an Update or View callback, which would deadlock; use the
+	// handles from tx.Docs and tx.Log instead.
+	ErrNestedTx = engine.ErrNestedTx
+	// ErrTooLarge is returned by a write that would grow the file past
+	// WithMaxSize, or that the file system refused to grow for. Nothing of
+	// that write is stored.
+	ErrTooLarge = engine.ErrTooLarge
+)
+
+// Error describes a failed operation: Op, Collection, ID, Index (position in
+// a batch, -1 otherwise), the wrapped sentinel Err and a Hint for the user.
+type Error = engine.Error
+
+// Limits.
+const (
+	// MaxRecordSize bounds one record's encoded (msgpack) size.
+	MaxRecordSize = engine.MaxRecordSize
+	// MaxDepth bounds the nesting of maps and lists in a record.
+	MaxDepth = engine.MaxDepth
+	// MaxNameLength bounds a collection name in bytes.
+	MaxNameLength = engine.MaxNameLength
+)
+
+func opErr(op, coll string, id string, index int, err error) error {
+	if err == nil {
+		return nil
+	}
+	if already, ok := err.(*Error); ok {
+		return already
+	}
+	e := &Error{Op: op, Collection: coll, ID: id, Index: index, Err: err}
+	switch {
+	case err == ErrNestedTx:
+		e.Hint = "inside Update/View use the handles from tx.Docs and tx.Log"
+	case err == ErrClosed:
+		e.Hint = "the database was closed; open it again"
+	case err == ErrReadOnly:
+		e.Hint = "open the database without ReadOnly, or write inside Update"
+	}
+	return e
+}

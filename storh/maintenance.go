@@ -1,0 +1,87 @@
+package storh
+
+import (
+	"io"
+
+	"github.com/storhdb/storh-go/storh/engine"
+)
+
+// Problem is one finding of Verify or Repair: its Kind ("file", "layout",
+// "key", "checksum", "decode", "counter"), the collection and record id
+// where it applies, and a readable Detail.
+type Problem = engine.Problem
+
+// VerifyReport summarises Verify and Repair.
+type VerifyReport = engine.VerifyReport
+
+// CompactReport says how large the source and the compacted copy are.
+type CompactReport = engine.CompactReport
+
+// Verify checks the database, or only the named collections: bbolt's own
+// page consistency (whole-database runs only), each collection's layout,
+// every record's key, checksum and encoding, and the counters. Problems are
+// passed to report as they are found (report may be nil); the database is
+// healthy when the report's Problems is 0. It reads one consistent snapshot,
+// so it holds a read transaction for its whole run.
+func (db *DB) Verify(report func(Problem), collections ...string) (VerifyReport, error) {
+	if err := db.eng.Enter(); err != nil {
+		return VerifyReport{}, opErr("verify", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	rep, err := db.eng.Verify(collections, report)
+	return rep, opErr("verify", "", "", -1, err)
+}
+
+// Repair moves every record that fails verification out of its collection
+// into the collection's quarantine (kept in the file for manual recovery)
+// and rewrites counters that disagree with the records, in one transaction.
+// Problems are reported as Verify reports them, except that Repair does not
+// run bbolt's page check (run Verify for that). Damage to bbolt's own pages
+// cannot be repaired in place: restore a backup, or Compact what is readable.
+func (db *DB) Repair(report func(Problem), collections ...string) (VerifyReport, error) {
+	if err := db.eng.Enter(); err != nil {
+		return VerifyReport{}, opErr("repair", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	rep, err := db.eng.Repair(collections, report)
+	return rep, opErr("repair", "", "", -1, err)
+}
+
+// Backup writes a consistent copy of the database to w while it stays in
+// use by this process. (bbolt's file lock means no other process can have
+// the file open for writing meanwhile; a backup is therefore always taken
+// through the process that owns the database.)
+func (db *DB) Backup(w io.Writer) (int64, error) {
+	if err := db.eng.Enter(); err != nil {
+		return 0, opErr("backup", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	n, err := db.eng.Backup(w)
+	return n, opErr("backup", "", "", -1, err)
+}
+
+// BackupFile writes a consistent copy to path, atomically: path holds either
+// the complete copy or whatever it held before.
+func (db *DB) BackupFile(path string) (int64, error) {
+	if err := db.eng.Enter(); err != nil {
+		return 0, opErr("backup", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	n, err := db.eng.BackupFile(path)
+	return n, opErr("backup", "", "", -1, err)
+}
+
+// Compact copies the live data of the closed database at src into the new
+// file dst, leaving freed pages behind, and reports both sizes. src is
+// opened read-only; a process holding it open for writing makes Compact fail
+// with ErrLocked after the lock timeout.
+func Compact(src, dst string, opts ...Option) (CompactReport, error) {
+	var o engine.Options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return CompactReport{}, err
+		}
+	}
+	rep, err := engine.Compact(src, dst, o)
+	return rep, opErr("compact", "", "", -1, err)
+}

@@ -1,0 +1,113 @@
+package storh
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Option configures Open.
+type Option func(*engine.Options) error
+
+// WithLockTimeout bounds how long Open waits for another process to release
+// the file (default 1s). After it, Open fails with ErrLocked.
+func WithLockTimeout(d time.Duration) Option {
+	return func(o *engine.Options) error {
+		if d <= 0 {
+			return fmt.Errorf("storh: WithLockTimeout(%v): the timeout must be positive", d)
+		}
+		o.LockTimeout = d
+		return nil
+	}
+}
+
+// ReadOnly opens the database with a shared lock: several read-only
+// processes may open it at once, and every write fails with ErrReadOnly.
+func ReadOnly() Option {
+	return func(o *engine.Options) error { o.ReadOnly = true; return nil }
+}
+
+// UnsafeNoSync skips fsync on commit. A crash (of the machine, not only the
+// process) can lose acknowledged writes or damage the file. Use it for tests
+// and data you can rebuild, never for data you keep.
+func UnsafeNoSync() Option {
+	return func(o *engine.Options) error { o.UnsafeNoSync = true; return nil }
+}
+
+// WithInitialMmapSize sets the address space mapped at open (default 1 GiB).
+// While the file fits in it, readers never block writers; it costs no disk.
+func WithInitialMmapSize(bytes int) Option {
+	return func(o *engine.Options) error {
+		if bytes < 0 {
+			return fmt.Errorf("storh: WithInitialMmapSize(%d): must not be negative", bytes)
+		}
+		o.InitialMmapSize = bytes
+		return nil
+	}
+}
+
+// WithMaxSize caps the file size; a write that would grow the file past it
+// fails with ErrTooLarge and stores nothing.
+func WithMaxSize(bytes int) Option {
+	return func(o *engine.Options) error {
+		if bytes < 0 {
+			return fmt.Errorf("storh: WithMaxSize(%d): must not be negative", bytes)
+		}
+		o.MaxSize = bytes
+		return nil
+	}
+}
+
+// WithMaxBatch caps how many concurrent single writes share one commit
+// (default 1024).
+func WithMaxBatch(n int) Option {
+	return func(o *engine.Options) error {
+		if n < 1 {
+			return fmt.Errorf("storh: WithMaxBatch(%d): must be at least 1", n)
+		}
+		o.MaxBatch = n
+		return nil
+	}
+}
+
+// WithFileMode sets the permissions of a newly created file (default 0600).
+func WithFileMode(mode os.FileMode) Option {
+	return func(o *engine.Options) error { o.FileMode = mode; return nil }
+}
+
+// CollectionOption configures a collection handle.
+type CollectionOption func(*collConfig) error
+
+type collConfig struct {
+	gen func() uuidv7.UUID
+}
+
+// WithIDGenerator makes Put take ids from gen instead of uuidv7.New. Every id
+// gen returns is checked: one that is not a UUIDv7 fails the write with
+// ErrInvalidID. gen must be safe for concurrent use if the handle is shared.
+func WithIDGenerator(gen func() uuidv7.UUID) CollectionOption {
+	return func(c *collConfig) error {
+		if gen == nil {
+			return fmt.Errorf("storh: WithIDGenerator(nil): pass a generator function")
+		}
+		c.gen = gen
+		return nil
+	}
+}
+
+// WithDeterministicIDs makes Put take ids from a seeded generator whose clock
+// starts at startMs and advances one millisecond per id: the same seed gives
+// the same ids in every run, for repeatable test data. Each handle opened
+// with it starts the sequence anew, so open the handle once and share it.
+func WithDeterministicIDs(seed uint64, startMs int64) CollectionOption {
+	return func(c *collConfig) error {
+		if startMs < 0 || startMs > uuidv7.MaxTimestampMs {
+			return fmt.Errorf("storh: WithDeterministicIDs: %w", uuidv7.ErrTimestampRange)
+		}
+		c.gen = uuidv7.NewDeterministic(seed, startMs, 1).New
+		return nil
+	}
+}

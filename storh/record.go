@@ -1,0 +1,60 @@
+package storh
+
+import (
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Map is the generic form of a record's data.
+//
+// Decoded values have one Go type per kind, whatever was stored: integers are
+// int64 (uint64 only above math.MaxInt64), floats float64, lists []any,
+// nested maps map[string]any, timestamps time.Time in UTC, binary []byte.
+type Map = map[string]any
+
+// Entry is a record to write with an explicit id, for PutMany and PutStream.
+// A zero ID means "generate one".
+type Entry struct {
+	ID   uuidv7.UUID
+	Data any
+}
+
+// Record is one stored record: its id and its msgpack-encoded data, decoded
+// only when asked for. Records are immutable values and safe to keep.
+type Record struct {
+	ID      uuidv7.UUID
+	payload []byte
+}
+
+// Time returns the creation time carried by the id.
+func (r Record) Time() time.Time { return r.ID.Time() }
+
+// Data decodes the record into a Map (see Map for the types). It decodes on
+// every call, so keep the result. It returns nil only for a record that fails
+// to decode; Decode reports that error.
+func (r Record) Data() Map {
+	m, err := engine.DecodeMap(r.payload)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// Decode decodes the record into v: a pointer to a struct (msgpack tags
+// honoured, as when it was written) or to a Map.
+func (r Record) Decode(v any) error {
+	if err := engine.DecodeInto(r.payload, v); err != nil {
+		return opErr("decode", "", r.ID.String(), -1, err)
+	}
+	return nil
+}
+
+// Raw returns the record's msgpack bytes: one map (keys sorted when it was
+// written from a map, in field order when from a struct). The slice is
+// shared: do not modify it.
+func (r Record) Raw() []byte { return r.payload }
+
+// Size returns the encoded size of the data in bytes.
+func (r Record) Size() int { return len(r.payload) }

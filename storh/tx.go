@@ -1,0 +1,66 @@
+package storh
+
+import (
+	"github.com/storhdb/storh-go/storh/engine"
+)
+
+// Tx is a transaction, valid only inside the Update or View callback that
+// received it. Handles from tx.Docs and tx.Log read and write through it.
+type Tx struct {
+	db       *DB
+	etx      *engine.Tx
+	writable bool
+	done     bool
+}
+
+func (tx *Tx) end() { tx.done = true }
+
+// Writable reports whether tx came from Update.
+func (tx *Tx) Writable() bool { return tx.writable }
+
+// Docs returns a handle on the document collection name bound to tx,
+// creating the collection inside an Update if needed.
+func (tx *Tx) Docs(name string, opts ...CollectionOption) (*Docs, error) {
+	c, err := tx.open("docs", name, engine.KindDocs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Docs{c}, nil
+}
+
+// Log returns a handle on the log name bound to tx, creating the log inside
+// an Update if needed.
+func (tx *Tx) Log(name string, opts ...CollectionOption) (*Log, error) {
+	c, err := tx.open("log", name, engine.KindLog, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{c}, nil
+}
+
+func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (coll, error) {
+	var cfg collConfig
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return coll{}, err
+		}
+	}
+	if tx.done {
+		return coll{}, opErr(op, name, "", -1, ErrClosed)
+	}
+	if _, err := tx.etx.Coll(name, kind, tx.writable); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	return coll{db: tx.db, tx: tx, name: name, kind: kind, gen: cfg.gen}, nil
+}
+
+// coll returns the engine collection for a handle bound to tx.
+func (tx *Tx) coll(c *coll, write bool) (*engine.Coll, error) {
+	if tx.done {
+		return nil, ErrClosed
+	}
+	if write && !tx.writable {
+		return nil, ErrReadOnly
+	}
+	return tx.etx.Coll(c.name, c.kind, tx.writable)
+}
