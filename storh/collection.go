@@ -49,6 +49,9 @@ func checkID(id uuidv7.UUID, generated bool) error {
 	if generated {
 		return errGeneratorID
 	}
+	if id.Version() == 7 {
+		return fmt.Errorf("%w: version 7 but not the RFC 9562 variant (byte 8 is %#02x, want 0x80-0xbf)", ErrInvalidID, id[8])
+	}
 	return fmt.Errorf("%w: not a UUIDv7 (version %d)", ErrInvalidID, id.Version())
 }
 
@@ -59,11 +62,18 @@ var errGeneratorID = fmt.Errorf("%w: the id generator returned an id that is not
 // encodes to a map. On a DB-level handle concurrent Puts share commits; each
 // returns once its record is durable.
 func (c *coll) Put(data any) (Record, error) {
+	// Encode first: bad data must not use up an id of the generator (a
+	// deterministic sequence would shift) nor be reported under an id that
+	// was never stored.
+	value, err := engine.AppendValue(nil, data)
+	if err != nil {
+		return Record{}, opErr(c.opName("put"), c.name, "", -1, err)
+	}
 	id := c.newID()
 	if err := checkID(id, true); err != nil {
 		return Record{}, opErr(c.opName("put"), c.name, id.String(), -1, err)
 	}
-	return c.put("put", id, data)
+	return c.write("put", id, value)
 }
 
 // PutWithID stores data under an explicit id, which must be a UUIDv7.
@@ -71,14 +81,17 @@ func (c *coll) PutWithID(id uuidv7.UUID, data any) (Record, error) {
 	if err := checkID(id, false); err != nil {
 		return Record{}, opErr(c.opName("put"), c.name, id.String(), -1, err)
 	}
-	return c.put("put", id, data)
-}
-
-func (c *coll) put(op string, id uuidv7.UUID, data any) (Record, error) {
 	value, err := engine.AppendValue(nil, data)
 	if err != nil {
-		return Record{}, opErr(c.opName(op), c.name, id.String(), -1, err)
+		return Record{}, opErr(c.opName("put"), c.name, id.String(), -1, err)
 	}
+	return c.write("put", id, value)
+}
+
+// write stores an encoded value: in the handle's transaction, or through
+// group commit.
+func (c *coll) write(op string, id uuidv7.UUID, value []byte) (Record, error) {
+	var err error
 	insertOnly := c.kind == engine.KindLog
 	if c.tx != nil {
 		err = c.inTx(true, func(ec *engine.Coll) error { return c.tx.etx.Put(ec, id, value, insertOnly) })

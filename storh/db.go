@@ -1,7 +1,6 @@
 package storh
 
 import (
-	"errors"
 	"sort"
 	"time"
 
@@ -98,16 +97,13 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 // Drop deletes the collection name and all its records. Dropping a missing
 // collection fails with ErrNotFound.
 func (db *DB) Drop(name string) error {
-	err := db.Update(func(tx *Tx) error { return tx.etx.DropColl(name) })
-	db.eng.ForgetColl(name)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return err
-		}
+	if err := db.eng.Enter(); err != nil {
 		return opErr("drop", name, "", -1, err)
 	}
-	return nil
+	defer db.eng.Exit()
+	err := db.eng.UpdateSafe(func(etx *engine.Tx) error { return etx.DropColl(name) })
+	db.eng.ForgetColl(name)
+	return opErr("drop", name, "", -1, err)
 }
 
 // Update runs fn in one read-write transaction: every write fn makes through
@@ -122,6 +118,10 @@ func (db *DB) Update(fn func(*Tx) error) error {
 		return opErr("update", "", "", -1, err)
 	}
 	defer db.eng.Exit()
+	if db.eng.Options().ReadOnly {
+		return opErr("update", "", "", -1, ErrReadOnly)
+	}
+	// The callback's own errors come back unwrapped, as the user returned them.
 	err := db.eng.Update(func(etx *engine.Tx) error {
 		tx := &Tx{db: db, etx: etx, writable: true}
 		defer db.eng.BeginCallback()()

@@ -1,6 +1,8 @@
 package storh
 
 import (
+	"errors"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/query"
 )
@@ -54,6 +56,10 @@ var (
 	// WithMaxSize, or that the file system refused to grow for. Nothing of
 	// that write is stored.
 	ErrTooLarge = engine.ErrTooLarge
+	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
+	// an option given an unusable value (a non-positive lock timeout, a nil
+	// id generator, ...).
+	ErrInvalidOption = errors.New("storh: invalid option")
 )
 
 // Error describes a failed operation: Op, Collection, ID, Index (position in

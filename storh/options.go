@@ -17,7 +17,7 @@ type Option func(*engine.Options) error
 func WithLockTimeout(d time.Duration) Option {
 	return func(o *engine.Options) error {
 		if d <= 0 {
-			return fmt.Errorf("storh: WithLockTimeout(%v): the timeout must be positive", d)
+			return fmt.Errorf("%w: WithLockTimeout(%v): the timeout must be positive", ErrInvalidOption, d)
 		}
 		o.LockTimeout = d
 		return nil
@@ -42,7 +42,7 @@ func UnsafeNoSync() Option {
 func WithInitialMmapSize(bytes int) Option {
 	return func(o *engine.Options) error {
 		if bytes < 0 {
-			return fmt.Errorf("storh: WithInitialMmapSize(%d): must not be negative", bytes)
+			return fmt.Errorf("%w: WithInitialMmapSize(%d): must not be negative", ErrInvalidOption, bytes)
 		}
 		o.InitialMmapSize = bytes
 		return nil
@@ -54,7 +54,7 @@ func WithInitialMmapSize(bytes int) Option {
 func WithMaxSize(bytes int) Option {
 	return func(o *engine.Options) error {
 		if bytes < 0 {
-			return fmt.Errorf("storh: WithMaxSize(%d): must not be negative", bytes)
+			return fmt.Errorf("%w: WithMaxSize(%d): must not be negative", ErrInvalidOption, bytes)
 		}
 		o.MaxSize = bytes
 		return nil
@@ -66,7 +66,7 @@ func WithMaxSize(bytes int) Option {
 func WithMaxBatch(n int) Option {
 	return func(o *engine.Options) error {
 		if n < 1 {
-			return fmt.Errorf("storh: WithMaxBatch(%d): must be at least 1", n)
+			return fmt.Errorf("%w: WithMaxBatch(%d): must be at least 1", ErrInvalidOption, n)
 		}
 		o.MaxBatch = n
 		return nil
@@ -91,7 +91,7 @@ type collConfig struct {
 func WithIDGenerator(gen func() uuidv7.UUID) CollectionOption {
 	return func(c *collConfig) error {
 		if gen == nil {
-			return fmt.Errorf("storh: WithIDGenerator(nil): pass a generator function")
+			return fmt.Errorf("%w: WithIDGenerator(nil): pass a generator function", ErrInvalidOption)
 		}
 		c.gen = gen
 		return nil
@@ -105,7 +105,7 @@ func WithIDGenerator(gen func() uuidv7.UUID) CollectionOption {
 func WithDeterministicIDs(seed uint64, startMs int64) CollectionOption {
 	return func(c *collConfig) error {
 		if startMs < 0 || startMs > uuidv7.MaxTimestampMs {
-			return fmt.Errorf("storh: WithDeterministicIDs: %w", uuidv7.ErrTimestampRange)
+			return fmt.Errorf("%w: WithDeterministicIDs(%d, %d): %w", ErrInvalidOption, seed, startMs, uuidv7.ErrTimestampRange)
 		}
 		c.gen = uuidv7.NewDeterministic(seed, startMs, 1).New
 		return nil

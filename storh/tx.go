@@ -1,6 +1,8 @@
 package storh
 
 import (
+	"fmt"
+
 	"github.com/storhdb/storh-go/storh/engine"
 )
 
@@ -14,6 +16,8 @@ type Tx struct {
 }
 
 func (tx *Tx) end() { tx.done = true }
+
+var errTxEnded = fmt.Errorf("%w: the transaction has ended; use its handles only inside the Update or View callback", ErrClosed)
 
 // Writable reports whether tx came from Update.
 func (tx *Tx) Writable() bool { return tx.writable }
@@ -46,7 +50,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		}
 	}
 	if tx.done {
-		return coll{}, opErr(op, name, "", -1, ErrClosed)
+		return coll{}, opErr(op, name, "", -1, errTxEnded)
 	}
 	if _, err := tx.etx.Coll(name, kind, tx.writable); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
@@ -57,7 +61,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 // coll returns the engine collection for a handle bound to tx.
 func (tx *Tx) coll(c *coll, write bool) (*engine.Coll, error) {
 	if tx.done {
-		return nil, ErrClosed
+		return nil, errTxEnded
 	}
 	if write && !tx.writable {
 		return nil, ErrReadOnly

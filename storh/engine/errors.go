@@ -103,4 +103,6 @@ func newErr(op, coll string, err error) *Error {
 	return &Error{Op: op, Collection: coll, Index: -1, Err: err}
 }
 
-func quote(s string) string { return `"` + s + `"` }
+// quote escapes names for messages: a name with control characters must not
+// be able to forge or break a log line.
+func quote(s string) string { return strconv.Quote(s) }

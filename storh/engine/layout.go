@@ -97,7 +97,7 @@ type Coll struct {
 	meta    *bolt.Bucket
 	records *bolt.Bucket
 
-	baseCount, baseBytes int64
+	baseCount, baseBytes   int64
 	countDelta, bytesDelta int64
 }
 
