@@ -1,0 +1,182 @@
+package storh_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// damage rewrites the stored value of id in collection coll of the closed
+// database at path through a raw bbolt handle.
+func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket([]byte(coll))
+		if root == nil {
+			return errors.New("no collection bucket")
+		}
+		recs := root.Bucket([]byte("r"))
+		if recs == nil {
+			return errors.New("no records bucket")
+		}
+		v := recs.Get(id[:])
+		if v == nil {
+			return errors.New("no such record")
+		}
+		v = append([]byte(nil), v...)
+		edit(v)
+		return recs.Put(id[:], v)
+	}); err != nil {
+		t.Fatalf("damage: %v", err)
+	}
+}
+
+func TestCorruptRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(v []byte)
+	}{
+		{"payload byte flipped", func(v []byte) { v[len(v)-1] ^= 0x01 }},
+		{"checksum byte flipped", func(v []byte) { v[2] ^= 0x80 }},
+		{"unknown format version", func(v []byte) { v[0] = 0xee }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := newPath(t)
+			db := openAt(t, path)
+			log, _ := db.Log("events")
+			var all []uuidv7.UUID
+			for i := range 10 {
+				r, err := log.PutWithID(idAt(t, int64(100+i)), storh.Map{"i": i, "s": "some text"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, r.ID)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			const bad = 4
+			damage(t, path, "events", all[bad], tc.edit)
+
+			db = openAt(t, path)
+			log, err := db.Log("events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = log.Get(all[bad])
+			checkErr(t, err, storh.ErrCorrupt, `"events"`, all[bad].String())
+			for i, id := range all {
+				if i == bad {
+					continue
+				}
+				r, err := log.Get(id)
+				if err != nil || r.Data()["i"] != int64(i) {
+					t.Errorf("Get(#%d) = %v, %v", i, r.Data(), err)
+				}
+			}
+
+			// A stream yields the good records before it, then stops with the error.
+			got, err := streamErr(log.Stream(query.All()))
+			checkErr(t, err, storh.ErrCorrupt, `"events"`, all[bad].String())
+			if !sameIDs(ids(got), all[:bad]) {
+				t.Errorf("stream before the error: %v; want %v", ids(got), all[:bad])
+			}
+			// The same newest first.
+			got, err = streamErr(log.Stream(query.All().Reverse()))
+			checkErr(t, err, storh.ErrCorrupt, all[bad].String())
+			if len(got) != len(all)-bad-1 {
+				t.Errorf("reverse stream before the error: %d records; want %d", len(got), len(all)-bad-1)
+			}
+			// A filter never reports a corrupt record as a match or a miss.
+			_, err = streamErr(log.Stream(query.All().WhereEqual("i", 9)))
+			checkErr(t, err, storh.ErrCorrupt, all[bad].String())
+
+			// ContinueOnError skips it, reports its id, and returns the rest.
+			var reported []uuidv7.UUID
+			q := query.All().ContinueOnError(func(id uuidv7.UUID, err error) {
+				if !errors.Is(err, storh.ErrCorrupt) {
+					t.Errorf("reported error %v; want ErrCorrupt", err)
+				}
+				reported = append(reported, id)
+			})
+			got = collect(t, log.Stream(q))
+			want := append(append([]uuidv7.UUID(nil), all[:bad]...), all[bad+1:]...)
+			if !sameIDs(ids(got), want) {
+				t.Errorf("ContinueOnError stream: %v; want %v", ids(got), want)
+			}
+			if len(reported) != 1 || reported[0] != all[bad] {
+				t.Errorf("reported %v; want [%v]", reported, all[bad])
+			}
+			// Limit counts returned records, not skipped ones.
+			got = collect(t, log.Stream(q.Limit(bad+1)))
+			if len(got) != bad+1 || got[bad].ID != all[bad+1] {
+				t.Errorf("ContinueOnError with Limit(%d): %v", bad+1, ids(got))
+			}
+
+			// Inside a transaction the same rules hold.
+			err = db.View(func(tx *storh.Tx) error {
+				l, err := tx.Log("events")
+				if err != nil {
+					return err
+				}
+				_, err = l.Get(all[bad])
+				return err
+			})
+			checkErr(t, err, storh.ErrCorrupt, all[bad].String())
+			if n := mustCount(t, log); n != len(all) {
+				t.Errorf("Count = %d; want %d", n, len(all))
+			}
+		})
+	}
+}
+
+// TestUndecodableRecordWithValidChecksum stores a value whose checksum is
+// right but whose payload is not a msgpack map (as a buggy writer or a
+// future format could leave). storh.ErrCorrupt promises that a value that
+// "fails its checksum or decode" is reported as corrupt, never returned as
+// data.
+func TestUndecodableRecordWithValidChecksum(t *testing.T) {
+	path := newPath(t)
+	db := openAt(t, path)
+	docs, _ := db.Docs("d")
+	good, _ := docs.PutWithID(idAt(t, 1), storh.Map{"a": 1})
+	bad, _ := docs.PutWithID(idAt(t, 2), storh.Map{"a": 2})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, path, "d", bad.ID, func(v []byte) {
+		// Keep the header, replace the payload with a msgpack string of the
+		// same length, and fix the checksum.
+		p := v[5:]
+		p[0] = 0xa0 | byte(len(p)-1)
+		for i := 1; i < len(p); i++ {
+			p[i] = 'x'
+		}
+		binary.BigEndian.PutUint32(v[1:], crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)))
+	})
+	db = openAt(t, path)
+	docs, _ = db.Docs("d")
+	if _, err := docs.Get(good.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, err := docs.Get(bad.ID)
+	if !errors.Is(err, storh.ErrCorrupt) {
+		t.Errorf("Get of an undecodable record = %v (Data %v); want ErrCorrupt", err, r.Data())
+	}
+	got, err := streamErr(docs.Stream(query.All()))
+	if !errors.Is(err, storh.ErrCorrupt) {
+		t.Errorf("Stream over an undecodable record: %d records, err %v; want ErrCorrupt after 1", len(got), err)
+	}
+}

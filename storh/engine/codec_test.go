@@ -1,0 +1,277 @@
+package engine_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+)
+
+func TestAppendValueRoundTrip(t *testing.T) {
+	type tagged struct {
+		Name string    `msgpack:"name"`
+		Age  uint8     `msgpack:"age"`
+		At   time.Time `msgpack:"at"`
+		Omit string    `msgpack:"omit,omitempty"`
+	}
+	at := time.Date(2024, 2, 29, 12, 0, 0, 5, time.FixedZone("x", 3600))
+	tests := []struct {
+		name string
+		data any
+		want map[string]any
+	}{
+		{"empty map", map[string]any{}, map[string]any{}},
+		{"scalars", map[string]any{"i": 1, "u": uint64(math.MaxUint64), "n": -3, "f": float32(0.5), "s": "x", "b": false, "z": nil},
+			map[string]any{"i": int64(1), "u": uint64(math.MaxUint64), "n": int64(-3), "f": 0.5, "s": "x", "b": false, "z": nil}},
+		{"nested", map[string]any{"l": []any{1, []int{2}}, "m": map[string]int{"k": 3}},
+			map[string]any{"l": []any{int64(1), []any{int64(2)}}, "m": map[string]any{"k": int64(3)}}},
+		{"typed map", map[string]string{"a": "b"}, map[string]any{"a": "b"}},
+		{"struct", tagged{Name: "ada", Age: 36, At: at}, map[string]any{"name": "ada", "age": int64(36), "at": at.UTC()}},
+		{"pointer to struct", &tagged{Name: "p"}, map[string]any{"name": "p", "age": int64(0), "at": time.Time{}.UTC()}},
+		{"bytes", map[string]any{"bin": []byte{0, 1}}, map[string]any{"bin": []byte{0, 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := []byte("prefix")
+			v, err := engine.AppendValue(prefix, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(v, []byte("prefix")) {
+				t.Fatalf("AppendValue lost its prefix: %q", v)
+			}
+			value := v[len(prefix):]
+			p, err := engine.Payload(value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p) != len(value)-engine.HeaderSize {
+				t.Errorf("payload %d bytes of a %d-byte value", len(p), len(value))
+			}
+			if err := mpack.ValidateRecord(p); err != nil {
+				t.Errorf("stored payload is not a valid record: %v", err)
+			}
+			got, err := engine.DecodeMap(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "pointer to struct" {
+				// The zero time's encoding round-trips to a time, whatever its form.
+				delete(got, "at")
+				delete(tc.want, "at")
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("decoded %#v\nwant    %#v", got, tc.want)
+			}
+			// Encoding is deterministic: map order does not leak into the bytes.
+			again, _ := engine.AppendValue(nil, tc.data)
+			if !bytes.Equal(again, value) {
+				t.Error("two encodings of the same data differ")
+			}
+		})
+	}
+}
+
+func TestAppendValueFailureAppendsNothing(t *testing.T) {
+	dst := make([]byte, 3, 64)
+	copy(dst, "abc")
+	for _, data := range []any{nil, 1, "s", []any{}, map[string]any(nil), map[int]any{}, make(chan int),
+		map[string]any{"c": make(chan int)}, map[string]any{"z": 1i},
+		map[string]any{"big": strings.Repeat("x", engine.MaxRecordSize)}} {
+		out, err := engine.AppendValue(dst, data)
+		if !errors.Is(err, engine.ErrInvalidData) {
+			t.Errorf("AppendValue(%T) = %v; want ErrInvalidData", data, err)
+		}
+		if len(out) != 3 || string(out) != "abc" {
+			t.Errorf("AppendValue(%T) failed but returned %q", data, out)
+		}
+		if !strings.HasPrefix(err.Error(), "storh: invalid data") {
+			t.Errorf("message %q", err)
+		}
+	}
+	// The largest record that fits is accepted.
+	pad := engine.MaxRecordSize - 16
+	if _, err := engine.AppendValue(nil, map[string]any{"b": make([]byte, pad)}); err != nil {
+		t.Errorf("record just under the limit: %v", err)
+	}
+}
+
+func TestPayloadDetectsEveryBitFlip(t *testing.T) {
+	value, err := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7, "l": []any{true, nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Payload(value); err != nil {
+		t.Fatal(err)
+	}
+	for i := range value {
+		for bit := range 8 {
+			bad := append([]byte(nil), value...)
+			bad[i] ^= 1 << bit
+			if p, err := engine.Payload(bad); !errors.Is(err, engine.ErrCorrupt) {
+				t.Fatalf("byte %d bit %d flipped: Payload = %x, %v; want ErrCorrupt", i, bit, p, err)
+			}
+		}
+	}
+	for n := range engine.HeaderSize {
+		if _, err := engine.Payload(value[:n]); !errors.Is(err, engine.ErrCorrupt) {
+			t.Errorf("%d-byte value: %v; want ErrCorrupt", n, err)
+		}
+	}
+	if _, err := engine.Payload(value[:len(value)-1]); !errors.Is(err, engine.ErrCorrupt) {
+		t.Errorf("truncated value: %v; want ErrCorrupt", err)
+	}
+}
+
+func TestPayloadAllocatesNothing(t *testing.T) {
+	value, err := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), value...)
+	bad[len(bad)-1] ^= 1
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = engine.Payload(value) }); allocs != 0 {
+		t.Errorf("Payload allocates %v times per call; want 0", allocs)
+	}
+	_ = bad
+}
+
+func TestDecodeInto(t *testing.T) {
+	value, _ := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7})
+	p, _ := engine.Payload(value)
+	var s struct {
+		Name string `msgpack:"name"`
+		N    int    `msgpack:"n"`
+	}
+	if err := engine.DecodeInto(p, &s); err != nil || s.Name != "ada" || s.N != 7 {
+		t.Errorf("DecodeInto(struct) = %+v, %v", s, err)
+	}
+	var m map[string]any
+	if err := engine.DecodeInto(p, &m); err != nil || m["n"] != int64(7) {
+		t.Errorf("DecodeInto(map) = %v, %v", m, err)
+	}
+	var a any
+	if err := engine.DecodeInto(p, &a); err != nil || a.(map[string]any)["name"] != "ada" {
+		t.Errorf("DecodeInto(any) = %v, %v", a, err)
+	}
+	if _, err := engine.DecodeMap([]byte{0x91, 0x01}); !errors.Is(err, engine.ErrCorrupt) {
+		t.Errorf("DecodeMap(array) = %v; want ErrCorrupt", err)
+	}
+	if err := engine.DecodeInto([]byte{0xc1}, &m); !errors.Is(err, engine.ErrCorrupt) {
+		t.Errorf("DecodeInto(&map, garbage) = %v; want ErrCorrupt", err)
+	}
+}
+
+// FuzzValueRoundTrip: any payload the decoder accepts is data that encodes;
+// its encoding passes the read checks and is a fixed point of decode+encode.
+func FuzzValueRoundTrip(f *testing.F) {
+	for _, m := range []map[string]any{
+		{},
+		{"a": 1, "b": "x", "c": []any{1.5, nil, true}},
+		{"t": time.Unix(1_700_000_000, 123).UTC(), "bin": []byte{1, 2}, "m": map[string]any{"k": -1}},
+		{"u": uint64(math.MaxUint64), "f32": float32(0.25), "nan": math.NaN()},
+	} {
+		v, err := engine.AppendValue(nil, m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(v[engine.HeaderSize:])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := mpack.DecodeMap(b)
+		if err != nil {
+			if mpack.ValidateRecord(b) == nil {
+				t.Fatalf("DecodeMap rejects what ValidateRecord accepts: %v", err)
+			}
+			return
+		}
+		v1, err := engine.AppendValue(nil, m)
+		if err != nil {
+			if errors.Is(err, engine.ErrInvalidData) && len(b) > engine.MaxRecordSize/2 {
+				return
+			}
+			t.Fatalf("AppendValue(decoded %x): %v", b, err)
+		}
+		p1, err := engine.Payload(v1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := engine.DecodeMap(p1)
+		if err != nil {
+			t.Fatalf("DecodeMap of our own encoding: %v", err)
+		}
+		v2, err := engine.AppendValue(nil, m2)
+		if err != nil || !bytes.Equal(v1, v2) {
+			t.Fatalf("encode(decode(encode(x))) differs from encode(x): %x vs %x (%v)", v1, v2, err)
+		}
+	})
+}
+
+func TestValidateName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"users", true},
+		{"a", true},
+		{"with space", true},
+		{"ünïcödé-名前", true},
+		{"dots.and/slashes", true},
+		{strings.Repeat("n", engine.MaxNameLength), true},
+		{strings.Repeat("n", engine.MaxNameLength+1), false},
+		{strings.Repeat("é", engine.MaxNameLength/2+1), false}, // bytes, not runes
+		{"", false},
+		{"\x00storh", false},
+		{"tab\there", false},
+		{"new\nline", false},
+		{"bell\a", false},
+		{"del\x7f", false},
+		{"bad\xffutf8", false},
+		{"\u200b", false}, // zero-width space: not printable
+	} {
+		err := engine.ValidateName(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidateName(%q) = %v; want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, engine.ErrInvalidName) {
+			t.Errorf("ValidateName(%q) = %v; want ErrInvalidName", tc.name, err)
+		}
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &engine.Error{Op: "put", Collection: "users", ID: "018bcfe5-6800-7abc-8def-0123456789ab", Index: 3,
+		Err: engine.ErrExists, Hint: "use a Docs collection"}
+	want := `storh: put "users" item 3 id 018bcfe5-6800-7abc-8def-0123456789ab: record already exists (use a Docs collection)`
+	if e.Error() != want {
+		t.Errorf("Error() = %s\nwant      %s", e.Error(), want)
+	}
+	if !errors.Is(e, engine.ErrExists) || errors.Is(e, engine.ErrNotFound) {
+		t.Error("errors.Is does not follow Err")
+	}
+	e2 := &engine.Error{Op: "open", Path: "/x.db", Index: -1, Err: engine.ErrLocked}
+	if got := e2.Error(); got != "storh: open /x.db: database is locked" {
+		t.Errorf("Error() = %s", got)
+	}
+}
+
+func TestKind(t *testing.T) {
+	for _, k := range []engine.Kind{engine.KindDocs, engine.KindLog, engine.KindQueue} {
+		back, ok := engine.ParseKind(k.String())
+		if !ok || back != k {
+			t.Errorf("ParseKind(%q) = %v, %v", k.String(), back, ok)
+		}
+	}
+	if _, ok := engine.ParseKind("table"); ok {
+		t.Error("ParseKind(table) ok")
+	}
+	if s := engine.Kind(9).String(); s != "kind(9)" {
+		t.Errorf("Kind(9) = %q", s)
+	}
+}

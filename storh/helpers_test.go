@@ -1,0 +1,215 @@
+package storh_test
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// deadlocked is set when a test has detected a deadlock: closing a database
+// then would hang the test binary instead of reporting the failure.
+var deadlocked atomic.Bool
+
+// newPath returns a fresh database path in a per-test directory.
+func newPath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "test.db")
+}
+
+// openAt opens path without fsync (durability is not what these tests
+// measure) and closes it when the test ends, unless the test closed it.
+func openAt(t testing.TB, path string, opts ...storh.Option) *storh.DB {
+	t.Helper()
+	db, err := storh.Open(path, append([]storh.Option{storh.UnsafeNoSync()}, opts...)...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if deadlocked.Load() {
+			return
+		}
+		if err := db.Close(); err != nil && !errors.Is(err, storh.ErrClosed) {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+func openTemp(t testing.TB, opts ...storh.Option) *storh.DB {
+	t.Helper()
+	return openAt(t, newPath(t), opts...)
+}
+
+// idAt mints a UUIDv7 at exactly ms.
+func idAt(t testing.TB, ms int64) uuidv7.UUID {
+	t.Helper()
+	id, err := uuidv7.NewAt(ms)
+	if err != nil {
+		t.Fatalf("NewAt(%d): %v", ms, err)
+	}
+	return id
+}
+
+// v4ID is a well-formed random (version 4) UUID: a valid UUID, not a UUIDv7.
+var v4ID = uuidv7.UUID{0x1b, 0x4e, 0x28, 0xba, 0x2f, 0xa1, 0x41, 0xd2, 0x88, 0x3f, 0x0b, 0x4e, 0x28, 0xba, 0x2f, 0xa1}
+
+// badVariantID has version 7 but the variant bits 11 (Microsoft) instead of 10.
+func badVariantID(t testing.TB) uuidv7.UUID {
+	id := idAt(t, 1_700_000_000_000)
+	id[8] = id[8]&0x3f | 0xc0
+	return id
+}
+
+// digest hashes every bucket, key and value of the open database through a
+// raw bbolt read, so a test can prove that a failed call changed nothing.
+func digest(t testing.TB, db *storh.DB) string {
+	t.Helper()
+	var sum string
+	if err := db.Engine().Bolt().View(func(tx *bolt.Tx) error {
+		sum = digestTx(tx)
+		return nil
+	}); err != nil {
+		t.Fatalf("digest: %v", err)
+	}
+	return sum
+}
+
+// digestFile is digest for a database that is not open.
+func digestFile(t testing.TB, path string) string {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("bolt.Open(%s): %v", path, err)
+	}
+	defer bdb.Close()
+	var sum string
+	if err := bdb.View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
+		t.Fatalf("digest: %v", err)
+	}
+	return sum
+}
+
+func digestTx(tx *bolt.Tx) string {
+	h := sha256.New()
+	put := func(tag byte, b []byte) {
+		var n [9]byte
+		n[0] = tag
+		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	var walk func(depth int, b *bolt.Bucket)
+	walk = func(depth int, b *bolt.Bucket) {
+		_ = b.ForEach(func(k, v []byte) error {
+			put('k', k)
+			if v == nil {
+				put('{', nil)
+				walk(depth+1, b.Bucket(k))
+				put('}', nil)
+				return nil
+			}
+			put('v', v)
+			return nil
+		})
+	}
+	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		put('B', name)
+		walk(1, b)
+		put('E', nil)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// collect drains a stream, failing the test on an error.
+func collect(t testing.TB, seq func(func(storh.Record, error) bool)) []storh.Record {
+	t.Helper()
+	var out []storh.Record
+	for rec, err := range seq {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// streamErr drains a stream and returns the records before the first error
+// and that error.
+func streamErr(seq func(func(storh.Record, error) bool)) ([]storh.Record, error) {
+	var out []storh.Record
+	for rec, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func ids(recs []storh.Record) []uuidv7.UUID {
+	out := make([]uuidv7.UUID, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func sameIDs(a, b []uuidv7.UUID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkErr asserts errors.Is(err, want), the package prefix of the message,
+// and that the message names every string in mention.
+func checkErr(t testing.TB, err, want error, mention ...string) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error = %v; want errors.Is(err, %v)", err, want)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "storh: ") {
+		t.Errorf("message %q does not start with %q", msg, "storh: ")
+	}
+	// A message goes to logs and terminals: no raw control characters or
+	// invalid UTF-8 from user input (names are quoted with escapes).
+	if !utf8.ValidString(msg) || strings.IndexFunc(msg, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		t.Errorf("message %q holds unprintable characters", msg)
+	}
+	for _, m := range mention {
+		if !strings.Contains(msg, m) {
+			t.Errorf("message %q does not mention %q", msg, m)
+		}
+	}
+}
+
+func mustCount(t testing.TB, c interface{ Count() (int, error) }) int {
+	t.Helper()
+	n, err := c.Count()
+	if err != nil {
+		t.Fatalf("Count: %v", err)
+	}
+	return n
+}
+
+func all() query.Query { return query.All() }
