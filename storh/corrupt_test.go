@@ -1,14 +1,13 @@
 package storh_test
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -164,7 +163,7 @@ func TestUndecodableRecordWithValidChecksum(t *testing.T) {
 		for i := 1; i < len(p); i++ {
 			p[i] = 'x'
 		}
-		binary.BigEndian.PutUint32(v[1:], crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)))
+		engine.SealValue(v, bad.ID)
 	})
 	db = openAt(t, path)
 	docs, _ = db.Docs("d")

@@ -9,12 +9,16 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Stored value layout (see docs/architecture.md):
 //
 //	byte 0     format version (valueVersion)
-//	bytes 1-4  CRC-32C (Castagnoli) of the payload, big-endian
+//	bytes 1-4  CRC-32C (Castagnoli) of the payload followed by the record's
+//	           16-byte key, big-endian. Covering the key matters: bbolt has no
+//	           page checksums, and a damaged key would otherwise return intact
+//	           data under an id that was never written.
 //	bytes 5-   payload: one msgpack map (map keys sorted, struct fields in
 //	           declaration order), integers in their smallest encoding
 const (
@@ -67,7 +71,9 @@ var encoderPool = sync.Pool{New: func() any {
 
 // AppendValue encodes data as a stored value (header + msgpack payload)
 // appended to dst. It fails with ErrInvalidData, appending nothing, when data
-// is not a map or struct, cannot be encoded, or breaks a limit.
+// is not a map or struct, cannot be encoded, or breaks a limit. The checksum
+// is left for SealValue, because it covers the id, which Put assigns only
+// once the data is known to be valid (Tx.Put seals every value it writes).
 func AppendValue(dst []byte, data any) ([]byte, error) {
 	if err := checkShape(data); err != nil {
 		return dst, err
@@ -89,8 +95,17 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 	if err := mpack.ValidateRecord(payload); err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}
-	binary.BigEndian.PutUint32(out[start+1:], crc32.Checksum(payload, castagnoli))
 	return out, nil
+}
+
+// SealValue writes the checksum of value for key into its header. It is
+// idempotent, so a write retried after a failed group commit stays valid.
+func SealValue(value []byte, key uuidv7.UUID) {
+	binary.BigEndian.PutUint32(value[1:], checksum(value[HeaderSize:], key[:]))
+}
+
+func checksum(payload, key []byte) uint32 {
+	return crc32.Update(crc32.Checksum(payload, castagnoli), castagnoli, key)
 }
 
 // encodeGuarded turns the library's panics on exotic values into errors: a
@@ -104,9 +119,10 @@ func encodeGuarded(enc *msgpack.Encoder, data any) (err error) {
 	return enc.Encode(data)
 }
 
-// Payload checks a stored value's header and checksum and returns its msgpack
-// payload (aliasing value). Errors wrap ErrCorrupt.
-func Payload(value []byte) ([]byte, error) {
+// Payload checks a stored value's header and checksum against the key it is
+// stored under and returns its msgpack payload (aliasing value). Errors wrap
+// ErrCorrupt.
+func Payload(key, value []byte) ([]byte, error) {
 	if len(value) < HeaderSize {
 		return nil, fmt.Errorf("%w: value is %d bytes, shorter than its header", ErrCorrupt, len(value))
 	}
@@ -114,7 +130,7 @@ func Payload(value []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: unknown value format version %d", ErrCorrupt, value[0])
 	}
 	payload := value[HeaderSize:]
-	if got, want := crc32.Checksum(payload, castagnoli), binary.BigEndian.Uint32(value[1:]); got != want {
+	if got, want := checksum(payload, key), binary.BigEndian.Uint32(value[1:]); got != want {
 		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, want, got)
 	}
 	return payload, nil

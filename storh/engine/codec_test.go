@@ -11,6 +11,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 func TestAppendValueRoundTrip(t *testing.T) {
@@ -39,7 +40,7 @@ func TestAppendValueRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := []byte("prefix")
-			v, err := engine.AppendValue(prefix, tc.data)
+			v, err := appendSealed(prefix, tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestAppendValueRoundTrip(t *testing.T) {
 				t.Fatalf("AppendValue lost its prefix: %q", v)
 			}
 			value := v[len(prefix):]
-			p, err := engine.Payload(value)
+			p, err := engine.Payload(testKey[:], value)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestAppendValueRoundTrip(t *testing.T) {
 				t.Errorf("decoded %#v\nwant    %#v", got, tc.want)
 			}
 			// Encoding is deterministic: map order does not leak into the bytes.
-			again, _ := engine.AppendValue(nil, tc.data)
+			again, _ := appendSealed(nil, tc.data)
 			if !bytes.Equal(again, value) {
 				t.Error("two encodings of the same data differ")
 			}
@@ -84,7 +85,7 @@ func TestAppendValueFailureAppendsNothing(t *testing.T) {
 	for _, data := range []any{nil, 1, "s", []any{}, map[string]any(nil), map[int]any{}, make(chan int),
 		map[string]any{"c": make(chan int)}, map[string]any{"z": 1i},
 		map[string]any{"big": strings.Repeat("x", engine.MaxRecordSize)}} {
-		out, err := engine.AppendValue(dst, data)
+		out, err := appendSealed(dst, data)
 		if !errors.Is(err, engine.ErrInvalidData) {
 			t.Errorf("AppendValue(%T) = %v; want ErrInvalidData", data, err)
 		}
@@ -97,54 +98,54 @@ func TestAppendValueFailureAppendsNothing(t *testing.T) {
 	}
 	// The largest record that fits is accepted.
 	pad := engine.MaxRecordSize - 16
-	if _, err := engine.AppendValue(nil, map[string]any{"b": make([]byte, pad)}); err != nil {
+	if _, err := appendSealed(nil, map[string]any{"b": make([]byte, pad)}); err != nil {
 		t.Errorf("record just under the limit: %v", err)
 	}
 }
 
 func TestPayloadDetectsEveryBitFlip(t *testing.T) {
-	value, err := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7, "l": []any{true, nil}})
+	value, err := appendSealed(nil, map[string]any{"name": "ada", "n": 7, "l": []any{true, nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Payload(value); err != nil {
+	if _, err := engine.Payload(testKey[:], value); err != nil {
 		t.Fatal(err)
 	}
 	for i := range value {
 		for bit := range 8 {
 			bad := append([]byte(nil), value...)
 			bad[i] ^= 1 << bit
-			if p, err := engine.Payload(bad); !errors.Is(err, engine.ErrCorrupt) {
+			if p, err := engine.Payload(testKey[:], bad); !errors.Is(err, engine.ErrCorrupt) {
 				t.Fatalf("byte %d bit %d flipped: Payload = %x, %v; want ErrCorrupt", i, bit, p, err)
 			}
 		}
 	}
 	for n := range engine.HeaderSize {
-		if _, err := engine.Payload(value[:n]); !errors.Is(err, engine.ErrCorrupt) {
+		if _, err := engine.Payload(testKey[:], value[:n]); !errors.Is(err, engine.ErrCorrupt) {
 			t.Errorf("%d-byte value: %v; want ErrCorrupt", n, err)
 		}
 	}
-	if _, err := engine.Payload(value[:len(value)-1]); !errors.Is(err, engine.ErrCorrupt) {
+	if _, err := engine.Payload(testKey[:], value[:len(value)-1]); !errors.Is(err, engine.ErrCorrupt) {
 		t.Errorf("truncated value: %v; want ErrCorrupt", err)
 	}
 }
 
 func TestPayloadAllocatesNothing(t *testing.T) {
-	value, err := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7})
+	value, err := appendSealed(nil, map[string]any{"name": "ada", "n": 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := append([]byte(nil), value...)
 	bad[len(bad)-1] ^= 1
-	if allocs := testing.AllocsPerRun(100, func() { _, _ = engine.Payload(value) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = engine.Payload(testKey[:], value) }); allocs != 0 {
 		t.Errorf("Payload allocates %v times per call; want 0", allocs)
 	}
 	_ = bad
 }
 
 func TestDecodeInto(t *testing.T) {
-	value, _ := engine.AppendValue(nil, map[string]any{"name": "ada", "n": 7})
-	p, _ := engine.Payload(value)
+	value, _ := appendSealed(nil, map[string]any{"name": "ada", "n": 7})
+	p, _ := engine.Payload(testKey[:], value)
 	var s struct {
 		Name string `msgpack:"name"`
 		N    int    `msgpack:"n"`
@@ -177,7 +178,7 @@ func FuzzValueRoundTrip(f *testing.F) {
 		{"t": time.Unix(1_700_000_000, 123).UTC(), "bin": []byte{1, 2}, "m": map[string]any{"k": -1}},
 		{"u": uint64(math.MaxUint64), "f32": float32(0.25), "nan": math.NaN()},
 	} {
-		v, err := engine.AppendValue(nil, m)
+		v, err := appendSealed(nil, m)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -191,14 +192,14 @@ func FuzzValueRoundTrip(f *testing.F) {
 			}
 			return
 		}
-		v1, err := engine.AppendValue(nil, m)
+		v1, err := appendSealed(nil, m)
 		if err != nil {
 			if errors.Is(err, engine.ErrInvalidData) && len(b) > engine.MaxRecordSize/2 {
 				return
 			}
 			t.Fatalf("AppendValue(decoded %x): %v", b, err)
 		}
-		p1, err := engine.Payload(v1)
+		p1, err := engine.Payload(testKey[:], v1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func FuzzValueRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("DecodeMap of our own encoding: %v", err)
 		}
-		v2, err := engine.AppendValue(nil, m2)
+		v2, err := appendSealed(nil, m2)
 		if err != nil || !bytes.Equal(v1, v2) {
 			t.Fatalf("encode(decode(encode(x))) differs from encode(x): %x vs %x (%v)", v1, v2, err)
 		}
@@ -273,5 +274,39 @@ func TestKind(t *testing.T) {
 	}
 	if s := engine.Kind(9).String(); s != "kind(9)" {
 		t.Errorf("Kind(9) = %q", s)
+	}
+}
+
+// testKey is the id the codec tests store their values under: the checksum
+// covers it.
+var testKey = uuidv7.MustParse("018bcfe5-6800-7000-8000-000000000001")
+
+// appendSealed encodes like engine.AppendValue and seals the value for
+// testKey, as Tx.Put does when it writes.
+func appendSealed(dst []byte, data any) ([]byte, error) {
+	out, err := engine.AppendValue(dst, data)
+	if err == nil {
+		engine.SealValue(out[len(dst):], testKey)
+	}
+	return out, err
+}
+
+func TestPayloadCoversTheKey(t *testing.T) {
+	value, err := appendSealed(nil, map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range testKey {
+		for bit := range 8 {
+			other := testKey
+			other[i] ^= 1 << bit
+			if _, err := engine.Payload(other[:], value); !errors.Is(err, engine.ErrCorrupt) {
+				t.Fatalf("key byte %d bit %d flipped: %v; want ErrCorrupt", i, bit, err)
+			}
+		}
+	}
+	unsealed, _ := engine.AppendValue(nil, map[string]any{"n": 1})
+	if _, err := engine.Payload(testKey[:], unsealed); !errors.Is(err, engine.ErrCorrupt) {
+		t.Errorf("an unsealed value passed its checksum: %v", err)
 	}
 }

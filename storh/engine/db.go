@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +39,9 @@ type Options struct {
 	// FileMode is used when the file is created (default 0600).
 	FileMode os.FileMode
 }
+
+// defaultAllocSize is bbolt's file growth step (not exported by bbolt).
+const defaultAllocSize = 16 << 20
 
 const (
 	DefaultLockTimeout     = time.Second
@@ -111,6 +116,11 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err != nil {
 		return nil, openError(path, opts, err)
 	}
+	if opts.MaxSize > 0 {
+		// bbolt grows the file in 16 MiB steps; with a cap, a step must not
+		// overshoot it.
+		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
+	}
 	db = &DB{bolt: bdb, path: path, opts: opts, cbGoids: map[uint64]int{}}
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
@@ -132,7 +142,8 @@ func openError(path string, opts Options, err error) error {
 		e.Err = ErrLocked
 		e.Hint = "another process has the file open; stop it, or raise the lock timeout (waited " + opts.LockTimeout.String() + ")"
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt):
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt),
+		strings.Contains(err.Error(), "file size too small"): // bbolt has no sentinel for it
 		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database: %v", ErrCorrupt, err)
 		e.Hint = "restore it from a backup; `storh verify` tells what is wrong"
 	default:
@@ -143,6 +154,10 @@ func openError(path string, opts Options, err error) error {
 
 func (db *DB) initMeta() error {
 	check := func(tx *bolt.Tx) error {
+		// Reading pages past the end of a truncated file would fault.
+		if size, err := fileSize(db.path); err == nil && size < tx.Size() {
+			return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", ErrCorrupt, size, tx.Size())
+		}
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
 			if k, _ := tx.Cursor().First(); k != nil {
@@ -172,6 +187,9 @@ func (db *DB) initMeta() error {
 		// opening an existing database never writes.
 		found := false
 		if err := db.bolt.View(func(tx *bolt.Tx) error {
+			if size, err := fileSize(db.path); err == nil && size < tx.Size() {
+				return check(tx) // reports the truncation
+			}
 			found = tx.Bucket(dbMetaBucket) != nil
 			if k, _ := tx.Cursor().First(); found || k != nil {
 				found = true
@@ -368,7 +386,12 @@ func (db *DB) ForgetColl(name string) { db.kinds.Delete(name) }
 // containPanic runs fn and turns a panic into an ErrCorrupt error. bbolt
 // panics on some damaged pages; a damaged file must give an error, not kill
 // the process.
+//
+// SetPanicOnFault turns a memory fault on the mapped file (a page past the
+// end of a truncated file, SIGBUS/SIGSEGV) into a panic on this goroutine
+// so it can be recovered here, instead of a fatal error.
 func containPanic(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: the database file is damaged (bbolt: %v)", ErrCorrupt, r)
@@ -387,7 +410,9 @@ func mapBoltErr(err error) error {
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
 	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly):
 		return fmt.Errorf("%w (%v)", ErrReadOnly, err)
-	case errors.Is(err, berrors.ErrMaxSizeReached), errors.Is(err, syscall.EFBIG), errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, berrors.ErrMaxSizeReached), errors.Is(err, syscall.EFBIG), errors.Is(err, syscall.ENOSPC),
+		// bbolt formats a failed file resize with %s, losing the errno.
+		strings.Contains(err.Error(), syscall.EFBIG.Error()), strings.Contains(err.Error(), syscall.ENOSPC.Error()):
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
 	case errors.Is(err, berrors.ErrValueTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidData, err)

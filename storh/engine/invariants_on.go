@@ -23,7 +23,7 @@ func checkInvariants(t *Tx) error {
 			if k[6]>>4 != 7 || k[8]&0xc0 != 0x80 {
 				return fmt.Errorf("invariant: %q: key %x is not a UUIDv7", c.Name, k)
 			}
-			if _, err := Payload(v); err != nil {
+			if _, err := Payload(k, v); err != nil {
 				return fmt.Errorf("invariant: %q: key %x: %v", c.Name, k, err)
 			}
 			n++

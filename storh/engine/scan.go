@@ -136,7 +136,7 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, 
 	if v == nil {
 		return Item{ID: id, Err: fmt.Errorf("%w: nested bucket in a records bucket", ErrCorrupt)}, true
 	}
-	payload, err := Payload(v)
+	payload, err := Payload(k, v)
 	if err != nil {
 		return Item{ID: id, Err: err}, true
 	}

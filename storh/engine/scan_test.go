@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -214,7 +215,8 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 			defer db.Exit()
 			op := engine.NewWriteOp()
 			defer op.Release()
-			op.Coll, op.Kind, op.ID, op.Value, op.InsertOnly = "log", engine.KindLog, fresh[i], value, true
+			// Each op owns its value: Tx.Put seals the checksum for its id in place.
+			op.Coll, op.Kind, op.ID, op.Value, op.InsertOnly = "log", engine.KindLog, fresh[i], bytes.Clone(value), true
 			switch i % 10 {
 			case 3:
 				op.ID = ids[i%len(ids)] // duplicate

@@ -58,18 +58,26 @@ func errTooDeep() error {
 }
 
 // checkDepth is walkDepth for the generic map form, without reflection.
+// depth is the level v would have in the record; only maps and lists count
+// against MaxDepth (a scalar inside the deepest allowed map is fine).
 func checkDepth(v any, depth int, budget *int) error {
-	if *budget--; depth > MaxDepth || *budget < 0 {
+	if *budget--; *budget < 0 {
 		return errTooDeep()
 	}
 	switch t := v.(type) {
 	case map[string]any:
+		if depth > MaxDepth {
+			return errTooDeep()
+		}
 		for _, e := range t {
 			if err := checkDepth(e, depth+1, budget); err != nil {
 				return err
 			}
 		}
 	case []any:
+		if depth > MaxDepth {
+			return errTooDeep()
+		}
 		for _, e := range t {
 			if err := checkDepth(e, depth+1, budget); err != nil {
 				return err
@@ -101,11 +109,15 @@ func walkDepth(v reflect.Value, depth int, budget *int) error {
 		}
 		v = v.Elem()
 	}
-	if *budget--; depth > MaxDepth || *budget < 0 {
+	if *budget--; *budget < 0 {
 		return errTooDeep()
 	}
 	if !mayNest(v.Type()) {
+		// Bounded by its type; ValidateRecord checks the encoded depth.
 		return nil
+	}
+	if depth > MaxDepth {
+		return errTooDeep()
 	}
 	switch v.Kind() {
 	case reflect.Struct:

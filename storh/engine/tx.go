@@ -80,9 +80,11 @@ func kindMethod(k Kind) string {
 	return k.String()
 }
 
-// Put stores value under id. With insertOnly an existing id fails with
-// ErrExists and nothing changes. value must stay unmodified until the
-// transaction ends (bbolt keeps a reference to it).
+// Put stores value (from AppendValue) under id, sealing its checksum for id.
+// With insertOnly an existing id fails with ErrExists and nothing changes.
+// value belongs to this put alone: it is sealed in place and bbolt keeps a
+// reference to it until the transaction ends, so it must be neither shared
+// with another put nor modified before then.
 func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if !t.btx.Writable() {
 		return ErrReadOnly
@@ -91,6 +93,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", ErrExists)
 	}
+	SealValue(value, id)
 	if err := c.records.Put(id[:], value); err != nil {
 		return mapBoltErr(err)
 	}
@@ -127,7 +130,7 @@ func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
 	if v == nil {
 		return nil, ErrNotFound
 	}
-	p, err := Payload(v)
+	p, err := Payload(id[:], v)
 	if err != nil {
 		return nil, err
 	}

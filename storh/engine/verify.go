@@ -53,11 +53,15 @@ type VerifyReport struct {
 	Recounted   int // Repair only: collections whose counters were rewritten
 }
 
-// Verify checks the database in one read transaction (a consistent view,
-// which is what makes the counter check meaningful): bbolt's page check
-// (skipped when colls names specific collections), then each collection's
-// layout, every key, checksum and payload, and its counters. Each problem is
-// passed to report as it is found. The caller must hold Enter.
+// Verify checks the database in one transaction (a consistent view, which
+// is what makes the counter check meaningful): bbolt's page check (skipped
+// when colls names specific collections), then each collection's layout,
+// every key, checksum and payload, and its counters. Each problem is passed
+// to report as it is found. The caller must hold Enter.
+//
+// bbolt's page check reads the freelist, which writers change even while a
+// read transaction is open, so on a writable database Verify runs in a write
+// transaction that it rolls back: writers wait until it is done.
 func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
 	emit := func(p Problem) {
@@ -66,25 +70,88 @@ func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error)
 			report(p)
 		}
 	}
-	err := db.ViewSafe(func(tx *Tx) error {
-		if len(colls) == 0 {
-			for err := range tx.btx.Check() {
-				emit(Problem{Kind: ProblemFile, Detail: err.Error()})
-			}
-		}
-		names, err := collNames(tx.btx, colls)
+	err := containPanic(func() error {
+		btx, err := db.bolt.Begin(!db.opts.ReadOnly)
 		if err != nil {
-			return err
+			return mapBoltErr(err)
 		}
-		for _, name := range names {
-			rep.Collections++
-			n, _ := verifyColl(tx.btx, name, emit, nil)
-			rep.Records += n
-		}
-		return nil
+		defer btx.Rollback()
+		return db.verifyTx(btx, colls, emit, &rep)
 	})
 	return rep, err
 }
+
+func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport) error {
+	names, err := collNames(btx, colls)
+	if err != nil {
+		return err
+	}
+	// Collections first, each walk with faults contained: a damaged page
+	// becomes a problem of its collection and the others are still checked.
+	damaged := false
+	for _, name := range names {
+		rep.Collections++
+		err := containPanic(func() error {
+			n, _ := verifyColl(btx, name, emit, nil)
+			rep.Records += n
+			return nil
+		})
+		if err != nil {
+			damaged = true
+			emit(Problem{Kind: ProblemFile, Collection: name, Detail: trim(err)})
+		}
+	}
+	if len(colls) > 0 {
+		return nil
+	}
+	// bbolt's page check runs in a goroutine of its own, beyond the reach of
+	// containPanic, where reading a page past the end of the file is a fatal
+	// fault. Run it only on a file that is long enough and whose pages the
+	// walks above (and the one below, for buckets that are not collections)
+	// could read without faulting.
+	if size, err := fileSize(db.path); err == nil && size < btx.Size() {
+		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", size, btx.Size())})
+		return nil
+	}
+	if err := containPanic(func() error { return walkAll(btx.Cursor(), 0) }); err != nil {
+		emit(Problem{Kind: ProblemFile, Detail: trim(err)})
+		damaged = true
+	}
+	if damaged {
+		emit(Problem{Kind: ProblemFile, Detail: "bbolt's page check skipped: pages above are unreadable"})
+		return nil
+	}
+	for err := range btx.Check() {
+		emit(Problem{Kind: ProblemFile, Detail: err.Error()})
+	}
+	return nil
+}
+
+// walkAll reads every page reachable from c: keys, values and nested
+// buckets, so that a fault shows up on this goroutine.
+func walkAll(c *bolt.Cursor, depth int) error {
+	if depth > 8 {
+		return fmt.Errorf("%w: buckets nested deeper than storh ever writes", ErrCorrupt)
+	}
+	var sink byte
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			if b := c.Bucket().Bucket(k); b != nil {
+				if err := walkAll(b.Cursor(), depth+1); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if len(v) > 0 {
+			sink ^= v[0] ^ v[len(v)-1]
+		}
+	}
+	walkSink = sink // keeps the reads from being optimised away
+	return nil
+}
+
+var walkSink byte
 
 // Repair moves every record that fails verification into the collection's
 // quarantine bucket (kept for manual recovery, see Quarantined) and rewrites
@@ -225,7 +292,7 @@ func verifyColl(btx *bolt.Tx, name string, emit func(Problem), bad *[][]byte) (i
 				emit(Problem{Kind: ProblemKey, Collection: name, ID: id, Detail: "key is not a UUIDv7"})
 				break
 			}
-			payload, err := Payload(v)
+			payload, err := Payload(k, v)
 			if err != nil {
 				emit(Problem{Kind: ProblemChecksum, Collection: name, ID: id, Detail: trim(err)})
 				break
