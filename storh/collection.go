@@ -25,6 +25,10 @@ type coll struct {
 // spends more rebalancing and memory than it saves (see docs/benchmarks.md).
 const StreamBatch = 5000
 
+// streamBatchBytes ends a PutStream batch early when its records are large,
+// so memory stays bounded whatever the record size.
+const streamBatchBytes = 8 << 20
+
 func (c *coll) opName(op string) string {
 	if c.kind == engine.KindLog {
 		return "log " + op
@@ -296,7 +300,7 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 			return committed, opErr(op, c.name, "", seen, err)
 		}
 		seen++
-		if len(b.ids) == StreamBatch {
+		if len(b.ids) == StreamBatch || len(b.arena) >= streamBatchBytes {
 			if err := flush(); err != nil {
 				return committed, err
 			}
@@ -422,7 +426,7 @@ func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 					return nil
 				})
 			} else if err = c.db.eng.Enter(); err == nil {
-				items, err = c.db.eng.ReadChunk(c.name, &cur, match, n, items[:0])
+				items, err = c.db.eng.ReadChunk(c.name, c.kind, &cur, match, n, items[:0])
 				c.db.eng.Exit()
 			}
 			if err != nil {

@@ -101,9 +101,7 @@ func (db *DB) Drop(name string) error {
 		return opErr("drop", name, "", -1, err)
 	}
 	defer db.eng.Exit()
-	err := db.eng.UpdateSafe(func(etx *engine.Tx) error { return etx.DropColl(name) })
-	db.eng.ForgetColl(name)
-	return opErr("drop", name, "", -1, err)
+	return opErr("drop", name, "", -1, db.eng.DropColl(name))
 }
 
 // Update runs fn in one read-write transaction: every write fn makes through

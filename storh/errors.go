@@ -85,12 +85,12 @@ func opErr(op, coll string, id string, index int, err error) error {
 	}
 	e := &Error{Op: op, Collection: coll, ID: id, Index: index, Err: err}
 	switch {
-	case err == ErrNestedTx:
+	case errors.Is(err, ErrNestedTx):
 		e.Hint = "inside Update/View use the handles from tx.Docs and tx.Log"
-	case err == ErrClosed:
+	case err == ErrClosed: // a wrapped ErrClosed (an ended transaction) says why itself
 		e.Hint = "the database was closed; open it again"
-	case err == ErrReadOnly:
-		e.Hint = "open the database without ReadOnly, or write inside Update"
+	case errors.Is(err, ErrReadOnly):
+		e.Hint = "writes need a database opened without ReadOnly, and go inside Update, not View"
 	}
 	return e
 }

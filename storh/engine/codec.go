@@ -57,9 +57,13 @@ func (w *appendWriter) WriteString(s string) (int, error) {
 }
 
 type valueEncoder struct {
-	w   appendWriter
-	enc *msgpack.Encoder
+	w       appendWriter
+	enc     *msgpack.Encoder
+	scratch []byte // for AppendValue(nil, ...): encode here, then copy once
 }
+
+// maxScratch bounds the scratch buffer a pooled encoder keeps.
+const maxScratch = 64 << 10
 
 var encoderPool = sync.Pool{New: func() any {
 	e := &valueEncoder{}
@@ -79,12 +83,24 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 		return dst, err
 	}
 	e := encoderPool.Get().(*valueEncoder)
+	defer encoderPool.Put(e)
+	// Growing a nil slice from empty costs several allocations per record;
+	// encoding into pooled scratch and copying once costs one.
+	fresh := dst == nil
+	if fresh {
+		dst = e.scratch[:0]
+	}
 	start := len(dst)
 	e.w.buf = append(dst, valueVersion, 0, 0, 0, 0)
 	err := encodeGuarded(e.enc, data)
 	out := e.w.buf
 	e.w.buf = nil
-	encoderPool.Put(e)
+	if fresh {
+		if cap(out) <= maxScratch {
+			e.scratch = out[:0]
+		}
+		dst = nil
+	}
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}
@@ -94,6 +110,9 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 	}
 	if err := mpack.ValidateRecord(payload); err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	if fresh {
+		out = append(make([]byte, 0, len(out)), out...)
 	}
 	return out, nil
 }

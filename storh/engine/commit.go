@@ -80,31 +80,38 @@ func ownFault(err error) bool {
 		errors.Is(err, ErrInvalidName) || errors.Is(err, ErrNotFound)
 }
 
+// commit applies a batch in one transaction. An op whose apply fails in a
+// way that may have changed the transaction (a bbolt error) is dropped with
+// its error and the rest are applied again, together: one bad op costs one
+// more commit, not one commit per op. A failed commit (a full disk, an I/O
+// error) fails every op of the batch: nothing of it was acknowledged, and
+// retrying after a failed fsync could acknowledge data the disk lost.
 func (db *DB) commit(batch []*WriteOp) {
-	err := db.UpdateSafe(func(tx *Tx) error {
-		for _, op := range batch {
-			op.err = apply(tx, op)
-			if op.err != nil && !ownFault(op.err) {
-				return op.err
+	pending := batch
+	for len(pending) > 0 {
+		failed := -1
+		err := db.UpdateSafe(func(tx *Tx) error {
+			for i, op := range pending {
+				op.err = apply(tx, op)
+				if op.err != nil && !ownFault(op.err) {
+					failed = i
+					return op.err
+				}
 			}
-		}
-		return nil
-	})
-	if err == nil {
-		return
-	}
-	if len(batch) == 1 {
-		batch[0].err = err
-		return
-	}
-	// Something failed the whole transaction (a bbolt error, a full disk).
-	// Retry each op alone so one bad op cannot fail its neighbours.
-	for _, op := range batch {
-		op.err = db.UpdateSafe(func(tx *Tx) error {
-			err := apply(tx, op)
-			op.err = err
-			return err
+			return nil
 		})
+		switch {
+		case err == nil:
+			return
+		case failed < 0:
+			for _, op := range pending {
+				op.err = err
+			}
+			return
+		}
+		rest := make([]*WriteOp, 0, len(pending)-1)
+		rest = append(rest, pending[:failed]...)
+		pending = append(rest, pending[failed+1:]...)
 	}
 }
 

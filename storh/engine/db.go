@@ -20,7 +20,7 @@ import (
 // Options configure Open. The zero value gives the defaults.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
-	// Zero means DefaultLockTimeout; a negative value fails at once.
+	// Zero means DefaultLockTimeout; a negative value tries once.
 	LockTimeout time.Duration
 	// ReadOnly opens the file with a shared lock; every write fails with
 	// ErrReadOnly.
@@ -55,11 +55,17 @@ type DB struct {
 	path string
 	opts Options
 
-	// mu is held shared by every operation for as long as it touches bbolt,
-	// and exclusively by Close, so Close waits for running work and nothing
-	// starts on a closing file.
-	mu     sync.RWMutex
-	closed atomic.Bool
+	// active counts running operations (Enter to Exit) in its low bits, and
+	// closedBit marks a closing database: Close waits until the count is
+	// zero, and nothing new starts. Unlike an RWMutex, a nested Enter (from
+	// a goroutine a callback started) never queues behind a waiting Close.
+	active  atomic.Int64
+	drained chan struct{} // signalled when active reaches zero after Close
+	closed  atomic.Bool
+
+	// collMu serialises creating and dropping collections with the kind
+	// cache, so a Drop cannot slip between EnsureColl's check and its store.
+	collMu sync.Mutex
 
 	writes     chan *WriteOp
 	stop       chan struct{}
@@ -102,9 +108,15 @@ func Open(path string, opts Options) (db *DB, err error) {
 		MaxSize:         opts.MaxSize,
 	}
 	if opts.ReadOnly {
-		if _, err := os.Stat(path); err != nil {
+		fi, err := os.Stat(path)
+		if err != nil {
 			return nil, &Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: %v", ErrNotFound, err),
 				Hint: "a read-only open needs an existing database"}
+		}
+		if fi.Size() == 0 {
+			// bbolt would try to initialise it and fail on the read-only descriptor.
+			return nil, &Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: the file is empty, not a database", ErrCorrupt),
+				Hint: "open it once without ReadOnly to create the database"}
 		}
 	}
 	var bdb *bolt.DB
@@ -121,7 +133,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, path: path, opts: opts, cbGoids: map[uint64]int{}}
+	db = &DB{bolt: bdb, path: path, opts: opts, cbGoids: map[uint64]int{}, drained: make(chan struct{}, 1)}
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
@@ -140,7 +152,7 @@ func openError(path string, opts Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		e.Err = ErrLocked
-		e.Hint = "another process has the file open; stop it, or raise the lock timeout (waited " + opts.LockTimeout.String() + ")"
+		e.Hint = "another process, or another Open in this one, has the file; close it, or raise the lock timeout (waited " + opts.LockTimeout.String() + ")"
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt),
 		strings.Contains(err.Error(), "file size too small"): // bbolt has no sentinel for it
@@ -221,8 +233,9 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return &Error{Op: "close", Index: -1, Err: ErrClosed}
 	}
-	db.mu.Lock()
-	defer db.mu.Unlock()
+	if db.active.Or(closedBit) != 0 {
+		<-db.drained // running operations finish; their queued writes commit
+	}
 	if db.stop != nil {
 		close(db.stop)
 		<-db.writerDone
@@ -243,16 +256,24 @@ func (db *DB) Enter() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
 		return ErrNestedTx
 	}
-	db.mu.RLock()
-	if db.closed.Load() {
-		db.mu.RUnlock()
+	if db.active.Add(1)&closedBit != 0 {
+		db.Exit()
 		return ErrClosed
 	}
 	return nil
 }
 
+const closedBit = 1 << 62
+
 // Exit ends an operation started by Enter.
-func (db *DB) Exit() { db.mu.RUnlock() }
+func (db *DB) Exit() {
+	if db.active.Add(-1) == closedBit {
+		select {
+		case db.drained <- struct{}{}:
+		default: // already signalled; Close needs one
+		}
+	}
+}
 
 // Update runs fn in a write transaction and commits when fn returns nil. The
 // caller must hold Enter.
@@ -353,6 +374,8 @@ func (db *DB) EnsureColl(name string, want Kind) error {
 		}
 		return nil
 	}
+	db.collMu.Lock()
+	defer db.collMu.Unlock()
 	exists := false
 	err := db.ViewSafe(func(tx *Tx) error {
 		c, err := tx.Coll(name, want, false)
@@ -380,8 +403,14 @@ func (db *DB) EnsureColl(name string, want Kind) error {
 	return nil
 }
 
-// ForgetColl drops a collection from the kind cache (after it was dropped).
-func (db *DB) ForgetColl(name string) { db.kinds.Delete(name) }
+// DropColl deletes a collection and forgets its kind. The caller must hold
+// Enter.
+func (db *DB) DropColl(name string) error {
+	db.collMu.Lock()
+	defer db.collMu.Unlock()
+	defer db.kinds.Delete(name)
+	return db.UpdateSafe(func(tx *Tx) error { return tx.DropColl(name) })
+}
 
 // containPanic runs fn and turns a panic into an ErrCorrupt error. bbolt
 // panics on some damaged pages; a damaged file must give an error, not kill

@@ -34,11 +34,14 @@ func NewCursor(q query.Query) Cursor {
 	return Cursor{Lo: lo, Hi: hi, Reverse: q.Reversed(), Done: !ok}
 }
 
-// Chunk bounds: a chunk returns at most ChunkRecords records and examines at
-// most ChunkExamined keys, so a read transaction stays short even when a
-// filter rejects almost everything.
+// Chunk bounds: a chunk returns at most ChunkRecords records or ChunkBytes
+// of payload (but always at least one record), and examines at most
+// ChunkExamined keys, so a read transaction stays short and a chunk's memory
+// stays bounded even for large records or a filter that rejects almost
+// everything.
 const (
 	ChunkRecords  = 256
+	ChunkBytes    = 1 << 20
 	ChunkExamined = 4096
 	chunkArena    = 64 << 10
 )
@@ -49,9 +52,9 @@ type Matcher func(payload []byte) (bool, error)
 // ReadChunk reads the next records of collection coll at cur in one short
 // read transaction, appending at most max items to dst. The caller must hold
 // Enter. A missing collection is ErrNotFound.
-func (db *DB) ReadChunk(coll string, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
+func (db *DB) ReadChunk(coll string, kind Kind, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
 	err := db.ViewSafe(func(tx *Tx) error {
-		c, err := tx.Coll(coll, 0, false)
+		c, err := tx.Coll(coll, kind, false)
 		if err != nil {
 			return err
 		}
@@ -82,7 +85,7 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 	}
 	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
 	arena := make([]byte, 0, min(chunkArena, max*512))
-	examined, taken := 0, 0
+	examined, taken, size := 0, 0, 0
 	for ; k != nil; k, v = step(bc, cur.Reverse) {
 		if cur.Reverse {
 			if bytes.Compare(k, cur.Lo[:]) < 0 {
@@ -101,8 +104,9 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		if keep {
 			dst = append(dst, item)
 			taken++
+			size += len(item.Payload)
 		}
-		if cur.Done || taken >= max || examined >= maxExamined {
+		if cur.Done || taken >= max || examined >= maxExamined || size >= ChunkBytes {
 			return dst
 		}
 	}
@@ -153,6 +157,11 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, 
 	// above never pay for this walk.
 	if err := mpack.ValidateRecord(payload); err != nil {
 		return Item{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}, true
+	}
+	if len(payload) > chunkArena/4 {
+		// Large records get their own allocation: in the arena they would
+		// make it grow by doubling and pin every neighbour's memory.
+		return Item{ID: id, Payload: append([]byte(nil), payload...)}, true
 	}
 	start := len(*arena)
 	*arena = append(*arena, payload...)

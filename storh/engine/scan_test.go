@@ -151,7 +151,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	items, err := db.ReadChunk("c", &cur, nil, 300, nil)
+	items, err := db.ReadChunk("c", 0, &cur, nil, 300, nil)
 	db.Exit()
 	if err != nil || len(items) != 300 {
 		t.Fatalf("ReadChunk: %d items, %v", len(items), err)
@@ -160,10 +160,9 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *engine.Tx) error { return tx.DropColl("c") }); err != nil {
+	if err := db.DropColl("c"); err != nil {
 		t.Fatal(err)
 	}
-	db.ForgetColl("c")
 	db.Exit()
 	fill(t, db, "c2", 300)
 	for i, it := range items {
@@ -177,7 +176,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ReadChunk("c", &cur, nil, 10, nil)
+	_, err = db.ReadChunk("c", 0, &cur, nil, 10, nil)
 	db.Exit()
 	if !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("ReadChunk of a dropped collection: %v; want ErrNotFound", err)

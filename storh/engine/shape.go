@@ -121,7 +121,7 @@ func walkDepth(v reflect.Value, depth int, budget *int) error {
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
+		for _, i := range encodedFields(v.Type()) {
 			if err := walkDepth(v.Field(i), depth+1, budget); err != nil {
 				return err
 			}
@@ -171,11 +171,33 @@ func typeMayNest(t reflect.Type, onPath map[reflect.Type]bool) bool {
 	case reflect.Map:
 		return typeMayNest(t.Key(), onPath) || typeMayNest(t.Elem(), onPath)
 	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
+		for _, i := range encodedFields(t) {
 			if typeMayNest(t.Field(i).Type, onPath) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+var fieldCache sync.Map // reflect.Type → []int
+
+// encodedFields lists the fields of struct type t that msgpack encodes:
+// exported ones not tagged "-", and embedded ones (which it may inline).
+// A cycle through a field the encoder skips is harmless and must not fail
+// the write.
+func encodedFields(t reflect.Type) []int {
+	if v, ok := fieldCache.Load(t); ok {
+		return v.([]int)
+	}
+	var idx []int
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if (!f.IsExported() && !f.Anonymous) || f.Tag.Get("msgpack") == "-" {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	fieldCache.Store(t, idx)
+	return idx
 }

@@ -14,6 +14,14 @@ type shapeNode struct {
 
 type shapeWide struct{ A, B *shapeWide }
 
+// shapeTree's Parent is skipped by the encoder, so its cycle is harmless.
+type shapeTree struct {
+	Name     string
+	Children []*shapeTree
+	Parent   *shapeTree `msgpack:"-"`
+	up       *shapeTree
+}
+
 type shapeFlat struct {
 	A string
 	T time.Time
@@ -68,5 +76,19 @@ func TestMayNest(t *testing.T) {
 	}
 	if _, err := AppendValue(nil, shapeFlat{A: "x", T: time.Unix(1, 0), N: 3}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCheckShapeIgnoresFieldsTheEncoderSkips(t *testing.T) {
+	root := &shapeTree{Name: "root"}
+	child := &shapeTree{Name: "child", Parent: root}
+	child.up = root
+	root.Children = []*shapeTree{child}
+	root.Parent, root.up = child, child // cycles only through skipped fields
+	if _, err := AppendValue(nil, root); err != nil {
+		t.Fatalf("a cycle through skipped fields was refused: %v", err)
+	}
+	if got := len(encodedFields(reflect.TypeOf(shapeTree{}))); got != 2 {
+		t.Errorf("encodedFields(shapeTree) has %d fields; want Name and Children", got)
 	}
 }

@@ -56,20 +56,19 @@ type VerifyReport struct {
 // Verify checks the database in one transaction (a consistent view, which
 // is what makes the counter check meaningful): bbolt's page check (skipped
 // when colls names specific collections), then each collection's layout,
-// every key, checksum and payload, and its counters. Each problem is passed
-// to report as it is found. The caller must hold Enter.
+// every key, checksum and payload, and its counters. Problems are passed to
+// report in the order found, once the transaction has ended: report is user
+// code, and inside the transaction a call on the database would deadlock and
+// a slow report would stall every writer. The caller must hold Enter.
 //
 // bbolt's page check reads the freelist, which writers change even while a
 // read transaction is open, so on a writable database Verify runs in a write
 // transaction that it rolls back: writers wait until it is done.
 func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
-	emit := func(p Problem) {
-		rep.Problems++
-		if report != nil {
-			report(p)
-		}
-	}
+	var found problems
+	emit := func(p Problem) { rep.Problems++; found.add(p) }
+	defer found.deliver(report)
 	err := containPanic(func() error {
 		btx, err := db.bolt.Begin(!db.opts.ReadOnly)
 		if err != nil {
@@ -159,7 +158,10 @@ var walkSink byte
 // caller must hold Enter.
 func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
+	var found problems
+	defer found.deliver(report)
 	err := db.UpdateSafe(func(tx *Tx) error {
+		found = problems{} // a retried transaction reports afresh
 		names, err := collNames(tx.btx, colls)
 		if err != nil {
 			return err
@@ -169,9 +171,7 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 			var bad [][]byte
 			n, counters := verifyColl(tx.btx, name, func(p Problem) {
 				rep.Problems++
-				if report != nil {
-					report(p)
-				}
+				found.add(p)
 			}, &bad)
 			rep.Records += n
 			root := tx.btx.Bucket([]byte(name))
@@ -200,6 +200,9 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 				var count, size int64
 				c := recs.Cursor()
 				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if v == nil {
+						continue // a stray bucket is not a record (verifyColl reports it)
+					}
 					count++
 					size += int64(len(v))
 				}
@@ -215,6 +218,35 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 		return nil
 	})
 	return rep, err
+}
+
+// problems collects findings for delivery after the transaction. Past
+// maxListed it only counts, so a badly damaged file cannot exhaust memory.
+type problems struct {
+	list    []Problem
+	dropped int
+}
+
+const maxListed = 100_000
+
+func (ps *problems) add(p Problem) {
+	if len(ps.list) < maxListed {
+		ps.list = append(ps.list, p)
+	} else {
+		ps.dropped++
+	}
+}
+
+func (ps *problems) deliver(report func(Problem)) {
+	if report == nil {
+		return
+	}
+	for _, p := range ps.list {
+		report(p)
+	}
+	if ps.dropped > 0 {
+		report(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("%d more problems not listed", ps.dropped)})
+	}
 }
 
 // bucketQuarantine holds records Repair moved out of a collection.
