@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// maxPutLines bounds `put` from stdin, which writes in one transaction;
+// import streams any amount.
+const maxPutLines = 10000
+
+func (a *app) putCmd() *cobra.Command {
+	var idFlag string
+	var asLog bool
+	cmd := &cobra.Command{
+		Use:   "put COLL [JSON]",
+		Short: "Store records: one JSON object, or JSON lines on stdin",
+		Long: `Put stores the JSON object given as an argument, or each JSON object read from
+stdin (one per line, all in one transaction: all or none), and prints the
+stored records. A collection that does not exist is created: as docs, or as
+an append-only log with --log. Values use the import type mapping, so
+{"$date":"2024-05-01T12:00:00Z"} stores a time (see docs/bulk-data.md).
+
+--id stores the record under that id: a docs collection replaces the record
+there, a log refuses an id it already has. For more than a few thousand
+records use 'storh import'.`,
+		Example: `  storh put pages '{"slug":"home","title":"Home"}'
+  storh put events --log '{"level":"info","msg":"started"}'
+  storh put pages --id 0190a4f4-5c3b-7def-8123-456789abcdef '{"slug":"home","title":"Welcome"}'
+  printf '{"n":1}\n{"n":2}\n' | storh put numbers`,
+		Args: args(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var id uuidv7.UUID
+			if idFlag != "" {
+				var err error
+				if id, err = parseID("--id", idFlag); err != nil {
+					return err
+				}
+			}
+			items, lines, err := a.putInput(args)
+			if err != nil {
+				return err
+			}
+			if idFlag != "" && len(items) != 1 {
+				return usagef("--id names one record, but stdin held %d", len(items))
+			}
+			db, err := a.open(true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			w, kind, created, err := a.writer(db, args[0], asLog)
+			if err != nil {
+				return err
+			}
+			var recs []storh.Record
+			if idFlag != "" {
+				var rec storh.Record
+				rec, err = w.PutWithID(id, items[0])
+				recs = []storh.Record{rec}
+			} else {
+				recs, err = w.PutMany(items)
+			}
+			if err != nil {
+				dropIfEmpty(db, args[0], created)
+				var e *storh.Error
+				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
+					return fmt.Errorf("stdin line %d: %s (nothing was stored)", lines[e.Index], libMsg(e.Err))
+				}
+				return err
+			}
+			if created {
+				a.diag("storh: created %s collection %q in %s", kind, args[0], a.dbPath)
+			}
+			p := a.newPrinter()
+			for _, rec := range recs {
+				if err := p.print(rec); err != nil {
+					return err
+				}
+			}
+			return p.flush()
+		},
+	}
+	cmd.Flags().StringVar(&idFlag, "id", "", "store under this `ID` (docs: replace; log: must be new)")
+	cmd.Flags().BoolVar(&asLog, "log", false, "create the collection as an append-only log if it does not exist")
+	return cmd
+}
+
+// putInput reads the records to put: the JSON argument, or stdin's lines
+// (with their line numbers, for errors).
+func (a *app) putInput(args []string) ([]any, []int, error) {
+	var dec jsonl.Decoder
+	if len(args) == 2 {
+		m, err := dec.DecodeObject([]byte(args[1]))
+		if err != nil {
+			return nil, nil, usagef("the JSON argument is not a JSON object: %s", libMsg(err))
+		}
+		return []any{m}, nil, nil
+	}
+	if isTerminal(a.stdin) {
+		return nil, nil, usagef("missing JSON: pass an object, as in storh put %s '{\"a\":1}', or pipe JSON lines to stdin", args[0])
+	}
+	var items []any
+	var lines []int
+	sc := bufio.NewScanner(a.stdin)
+	sc.Buffer(nil, maxLine)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if len(items) == maxPutLines {
+			return nil, nil, fmt.Errorf("stdin has more than %d records: use 'storh import %s -' for bulk data", maxPutLines, args[0])
+		}
+		m, err := dec.DecodeObject([]byte(line))
+		if err != nil {
+			return nil, nil, fmt.Errorf("stdin line %d: %s (nothing was stored)", n, libMsg(err))
+		}
+		items = append(items, m)
+		lines = append(lines, n)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading stdin: %w", err)
+	}
+	if len(items) == 0 {
+		return nil, nil, usagef("no JSON given: pass an object as an argument, or JSON lines on stdin")
+	}
+	return items, lines, nil
+}
+
+func (a *app) getCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "get COLL ID",
+		Short:   "Print one record",
+		Example: `  storh get pages 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("id", args[1])
+			if err != nil {
+				return err
+			}
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, _, err := a.reader(db, args[0])
+			if err != nil {
+				return err
+			}
+			rec, err := r.Get(id)
+			if err != nil {
+				return err
+			}
+			p := a.newPrinter()
+			if err := p.print(rec); err != nil {
+				return err
+			}
+			return p.flush()
+		},
+	}
+}
+
+func (a *app) deleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete COLL ID...",
+		Short: "Delete records from a docs collection",
+		Long: `Delete removes the records with the given ids from a docs collection, in one
+transaction: if any id is not there, nothing is deleted and the command fails.
+Logs are append-only: their records cannot be deleted.`,
+		Example: `  storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids := make([]uuidv7.UUID, 0, len(args)-1)
+			for _, s := range args[1:] {
+				id, err := parseID("id", s)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			name := args[0]
+			db, err := a.open(true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			cs, err := a.lookup(db, name)
+			if err != nil {
+				return err
+			}
+			switch cs.Kind {
+			case "log":
+				return fmt.Errorf("collection %q is a log: its records are immutable and cannot be deleted", name)
+			case "queue":
+				return fmt.Errorf("collection %q is a queue: queue commands arrive in a later release", name)
+			}
+			err = db.Update(func(tx *storh.Tx) error {
+				d, err := tx.Docs(name)
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					if _, err := d.Get(id); err != nil {
+						if errors.Is(err, storh.ErrNotFound) {
+							return fmt.Errorf("delete %q id %s: not found (nothing was deleted)", name, id)
+						}
+						return err
+					}
+					if err := d.Delete(id); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"collection": name, "deleted": len(ids)})
+			}
+			a.diag("storh: deleted %d record(s) from %q", len(ids), name)
+			return nil
+		},
+	}
+}
+
+func (a *app) countCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "count COLL",
+		Short: "Print the number of records (O(1): a stored counter)",
+		Args:  args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			cs, err := a.lookup(db, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"collection": cs.Name, "kind": cs.Kind, "count": cs.Records})
+			}
+			_, err = fmt.Fprintln(a.stdout, cs.Records)
+			return err
+		},
+	}
+}
+
+func (a *app) dropCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "drop COLL...",
+		Short: "Delete whole collections, records and all",
+		Long: `Drop deletes each named collection with all its records, in one transaction
+per collection. It cannot be undone, so it asks for --yes; without it, it only
+says what would be deleted. The file does not shrink: the space is reused, or
+reclaimed with 'storh compact'.`,
+		Example: `  storh drop scratch --yes`,
+		Args:    args(1, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(yes)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var total int64
+			for _, name := range args {
+				cs, err := a.lookup(db, name)
+				if err != nil {
+					return err
+				}
+				total += cs.Records
+			}
+			if !yes {
+				return usagef("drop would delete %s with %s for good: add --yes to confirm", quoteArgs(args), plural(total, "record"))
+			}
+			for _, name := range args {
+				if err := db.Drop(name); err != nil {
+					return err
+				}
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"dropped": args, "records": total})
+			}
+			a.diag("storh: dropped %s (%s)", quoteArgs(args), plural(total, "record"))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "really delete")
+	return cmd
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
+)
+
+func (a *app) exportCmd() *cobra.Command {
+	var f queryFlags
+	cmd := &cobra.Command{
+		Use:   "export COLL [FILE|-]",
+		Short: "Write a collection as JSON lines, to a file or stdout",
+		Long: `Export writes the records of COLL as JSON lines {"id":"…","data":{…}}, oldest
+first, to FILE or to stdout (- or no FILE). Importing the file into an empty
+collection gives back the same ids and data, and exporting that gives the
+same bytes: values JSON has no type for are written as Extended JSON wrappers
+({"$date":…}, {"$binary":…}, {"$numberDouble":"NaN"}); floats always carry a
+fraction or exponent (1.0) so they stay floats (docs/bulk-data.md).
+
+It streams: memory stays flat, and the database is read in short transactions,
+so writers in this process are never held up. A FILE is written under a
+temporary name and renamed when complete. The selection flags of 'storh query'
+pick part of the collection (--after for incremental exports).`,
+		Example: `  storh export events events.jsonl
+  storh export events --from 2024-05-01 --until 2024-05-31T23:59:59.999Z > may.jsonl
+  storh export events | gzip > events.jsonl.gz`,
+		Args: args(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := f.build(a.now())
+			if err != nil {
+				return err
+			}
+			out := "-"
+			if len(args) == 2 {
+				out = args[1]
+			}
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, cs, err := a.reader(db, args[0])
+			if err != nil {
+				return err
+			}
+			total := cs.Records
+			if f.selective() {
+				total = -1
+			}
+			st := exportStats{Collection: cs.Name, Target: out}
+			start := time.Now()
+			prog := a.startProgress("exporting", total, false)
+			if out == "-" {
+				st.Exported, err = exportRows(a.ctx, r, q, a.stdout, prog)
+			} else {
+				st.Exported, st.Bytes, err = exportFile(a.ctx, r, q, out, a.dbPath, prog)
+			}
+			prog.stop()
+			st.Seconds = time.Since(start).Seconds()
+			if err != nil {
+				return fmt.Errorf("export %q: %s (after %s records)", cs.Name, libMsg(err), commas(st.Exported))
+			}
+			if a.jsonOut && out != "-" {
+				return a.printJSON(st)
+			}
+			rate := ""
+			if st.Seconds > 0 && st.Exported > 0 {
+				rate = fmt.Sprintf(", %s records/s", shortCount(float64(st.Exported)/st.Seconds))
+			}
+			where := "stdout"
+			if out != "-" {
+				where = fmt.Sprintf("%s (%s)", out, humanBytes(st.Bytes))
+			}
+			a.diag("storh: exported %s records from %q to %s in %s%s", commas(st.Exported), cs.Name, where,
+				time.Since(start).Round(time.Millisecond), rate)
+			return nil
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+type exportStats struct {
+	Collection string  `json:"collection"`
+	Target     string  `json:"target"`
+	Exported   int64   `json:"exported"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// exportFile writes the rows to a temporary file next to path and renames
+// it into place when complete, so path never holds a partial export.
+func exportFile(ctx context.Context, r reader, q query.Query, path, dbPath string, prog *progress) (n, size int64, err error) {
+	if fi, err := os.Stat(path); err == nil {
+		if dbi, err := os.Stat(dbPath); err == nil && os.SameFile(fi, dbi) {
+			return 0, 0, fmt.Errorf("%s is the database itself: choose another output file", path)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if n, err = exportRows(ctx, r, q, tmp, prog); err != nil {
+		return n, 0, err
+	}
+	if err = tmp.Sync(); err != nil {
+		return n, 0, err
+	}
+	fi, err := tmp.Stat()
+	if err != nil {
+		return n, 0, err
+	}
+	if err = tmp.Close(); err != nil {
+		return n, 0, err
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
+		return n, 0, err
+	}
+	return n, fi.Size(), os.Rename(tmp.Name(), path)
+}
+
+// exportRows writes the rows q selects to w, transcoding each record's
+// stored msgpack straight to JSON.
+func exportRows(ctx context.Context, r reader, q query.Query, w io.Writer, prog *progress) (int64, error) {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var n int64
+	var buf []byte
+	for rec, err := range r.Stream(q) {
+		if err != nil {
+			return n, err
+		}
+		if buf, err = jsonl.AppendRow(buf[:0], rec.ID, rec.Raw()); err != nil {
+			return n, fmt.Errorf("record %s: %w", rec.ID, err)
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return n, err
+		}
+		n++
+		if n&1023 == 0 {
+			prog.records.Store(n)
+			if ctx.Err() != nil {
+				return n, errors.New("interrupted")
+			}
+		}
+	}
+	prog.records.Store(n)
+	return n, bw.Flush()
+}

@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh"
+)
+
+// maxLine bounds one input line. A record is at most storh.MaxRecordSize
+// encoded; its JSON (base64 bytes, escapes) can be larger.
+const maxLine = 4*storh.MaxRecordSize + 1<<20
+
+// chunkRows is how many decoded rows the reader hands over at once.
+const chunkRows = 256
+
+// skipShown bounds how many skipped lines are listed on stderr.
+const skipShown = 10
+
+type importOpts struct {
+	mongo       bool
+	asLog       bool
+	skipInvalid bool
+}
+
+func (a *app) importCmd() *cobra.Command {
+	var o importOpts
+	cmd := &cobra.Command{
+		Use:   "import COLL FILE|-",
+		Short: "Load JSON lines (storh export or mongoexport output) into a collection",
+		Long: `Import reads JSON lines from FILE (or stdin for -) into COLL, creating it (as
+docs, or a log with --log) when it does not exist. Each line is one of
+  {"id":"…","data":{…}}   the export form: the record keeps its id
+  {"data":{…}}             a new id is generated
+  {…}                      a bare object: the data, with a new id
+Typed values use MongoDB Extended JSON wrappers ({"$date":…}, {"$binary":…},
+{"$numberDouble":"NaN"}); docs/bulk-data.md has the full type mapping.
+
+With --mongo the lines are mongoexport output (relaxed or canonical Extended
+JSON): an ObjectID _id becomes the UUIDv7 derived from it (same creation
+second; importing the same file again replaces the same records), and the
+ObjectID is kept as the field _oid.
+
+Rows are written in transactions of 5000, streaming: memory stays flat for any
+file size. On a bad line the import stops, names the line and why, and tells
+which lines are committed: the batch holding the bad line is not written. With
+--skip-invalid bad lines are listed and skipped instead. A progress bar shows
+on stderr when it is a terminal (--quiet turns it off).`,
+		Example: `  storh import events events.jsonl
+  storh export events | storh import --db copy.db events -
+  mongoexport --collection=users --out=users.json && storh import --mongo users users.json`,
+		Args: args(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runImport(args[0], args[1], o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.mongo, "mongo", false, "read mongoexport output (Extended JSON; ObjectID _id → UUIDv7 id, kept as _oid)")
+	cmd.Flags().BoolVar(&o.asLog, "log", false, "create the collection as an append-only log if it does not exist")
+	cmd.Flags().BoolVar(&o.skipInvalid, "skip-invalid", false, "skip lines that cannot be imported, and list them, instead of stopping")
+	return cmd
+}
+
+// importStats is the summary of an import (printed with --json).
+type importStats struct {
+	Collection string  `json:"collection"`
+	Kind       string  `json:"kind"`
+	Created    bool    `json:"created"`
+	Source     string  `json:"source"`
+	Lines      int64   `json:"lines"`
+	Imported   int64   `json:"imported"`
+	Skipped    int64   `json:"skipped"`
+	ForeignIDs int64   `json:"foreign_ids,omitempty"`
+	Seconds    float64 `json:"seconds"`
+}
+
+func (a *app) runImport(name, src string, o importOpts) error {
+	im := &importer{}
+	in, size, closeIn, err := a.openInput(src)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	db, err := a.open(true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w, kind, created, err := a.writer(db, name, o.asLog)
+	if err != nil {
+		return err
+	}
+	im.created = created
+	prog := a.startProgress("importing", size, true)
+	im.a, im.o, im.w, im.prog, im.st = a, o, w, prog, importStats{Collection: name, Source: src, Kind: kind}
+	start := time.Now()
+	err = im.run(countingReader{in, prog})
+	prog.stop()
+	im.st.Seconds = time.Since(start).Seconds()
+	if im.mongoLike {
+		a.diag("storh: note: %s looks like mongoexport output (an ObjectID _id); import --mongo would make the ObjectIDs the record ids", src)
+	}
+	if err != nil {
+		dropIfEmpty(db, name, created)
+		return im.explain(err, src, name, kind)
+	}
+	im.st.Created = created
+	return a.importSummary(im.st)
+}
+
+// openInput opens FILE or stdin ("-") and returns its size (-1: unknown).
+func (a *app) openInput(src string) (io.Reader, int64, func(), error) {
+	if src == "-" {
+		if isTerminal(a.stdin) {
+			return nil, 0, nil, usagef("stdin is a terminal: pipe JSON lines in (… | storh import COLL -) or name a file")
+		}
+		return a.stdin, -1, func() {}, nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("cannot read %s: %w", src, errors.Unwrap(err))
+	}
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return f, size, func() { f.Close() }, nil
+}
+
+func (a *app) importSummary(st importStats) error {
+	if a.jsonOut {
+		return a.printJSON(st)
+	}
+	rate := ""
+	if st.Seconds > 0 && st.Imported > 0 {
+		rate = fmt.Sprintf(", %s records/s", shortCount(float64(st.Imported)/st.Seconds))
+	}
+	into := fmt.Sprintf("%q", st.Collection)
+	if st.Created {
+		into = fmt.Sprintf("the new %s collection %q", st.Kind, st.Collection)
+	}
+	a.diag("storh: imported %s into %s from %s in %s%s", plural(st.Imported, "record"), into, st.Source,
+		time.Duration(st.Seconds*float64(time.Second)).Round(time.Millisecond), rate)
+	if st.Skipped > 0 {
+		a.diag("storh: skipped %s invalid lines (--skip-invalid)", commas(st.Skipped))
+	}
+	if st.ForeignIDs > 0 {
+		a.diag("storh: %s documents had an _id that is not an ObjectID: it is kept as the field _id and the record got a new id, so importing them again adds copies",
+			commas(st.ForeignIDs))
+	}
+	return nil
+}
+
+// rowItem is one decoded input line.
+type rowItem struct {
+	line  int64
+	entry storh.Entry
+	err   error // the line cannot be imported
+	fatal bool  // err is about the input stream, not this line: no skipping
+}
+
+// importer streams rows into a collection. A reader goroutine decodes lines
+// while the caller's goroutine encodes and writes them, which keeps both
+// cores busy.
+//
+// Rows go to PutStream one transaction's worth (storh.StreamBatch) at a time,
+// and only once all of them decoded: a bad line stops the import before any
+// row of its batch is handed over, exactly as a row the library rejects
+// rolls its batch back. Either way every batch is committed whole or not at
+// all, and the committed rows are the ones before a known line.
+type importer struct {
+	a    *app
+	o    importOpts
+	w    writer
+	prog *progress
+	st   importStats
+
+	rows chan []rowItem
+	quit chan struct{}
+
+	committedLine int64 // every good line up to here is committed
+	skipsShown    int
+	skips         []skipNote // skipped lines of the batch being written, listed once it is done
+	created       bool       // the import created the collection
+	mongoLike     bool       // set by the reader: line 1 looks like mongoexport output
+}
+
+// lineError is a bad line that stopped the import.
+type lineError struct {
+	line int64
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, libMsg(e.err)) }
+func (e *lineError) Unwrap() error { return e.err }
+
+var errInterrupted = errors.New("interrupted")
+
+func (im *importer) run(in io.Reader) error {
+	im.rows = make(chan []rowItem, 8)
+	im.quit = make(chan struct{})
+	decode := (*jsonl.Decoder).DecodeRow
+	if im.o.mongo {
+		decode = (*jsonl.Decoder).DecodeMongo
+	}
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		im.produce(in, decode)
+	}()
+	defer func() {
+		close(im.quit)
+		<-readerDone
+	}()
+
+	var (
+		pending []rowItem // handed over by the reader, not yet staged
+		replay  []rowItem // staged rows to write again after a skipped one
+		eof     bool
+		stopErr error // why staging stopped early (a bad line, an interrupt)
+	)
+	next := func() (rowItem, bool) {
+		if len(replay) > 0 {
+			it := replay[0]
+			replay = replay[1:]
+			return it, true
+		}
+		for len(pending) == 0 {
+			if eof {
+				return rowItem{}, false
+			}
+			select {
+			case chunk, ok := <-im.rows:
+				if !ok {
+					eof = true
+				}
+				pending = chunk
+			case <-im.a.ctx.Done():
+				stopErr = errInterrupted
+				return rowItem{}, false
+			}
+		}
+		it := pending[0]
+		pending = pending[1:]
+		return it, true
+	}
+	staged := make([]rowItem, 0, storh.StreamBatch)
+	for {
+		seq := func(yield func(any) bool) {
+			for {
+				// Stage one transaction's worth before handing any of it over.
+				staged = staged[:0]
+				for len(staged) < storh.StreamBatch {
+					it, ok := next()
+					if !ok {
+						break
+					}
+					if it.err != nil {
+						if it.fatal || !im.o.skipInvalid {
+							stopErr = &lineError{it.line, it.err}
+							return
+						}
+						im.skip(it.line, it.err)
+						continue
+					}
+					staged = append(staged, it)
+				}
+				if stopErr != nil {
+					return
+				}
+				for _, it := range staged {
+					if !yield(it.entry) {
+						return
+					}
+				}
+				if len(staged) < storh.StreamBatch {
+					return // the end: PutStream commits this last batch
+				}
+				// PutStream committed the full batch before asking for more.
+				im.committedLine = staged[len(staged)-1].line
+				im.prog.records.Add(int64(len(staged)))
+				im.listSkips()
+				if im.a.ctx.Err() != nil {
+					stopErr = errInterrupted
+					return
+				}
+			}
+		}
+		n, err := im.w.PutStream(seq)
+		im.st.Imported += int64(n)
+		if err == nil || stopErr != nil {
+			im.listSkips()
+		}
+		if err == nil {
+			if len(staged) > 0 && stopErr == nil {
+				im.committedLine = staged[len(staged)-1].line
+				im.prog.records.Add(int64(len(staged)))
+			}
+			return stopErr
+		}
+		// The library rejected a row: its batch, the staged rows, was
+		// rolled back whole.
+		var e *storh.Error
+		if !errors.As(err, &e) || e.Index < 0 || !skippable(err) {
+			im.listSkips()
+			return err
+		}
+		i := e.Index - n
+		if i < 0 || i >= len(staged) {
+			return fmt.Errorf("internal error: rejected row %d is not in the current batch: %w", e.Index, err)
+		}
+		bad := staged[i]
+		reason := e.Err
+		if e.ID != "" {
+			reason = fmt.Errorf("id %s: %s", e.ID, libMsg(e.Err))
+		}
+		if !im.o.skipInvalid {
+			im.listSkips()
+			return &lineError{bad.line, reason}
+		}
+		im.skip(bad.line, reason)
+		replay = append(append(make([]rowItem, 0, len(staged)-1+len(replay)), staged[:i]...), staged[i+1:]...)
+	}
+}
+
+// skippable reports whether the library rejected the row itself (its data
+// or id) rather than failed as a whole.
+func skippable(err error) bool {
+	return errors.Is(err, storh.ErrInvalidData) || errors.Is(err, storh.ErrInvalidID) || errors.Is(err, storh.ErrExists)
+}
+
+// skipNote is a skipped line waiting to be listed.
+type skipNote struct {
+	line int64
+	err  error
+}
+
+// skip counts a skipped line. Lines the decoder rejects are found before
+// the ones the database rejects in the same batch, so the notes are listed
+// in line order once the batch is done (listSkips).
+func (im *importer) skip(line int64, err error) {
+	im.st.Skipped++
+	im.skips = append(im.skips, skipNote{line, err})
+}
+
+func (im *importer) listSkips() {
+	slices.SortFunc(im.skips, func(a, b skipNote) int { return cmp.Compare(a.line, b.line) })
+	for _, s := range im.skips {
+		if im.skipsShown < skipShown {
+			im.a.diag("storh: line %d skipped: %s", s.line, libMsg(s.err))
+		} else if im.skipsShown == skipShown {
+			im.a.diag("storh: (more skipped lines are counted, not listed)")
+		}
+		im.skipsShown++
+	}
+	im.skips = im.skips[:0]
+}
+
+// produce reads and decodes lines, handing them over in chunks, until the
+// input ends or quit closes.
+func (im *importer) produce(in io.Reader, decode func(*jsonl.Decoder, []byte) (jsonl.Row, error)) {
+	defer close(im.rows)
+	br := bufio.NewReaderSize(in, 256<<10)
+	var dec jsonl.Decoder
+	chunk := make([]rowItem, 0, chunkRows)
+	send := func() bool {
+		select {
+		case im.rows <- chunk:
+			chunk = make([]rowItem, 0, chunkRows)
+			return true
+		case <-im.quit:
+			return false
+		}
+	}
+	var long []byte
+	var lineNo int64
+	for {
+		b, err := br.ReadSlice('\n')
+		tooLong := false
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], b...)
+			for err == bufio.ErrBufferFull {
+				b, err = br.ReadSlice('\n')
+				if !tooLong {
+					long = append(long, b...)
+					if len(long) > maxLine {
+						tooLong, long = true, long[:0]
+					}
+				}
+			}
+			b = long
+		}
+		if len(b) > 0 || tooLong {
+			lineNo++
+			it := rowItem{line: lineNo}
+			b = bytes.TrimRight(b, "\r\n")
+			if lineNo == 1 {
+				b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+				im.mongoLike = !im.o.mongo && looksLikeMongo(b)
+			}
+			blank := false
+			switch {
+			case tooLong:
+				it.err = fmt.Errorf("the line is longer than %s", humanBytes(maxLine))
+			case len(bytes.TrimSpace(b)) == 0:
+				blank = true
+			default:
+				row, derr := decode(&dec, b)
+				if derr != nil {
+					it.err = importHint(b, derr, im.o.mongo)
+				} else {
+					it.entry = storh.Entry{ID: row.ID, Data: row.Data}
+					if row.ForeignID {
+						im.st.ForeignIDs++ // read by the consumer only after the reader ends
+					}
+				}
+			}
+			if !blank {
+				chunk = append(chunk, it)
+				if len(chunk) == chunkRows && !send() {
+					return
+				}
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				chunk = append(chunk, rowItem{line: lineNo + 1, err: fmt.Errorf("reading the input: %w", err), fatal: true})
+			}
+			im.st.Lines = lineNo
+			if len(chunk) > 0 {
+				send()
+			}
+			return
+		}
+	}
+}
+
+// explain turns an import failure into a message that says what is
+// committed and how to go on.
+func (im *importer) explain(err error, src, name, kind string) error {
+	var b strings.Builder
+	var le *lineError
+	switch {
+	case errors.As(err, &le):
+		fmt.Fprintf(&b, "import %q stopped at %s line %d: %s", name, src, le.line, libMsg(le.err))
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(&b, "import %q interrupted", name)
+	default:
+		fmt.Fprintf(&b, "import %q failed: %s", name, libMsg(err))
+	}
+	if im.st.Imported == 0 {
+		b.WriteString("\n  nothing was written")
+	} else {
+		fmt.Fprintf(&b, "\n  %s records from lines 1-%d are committed; nothing after line %d was written",
+			commas(im.st.Imported), im.committedLine, im.committedLine)
+	}
+	if le != nil && im.committedLine > 0 {
+		next := im.committedLine + 1
+		if src == "-" {
+			fmt.Fprintf(&b, "\n  fix the line, then import the rest: lines %d on (or pass --skip-invalid)", next)
+		} else {
+			fmt.Fprintf(&b, "\n  fix the line, then import the rest: tail -n +%d %s | storh import %s - (or pass --skip-invalid)", next, src, name)
+		}
+	} else if le != nil {
+		b.WriteString("\n  fix the line and run the import again, or pass --skip-invalid to skip bad lines")
+	}
+	if im.o.mongo && kind == "docs" && im.st.Imported > 0 {
+		b.WriteString("\n  (re-running the whole --mongo import is also safe: ObjectID ids replace the same records)")
+	}
+	if im.st.Skipped > 0 {
+		fmt.Fprintf(&b, "\n  %s lines were skipped before", commas(im.st.Skipped))
+	}
+	if im.created && im.st.Imported == 0 {
+		fmt.Fprintf(&b, "\n  (the collection %q, created for the import, was removed again)", name)
+	}
+	return errors.New(b.String())
+}

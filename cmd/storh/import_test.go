@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+)
+
+// deepRow is a row the library rejects (nested deeper than storh.MaxDepth),
+// so the rejection comes back from PutStream, not from the decoder.
+var deepRow = `{"deep":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + "}"
+
+// rowsWith makes n rows {"n":i}; lines listed in deep are deepRow, lines in
+// broken are not JSON.
+func rowsWith(n int, deep, broken []int) []byte {
+	var b bytes.Buffer
+	for i := 1; i <= n; i++ {
+		switch {
+		case slices.Contains(deep, i):
+			b.WriteString(deepRow)
+		case slices.Contains(broken, i):
+			b.WriteString(`{"n":`)
+		default:
+			fmt.Fprintf(&b, `{"n":%d}`, i)
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// importedNs exports a collection and returns the n values in id order.
+func importedNs(t *testing.T, db, coll string) []int {
+	t.Helper()
+	out, stderr, code := runStorh(context.Background(), "", "--db", db, "export", coll)
+	if strings.Contains(stderr, "does not exist") {
+		return nil // an import that wrote nothing removes the collection it made
+	}
+	if code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	var ns []int
+	for _, line := range strings.Fields(out) {
+		row, err := jsonl.DecodeRow([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, int(row.Data["n"].(int64)))
+	}
+	return ns
+}
+
+func write(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestImportSkipInvalid puts rejected rows at batch edges: skipping one
+// rolls its batch back and writes the batch again without it, so every
+// other row lands exactly once and in order.
+func TestImportSkipInvalid(t *testing.T) {
+	deep := []int{1, 3, 4999, 5000, 5001, 9999, 10000, 12000}
+	broken := []int{2, 7000}
+	src := write(t, "rows.jsonl", rowsWith(12000, deep, broken))
+	db := filepath.Join(t.TempDir(), "skip.db")
+	_, stderr, code := runStorh(context.Background(), "", "--db", db, "import", "--skip-invalid", "rows", src)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "imported 11,990 records") || !strings.Contains(stderr, "skipped 10 invalid lines") {
+		t.Errorf("summary: %s", stderr)
+	}
+	var want []int
+	for i := 1; i <= 12000; i++ {
+		if !slices.Contains(deep, i) && !slices.Contains(broken, i) {
+			want = append(want, i)
+		}
+	}
+	if got := importedNs(t, db, "rows"); !slices.Equal(got, want) {
+		t.Errorf("imported %d rows, want %d; first difference near %v", len(got), len(want), firstDiff(got, want))
+	}
+	// The skipped lines are listed in input order.
+	re := regexp.MustCompile(`line (\d+) skipped`)
+	var listed []int
+	for _, m := range re.FindAllStringSubmatch(stderr, -1) {
+		n, _ := strconv.Atoi(m[1])
+		listed = append(listed, n)
+	}
+	if want := []int{1, 2, 3, 4999, 5000, 5001, 7000, 9999, 10000, 12000}; !slices.Equal(listed, want) {
+		t.Errorf("listed skipped lines %v, want %v", listed, want)
+	}
+}
+
+func firstDiff(a, b []int) any {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return [2]int{a[i], b[i]}
+		}
+	}
+	return "the end"
+}
+
+// TestImportStopsWholeBatches checks that a failed import commits whole
+// batches only, and says which lines.
+func TestImportStopsWholeBatches(t *testing.T) {
+	tests := []struct {
+		name          string
+		deep, broken  []int
+		committed     int
+		committedLine string
+	}{
+		{"rejected in the first batch", []int{3}, nil, 0, "nothing was written"},
+		{"rejected first of the second batch", []int{5001}, nil, 5000, "lines 1-5000 are committed"},
+		{"rejected last of the second batch", []int{10000}, nil, 5000, "lines 1-5000 are committed"},
+		{"broken in the third batch", nil, []int{10001}, 10000, "lines 1-10000 are committed"},
+		{"broken last line", nil, []int{12000}, 10000, "lines 1-10000 are committed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := write(t, "rows.jsonl", rowsWith(12000, tt.deep, tt.broken))
+			db := filepath.Join(t.TempDir(), "stop.db")
+			_, stderr, code := runStorh(context.Background(), "", "--db", db, "import", "rows", src)
+			if code != exitError {
+				t.Fatalf("exit %d, want 1: %s", code, stderr)
+			}
+			bad := append(tt.deep, tt.broken...)[0]
+			if !strings.Contains(stderr, fmt.Sprintf("line %d: ", bad)) || !strings.Contains(stderr, tt.committedLine) {
+				t.Errorf("message does not name line %d and %q:\n%s", bad, tt.committedLine, stderr)
+			}
+			if got := len(importedNs(t, db, "rows")); got != tt.committed {
+				t.Errorf("%d rows committed, want %d", got, tt.committed)
+			}
+		})
+	}
+}
+
+// blockingReader serves data, then signals and blocks until closed, like a
+// pipe whose writer has stopped.
+type blockingReader struct {
+	data    *bytes.Reader
+	drained chan struct{}
+	closed  chan struct{}
+}
+
+func (r *blockingReader) Read(p []byte) (int, error) {
+	if r.data.Len() > 0 {
+		return r.data.Read(p)
+	}
+	select {
+	case r.drained <- struct{}{}:
+	default:
+	}
+	<-r.closed
+	return 0, io.EOF
+}
+
+// TestImportInterrupted cancels an import (Ctrl-C) while it waits for more
+// input: what is committed is whole batches, and the message says how many.
+func TestImportInterrupted(t *testing.T) {
+	in := &blockingReader{data: bytes.NewReader(rowsWith(7000, nil, nil)), drained: make(chan struct{}, 1), closed: make(chan struct{})}
+	db := filepath.Join(t.TempDir(), "int.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--db", db, "import", "rows", "-"}, in, io.Discard, &stderr, func(string) string { return "" })
+	}()
+	<-in.drained
+	cancel()
+	close(in.closed)
+	if code := <-done; code != exitError {
+		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
+	}
+	msg := stderr.String()
+	if !strings.Contains(msg, `import "rows" interrupted`) {
+		t.Errorf("message: %s", msg)
+	}
+	n := len(importedNs(t, db, "rows"))
+	switch {
+	case n == 0 && strings.Contains(msg, "nothing was written"):
+	case n == 5000 && strings.Contains(msg, "5,000 records from lines 1-5000 are committed"):
+	default:
+		t.Errorf("%d rows committed after an interrupt, message:\n%s", n, msg)
+	}
+}
+
+// TestImportLongLine checks the line length limit without a huge file: a
+// too-long line is one bad line, skippable like any other.
+func TestImportLongLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 65 MiB file")
+	}
+	var b bytes.Buffer
+	b.WriteString("{\"n\":1}\n{\"s\":\"")
+	b.Write(bytes.Repeat([]byte("x"), maxLine))
+	b.WriteString("\"}\n{\"n\":3}\n")
+	src := write(t, "long.jsonl", b.Bytes())
+	db := filepath.Join(t.TempDir(), "long.db")
+	_, stderr, code := runStorh(context.Background(), "", "--db", db, "import", "--skip-invalid", "rows", src)
+	if code != 0 || !strings.Contains(stderr, "line 2 skipped: the line is longer than 65.0 MiB") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := importedNs(t, db, "rows"); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("imported %v", got)
+	}
+}

@@ -1,0 +1,199 @@
+package jsonl
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/objectid"
+)
+
+// wrapper converts an Extended JSON wrapper object, whose members have
+// already been converted, to the value it stands for. Objects that are not
+// wrappers come back unchanged. col is the column of the object.
+func (p *parser) wrapper(m map[string]any, col int) (any, error) {
+	if len(m) == 2 {
+		// Legacy (v1) forms, still written by old mongoexport versions.
+		if data, ok := m["$binary"]; ok {
+			if typ, ok := m["$type"]; ok {
+				return p.binary(data, typ, col)
+			}
+		}
+		if re, ok := m["$regex"]; ok {
+			if opts, ok := m["$options"]; ok {
+				return p.regex(re, opts, col)
+			}
+		}
+		return m, nil
+	}
+	for k, v := range m { // one member
+		switch k {
+		case "$date":
+			return p.date(v, col)
+		case "$numberLong":
+			return p.intString(k, v, 64, col)
+		case "$numberInt":
+			return p.intString(k, v, 32, col)
+		case "$numberDouble":
+			return p.double(v, col)
+		case "$numberDecimal":
+			// Decimal128 has no storh type; a string keeps every digit.
+			s, ok := v.(string)
+			if !ok {
+				return nil, p.rowErr(col, "$numberDecimal must hold a string, got "+typeName(v))
+			}
+			return s, nil
+		case "$binary":
+			sub, ok := v.(map[string]any)
+			if !ok || len(sub) != 2 {
+				return nil, p.rowErr(col, `$binary must hold {"base64":"…","subType":"00"}`)
+			}
+			return p.binary(sub["base64"], sub["subType"], col)
+		case "$oid":
+			s, ok := v.(string)
+			if !ok {
+				return nil, p.rowErr(col, "$oid must hold a string of 24 hex digits, got "+typeName(v))
+			}
+			oid, err := objectid.Parse(s)
+			if err != nil {
+				return nil, p.rowErr(col, "$oid "+strconv.Quote(s)+" is not an ObjectID (24 hex digits)")
+			}
+			return oid, nil
+		case "$timestamp":
+			sub, ok := v.(map[string]any)
+			t, tok := sub["t"].(int64)
+			i, iok := sub["i"].(int64)
+			if !ok || len(sub) != 2 || !tok || !iok {
+				return nil, p.rowErr(col, `$timestamp must hold {"t":<seconds>,"i":<increment>}`)
+			}
+			return map[string]any{"t": t, "i": i}, nil
+		case "$regularExpression":
+			sub, ok := v.(map[string]any)
+			if !ok || len(sub) != 2 {
+				return nil, p.rowErr(col, `$regularExpression must hold {"pattern":"…","options":"…"}`)
+			}
+			return p.regex(sub["pattern"], sub["options"], col)
+		case "$symbol", "$code":
+			s, ok := v.(string)
+			if !ok {
+				return nil, p.rowErr(col, k+" must hold a string, got "+typeName(v))
+			}
+			return s, nil
+		case "$undefined":
+			return nil, nil
+		case "$minKey", "$maxKey", "$dbPointer":
+			return nil, p.rowErr(col, k+" has no storh equivalent; remove or convert the field before importing")
+		}
+	}
+	return m, nil
+}
+
+func (p *parser) date(v any, col int) (any, error) {
+	switch d := v.(type) {
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, d)
+		if err != nil {
+			// mongoexport before 4.0 wrote offsets without a colon.
+			t, err = time.Parse("2006-01-02T15:04:05.999999999Z0700", d)
+		}
+		if err != nil {
+			return nil, p.rowErr(col, "$date "+strconv.Quote(d)+" is not an RFC 3339 time like 2024-05-01T12:00:00.123Z")
+		}
+		return t.UTC(), nil
+	case int64: // {"$numberLong":"…"} inside, already converted, or legacy milliseconds
+		return time.UnixMilli(d).UTC(), nil
+	}
+	return nil, p.rowErr(col, `$date must hold an RFC 3339 string or {"$numberLong":"<unix ms>"}, got `+typeName(v))
+}
+
+func (p *parser) intString(k string, v any, bits int, col int) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, p.rowErr(col, k+" must hold a string of digits, got "+typeName(v))
+	}
+	n, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		return nil, p.rowErr(col, fmt.Sprintf("%s %q is not a %d-bit integer", k, s, bits))
+	}
+	return n, nil
+}
+
+func (p *parser) double(v any, col int) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, p.rowErr(col, "$numberDouble must hold a string, got "+typeName(v))
+	}
+	switch s {
+	case "NaN":
+		return math.NaN(), nil
+	case "Infinity":
+		return math.Inf(1), nil
+	case "-Infinity":
+		return math.Inf(-1), nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && isJSONNumber(s) {
+		return f, nil
+	}
+	return nil, p.rowErr(col, fmt.Sprintf(`$numberDouble %q is not a number, "NaN", "Infinity" or "-Infinity"`, s))
+}
+
+// isJSONNumber keeps strconv's extra syntax (hex floats, "inf",
+// underscores) out of $numberDouble.
+func isJSONNumber(s string) bool {
+	q := parser{b: []byte(s)}
+	if len(s) == 0 || !(s[0] == '-' || isDigit(s[0])) {
+		return false
+	}
+	_, err := q.number()
+	return err == nil && q.i == len(s)
+}
+
+func (p *parser) binary(data, typ any, col int) (any, error) {
+	s, ok1 := data.(string)
+	t, ok2 := typ.(string)
+	if !ok1 || !ok2 {
+		return nil, p.rowErr(col, `$binary needs a base64 string and a hex subtype string, like {"base64":"AQI=","subType":"00"}`)
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, p.rowErr(col, "$binary: the data is not standard base64: "+err.Error())
+	}
+	if len(t) == 0 || len(t) > 2 {
+		return nil, p.rowErr(col, fmt.Sprintf("$binary: subtype %q is not one or two hex digits", t))
+	}
+	sub, err := strconv.ParseUint(t, 16, 8)
+	if err != nil {
+		return nil, p.rowErr(col, fmt.Sprintf("$binary: subtype %q is not one or two hex digits", t))
+	}
+	if sub == 4 && len(b) == 16 {
+		// Subtype 4 is a standard UUID: its text form is what people query by.
+		return uuidString(b), nil
+	}
+	return b, nil
+}
+
+func uuidString(b []byte) string {
+	dst := make([]byte, 36)
+	hex.Encode(dst[0:8], b[0:4])
+	dst[8] = '-'
+	hex.Encode(dst[9:13], b[4:6])
+	dst[13] = '-'
+	hex.Encode(dst[14:18], b[6:8])
+	dst[18] = '-'
+	hex.Encode(dst[19:23], b[8:10])
+	dst[23] = '-'
+	hex.Encode(dst[24:], b[10:])
+	return string(dst)
+}
+
+func (p *parser) regex(pattern, options any, col int) (any, error) {
+	re, ok1 := pattern.(string)
+	o, ok2 := options.(string)
+	if !ok1 || !ok2 {
+		return nil, p.rowErr(col, "a regular expression needs a pattern string and an options string")
+	}
+	return "/" + re + "/" + o, nil
+}

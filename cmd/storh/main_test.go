@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	_ "time/tzdata" // TZ in scripts works without the system zone database
+
+	"github.com/rogpeppe/go-internal/testscript"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+)
+
+// TestMain makes the test binary double as the storh command, so scripts
+// run `storh …` as a real process: exit codes, stdout and stderr included.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"storh": main})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script.
+func TestScripts(t *testing.T) {
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("TESTDATA", testdata)
+			env.Setenv("TZ", "UTC")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"gen-jsonl":     cmdGenJSONL,
+			"corrupt-value": cmdCorruptValue,
+			"set-count":     cmdSetCount,
+			"hold-lock":     cmdHoldLock,
+			"make-queue":    cmdMakeQueue,
+			"release-lock":  cmdReleaseLock,
+		},
+		RequireExplicitExec: true,
+	})
+}
+
+// cmdGenJSONL writes N generated bare rows: gen-jsonl FILE N [bad-line].
+// With bad-line, that line is not JSON.
+func cmdGenJSONL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: gen-jsonl FILE N [bad-line]")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	bad := -1
+	if len(args) == 3 {
+		bad, err = strconv.Atoi(args[2])
+		ts.Check(err)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), genRows(n, bad), 0o644))
+}
+
+// genRows makes n realistic bare JSONL rows; line bad (1-based) is broken.
+func genRows(n, bad int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	var b bytes.Buffer
+	levels := []string{"info", "warn", "error"}
+	for i := 1; i <= n; i++ {
+		if i == bad {
+			b.WriteString(`{"level":"info","n":` + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, `{"level":%q,"service":"api","path":"/pages/%d","status":%d,"ms":%.3f,"user":"u%04d","ok":%t,"n":%d,"tags":["a","b"]}`+"\n",
+			levels[r.IntN(3)], r.IntN(1000), 200+r.IntN(4), r.Float64()*100, r.IntN(10000), r.IntN(2) == 0, i)
+	}
+	return b.Bytes()
+}
+
+// openBolt opens a database file with bbolt directly, to damage it.
+func openBolt(ts *testscript.TestScript, path string) *bolt.DB {
+	db, err := bolt.Open(ts.MkAbs(path), 0o600, nil)
+	ts.Check(err)
+	return db
+}
+
+// cmdCorruptValue flips a payload byte of the first record of a
+// collection, so its checksum fails: corrupt-value DB COLL.
+func cmdCorruptValue(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: corrupt-value DB COLL")
+	}
+	db := openBolt(ts, args[0])
+	defer db.Close()
+	ts.Check(db.Update(func(tx *bolt.Tx) error {
+		recs := tx.Bucket([]byte(args[1])).Bucket([]byte("r"))
+		k, v := recs.Cursor().First()
+		if k == nil {
+			return fmt.Errorf("collection %s is empty", args[1])
+		}
+		bad := bytes.Clone(v)
+		bad[len(bad)-1] ^= 0xff
+		return recs.Put(bytes.Clone(k), bad)
+	}))
+}
+
+// cmdSetCount overwrites a collection's stored record count:
+// set-count DB COLL N.
+func cmdSetCount(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: set-count DB COLL N")
+	}
+	n, err := strconv.ParseInt(args[2], 10, 64)
+	ts.Check(err)
+	db := openBolt(ts, args[0])
+	defer db.Close()
+	ts.Check(db.Update(func(tx *bolt.Tx) error {
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], uint64(n))
+		return tx.Bucket([]byte(args[1])).Bucket([]byte("m")).Put([]byte("count"), v[:])
+	}))
+}
+
+// runStorh runs one command line in-process and returns its output and
+// exit code.
+func runStorh(ctx context.Context, stdin string, args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, func(string) string { return "" })
+	return out.String(), errb.String(), code
+}
+
+// Locks held by scripts, by absolute path. The test process opens the file
+// with bbolt, which takes the same exclusive lock a writing storh process
+// holds, so the storh processes a script starts meet a locked database.
+var (
+	locksMu sync.Mutex
+	locks   = map[string]*bolt.DB{}
+)
+
+// cmdHoldLock opens a database for writing until release-lock: hold-lock DB.
+func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: hold-lock DB")
+	}
+	db := openBolt(ts, args[0])
+	locksMu.Lock()
+	defer locksMu.Unlock()
+	locks[ts.MkAbs(args[0])] = db
+	ts.Defer(func() { db.Close() })
+}
+
+// cmdReleaseLock closes what hold-lock opened: release-lock DB.
+func cmdReleaseLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: release-lock DB")
+	}
+	locksMu.Lock()
+	defer locksMu.Unlock()
+	path := ts.MkAbs(args[0])
+	db, ok := locks[path]
+	if !ok {
+		ts.Fatalf("%s is not locked", args[0])
+	}
+	delete(locks, path)
+	ts.Check(db.Close())
+}
+
+// cmdMakeQueue creates a queue collection, which the command cannot do yet:
+// make-queue DB NAME.
+func cmdMakeQueue(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: make-queue DB NAME")
+	}
+	db, err := storh.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	_, err = db.Queue(args[1])
+	ts.Check(err)
+	ts.Check(db.Close())
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh"
+)
+
+func (a *app) statsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats [COLL]",
+		Short: "Show the database and its collections: kinds, record counts, sizes, time spans",
+		Long: `Stats shows the file size and, for each collection (or only COLL), its kind,
+number of records, stored bytes and the creation times of its oldest and
+newest records. It reads stored counters and the first and last keys: it costs
+the same for any size.`,
+		Args: args(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			st, err := db.Stats()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				cs, err := a.lookup(db, args[0])
+				if err != nil {
+					return err
+				}
+				st.Collections = []storh.CollectionStats{cs}
+			}
+			if a.jsonOut {
+				return a.printJSON(statsJSON(st))
+			}
+			return a.printStats(st)
+		},
+	}
+}
+
+type collJSON struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Records   int64  `json:"records"`
+	Bytes     int64  `json:"bytes"`
+	FirstID   string `json:"first_id,omitempty"`
+	LastID    string `json:"last_id,omitempty"`
+	FirstTime string `json:"first_time,omitempty"`
+	LastTime  string `json:"last_time,omitempty"`
+}
+
+func statsJSON(st storh.Stats) any {
+	cols := make([]collJSON, 0, len(st.Collections))
+	for _, c := range st.Collections {
+		cj := collJSON{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
+		if !c.FirstID.IsZero() {
+			cj.FirstID, cj.LastID = c.FirstID.String(), c.LastID.String()
+			cj.FirstTime, cj.LastTime = fmtTime(c.FirstTime()), fmtTime(c.LastTime())
+		}
+		cols = append(cols, cj)
+	}
+	return struct {
+		Path        string     `json:"path"`
+		FileSize    int64      `json:"file_size"`
+		Collections []collJSON `json:"collections"`
+	}{st.Path, st.FileSize, cols}
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(jsonl.TimeLayout) }
+
+func (a *app) printStats(st storh.Stats) error {
+	fmt.Fprintf(a.stdout, "database %s: %s, %d collection(s)\n", st.Path, humanBytes(st.FileSize), len(st.Collections))
+	if len(st.Collections) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tRECORDS\tDATA\tOLDEST\tNEWEST")
+	for _, c := range st.Collections {
+		first, last := "-", "-"
+		if !c.FirstID.IsZero() {
+			first, last = fmtTime(c.FirstTime()), fmtTime(c.LastTime())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, commas(c.Records), humanBytes(c.Bytes), first, last)
+	}
+	return tw.Flush()
+}
+
+// problemJSON is one verify finding in --json output.
+type problemJSON struct {
+	Kind       string `json:"kind"`
+	Collection string `json:"collection,omitempty"`
+	ID         string `json:"id,omitempty"`
+	Detail     string `json:"detail"`
+}
+
+func toProblemJSON(p storh.Problem) problemJSON {
+	pj := problemJSON{Kind: string(p.Kind), Collection: p.Collection, Detail: p.Detail}
+	if !p.ID.IsZero() {
+		pj.ID = p.ID.String()
+	}
+	return pj
+}
+
+func (a *app) verifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify [COLL...]",
+		Short: "Check the file and every record; exit 1 when anything is wrong",
+		Long: `Verify checks bbolt's own page consistency (when no collection is named), each
+collection's layout, every record's key, checksum and encoding, and the stored
+counters against the records. Each problem is printed on stdout; the exit code
+is 1 when there is any. It reads one consistent snapshot.`,
+		Args: args(0, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			for _, name := range args {
+				if _, err := a.lookup(db, name); err != nil {
+					return err
+				}
+			}
+			var problems []problemJSON
+			rep, err := db.Verify(func(p storh.Problem) {
+				if a.jsonOut {
+					problems = append(problems, toProblemJSON(p))
+					return
+				}
+				fmt.Fprintln(a.stdout, "problem:", p.String())
+			}, args...)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(map[string]any{"ok": rep.Problems == 0, "collections": rep.Collections,
+					"records": rep.Records, "problems": problems}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "verified %d collection(s), %s records: %d problem(s)\n", rep.Collections, commas(rep.Records), rep.Problems)
+			}
+			if rep.Problems > 0 {
+				return fmt.Errorf("verify found %d problem(s) in %s: 'storh repair' quarantines bad records and fixes counters; damage to the file itself needs a backup", rep.Problems, a.dbPath)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) repairCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "repair [COLL...]",
+		Short: "Quarantine records that fail verification and fix counters",
+		Long: `Repair moves every record that fails verification out of its collection into
+the collection's quarantine (kept in the file for manual recovery) and rewrites
+counters that disagree with the records, in one transaction. Then it verifies
+again: the exit code is 1 when problems remain (damage to bbolt's own pages
+cannot be repaired in place: restore a backup, or compact what is readable).
+Take a backup first.`,
+		Args: args(0, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			for _, name := range args {
+				if _, err := a.lookup(db, name); err != nil {
+					return err
+				}
+			}
+			var problems []problemJSON
+			rep, err := db.Repair(func(p storh.Problem) {
+				if a.jsonOut {
+					problems = append(problems, toProblemJSON(p))
+					return
+				}
+				fmt.Fprintln(a.stdout, "found:", p.String())
+			}, args...)
+			if err != nil {
+				return err
+			}
+			after, err := db.Verify(nil, args...)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(map[string]any{"found": rep.Problems, "quarantined": rep.Quarantined,
+					"recounted": rep.Recounted, "remaining": after.Problems, "problems": problems}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "repaired: %d problem(s) found, %d record(s) quarantined, %d collection counter(s) rewritten; %d problem(s) remain\n",
+					rep.Problems, rep.Quarantined, rep.Recounted, after.Problems)
+			}
+			if after.Problems > 0 {
+				return fmt.Errorf("%d problem(s) remain after repair ('storh verify' lists them): restore a backup, or 'storh compact' what is readable", after.Problems)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) compactCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "compact --out NEW",
+		Short: "Copy the live data into a fresh, smaller file",
+		Long: `Compact copies the live data of the database into the new file NEW, leaving
+the pages freed by deletes behind, and says how much was reclaimed. The
+database file never shrinks by itself; compacting is how to get the space back.
+It opens the database read-only, so no process may have it open for writing;
+replace the original with the copy while nothing uses it.`,
+		Example: `  storh compact --out storh.compact.db && mv storh.compact.db storh.db`,
+		Args:    args(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("missing --out NEW: the file to write the compacted copy to")
+			}
+			if _, err := os.Stat(a.dbPath); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no database at %s: pass --db PATH or set %s", a.dbPath, envDB)
+			}
+			if _, err := os.Stat(out); err == nil {
+				return fmt.Errorf("%s already exists: compact never overwrites; remove it or choose another name", out)
+			}
+			rep, err := storh.Compact(a.dbPath, out, storh.WithLockTimeout(a.timeout))
+			if errors.Is(err, storh.ErrLocked) {
+				return fmt.Errorf("database %s is open for writing in another process (waited %v): compact needs it closed", a.dbPath, a.timeout)
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"src": a.dbPath, "dst": out, "src_size": rep.SrcSize,
+					"dst_size": rep.DstSize, "reclaimed": rep.Reclaimed()})
+			}
+			pct := 0.0
+			if rep.SrcSize > 0 {
+				pct = 100 * float64(rep.Reclaimed()) / float64(rep.SrcSize)
+			}
+			fmt.Fprintf(a.stdout, "compacted %s (%s) into %s (%s): reclaimed %s (%.0f%%)\n",
+				a.dbPath, humanBytes(rep.SrcSize), out, humanBytes(rep.DstSize), humanBytes(rep.Reclaimed()), pct)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the compacted copy to `NEW` (must not exist)")
+	return cmd
+}
+
+func (a *app) backupCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE|-",
+		Short: "Write a consistent copy of the database to FILE (or stdout)",
+		Long: `Backup writes a consistent copy of the whole database, from one read
+transaction, to FILE (atomically: FILE holds the complete copy or what it held
+before) or to stdout (-).
+
+bbolt's file lock allows one writing process at a time, and no reader beside
+it: a backup taken by this command waits for (up to --timeout) and then fails
+while another process has the database open for writing. A program that keeps
+the database open should take its backups itself, with DB.Backup or
+DB.BackupFile: they copy while the program goes on writing.`,
+		Example: `  storh backup storh-$(date +%F).db
+  storh backup - | gzip > storh.db.gz`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var n int64
+			if args[0] == "-" {
+				if isTerminal(a.stdout) {
+					return usagef("stdout is a terminal: redirect the backup (storh backup - > copy.db) or name a file")
+				}
+				n, err = db.Backup(a.stdout)
+			} else {
+				n, err = db.BackupFile(args[0])
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut && args[0] != "-" {
+				return a.printJSON(map[string]any{"src": a.dbPath, "dst": args[0], "bytes": n})
+			}
+			a.diag("storh: backed up %s to %s (%s)", a.dbPath, args[0], humanBytes(n))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// The Mongo migration path is `storh import --mongo COLL FILE`: the row
+// decoding (Extended JSON, _id → UUIDv7, _oid) lives in internal/jsonl;
+// this file recognises the usual ways a MongoDB export is not what import
+// reads, and says how to get the right one.
+
+// shellSyntax are the constructors of mongo shell output (printjson,
+// mongoexport --jsonFormat=shell in old versions), which is not JSON.
+var shellSyntax = [][]byte{
+	[]byte("ObjectId("), []byte("ISODate("), []byte("NumberLong("), []byte("NumberInt("),
+	[]byte("NumberDecimal("), []byte("BinData("), []byte("Timestamp("), []byte("UUID("), []byte("new Date("),
+}
+
+// importHint adds to a decode error of line what to do about it, when the
+// line shows a known mistake.
+func importHint(line []byte, err error, mongo bool) error {
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		return fmt.Errorf("%w (this looks like a JSON array: import reads one object per line; for mongoexport leave out --jsonArray)", err)
+	case len(trimmed) == 1 && (trimmed[0] == '{' || trimmed[0] == '}'):
+		return fmt.Errorf("%w (this looks like pretty-printed JSON: import reads one object per line; for mongoexport leave out --pretty, or use jq -c)", err)
+	}
+	for _, s := range shellSyntax {
+		if bytes.Contains(line, s) {
+			return fmt.Errorf("%w (this is mongo shell syntax (%s…), not JSON: export with mongoexport, which writes Extended JSON)", err, s)
+		}
+	}
+	if !mongo && bytes.Contains(line, []byte(`"$oid"`)) && bytes.Contains(line, []byte(`"_id"`)) {
+		return fmt.Errorf("%w (this looks like mongoexport output: add --mongo)", err)
+	}
+	return err
+}
+
+// looksLikeMongo reports a line with an ObjectID _id, as mongoexport writes.
+func looksLikeMongo(line []byte) bool {
+	return bytes.Contains(line, []byte(`"_id":{"$oid":`)) || bytes.Contains(line, []byte(`"_id": {"$oid":`))
+}

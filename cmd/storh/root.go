@@ -1,0 +1,459 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // the command was called wrongly
+)
+
+const (
+	defaultDB   = "storh.db"
+	envDB       = "STORH_DB"
+	errorPrefix = "storh: "
+)
+
+// usageError marks a mistake in how a command was called (bad flag value,
+// wrong arguments, malformed --where or time): exit code 2 and a pointer to
+// --help.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// app is one run of the command: its streams, environment and global flags.
+// Tests build their own to run commands in-process.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+
+	// global flags
+	dbPath  string
+	jsonOut bool
+	timeout time.Duration
+	quiet   bool
+
+	// started is set once a command's own code runs: an error before that
+	// comes from cobra's parsing and is a usage error.
+	started bool
+}
+
+func newApp(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
+	return &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := newApp(ctx, stdin, stdout, stderr, getenv)
+	root := a.rootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	return a.report(cmd, err)
+}
+
+// report prints err once, prefixed "storh: ", and maps it to an exit code.
+func (a *app) report(cmd *cobra.Command, err error) int {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, errorPrefix) {
+		msg = errorPrefix + msg
+	}
+	fmt.Fprintln(a.stderr, msg)
+	var ue usageError
+	if errors.As(err, &ue) || !a.started {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		return exitUsage
+	}
+	return exitError
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "storh",
+		Short: "Embedded record store keyed by UUIDv7: inspect, query, import, export, maintain",
+		Long: `storh works with storh-go database files: one bbolt file holding named
+collections of records keyed by UUIDv7, whose ids sort by creation time.
+
+Start with 'storh demo'. Records are printed as JSON lines
+  {"id":"…","time":"RFC 3339, ms","data":{…}}
+on stdout; diagnostics and progress go to stderr.
+Exit codes: 0 ok, 1 the command failed, 2 the command was called wrongly.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: a.preRun,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	def := defaultDB
+	if v := a.getenv(envDB); v != "" {
+		def = v
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dbPath, "db", def, "database file (env "+envDB+")")
+	pf.BoolVar(&a.jsonOut, "json", false, "print results as JSON where they are not JSON already")
+	pf.DurationVar(&a.timeout, "timeout", storhDefaultLockTimeout, "how long to wait for a database locked by another process")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress bars or notes on stderr (errors are still printed)")
+
+	root.AddGroup(
+		&cobra.Group{ID: "start", Title: "Getting started:"},
+		&cobra.Group{ID: "data", Title: "Records:"},
+		&cobra.Group{ID: "bulk", Title: "Bulk data:"},
+		&cobra.Group{ID: "maint", Title: "Maintenance:"},
+		&cobra.Group{ID: "ids", Title: "Ids:"},
+	)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add("start", a.demoCmd(), a.versionCmd())
+	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.tailCmd(), a.dropCmd())
+	add("bulk", a.exportCmd(), a.importCmd())
+	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
+	add("ids", a.uuidCmd(), a.objectidCmd())
+	root.SetHelpCommandGroupID("start")
+	root.SetCompletionCommandGroupID("start")
+	for _, c := range root.Commands() {
+		if collArgs[c.Name()] != 0 {
+			c.ValidArgsFunction = a.completeColl(collArgs[c.Name()])
+		}
+	}
+	return root
+}
+
+// collArgs says which commands take collection names, and how many of their
+// leading arguments are collections (-1: all); what follows is a file for
+// import and export.
+var collArgs = map[string]int{
+	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "tail": 1, "export": 1, "import": 1,
+	"drop": -1, "stats": 1, "verify": -1, "repair": -1,
+}
+
+// completeColl completes collection names from the database, for shell
+// completion: storh query <TAB>.
+func (a *app) completeColl(n int) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if n >= 0 && len(args) >= n {
+			if name := cmd.Name(); name == "import" || name == "export" {
+				return nil, cobra.ShellCompDirectiveDefault // a file
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		db, err := storh.Open(a.dbPath, storh.ReadOnly(), storh.WithLockTimeout(100*time.Millisecond))
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer db.Close()
+		st, err := db.Stats()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, c := range st.Collections {
+			out = append(out, cobra.CompletionWithDesc(c.Name, fmt.Sprintf("%s, %s", c.Kind, plural(c.Records, "record"))))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// storhDefaultLockTimeout mirrors the library's default, shown in --help.
+const storhDefaultLockTimeout = time.Second
+
+func (a *app) preRun(cmd *cobra.Command, _ []string) error {
+	a.started = true
+	if a.timeout <= 0 {
+		return usagef("--timeout %v: the lock timeout must be positive", a.timeout)
+	}
+	return nil
+}
+
+// args checks the number of positional arguments; the message names what
+// is missing from the command's Use line.
+func args(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		want := strings.TrimSpace(strings.TrimPrefix(cmd.Use, cmd.Name()))
+		switch {
+		case len(args) < min:
+			return usagef("missing arguments: %s needs %s", cmd.CommandPath(), want)
+		case max >= 0 && len(args) > max:
+			return usagef("too many arguments: %s takes %s, got %d (%s)", cmd.CommandPath(), want, len(args), quoteArgs(args))
+		}
+		return nil
+	}
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, s := range args {
+		if len(s) > 40 {
+			s = s[:37] + "..."
+		}
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, " ")
+}
+
+// diag prints a note on stderr unless --quiet.
+func (a *app) diag(format string, args ...any) {
+	if !a.quiet {
+		fmt.Fprintf(a.stderr, format+"\n", args...)
+	}
+}
+
+// printJSON prints v as one line of JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// stderrIsTerminal decides whether progress bars are drawn.
+func (a *app) stderrIsTerminal() bool {
+	f, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// open opens the database: read-only (a shared lock, so reads run beside
+// each other) unless write.
+func (a *app) open(write bool) (*storh.DB, error) {
+	opts := []storh.Option{storh.WithLockTimeout(a.timeout)}
+	if !write {
+		if _, err := os.Stat(a.dbPath); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s: pass --db PATH or set %s, or create one with 'storh demo' or 'storh put'", a.dbPath, envDB)
+		}
+		opts = append(opts, storh.ReadOnly())
+	}
+	db, err := storh.Open(a.dbPath, opts...)
+	if errors.Is(err, storh.ErrLocked) {
+		return nil, fmt.Errorf("database %s is locked by another process (waited %v): a writer holds it exclusively; stop it, or wait longer with --timeout", a.dbPath, a.timeout)
+	}
+	return db, err
+}
+
+// reader is what Docs and Log have in common for reading.
+type reader interface {
+	Name() string
+	Get(id uuidv7.UUID) (storh.Record, error)
+	Stream(q query.Query) iter.Seq2[storh.Record, error]
+	Count() (int, error)
+}
+
+// writer adds the writes Docs and Log share.
+type writer interface {
+	reader
+	Put(data any) (storh.Record, error)
+	PutWithID(id uuidv7.UUID, data any) (storh.Record, error)
+	PutMany(items []any) ([]storh.Record, error)
+	PutStream(seq iter.Seq[any]) (int, error)
+}
+
+// lookup returns the statistics of an existing collection, or an error
+// naming the collections there are. Reads never create collections.
+func (a *app) lookup(db *storh.DB, name string) (storh.CollectionStats, error) {
+	st, err := db.Stats()
+	if err != nil {
+		return storh.CollectionStats{}, err
+	}
+	names := make([]string, 0, len(st.Collections))
+	for _, c := range st.Collections {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	have := "it has no collections yet"
+	switch {
+	case len(names) > 8:
+		have = "it has " + strings.Join(names[:8], ", ") + fmt.Sprintf(" and %d more; 'storh stats' lists them", len(names)-8)
+	case len(names) > 0:
+		have = "it has " + strings.Join(names, ", ")
+	}
+	return storh.CollectionStats{}, fmt.Errorf("collection %q does not exist in %s (%s)", name, a.dbPath, have)
+}
+
+// reader opens an existing collection with its own kind.
+func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, error) {
+	cs, err := a.lookup(db, name)
+	if err != nil {
+		return nil, cs, err
+	}
+	switch cs.Kind {
+	case "docs":
+		d, err := db.Docs(name)
+		return d, cs, err
+	case "log":
+		l, err := db.Log(name)
+		return l, cs, err
+	}
+	return nil, cs, fmt.Errorf("collection %q is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", name, cs.Kind, name)
+}
+
+// writer opens a collection for writing with its own kind, creating it as
+// a log when asLog, else as docs, when it does not exist (created reports
+// that, so a command that then fails can take it back).
+func (a *app) writer(db *storh.DB, name string, asLog bool) (w writer, kind string, created bool, err error) {
+	st, err := db.Stats()
+	if err != nil {
+		return nil, "", false, err
+	}
+	for _, c := range st.Collections {
+		if c.Name == name {
+			kind = c.Kind
+		}
+	}
+	switch {
+	case kind == "docs" && asLog:
+		return nil, kind, false, fmt.Errorf("collection %q is a docs collection, not a log: drop --log, or choose another name", name)
+	case kind == "queue":
+		return nil, kind, false, fmt.Errorf("collection %q is a queue: queue commands arrive in a later release", name)
+	case kind == "":
+		created, kind = true, "docs"
+		if asLog {
+			kind = "log"
+		}
+	}
+	if kind == "log" {
+		w, err = db.Log(name)
+	} else {
+		w, err = db.Docs(name)
+	}
+	return w, kind, created, err
+}
+
+// dropIfEmpty removes a collection this command created when nothing was
+// written to it, so a failed first write leaves no trace.
+func dropIfEmpty(db *storh.DB, name string, created bool) {
+	if !created {
+		return
+	}
+	st, err := db.Stats()
+	if err != nil {
+		return
+	}
+	for _, c := range st.Collections {
+		if c.Name == name && c.Records == 0 {
+			db.Drop(name)
+		}
+	}
+}
+
+// recordPrinter writes records as JSON lines to stdout.
+type recordPrinter struct {
+	w   *bufio.Writer
+	buf []byte
+	n   int
+}
+
+func (a *app) newPrinter() *recordPrinter {
+	return &recordPrinter{w: bufio.NewWriterSize(a.stdout, 64<<10)}
+}
+
+func (p *recordPrinter) print(rec storh.Record) error {
+	var err error
+	p.buf, err = jsonl.AppendRecord(p.buf[:0], rec.ID, rec.Raw())
+	if err != nil {
+		return fmt.Errorf("record %s: %w", rec.ID, err)
+	}
+	p.n++
+	_, err = p.w.Write(p.buf)
+	return err
+}
+
+func (p *recordPrinter) flush() error { return p.w.Flush() }
+
+// parseID reads an id argument; a malformed one is a usage error.
+func parseID(what, s string) (uuidv7.UUID, error) {
+	id, err := uuidv7.Parse(s)
+	if err != nil {
+		return id, usagef("%s: %s", what, strings.TrimPrefix(err.Error(), "uuidv7: "))
+	}
+	return id, nil
+}
+
+// humanBytes formats a size in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// plural formats a count with its noun: 1 record, 2 records.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return commas(n) + " " + noun + "s"
+}
+
+// commas formats an integer with thousands separators.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// libMsg strips the "storh: " prefix a library error starts with, for
+// errors that are quoted inside one of ours.
+func libMsg(err error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), errorPrefix), "jsonl: ")
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// followLockWait is how long one poll of tail -f waits for the lock: short,
+// so a writer holding the file only delays the poll, and the next tries.
+const followLockWait = 100 * time.Millisecond
+
+func (a *app) tailCmd() *cobra.Command {
+	var n int
+	var follow bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "tail COLL",
+		Short: "Print the newest records; with -f, keep printing new ones",
+		Long: `Tail prints the last N records of COLL, oldest of them first. With -f it then
+polls for records with ids after the last one printed and prints them as they
+come, until interrupted (Ctrl-C, exit code 0).
+
+bbolt locks the file: a process that has the database open for writing keeps
+every other process out, readers included. So -f does not hold the database
+open: each poll opens it read-only for a moment, reads, and closes it. Records
+written by short-lived writers (storh put, storh import, a program that opens,
+writes and closes) show up at the next poll; while a long-running program
+keeps the file open, polls wait and new records show up once it closes it.
+Ids are compared, not times: a writer whose clock runs behind may write ids
+below the last one printed, and those are not shown.`,
+		Example: `  storh tail events
+  storh tail events -n 50
+  storh tail events -f --interval 250ms`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 0 {
+				return usagef("-n %d: must be 0 or more", n)
+			}
+			if interval <= 0 {
+				return usagef("--interval %v: must be positive", interval)
+			}
+			last, err := a.tailLast(args[0], n)
+			if err != nil || !follow {
+				return err
+			}
+			return a.follow(args[0], last, interval)
+		},
+	}
+	cmd.Flags().IntVarP(&n, "lines", "n", 10, "print the last `N` records")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new records until interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "with -f, how often to look for new records")
+	return cmd
+}
+
+// tailLast prints the last n records and returns the newest id of the
+// collection (zero when empty), where following starts.
+func (a *app) tailLast(name string, n int) (uuidv7.UUID, error) {
+	db, err := a.open(false)
+	if err != nil {
+		return uuidv7.UUID{}, err
+	}
+	defer db.Close()
+	r, cs, err := a.reader(db, name)
+	if err != nil {
+		return uuidv7.UUID{}, err
+	}
+	if n == 0 {
+		return cs.LastID, nil
+	}
+	var recs []storh.Record
+	for rec, err := range r.Stream(query.All().Reverse().Limit(n)) {
+		if err != nil {
+			return uuidv7.UUID{}, err
+		}
+		recs = append(recs, rec)
+	}
+	slices.Reverse(recs)
+	p := a.newPrinter()
+	for _, rec := range recs {
+		if err := p.print(rec); err != nil {
+			return uuidv7.UUID{}, err
+		}
+	}
+	last := cs.LastID
+	if len(recs) > 0 && recs[len(recs)-1].ID.Compare(last) > 0 {
+		last = recs[len(recs)-1].ID
+	}
+	return last, p.flush()
+}
+
+// follow polls for records after last until the context ends.
+func (a *app) follow(name string, last uuidv7.UUID, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	p := a.newPrinter()
+	toldLocked := false
+	for {
+		select {
+		case <-a.ctx.Done():
+			return p.flush()
+		case <-t.C:
+		}
+		next, err := a.poll(name, last, p)
+		if errors.Is(err, storh.ErrLocked) {
+			if !toldLocked {
+				a.diag("storh: %s is locked by a writer; waiting for it to close the file", a.dbPath)
+				toldLocked = true
+			}
+			continue
+		}
+		if err != nil {
+			p.flush()
+			return err
+		}
+		toldLocked = false
+		last = next
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// poll opens the database briefly and prints what is new after last.
+func (a *app) poll(name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
+	db, err := storh.Open(a.dbPath, storh.ReadOnly(), storh.WithLockTimeout(min(followLockWait, a.timeout)))
+	if err != nil {
+		return last, err
+	}
+	defer db.Close()
+	r, _, err := a.reader(db, name)
+	if err != nil {
+		return last, err
+	}
+	q := query.All()
+	if !last.IsZero() {
+		q = q.After(last)
+	}
+	for rec, err := range r.Stream(q) {
+		if err != nil {
+			return last, err
+		}
+		if err := p.print(rec); err != nil {
+			return last, err
+		}
+		last = rec.ID
+		if a.ctx.Err() != nil {
+			break
+		}
+	}
+	return last, nil
+}

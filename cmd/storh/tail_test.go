@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// notifyWriter collects what is written and signals when a line containing
+// want appears.
+type notifyWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// TestTailFollow follows a log while other "processes" (in-process runs
+// that open and close the file, as storh put does) append to it, through a
+// poll that finds the file locked; then it is interrupted and exits 0.
+func TestTailFollow(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "follow.db")
+	put := func(stdin string, args ...string) {
+		t.Helper()
+		if _, stderr, code := runStorh(context.Background(), stdin, append([]string{"--db", db, "-q", "put", "events"}, args...)...); code != 0 {
+			t.Fatalf("put: %s", stderr)
+		}
+	}
+	put("", "--log", `{"n":1}`)
+	put("", `{"n":2}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, outW := io.Pipe()
+	stderr := &notifyWriter{want: "locked by a writer", seen: make(chan struct{})}
+	a := newApp(ctx, strings.NewReader(""), outW, stderr, func(string) string { return "" })
+	done := make(chan int)
+	go func() {
+		root := a.rootCmd()
+		root.SetArgs([]string{"--db", db, "tail", "events", "-f", "-n", "1", "--interval", "2ms"})
+		cmd, err := root.ExecuteC()
+		code := exitOK
+		if err != nil {
+			code = a.report(cmd, err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(out)
+	expect := func(want string) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("tail -f ended before %s: %v", want, lines.Err())
+		}
+		if !strings.Contains(lines.Text(), want) {
+			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
+		}
+	}
+	expect(`"data":{"n":2}`) // the last record, then only new ones
+	put("", `{"n":3}`)
+	expect(`"data":{"n":3}`)
+	put("{\"n\":4}\n{\"n\":5}\n")
+	expect(`"data":{"n":4}`)
+	expect(`"data":{"n":5}`)
+
+	// A writer holds the file: polls wait, and go on once it closes.
+	holder, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-stderr.seen
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	put("", `{"n":6}`)
+	expect(`"data":{"n":6}`)
+
+	cancel() // Ctrl-C
+	go io.Copy(io.Discard, out)
+	if code := <-done; code != exitOK {
+		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.buf.String())
+	}
+}
