@@ -57,8 +57,10 @@
 //   - One process at a time may open a file for writing (bbolt's file lock).
 //     A second one waits for the lock timeout, then gets ErrLocked.
 //   - Inside Update and View use only the Tx and handles from tx.Docs and
-//     tx.Log; calls on the DB itself fail with ErrNestedTx instead of
-//     deadlocking.
+//     tx.Log; calls on the DB itself from the callback's goroutine fail with
+//     ErrNestedTx instead of deadlocking. A goroutine the callback starts is
+//     not tracked: its writes wait for the transaction to end, so the
+//     callback must not wait for them.
 //   - A DB-level Stream reads in chunks of short transactions: it is not one
 //     snapshot. Records inserted ahead of the cursor while it runs may be
 //     seen; use View for a snapshot.

@@ -43,7 +43,11 @@ func (r Record) Data() Map {
 }
 
 // Decode decodes the record into v: a pointer to a struct (msgpack tags
-// honoured, as when it was written) or to a Map.
+// honoured, as when it was written) or to a Map. A Map gets the types
+// described under Map; struct fields get their declared types, except that a
+// field declared as any (or a map or slice of any) receives msgpack's own
+// types (int8, uint16, float32, ...): declare concrete field types, or use
+// Data, when the exact types matter.
 func (r Record) Decode(v any) error {
 	if err := engine.DecodeInto(r.payload, v); err != nil {
 		return opErr("decode", "", r.ID.String(), -1, err)
