@@ -443,6 +443,9 @@ func mapBoltErr(err error) error {
 		// bbolt formats a failed file resize with %s, losing the errno.
 		strings.Contains(err.Error(), syscall.EFBIG.Error()), strings.Contains(err.Error(), syscall.ENOSPC.Error()):
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case errors.Is(err, berrors.ErrIncompatibleValue):
+		// A key that holds a nested bucket where a record should be.
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	case errors.Is(err, berrors.ErrValueTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}
