@@ -147,15 +147,11 @@ func (a *app) getCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			db, err := a.open(false)
+			db, r, _, err := a.openReader(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			r, _, err := a.reader(db, args[0])
-			if err != nil {
-				return err
-			}
 			rec, err := r.Get(id)
 			if err != nil {
 				return err
@@ -188,16 +184,12 @@ Logs are append-only: their records cannot be deleted.`,
 				ids = append(ids, id)
 			}
 			name := args[0]
-			db, err := a.open(true)
+			db, found, err := a.openExisting(true, name)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			cs, err := a.lookup(db, name)
-			if err != nil {
-				return err
-			}
-			switch cs.Kind {
+			switch found[0].Kind {
 			case "log":
 				return fmt.Errorf("collection %q is a log: its records are immutable and cannot be deleted", name)
 			case "queue":
@@ -239,15 +231,12 @@ func (a *app) countCmd() *cobra.Command {
 		Short: "Print the number of records (O(1): a stored counter)",
 		Args:  args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(false)
+			db, found, err := a.openExisting(false, args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			cs, err := a.lookup(db, args[0])
-			if err != nil {
-				return err
-			}
+			cs := found[0]
 			if a.jsonOut {
 				return a.printJSON(map[string]any{"collection": cs.Name, "kind": cs.Kind, "count": cs.Records})
 			}
@@ -269,17 +258,13 @@ reclaimed with 'storh compact'.`,
 		Example: `  storh drop scratch --yes`,
 		Args:    args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(yes)
+			db, found, err := a.openExisting(yes, args...)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
 			var total int64
-			for _, name := range args {
-				cs, err := a.lookup(db, name)
-				if err != nil {
-					return err
-				}
+			for _, cs := range found {
 				total += cs.Records
 			}
 			if !yes {

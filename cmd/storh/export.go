@@ -45,15 +45,11 @@ pick part of the collection (--after for incremental exports).`,
 			if len(args) == 2 {
 				out = args[1]
 			}
-			db, err := a.open(false)
+			db, r, cs, err := a.openReader(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			r, cs, err := a.reader(db, args[0])
-			if err != nil {
-				return err
-			}
 			total := cs.Records
 			if f.selective() {
 				total = -1

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -17,13 +18,8 @@ import (
 const maxNewIDs = 1_000_000
 
 func (a *app) uuidCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "uuid",
-		Short: "Make, inspect and bound UUIDv7 record ids",
-		RunE:  groupRun,
-	}
-	cmd.AddCommand(a.uuidNewCmd(), a.uuidInspectCmd(), a.uuidBoundsCmd())
-	return cmd
+	return groupCmd("uuid", "Make, inspect and bound UUIDv7 record ids",
+		a.uuidNewCmd(), a.uuidInspectCmd(), a.uuidBoundsCmd())
 }
 
 func (a *app) uuidNewCmd() *cobra.Command {
@@ -101,6 +97,13 @@ func inspectUUID(s string) uuidInfo {
 	return info
 }
 
+func (i uuidInfo) valid() (bool, string) { return i.Valid, i.Error }
+
+func (i uuidInfo) describe(w io.Writer) {
+	fmt.Fprintf(w, "%s  valid UUIDv7 (version 7, RFC 9562 variant)\n", i.ID)
+	fmt.Fprintf(w, "  unix ms  %d\n  utc      %s\n  local    %s\n", i.UnixMs, i.UTC, i.Local)
+}
+
 func (a *app) uuidInspectCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect ID...",
@@ -112,33 +115,7 @@ is 1 when any ID is invalid.`,
 		Example: `  storh uuid inspect 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bad := 0
-			w := bufio.NewWriter(a.stdout)
-			for _, s := range args {
-				info := inspectUUID(s)
-				if !info.Valid {
-					bad++
-				}
-				if a.jsonOut {
-					if err := a.printJSON(info); err != nil {
-						return err
-					}
-					continue
-				}
-				if !info.Valid {
-					fmt.Fprintf(w, "%s  invalid: %s\n", s, info.Error)
-					continue
-				}
-				fmt.Fprintf(w, "%s  valid UUIDv7 (version 7, RFC 9562 variant)\n", info.ID)
-				fmt.Fprintf(w, "  unix ms  %d\n  utc      %s\n  local    %s\n", info.UnixMs, info.UTC, info.Local)
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			if bad > 0 {
-				return fmt.Errorf("%d of %d ids are not valid UUIDv7s", bad, len(args))
-			}
-			return nil
+			return a.inspectEach(args, func(s string) idInfo { return inspectUUID(s) }, "ids are not valid UUIDv7s")
 		},
 	}
 }
@@ -191,13 +168,8 @@ an id between them, inclusive. --until defaults to now.`,
 }
 
 func (a *app) objectidCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "objectid",
-		Short: "Make and inspect MongoDB ObjectIDs, and map them to UUIDv7",
-		RunE:  groupRun,
-	}
-	cmd.AddCommand(a.objectidNewCmd(), a.objectidInspectCmd(), a.objectidToUUIDCmd())
-	return cmd
+	return groupCmd("objectid", "Make and inspect MongoDB ObjectIDs, and map them to UUIDv7",
+		a.objectidNewCmd(), a.objectidInspectCmd(), a.objectidToUUIDCmd())
 }
 
 func (a *app) objectidNewCmd() *cobra.Command {
@@ -241,6 +213,30 @@ type oidInfo struct {
 	Error   string `json:"error,omitempty"`
 }
 
+func inspectObjectID(s string) oidInfo {
+	info := oidInfo{Input: s}
+	id, err := objectid.Parse(s)
+	if err != nil {
+		info.Error = strings.TrimPrefix(err.Error(), "objectid: ")
+		return info
+	}
+	info.Valid, info.Hex = true, id.Hex()
+	info.Time, info.Unix = id.Timestamp().UTC().Format(time.RFC3339), id.Seconds()
+	info.Random, info.Counter = id.Random(), id.Counter()
+	info.UUIDv7 = uuidv7.UUID(id.UUIDv7()).String()
+	return info
+}
+
+func (i oidInfo) valid() (bool, string) { return i.Valid, i.Error }
+
+func (i oidInfo) describe(w io.Writer) {
+	fmt.Fprintf(w, "%s  valid ObjectID\n", i.Hex)
+	fmt.Fprintf(w, "  time     %s (unix %d)\n", i.Time, i.Unix)
+	fmt.Fprintf(w, "  random   0x%010x (%d)\n", i.Random, i.Random)
+	fmt.Fprintf(w, "  counter  %d (0x%06x)\n", i.Counter, i.Counter)
+	fmt.Fprintf(w, "  uuidv7   %s\n", i.UUIDv7)
+}
+
 func (a *app) objectidInspectCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect HEX...",
@@ -251,43 +247,7 @@ the 40-bit per-process random value, the 24-bit counter, and the UUIDv7 that
 invalid.`,
 		Args: args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bad := 0
-			w := bufio.NewWriter(a.stdout)
-			for _, s := range args {
-				info := oidInfo{Input: s}
-				id, err := objectid.Parse(s)
-				if err != nil {
-					bad++
-					info.Error = strings.TrimPrefix(err.Error(), "objectid: ")
-				} else {
-					info.Valid, info.Hex = true, id.Hex()
-					info.Time, info.Unix = id.Timestamp().UTC().Format(time.RFC3339), id.Seconds()
-					info.Random, info.Counter = id.Random(), id.Counter()
-					info.UUIDv7 = uuidv7.UUID(id.UUIDv7()).String()
-				}
-				if a.jsonOut {
-					if err := a.printJSON(info); err != nil {
-						return err
-					}
-					continue
-				}
-				if !info.Valid {
-					fmt.Fprintf(w, "%s  invalid: %s\n", s, info.Error)
-					continue
-				}
-				fmt.Fprintf(w, "%s  valid ObjectID\n", info.Hex)
-				fmt.Fprintf(w, "  time     %s (unix %d)\n", info.Time, info.Unix)
-				fmt.Fprintf(w, "  random   0x%010x (%d)\n", info.Random, info.Random)
-				fmt.Fprintf(w, "  counter  %d (0x%06x)\n", info.Counter, info.Counter)
-				fmt.Fprintf(w, "  uuidv7   %s\n", info.UUIDv7)
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			if bad > 0 {
-				return fmt.Errorf("%d of %d are not valid ObjectIDs", bad, len(args))
-			}
-			return nil
+			return a.inspectEach(args, func(s string) idInfo { return inspectObjectID(s) }, "are not valid ObjectIDs")
 		},
 	}
 }
@@ -323,6 +283,52 @@ gives the document with that _id.`,
 			return w.Flush()
 		},
 	}
+}
+
+// idInfo is what an inspect subcommand tells about one argument.
+type idInfo interface {
+	valid() (ok bool, why string)
+	describe(w io.Writer) // the text form of a valid id
+}
+
+// inspectEach prints what inspect tells about each argument: its JSON with
+// --json, else the description of a valid id or "ARG  invalid: WHY". Any
+// invalid argument makes it fail with "N of M " and then invalid.
+func (a *app) inspectEach(args []string, inspect func(string) idInfo, invalid string) error {
+	bad := 0
+	w := bufio.NewWriter(a.stdout)
+	for _, s := range args {
+		info := inspect(s)
+		ok, why := info.valid()
+		if !ok {
+			bad++
+		}
+		if a.jsonOut {
+			if err := a.printJSON(info); err != nil {
+				return err
+			}
+			continue
+		}
+		if !ok {
+			fmt.Fprintf(w, "%s  invalid: %s\n", s, why)
+			continue
+		}
+		info.describe(w)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d %s", bad, len(args), invalid)
+	}
+	return nil
+}
+
+// groupCmd makes a command that only holds subcommands.
+func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, RunE: groupRun}
+	cmd.AddCommand(subs...)
+	return cmd
 }
 
 // groupRun runs a command that only groups subcommands: help without

@@ -23,7 +23,7 @@ newest records. It reads stored counters and the first and last keys: it costs
 the same for any size.`,
 		Args: args(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(false)
+			db, found, err := a.openExisting(false, args...)
 			if err != nil {
 				return err
 			}
@@ -33,11 +33,7 @@ the same for any size.`,
 				return err
 			}
 			if len(args) == 1 {
-				cs, err := a.lookup(db, args[0])
-				if err != nil {
-					return err
-				}
-				st.Collections = []storh.CollectionStats{cs}
+				st.Collections = found
 			}
 			if a.jsonOut {
 				return a.printJSON(statsJSON(st))
@@ -110,6 +106,22 @@ func toProblemJSON(p storh.Problem) problemJSON {
 	return pj
 }
 
+// problemLog takes what verify and repair find: each problem is printed on
+// stdout as it comes, after label, or with --json kept for the summary.
+type problemLog struct {
+	a     *app
+	label string
+	list  []problemJSON
+}
+
+func (l *problemLog) add(p storh.Problem) {
+	if l.a.jsonOut {
+		l.list = append(l.list, toProblemJSON(p))
+		return
+	}
+	fmt.Fprintln(l.a.stdout, l.label, p.String())
+}
+
 func (a *app) verifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify [COLL...]",
@@ -120,30 +132,19 @@ counters against the records. Each problem is printed on stdout; the exit code
 is 1 when there is any. It reads one consistent snapshot.`,
 		Args: args(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(false)
+			db, _, err := a.openExisting(false, args...)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			for _, name := range args {
-				if _, err := a.lookup(db, name); err != nil {
-					return err
-				}
-			}
-			var problems []problemJSON
-			rep, err := db.Verify(func(p storh.Problem) {
-				if a.jsonOut {
-					problems = append(problems, toProblemJSON(p))
-					return
-				}
-				fmt.Fprintln(a.stdout, "problem:", p.String())
-			}, args...)
+			problems := &problemLog{a: a, label: "problem:"}
+			rep, err := db.Verify(problems.add, args...)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"ok": rep.Problems == 0, "collections": rep.Collections,
-					"records": rep.Records, "problems": problems}); err != nil {
+					"records": rep.Records, "problems": problems.list}); err != nil {
 					return err
 				}
 			} else {
@@ -169,24 +170,13 @@ cannot be repaired in place: restore a backup, or compact what is readable).
 Take a backup first.`,
 		Args: args(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
+			db, _, err := a.openExisting(true, args...)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			for _, name := range args {
-				if _, err := a.lookup(db, name); err != nil {
-					return err
-				}
-			}
-			var problems []problemJSON
-			rep, err := db.Repair(func(p storh.Problem) {
-				if a.jsonOut {
-					problems = append(problems, toProblemJSON(p))
-					return
-				}
-				fmt.Fprintln(a.stdout, "found:", p.String())
-			}, args...)
+			problems := &problemLog{a: a, label: "found:"}
+			rep, err := db.Repair(problems.add, args...)
 			if err != nil {
 				return err
 			}
@@ -196,7 +186,7 @@ Take a backup first.`,
 			}
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"found": rep.Problems, "quarantined": rep.Quarantined,
-					"recounted": rep.Recounted, "remaining": after.Problems, "problems": problems}); err != nil {
+					"recounted": rep.Recounted, "remaining": after.Problems, "problems": problems.list}); err != nil {
 					return err
 				}
 			} else {

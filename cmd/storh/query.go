@@ -125,15 +125,11 @@ The operators != > >= < <= ^= are reserved and arrive in a later release.`,
 			if err != nil {
 				return err
 			}
-			db, err := a.open(false)
+			db, r, _, err := a.openReader(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			r, _, err := a.reader(db, args[0])
-			if err != nil {
-				return err
-			}
 			p := a.newPrinter()
 			var last uuidv7.UUID
 			for rec, err := range r.Stream(q) {

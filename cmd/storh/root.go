@@ -328,6 +328,42 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 	return nil, cs, fmt.Errorf("collection %q is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", name, cs.Kind, name)
 }
 
+// openExisting opens the database and checks that each named collection
+// exists, so a misspelt name fails before any work; it returns their
+// statistics in the order named. The caller closes the database; on error
+// nothing is left open.
+func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.CollectionStats, error) {
+	db, err := a.open(write)
+	if err != nil {
+		return nil, nil, err
+	}
+	found := make([]storh.CollectionStats, 0, len(names))
+	for _, name := range names {
+		cs, err := a.lookup(db, name)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		found = append(found, cs)
+	}
+	return db, found, nil
+}
+
+// openReader opens the database read-only and an existing collection for
+// reading. The caller closes the database; on error nothing is left open.
+func (a *app) openReader(name string) (*storh.DB, reader, storh.CollectionStats, error) {
+	db, err := a.open(false)
+	if err != nil {
+		return nil, nil, storh.CollectionStats{}, err
+	}
+	r, cs, err := a.reader(db, name)
+	if err != nil {
+		db.Close()
+		return nil, nil, cs, err
+	}
+	return db, r, cs, nil
+}
+
 // writer opens a collection for writing with its own kind, creating it as
 // a log when asLog, else as docs, when it does not exist (created reports
 // that, so a command that then fails can take it back).

@@ -62,15 +62,11 @@ below the last one printed, and those are not shown.`,
 // tailLast prints the last n records and returns the newest id of the
 // collection (zero when empty), where following starts.
 func (a *app) tailLast(name string, n int) (uuidv7.UUID, error) {
-	db, err := a.open(false)
+	db, r, cs, err := a.openReader(name)
 	if err != nil {
 		return uuidv7.UUID{}, err
 	}
 	defer db.Close()
-	r, cs, err := a.reader(db, name)
-	if err != nil {
-		return uuidv7.UUID{}, err
-	}
 	if n == 0 {
 		return cs.LastID, nil
 	}
