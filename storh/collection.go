@@ -120,15 +120,23 @@ func (c *coll) inTx(write bool, fn func(*engine.Coll) error) error {
 	return fn(ec)
 }
 
+// Arena blocks for batch encoding: a block takes a few hundred typical
+// records; a record that outgrows the space left moves only its block.
+const (
+	arenaBlock = 256 << 10
+	arenaSlack = 4 << 10
+)
+
 // batch is a set of encoded records ready to write in one transaction.
 type batch struct {
 	ids    []uuidv7.UUID
 	values [][]byte
-	arena  []byte
+	arena  []byte // the current block
+	bytes  int    // encoded bytes in the batch, across blocks
 }
 
 func (b *batch) reset() {
-	b.ids, b.values, b.arena = b.ids[:0], b.values[:0], b.arena[:0]
+	b.ids, b.values, b.arena, b.bytes = b.ids[:0], b.values[:0], b.arena[:0], 0
 }
 
 // add encodes one item (data or Entry) into the batch. Ids left zero are
@@ -150,6 +158,11 @@ func (b *batch) add(item any) error {
 			return err
 		}
 	}
+	if cap(b.arena)-len(b.arena) < arenaSlack {
+		// Start a new block rather than let append double one arena and
+		// copy every value so far: earlier values keep their block alive.
+		b.arena = make([]byte, 0, arenaBlock)
+	}
 	start := len(b.arena)
 	arena, err := engine.AppendValue(b.arena, data)
 	if err != nil {
@@ -158,6 +171,7 @@ func (b *batch) add(item any) error {
 	// When append moves the arena, earlier values keep pointing at the old
 	// array, which stays alive and unchanged: nothing needs copying.
 	b.arena = arena
+	b.bytes += len(arena) - start
 	b.ids = append(b.ids, id)
 	b.values = append(b.values, arena[start:len(arena):len(arena)])
 	return nil
@@ -288,7 +302,7 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 		if c.tx != nil {
 			// The caller's transaction is still open and bbolt keeps
 			// references to the values until it commits: start a new arena.
-			b.ids, b.values, b.arena = b.ids[:0], b.values[:0], nil
+			b.ids, b.values, b.arena, b.bytes = b.ids[:0], b.values[:0], nil, 0
 		} else {
 			// Committed: bbolt no longer references the values.
 			b.reset()
@@ -300,7 +314,7 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 			return committed, opErr(op, c.name, "", seen, err)
 		}
 		seen++
-		if len(b.ids) == StreamBatch || len(b.arena) >= streamBatchBytes {
+		if len(b.ids) == StreamBatch || b.bytes >= streamBatchBytes {
 			if err := flush(); err != nil {
 				return committed, err
 			}

@@ -60,6 +60,7 @@ type valueEncoder struct {
 	w       appendWriter
 	enc     *msgpack.Encoder
 	scratch []byte // for AppendValue(nil, ...): encode here, then copy once
+	fast    mapEncoder
 }
 
 // maxScratch bounds the scratch buffer a pooled encoder keeps.
@@ -79,11 +80,17 @@ var encoderPool = sync.Pool{New: func() any {
 // is left for SealValue, because it covers the id, which Put assigns only
 // once the data is known to be valid (Tx.Put seals every value it writes).
 func AppendValue(dst []byte, data any) ([]byte, error) {
+	e := encoderPool.Get().(*valueEncoder)
+	defer encoderPool.Put(e)
+	if m, ok := data.(map[string]any); ok && m != nil {
+		out, handled, err := e.appendFastValue(dst, m)
+		if handled {
+			return out, err
+		}
+	}
 	if err := checkShape(data); err != nil {
 		return dst, err
 	}
-	e := encoderPool.Get().(*valueEncoder)
-	defer encoderPool.Put(e)
 	// Growing a nil slice from empty costs several allocations per record;
 	// encoding into pooled scratch and copying once costs one.
 	fresh := dst == nil
@@ -125,6 +132,40 @@ func SealValue(value []byte, key uuidv7.UUID) {
 
 func checksum(payload, key []byte) uint32 {
 	return crc32.Update(crc32.Checksum(payload, castagnoli), castagnoli, key)
+}
+
+// appendFastValue is AppendValue for the generic map form through the fast
+// encoder, which also enforces the depth limit and only ever writes what
+// ValidateRecord accepts. handled is false when m holds other types.
+func (e *valueEncoder) appendFastValue(dst []byte, m map[string]any) ([]byte, bool, error) {
+	fresh := dst == nil
+	if fresh {
+		dst = e.scratch[:0]
+	}
+	start := len(dst)
+	out, handled, err := e.fast.appendFast(append(dst, valueVersion, 0, 0, 0, 0), m)
+	if fresh && cap(out) <= maxScratch {
+		e.scratch = out[:0]
+	}
+	switch {
+	case !handled:
+		return nil, false, nil
+	case err != nil:
+		if fresh {
+			return nil, true, err
+		}
+		return dst[:start], true, err
+	case len(out)-start-HeaderSize > MaxRecordSize:
+		err = fmt.Errorf("%w: record is %d bytes encoded; the limit is %d", ErrInvalidData, len(out)-start-HeaderSize, MaxRecordSize)
+		if fresh {
+			return nil, true, err
+		}
+		return dst[:start], true, err
+	}
+	if fresh {
+		out = append(make([]byte, 0, len(out)), out...)
+	}
+	return out, true, nil
 }
 
 // encodeGuarded turns the library's panics on exotic values into errors: a

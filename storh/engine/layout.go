@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // On-disk layout (docs/architecture.md has the picture):
@@ -99,6 +101,32 @@ type Coll struct {
 
 	baseCount, baseBytes   int64
 	countDelta, bytesDelta int64
+
+	key [16]byte // scratch for bbolt calls
+
+	// last is an upper bound of the largest key in the records bucket as
+	// this transaction sees it (deletes only lower the true maximum). Ids
+	// beyond it are certainly new, so appends, by far the common write,
+	// skip the lookup that tells an insert from a replace.
+	last      uuidv7.UUID
+	lastKnown bool
+	empty     bool
+}
+
+func (c *Coll) beyondLast(id uuidv7.UUID) bool {
+	if !c.lastKnown {
+		k, _ := c.records.Cursor().Last()
+		c.empty = k == nil
+		copy(c.last[:], k)
+		c.lastKnown = true
+	}
+	return c.empty || id.Compare(c.last) > 0
+}
+
+func (c *Coll) raiseLast(id uuidv7.UUID) {
+	if c.empty || id.Compare(c.last) > 0 {
+		c.last, c.empty = id, false
+	}
 }
 
 // Count returns the number of records as seen by this transaction.

@@ -89,14 +89,22 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if !t.btx.Writable() {
 		return ErrReadOnly
 	}
-	old := c.records.Get(id[:])
+	// The key lives in the Coll, not on the stack: a slice of a parameter
+	// escapes, which cost an allocation per put (bbolt copies keys anyway).
+	c.key = id
+	key := c.key[:]
+	var old []byte
+	if !c.beyondLast(id) {
+		old = c.records.Get(key)
+	}
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", ErrExists)
 	}
 	SealValue(value, id)
-	if err := c.records.Put(id[:], value); err != nil {
+	if err := c.records.Put(key, value); err != nil {
 		return mapBoltErr(err)
 	}
+	c.raiseLast(id)
 	if old == nil {
 		c.countDelta++
 	} else {
@@ -111,12 +119,13 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if !t.btx.Writable() {
 		return false, ErrReadOnly
 	}
-	old := c.records.Get(id[:])
+	c.key = id
+	old := c.records.Get(c.key[:])
 	if old == nil {
 		return false, nil
 	}
 	n := int64(len(old))
-	if err := c.records.Delete(id[:]); err != nil {
+	if err := c.records.Delete(c.key[:]); err != nil {
 		return false, mapBoltErr(err)
 	}
 	c.countDelta--

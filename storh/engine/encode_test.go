@@ -1,0 +1,161 @@
+package engine_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"pgregory.net/rapid"
+
+	"github.com/storhdb/storh-go/storh/engine"
+)
+
+// libEncode is the reference: the msgpack library configured as the engine
+// configures it for types the fast encoder does not handle.
+func libEncode(t interface{ Fatal(...any) }, v any) []byte {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func genValue(t *rapid.T, depth int) any {
+	kinds := 16
+	if depth >= 4 {
+		kinds = 14 // no more nesting
+	}
+	switch rapid.IntRange(0, kinds-1).Draw(t, "kind") {
+	case 0:
+		return nil
+	case 1:
+		return rapid.String().Draw(t, "s")
+	case 2:
+		return rapid.StringN(30, 300, 70000).Draw(t, "long")
+	case 3:
+		return rapid.Bool().Draw(t, "b")
+	case 4:
+		return rapid.Int().Draw(t, "int")
+	case 5:
+		return rapid.Int64().Draw(t, "i64")
+	case 6:
+		return rapid.Int8().Draw(t, "i8")
+	case 7:
+		return rapid.Uint64().Draw(t, "u64")
+	case 8:
+		return rapid.Uint16().Draw(t, "u16")
+	case 9:
+		return rapid.Float64().Draw(t, "f64")
+	case 10:
+		return rapid.Float32().Draw(t, "f32")
+	case 11:
+		return rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(t, "bin")
+	case 12:
+		sec := rapid.Int64Range(-1<<40, 1<<40).Draw(t, "sec")
+		return time.Unix(sec, rapid.Int64Range(0, 999_999_999).Draw(t, "nsec"))
+	case 13:
+		return int32(rapid.Int32().Draw(t, "i32"))
+	case 14:
+		n := rapid.IntRange(0, 20).Draw(t, "alen")
+		a := make([]any, n)
+		for i := range a {
+			a[i] = genValue(t, depth+1)
+		}
+		return a
+	default:
+		return genMap(t, depth+1)
+	}
+}
+
+func genMap(t *rapid.T, depth int) map[string]any {
+	n := rapid.IntRange(0, 20).Draw(t, "mlen")
+	m := make(map[string]any, n)
+	for range n {
+		m[rapid.String().Draw(t, "key")] = genValue(t, depth)
+	}
+	return m
+}
+
+// The fast encoder must write exactly the library's bytes: stored records
+// are deterministic whichever path encoded them.
+func TestFastEncoderMatchesLibrary(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := genMap(t, 1)
+		v, err := engine.AppendValue(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := v[engine.HeaderSize:], libEncode(t, m); !bytes.Equal(got, want) {
+			t.Fatalf("fast encoder differs from the library:\n got %x\nwant %x", got, want)
+		}
+	})
+}
+
+func TestFastEncoderEdges(t *testing.T) {
+	big := map[string]any{}
+	for i := range 70000 {
+		big[string(rune('a'+i%26))+string(rune(i))] = i
+	}
+	for name, m := range map[string]map[string]any{
+		"int limits":   {"a": math.MinInt64, "b": math.MaxInt64, "c": -32, "d": -33, "e": 127, "f": 128, "g": -129, "h": 256, "i": 65536, "j": -32769, "k": uint64(math.MaxUint64), "l": -2147483649},
+		"nil values":   {"n": nil, "m": map[string]any(nil), "s": []any(nil), "b": []byte(nil)},
+		"times":        {"zero": time.Time{}, "epoch": time.Unix(0, 0), "ns": time.Unix(1, 1), "far": time.Unix(1<<35, 5), "neg": time.Unix(-5, 0)},
+		"floats":       {"nan": math.NaN(), "inf": math.Inf(1), "neg0": math.Copysign(0, -1), "f32": float32(0.1)},
+		"16 keys map":  {"0": 0, "1": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "a": 10, "b": 11, "c": 12, "d": 13, "e": 14, "f": 15},
+		"65536+ keys":  big,
+		"empty nested": {"m": map[string]any{}, "a": []any{}},
+	} {
+		v, err := engine.AppendValue(nil, m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got, want := v[engine.HeaderSize:], libEncode(t, m); !bytes.Equal(got, want) {
+			t.Errorf("%s: fast encoder differs from the library", name)
+		}
+	}
+	// A type the fast path does not know hands the record to the library.
+	type point struct{ X, Y int }
+	m := map[string]any{"p": point{1, 2}, "n": 1}
+	v, err := engine.AppendValue(nil, m)
+	if err != nil || !bytes.Equal(v[engine.HeaderSize:], libEncode(t, m)) {
+		t.Errorf("fallback: %x, %v", v, err)
+	}
+	// Depth: MaxDepth nested maps holding a scalar are fine, one more is not.
+	deep := map[string]any{"x": 1}
+	for range engine.MaxDepth - 1 {
+		deep = map[string]any{"n": deep}
+	}
+	if _, err := engine.AppendValue(nil, deep); err != nil {
+		t.Errorf("MaxDepth levels: %v", err)
+	}
+	if _, err := engine.AppendValue(nil, map[string]any{"n": deep}); !errors.Is(err, engine.ErrInvalidData) {
+		t.Errorf("MaxDepth+1 levels: %v; want ErrInvalidData", err)
+	}
+	list := []any{1}
+	for range engine.MaxDepth - 2 {
+		list = []any{list}
+	}
+	if _, err := engine.AppendValue(nil, map[string]any{"l": list}); err != nil {
+		t.Errorf("MaxDepth levels of lists: %v", err)
+	}
+	if _, err := engine.AppendValue(nil, map[string]any{"l": []any{list}}); !errors.Is(err, engine.ErrInvalidData) {
+		t.Errorf("MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
+	}
+}
+
+func TestFastEncoderAllocations(t *testing.T) {
+	m := map[string]any{"name": "ada", "n": 7, "tags": []any{"a", "b"}, "at": time.Unix(5, 0), "m": map[string]any{"k": 1.5}}
+	dst := make([]byte, 0, 4096)
+	if allocs := testing.AllocsPerRun(200, func() { _, _ = engine.AppendValue(dst[:0], m) }); allocs != 0 {
+		t.Errorf("AppendValue into a buffer with room allocates %v times; want 0", allocs)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { _, _ = engine.AppendValue(nil, m) }); allocs != 1 {
+		t.Errorf("AppendValue(nil) allocates %v times; want 1 (the result)", allocs)
+	}
+}
