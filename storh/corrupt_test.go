@@ -2,6 +2,7 @@ package storh_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -170,12 +171,26 @@ func TestUndecodableRecordWithValidChecksum(t *testing.T) {
 	if _, err := docs.Get(good.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Its checksum is valid, so reads hand it out (they do not re-validate
+	// the encoding), but it is never returned as data: decoding fails with
+	// ErrCorrupt naming the id, and Verify reports it.
 	r, err := docs.Get(bad.ID)
-	if !errors.Is(err, storh.ErrCorrupt) {
-		t.Errorf("Get of an undecodable record = %v (Data %v); want ErrCorrupt", err, r.Data())
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	var m storh.Map
+	if err := r.Decode(&m); !errors.Is(err, storh.ErrCorrupt) || !strings.Contains(err.Error(), bad.ID.String()) {
+		t.Errorf("Decode of an undecodable record = %v; want ErrCorrupt naming %s", err, bad.ID)
+	}
+	if d := r.Data(); d != nil {
+		t.Errorf("Data of an undecodable record = %v; want nil", d)
 	}
 	got, err := streamErr(docs.Stream(query.All()))
-	if !errors.Is(err, storh.ErrCorrupt) {
-		t.Errorf("Stream over an undecodable record: %d records, err %v; want ErrCorrupt after 1", len(got), err)
+	if err != nil || len(got) != 2 || got[1].Data() != nil {
+		t.Errorf("Stream over an undecodable record: %d records, err %v", len(got), err)
+	}
+	rep, err := db.Verify(nil)
+	if err != nil || rep.Problems != 1 {
+		t.Errorf("Verify: %+v, %v; want the one decode problem", rep, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -152,11 +151,6 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, 
 		if !ok {
 			return Item{}, false
 		}
-	}
-	// A record that is returned must decode later; records filtered out
-	// above never pay for this walk.
-	if err := mpack.ValidateRecord(payload); err != nil {
-		return Item{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}, true
 	}
 	if len(payload) > chunkArena/4 {
 		// Large records get their own allocation: in the arena they would

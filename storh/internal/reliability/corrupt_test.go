@@ -139,14 +139,16 @@ func TestCorruptValues(t *testing.T) {
 	handles["docs"] = docs
 	handles["events"] = events
 
-	// Get: ErrCorrupt naming the id for every damaged record (the forged
-	// one passes its checksum but not decoding: same answer), exact bytes
-	// for the rest.
+	// Get: ErrCorrupt naming the id for every damaged record, exact bytes
+	// for the rest. The forged one passes its checksum, so reads hand it
+	// out, but it is never data: decoding it fails with ErrCorrupt.
 	for coll, recs := range m {
 		h := handles[coll]
 		for id, tag := range recs {
 			rec, err := h.Get(id)
-			if _, bad := damaged[id]; bad {
+			if d, bad := damaged[id]; bad && d.kind == "decode" {
+				checkForged(t, "Get", rec, err)
+			} else if bad {
 				if !errors.Is(err, storh.ErrCorrupt) || !strings.Contains(err.Error(), id.String()) {
 					t.Errorf("Get(damaged %s %s) = %v; want ErrCorrupt naming the id", coll, id, err)
 				}
@@ -159,9 +161,9 @@ func TestCorruptValues(t *testing.T) {
 	for coll, recs := range m {
 		h := handles[coll]
 		ids := sortedIDs(recs)
-		var wantBad []uuidv7.UUID
+		var wantBad []uuidv7.UUID // what reads refuse: checksum failures
 		for _, id := range ids {
-			if _, ok := damaged[id]; ok {
+			if d, ok := damaged[id]; ok && d.kind != "decode" {
 				wantBad = append(wantBad, id)
 			}
 		}
@@ -185,7 +187,11 @@ func TestCorruptValues(t *testing.T) {
 					streamErr = err
 					break
 				}
-				checkStreamed(t, name, rec, order[n], m[coll][order[n]])
+				if order[n] == forged {
+					checkForged(t, name, rec, nil)
+				} else {
+					checkStreamed(t, name, rec, order[n], m[coll][order[n]])
+				}
 				n++
 			}
 			if len(bad) > 0 {
@@ -220,7 +226,11 @@ func TestCorruptValues(t *testing.T) {
 				if n >= len(readable) {
 					t.Fatalf("%s: more records than stored", name)
 				}
-				checkStreamed(t, name, rec, readable[n], m[coll][readable[n]])
+				if readable[n] == forged {
+					checkForged(t, name, rec, nil)
+				} else {
+					checkStreamed(t, name, rec, readable[n], m[coll][readable[n]])
+				}
 				n++
 			}
 			if n != len(readable) || !slices.Equal(reported, bad) {
@@ -378,11 +388,24 @@ type collection interface {
 
 // checkStreamed asserts a streamed record is the expected one, byte for
 // byte.
+// checkForged: a record whose checksum is valid but whose payload is not a
+// record is handed out by reads, and fails every decode with ErrCorrupt.
+func checkForged(t *testing.T, name string, rec storh.Record, err error) {
+	t.Helper()
+	var m storh.Map
+	if err != nil {
+		t.Errorf("%s(forged %s) = %v; want the record, failing to decode", name, rec.ID, err)
+	} else if derr := rec.Decode(&m); !errors.Is(derr, storh.ErrCorrupt) || !strings.Contains(derr.Error(), rec.ID.String()) || rec.Data() != nil {
+		t.Errorf("%s(forged %s): Decode = %v, Data = %v; want ErrCorrupt naming the id and nil", name, rec.ID, derr, rec.Data())
+	}
+}
+
 func checkStreamed(t *testing.T, name string, rec storh.Record, wantID uuidv7.UUID, tag string) {
 	t.Helper()
 	if rec.ID != wantID {
 		t.Fatalf("%s: got %s, want %s", name, rec.ID, wantID)
 	}
+
 	if !bytes.Equal(rec.Raw(), encoded(t, uuidv7.Nil, tag)[5:]) {
 		t.Errorf("%s: record %s differs from what was written", name, wantID)
 	}
