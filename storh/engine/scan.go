@@ -83,7 +83,7 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		k, v = bc.Seek(cur.Lo[:])
 	}
 	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
-	arena := make([]byte, 0, min(chunkArena, max*512))
+	arena := make([]byte, 0, min(chunkArena, max*256))
 	examined, taken, size := 0, 0, 0
 	for ; k != nil; k, v = step(bc, cur.Reverse) {
 		if cur.Reverse {
