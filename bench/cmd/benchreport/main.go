@@ -1,0 +1,671 @@
+// Command benchreport runs the storh-go peer benchmarks, summarises them
+// with benchstat and writes the raw output, a JSON file and a Markdown report
+// with the ratios against the project's targets, all computed from the same
+// run.
+//
+// Run it from the bench module:
+//
+//	cd bench && go run ./cmd/benchreport [flags] [output-dir]
+//
+// The output directory defaults to results/ (git-ignored). Each run writes
+// bench-<stamp>.txt (the go test output, benchstat's input), benchstat-<stamp>.txt,
+// report-<stamp>.json and report-<stamp>.md. With -input it skips running and
+// reports on existing go test output files, joined into bench-<stamp>.txt.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultBenchstat is pinned so that reports from different days format alike.
+const defaultBenchstat = "go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
+
+type config struct {
+	out       string
+	dir       string
+	bench     string
+	count     int
+	benchtime string
+	large     bool
+	benchstat string
+	input     string
+	timeout   string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.out, "out", "results", "output `directory` (also accepted as the first argument)")
+	flag.StringVar(&c.dir, "dir", ".", "the bench module `directory` to run go test in")
+	flag.StringVar(&c.bench, "bench", ".", "benchmark `regexp` passed to go test -bench")
+	flag.IntVar(&c.count, "count", 5, "go test -count: runs of each benchmark")
+	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (empty: go test's default)")
+	flag.BoolVar(&c.large, "large", false, "also run the n=1M engine sizes (sets STORH_BENCH_LARGE=1)")
+	flag.StringVar(&c.benchstat, "benchstat", defaultBenchstat, "benchstat `command`; empty to skip")
+	flag.StringVar(&c.input, "input", "", "report on existing go test output `files` (comma-separated) instead of running")
+	flag.StringVar(&c.timeout, "timeout", "3h", "go test -timeout")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: benchreport [flags] [output-dir]\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	switch flag.NArg() {
+	case 0:
+	case 1:
+		c.out = flag.Arg(0)
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// Report is what the JSON file holds.
+type Report struct {
+	Stamp      string      `json:"stamp"`
+	Command    string      `json:"command"`
+	Machine    Machine     `json:"machine"`
+	Benchmarks []Benchmark `json:"benchmarks"`
+	Ratios     []Result    `json:"ratios"`
+	Benchstat  string      `json:"benchstat,omitempty"`
+}
+
+// Machine describes where the numbers come from.
+type Machine struct {
+	CPU         string `json:"cpu"`
+	Cores       int    `json:"cores"`
+	MemTotal    string `json:"mem_total,omitempty"`
+	Kernel      string `json:"kernel,omitempty"`
+	GoVersion   string `json:"go_version"`
+	GOOS        string `json:"goos"`
+	GOARCH      string `json:"goarch"`
+	LoadBefore  string `json:"loadavg_before,omitempty"`
+	LoadAfter   string `json:"loadavg_after,omitempty"`
+	StartedUTC  string `json:"started_utc"`
+	DurationSec int    `json:"duration_sec"`
+}
+
+// Benchmark is one benchmark's runs and the median of each unit.
+type Benchmark struct {
+	Name   string               `json:"name"` // without the -GOMAXPROCS suffix
+	Runs   []map[string]float64 `json:"runs"` // unit → value, plus "iterations"
+	Median map[string]float64   `json:"median"`
+}
+
+func run(c config) error {
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	stamp := start.UTC().Format("20060102-150405")
+	rep := Report{Stamp: stamp, Machine: machine()}
+	rep.Machine.StartedUTC = start.UTC().Format(time.RFC3339)
+
+	rawPath := filepath.Join(c.out, "bench-"+stamp+".txt")
+	if c.input != "" {
+		// Several outputs (say ids at -count 5, engine at -count 3) are
+		// joined into one file, which benchstat then reads as one run.
+		var joined []byte
+		for _, in := range strings.Split(c.input, ",") {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				return err
+			}
+			joined = append(joined, data...)
+		}
+		if err := os.WriteFile(rawPath, joined, 0o644); err != nil {
+			return err
+		}
+		rep.Command = "(report on " + c.input + ")"
+	} else {
+		args := []string{"test", "-run", "^$", "-bench", c.bench, "-count", strconv.Itoa(c.count), "-timeout", c.timeout}
+		if c.benchtime != "" {
+			args = append(args, "-benchtime", c.benchtime)
+		}
+		args = append(args, "./...")
+		rep.Command = "go " + shellJoin(args)
+		if c.large {
+			rep.Command = "STORH_BENCH_LARGE=1 " + rep.Command
+		}
+		fmt.Fprintf(os.Stderr, "benchreport: %s (in %s)\n", rep.Command, c.dir)
+		rep.Machine.LoadBefore = loadavg()
+		if err := runGoTest(c, args, rawPath); err != nil {
+			return err
+		}
+		rep.Machine.LoadAfter = loadavg()
+	}
+	rep.Machine.DurationSec = int(time.Since(start).Seconds())
+
+	raw, err := os.ReadFile(rawPath)
+	if err != nil {
+		return err
+	}
+	var cpu string
+	rep.Benchmarks, cpu = parse(raw)
+	if cpu != "" {
+		rep.Machine.CPU = cpu
+	}
+	if len(rep.Benchmarks) == 0 {
+		return fmt.Errorf("no benchmark results in %s", rawPath)
+	}
+	rep.Ratios = evaluate(rep.Benchmarks)
+
+	if c.benchstat != "" {
+		out, err := runBenchstat(c.benchstat, rawPath)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchreport: benchstat failed (the report will list medians instead): %v\n", err)
+		} else {
+			rep.Benchstat = out
+			if err := os.WriteFile(filepath.Join(c.out, "benchstat-"+stamp+".txt"), []byte(out), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(c.out, "report-"+stamp+".json")
+	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	mdPath := filepath.Join(c.out, "report-"+stamp+".md")
+	if err := os.WriteFile(mdPath, []byte(markdown(rep)), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "benchreport: wrote %s, %s and %s\n", rawPath, jsonPath, mdPath)
+	return nil
+}
+
+// runGoTest runs go test, copying its output to the terminal as it comes
+// (a full run takes many minutes) and to rawPath.
+func runGoTest(c config, args []string, rawPath string) error {
+	f, err := os.Create(rawPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = c.dir
+	cmd.Stdout = io.MultiWriter(f, os.Stdout)
+	cmd.Stderr = os.Stderr
+	cmd.Env = os.Environ()
+	if c.large {
+		cmd.Env = append(cmd.Env, "STORH_BENCH_LARGE=1")
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go test: %w (partial output in %s)", err, rawPath)
+	}
+	return f.Close()
+}
+
+func runBenchstat(command, rawPath string) (string, error) {
+	fields := strings.Fields(command)
+	// One table per benchmark, one column per contender, so that every
+	// table reads "storh vs its peers" with benchstat's deltas against the
+	// first column (storh's own line comes first in every benchmark).
+	args := append(fields[1:], "-table", ".name", "-col", "/impl", rawPath)
+	cmd := exec.Command(fields[0], args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w: %s", command, err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+var procsSuffix = regexp.MustCompile(`-(\d+)$`)
+
+// parse reads go test -bench output: "BenchmarkX/sub-P  N  v unit  v unit ...".
+func parse(raw []byte) ([]Benchmark, string) {
+	type line struct {
+		name string
+		vals map[string]float64
+	}
+	var lines []line
+	var cpu string
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		text := sc.Text()
+		if v, ok := strings.CutPrefix(text, "cpu: "); ok {
+			cpu = strings.TrimSpace(v)
+			continue
+		}
+		if !strings.HasPrefix(text, "Benchmark") {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) < 4 || len(f)%2 != 0 {
+			continue
+		}
+		iters, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		vals := map[string]float64{"iterations": iters}
+		ok := true
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				ok = false
+				break
+			}
+			vals[f[i+1]] = v
+		}
+		if ok {
+			lines = append(lines, line{f[0], vals})
+		}
+	}
+	// Strip the -GOMAXPROCS suffix only when every line carries the same
+	// one: with GOMAXPROCS=1 there is none, and a name may itself end in
+	// "-64g".
+	suffix := ""
+	for i, l := range lines {
+		m := procsSuffix.FindString(l.name)
+		if i == 0 {
+			suffix = m
+		} else if m != suffix {
+			suffix = ""
+			break
+		}
+	}
+	byName := map[string]*Benchmark{}
+	var order []string
+	for _, l := range lines {
+		name := strings.TrimSuffix(l.name, suffix)
+		b, ok := byName[name]
+		if !ok {
+			b = &Benchmark{Name: name}
+			byName[name] = b
+			order = append(order, name)
+		}
+		b.Runs = append(b.Runs, l.vals)
+	}
+	out := make([]Benchmark, 0, len(order))
+	for _, name := range order {
+		b := byName[name]
+		b.Median = map[string]float64{}
+		units := map[string][]float64{}
+		for _, r := range b.Runs {
+			for u, v := range r {
+				units[u] = append(units[u], v)
+			}
+		}
+		for u, vs := range units {
+			b.Median[u] = median(vs)
+		}
+		out = append(out, *b)
+	}
+	return out, cpu
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// ---------------------------------------------------------------------------
+// Targets.
+
+// target is one promise checked against the medians. Names may contain
+// {n}, expanded to every size present in the results.
+type target struct {
+	what string
+	// Ratio targets: value = median(num.unit) / median(den.unit).
+	// Absolute targets (den == ""): value = median(num.unit).
+	num, den string
+	unit     string
+	op       string  // ">=", "<=" or "" for information only
+	limit    float64 //
+	sizes    []string
+}
+
+var targets = []target{
+	{what: "uuidv7.New vs google NewV7 (speed-up)", num: "BenchmarkUUIDNew/impl=google", den: "BenchmarkUUIDNew/impl=storh", unit: "ns/op", op: ">=", limit: 2},
+	{what: "uuidv7.New vs google NewV7, parallel (speed-up)", num: "BenchmarkUUIDNewParallel/impl=google", den: "BenchmarkUUIDNewParallel/impl=storh", unit: "ns/op", op: ">=", limit: 2},
+	{what: "uuidv7.New vs google NewV7 with RandPool (speed-up)", num: "BenchmarkUUIDNew/impl=google-randpool", den: "BenchmarkUUIDNew/impl=storh", unit: "ns/op"},
+	{what: "uuidv7.New allocs/op", num: "BenchmarkUUIDNew/impl=storh", unit: "allocs/op", op: "<=", limit: 0},
+	{what: "uuidv7.NewBatch ns per id", num: "BenchmarkUUIDNew/impl=storh-batch100", unit: "ns/op"},
+	{what: "uuidv7.Parse allocs/op", num: "BenchmarkUUIDParse/impl=storh", unit: "allocs/op", op: "<=", limit: 0},
+	{what: "uuidv7.IsValid allocs/op", num: "BenchmarkUUIDParse/impl=storh-isvalid", unit: "allocs/op", op: "<=", limit: 0},
+	{what: "uuidv7.Validate allocs/op", num: "BenchmarkUUIDParse/impl=storh-validate", unit: "allocs/op", op: "<=", limit: 0},
+	{what: "uuidv7.Parse vs google Parse (speed-up)", num: "BenchmarkUUIDParse/impl=google", den: "BenchmarkUUIDParse/impl=storh", unit: "ns/op"},
+	{what: "objectid.New vs mongo NewObjectID (speed-up)", num: "BenchmarkObjectIDNew/impl=mongo", den: "BenchmarkObjectIDNew/impl=storh", unit: "ns/op", op: ">=", limit: 1},
+	{what: "objectid.New vs mongo NewObjectID, parallel (speed-up)", num: "BenchmarkObjectIDNewParallel/impl=mongo", den: "BenchmarkObjectIDNewParallel/impl=storh", unit: "ns/op", op: ">=", limit: 1},
+	{what: "objectid.New vs rs/xid New (speed-up)", num: "BenchmarkObjectIDNew/impl=xid", den: "BenchmarkObjectIDNew/impl=storh", unit: "ns/op"},
+	{what: "objectid.NewBatch(100) ns per id", num: "BenchmarkObjectIDNew/impl=storh-batch100", unit: "ns/op", op: "<=", limit: 10},
+	{what: "objectid.AppendBatch(100) ns per id", num: "BenchmarkObjectIDNew/impl=storh-appendbatch100", unit: "ns/op", op: "<=", limit: 10},
+	{what: "objectid.New allocs/op", num: "BenchmarkObjectIDNew/impl=storh", unit: "allocs/op", op: "<=", limit: 0},
+	{what: "objectid.Parse allocs/op", num: "BenchmarkObjectIDParse/impl=storh", unit: "allocs/op", op: "<=", limit: 0},
+
+	{what: "durable Put vs bolt.Update (throughput ratio)", num: "BenchmarkPutDurable/impl=bolt", den: "BenchmarkPutDurable/impl=storh", unit: "ns/op", op: ">=", limit: 0.9},
+	{what: "64 goroutines vs 1 goroutine (throughput ratio)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=storh-1g", unit: "records/s", op: ">=", limit: 15},
+	{what: "64 goroutines vs bolt db.Batch, 64 goroutines (throughput ratio)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=bolt-batch-64g", unit: "records/s", op: ">=", limit: 10},
+	{what: "PutMany vs raw bulk load, {n} (throughput ratio)", num: "BenchmarkBulk/{n}/impl=storh-putmany", den: "BenchmarkBulk/{n}/impl=bolt", unit: "records/s", op: ">=", limit: 0.9},
+	{what: "PutStream vs raw bulk load, {n} (throughput ratio)", num: "BenchmarkBulk/{n}/impl=storh-putstream", den: "BenchmarkBulk/{n}/impl=bolt", unit: "records/s", op: ">=", limit: 0.9},
+	{what: "PutMany bytes on disk per record, {n}", num: "BenchmarkBulk/{n}/impl=storh-putmany", unit: "B/record", op: "<=", limit: 270},
+	{what: "PutStream bytes on disk per record, {n}", num: "BenchmarkBulk/{n}/impl=storh-putstream", unit: "B/record", op: "<=", limit: 270},
+	{what: "raw bulk load bytes on disk per record, {n}", num: "BenchmarkBulk/{n}/impl=bolt", unit: "B/record"},
+	{what: "back-fill: random vs ascending PutWithID, {n} (slow-down)", num: "BenchmarkBackfill/{n}/impl=storh-random", den: "BenchmarkBackfill/{n}/impl=storh-ascending", unit: "ns/op"},
+	{what: "back-fill: random-order bytes per record, {n}", num: "BenchmarkBackfill/{n}/impl=storh-random", unit: "B/record"},
+	{what: "decoded page of 100 vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh", den: "BenchmarkPage/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.1},
+	{what: "decoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh", unit: "µs"},
+	{what: "undecoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh-nodecode", unit: "µs"},
+	{what: "undecoded page of 100 vs raw seek + 100 × Next, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-nodecode", unit: "ns/op"},
+	{what: "200-record time window vs raw, {n} (time ratio)", num: "BenchmarkTimeWindow/{n}/impl=storh", den: "BenchmarkTimeWindow/{n}/impl=bolt", unit: "ns/op"},
+	{what: "200-record time window, {n} (µs per window)", num: "BenchmarkTimeWindow/{n}/impl=storh", unit: "µs"},
+	{what: "unindexed WhereEqual vs decode-and-compare, {n} (speed-up)", num: "BenchmarkWhereEqual/{n}/impl=bolt", den: "BenchmarkWhereEqual/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10},
+	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", op: "<=", limit: 1, sizes: []string{"n=100k", "n=1M"}},
+	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", sizes: []string{"n=10k"}},
+}
+
+// flatness targets: the largest size's time over the smallest size's.
+var flat = []struct{ what, pattern string }{
+	{"decoded page of 100: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkPage/{n}/impl=storh"},
+	{"200-record time window: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkTimeWindow/{n}/impl=storh"},
+}
+
+// Result is one evaluated target.
+type Result struct {
+	What   string  `json:"what"`
+	Value  float64 `json:"value"`
+	Op     string  `json:"op,omitempty"`
+	Limit  float64 `json:"limit,omitempty"`
+	Status string  `json:"status"` // "met", "not met", "info", "not run"
+	Detail string  `json:"detail"`
+}
+
+var sizeRE = regexp.MustCompile(`/(n=[0-9]+[kM]?)/`)
+
+// sizesIn lists the n=… sizes present in the results, smallest first.
+func sizesIn(bs []Benchmark) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range bs {
+		if m := sizeRE.FindStringSubmatch(b.Name); m != nil && !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return sizeValue(out[i]) < sizeValue(out[j]) })
+	return out
+}
+
+func sizeValue(s string) float64 {
+	s = strings.TrimPrefix(s, "n=")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1e3, strings.TrimSuffix(s, "k")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1e6, strings.TrimSuffix(s, "M")
+	}
+	v, _ := strconv.ParseFloat(s, 64)
+	return v * mult
+}
+
+func evaluate(bs []Benchmark) []Result {
+	med := map[string]map[string]float64{}
+	for _, b := range bs {
+		med[b.Name] = b.Median
+	}
+	// lookup returns a median; µs and ms are ns/op converted.
+	lookup := func(name, unit string) (float64, bool) {
+		m, ok := med[name]
+		if !ok {
+			return 0, false
+		}
+		switch unit {
+		case "µs":
+			v, ok := m["ns/op"]
+			return v / 1e3, ok
+		case "ms":
+			v, ok := m["ns/op"]
+			return v / 1e6, ok
+		}
+		v, ok := m[unit]
+		return v, ok
+	}
+	sizes := sizesIn(bs)
+	var out []Result
+	for _, t := range targets {
+		expand := []string{""}
+		if strings.Contains(t.num, "{n}") {
+			expand = sizes
+			if t.sizes != nil {
+				expand = slices.DeleteFunc(slices.Clone(t.sizes), func(s string) bool { return !slices.Contains(sizes, s) })
+			}
+		}
+		for _, n := range expand {
+			sub := func(s string) string { return strings.ReplaceAll(s, "{n}", n) }
+			r := Result{What: sub(t.what), Op: t.op, Limit: t.limit}
+			num, okNum := lookup(sub(t.num), t.unit)
+			if t.den == "" {
+				r.Value = num
+				r.Detail = fmt.Sprintf("%s %s", fmtNum(num), t.unit)
+				if !okNum {
+					r.Status, r.Detail = "not run", sub(t.num)
+				}
+			} else {
+				den, okDen := lookup(sub(t.den), t.unit)
+				if !okNum || !okDen || den == 0 {
+					r.Status, r.Detail = "not run", sub(t.num)+" / "+sub(t.den)
+					out = append(out, r)
+					continue
+				}
+				r.Value = num / den
+				r.Detail = fmt.Sprintf("%s / %s %s", fmtNum(num), fmtNum(den), t.unit)
+			}
+			if r.Status == "" {
+				r.Status = judge(r.Value, t.op, t.limit)
+			}
+			out = append(out, r)
+		}
+	}
+	for _, f := range flat {
+		r := Result{What: f.what, Op: "<=", Limit: 1.5}
+		if len(sizes) < 2 {
+			r.Status = "not run"
+			out = append(out, r)
+			continue
+		}
+		lo, hi := sizes[0], sizes[len(sizes)-1]
+		a, okA := lookup(strings.ReplaceAll(f.pattern, "{n}", lo), "ns/op")
+		z, okZ := lookup(strings.ReplaceAll(f.pattern, "{n}", hi), "ns/op")
+		if !okA || !okZ || a == 0 {
+			r.Status = "not run"
+			out = append(out, r)
+			continue
+		}
+		r.Value = z / a
+		r.Detail = fmt.Sprintf("%s: %s µs, %s: %s µs", hi, fmtNum(z/1e3), lo, fmtNum(a/1e3))
+		r.Status = judge(r.Value, r.Op, r.Limit)
+		out = append(out, r)
+	}
+	return out
+}
+
+func judge(v float64, op string, limit float64) string {
+	switch op {
+	case ">=":
+		if v >= limit {
+			return "met"
+		}
+		return "not met"
+	case "<=":
+		if v <= limit {
+			return "met"
+		}
+		return "not met"
+	}
+	return "info"
+}
+
+func fmtNum(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0"
+	case a >= 1e6:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Output.
+
+func markdown(r Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# storh-go benchmark report %s\n\n", r.Stamp)
+	fmt.Fprintf(&b, "Command (in bench/): `%s`\n\n", r.Command)
+	m := r.Machine
+	fmt.Fprintf(&b, "Machine: %s, %d cores", m.CPU, m.Cores)
+	if m.MemTotal != "" {
+		fmt.Fprintf(&b, ", %s RAM", m.MemTotal)
+	}
+	fmt.Fprintf(&b, "; %s/%s", m.GOOS, m.GOARCH)
+	if m.Kernel != "" {
+		fmt.Fprintf(&b, ", Linux %s", m.Kernel)
+	}
+	fmt.Fprintf(&b, "; %s.", m.GoVersion)
+	if m.LoadBefore != "" {
+		fmt.Fprintf(&b, " Load average before / after: %s / %s.", m.LoadBefore, m.LoadAfter)
+	}
+	fmt.Fprintf(&b, " Started %s, took %d s.\n\n", m.StartedUTC, m.DurationSec)
+	if busy(m.LoadBefore, m.Cores) || busy(m.LoadAfter, m.Cores) {
+		b.WriteString("**Warning:** the load average exceeded the number of cores: other processes " +
+			"competed for the CPU during the run, so the numbers (and ratios between benchmarks " +
+			"measured at different moments) are unreliable.\n\n")
+	}
+
+	b.WriteString("## Targets\n\nRatios are of medians from this one run.\n\n")
+	b.WriteString("| Target | Measured | Limit | Result | Medians |\n|---|---:|---:|---|---|\n")
+	for _, x := range r.Ratios {
+		limit := ""
+		if x.Op != "" {
+			limit = x.Op + " " + fmtNum(x.Limit)
+		}
+		val := fmtNum(x.Value)
+		if x.Status == "not run" {
+			val = "–"
+		}
+		status := x.Status
+		if status == "not met" {
+			status = "**not met**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.What, val, limit, status, x.Detail)
+	}
+	if r.Benchstat != "" {
+		b.WriteString("\n## benchstat\n\n`benchstat -table .name -col /impl`: one table per benchmark, " +
+			"deltas against the first column.\n\n```\n")
+		b.WriteString(strings.TrimRight(r.Benchstat, "\n"))
+		b.WriteString("\n```\n")
+	} else {
+		b.WriteString("\n## Medians\n\n(benchstat was not run.)\n\n| Benchmark | ns/op | B/op | allocs/op | other |\n|---|---:|---:|---:|---|\n")
+		for _, x := range r.Benchmarks {
+			var other []string
+			for u, v := range x.Median {
+				switch u {
+				case "ns/op", "B/op", "allocs/op", "iterations":
+				default:
+					other = append(other, fmtNum(v)+" "+u)
+				}
+			}
+			sort.Strings(other)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.Name, fmtNum(x.Median["ns/op"]),
+				fmtNum(x.Median["B/op"]), fmtNum(x.Median["allocs/op"]), strings.Join(other, ", "))
+		}
+	}
+	return b.String()
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()}
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		m.GoVersion = strings.TrimPrefix(strings.TrimSpace(string(out)), "go version ")
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				m.MemTotal = fmt.Sprintf("%.0f GiB", kb/(1<<20))
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	return m
+}
+
+// busy reports whether a one-minute load average exceeds the core count.
+func busy(load string, cores int) bool {
+	f := strings.Fields(load)
+	if len(f) == 0 || cores == 0 {
+		return false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && v > float64(cores)
+}
+
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " ^$*?|()[]{}'\"\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,21 @@
+module github.com/storhdb/storh-go/bench
+
+go 1.25.0
+
+require (
+	github.com/gofrs/uuid/v5 v5.5.1
+	github.com/google/uuid v1.6.0
+	github.com/oklog/ulid/v2 v2.1.2
+	github.com/rs/xid v1.6.0
+	github.com/storhdb/storh-go v0.0.0
+	github.com/vmihailenco/msgpack/v5 v5.4.1
+	go.etcd.io/bbolt v1.5.0
+	go.mongodb.org/mongo-driver/v2 v2.10.0
+)
+
+require (
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	golang.org/x/sys v0.46.0 // indirect
+)
+
+replace github.com/storhdb/storh-go => ../
