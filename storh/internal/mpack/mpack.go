@@ -233,7 +233,22 @@ var fixedSize = func() (t [256]uint8) {
 // size and it fits in b; ok false means the caller must parse the header.
 func skipFast(b []byte, pos int) (end int, ok bool) {
 	if pos < len(b) {
-		if n := int(fixedSize[b[pos]]); n != 0 && n <= len(b)-pos {
+		c := b[pos]
+		if n := int(fixedSize[c]); n != 0 && n <= len(b)-pos {
+			return pos + n, true
+		}
+		// Short strings are the most common variable-size values; sizing
+		// them here saves a full header parse per skipped field.
+		var n int
+		switch {
+		case c&0xe0 == 0xa0: // fixstr
+			n = 1 + int(c&0x1f)
+		case (c == 0xd9 || c == 0xc4) && pos+1 < len(b): // str8, bin8
+			n = 2 + int(b[pos+1])
+		default:
+			return 0, false
+		}
+		if n <= len(b)-pos {
 			return pos + n, true
 		}
 	}
