@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -146,11 +147,12 @@ func walkAll(c *bolt.Cursor, depth int) error {
 			sink ^= v[0] ^ v[len(v)-1]
 		}
 	}
-	walkSink = sink // keeps the reads from being optimised away
+	walkSink.Store(uint32(sink)) // keeps the reads from being optimised away
 	return nil
 }
 
-var walkSink byte
+// walkSink is atomic because Verify may run on several databases at once.
+var walkSink atomic.Uint32
 
 // Repair moves every record that fails verification into the collection's
 // quarantine bucket (kept for manual recovery, see Quarantined) and rewrites
