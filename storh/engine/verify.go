@@ -135,6 +135,12 @@ func walkAll(c *bolt.Cursor, depth int) error {
 	}
 	var sink byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		// bbolt's check compares keys byte by byte: a damaged element
+		// header can point a key past the mapping, so touch both ends
+		// here first (the mapping is contiguous, so the middle is mapped).
+		if len(k) > 0 {
+			sink ^= k[0] ^ k[len(k)-1]
+		}
 		if v == nil {
 			if b := c.Bucket().Bucket(k); b != nil {
 				if err := walkAll(b.Cursor(), depth+1); err != nil {
