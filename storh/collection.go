@@ -99,17 +99,27 @@ func (c *coll) write(op string, id uuidv7.UUID, value []byte) (Record, error) {
 	insertOnly := c.kind == engine.KindLog
 	if c.tx != nil {
 		err = c.inTx(true, func(ec *engine.Coll) error { return c.tx.etx.Put(ec, id, value, insertOnly) })
-	} else if err = c.db.eng.Enter(); err == nil {
-		op := engine.NewWriteOp()
-		op.Coll, op.Kind, op.ID, op.Value, op.InsertOnly = c.name, c.kind, id, value, insertOnly
-		err = c.db.eng.Submit(op)
-		op.Release()
-		c.db.eng.Exit()
+	} else {
+		err = c.submit(id, value)
 	}
 	if err != nil {
 		return Record{}, opErr(c.opName(op), c.name, id.String(), -1, err)
 	}
 	return Record{ID: id, payload: value[engine.HeaderSize:]}, nil
+}
+
+// submit hands one write (a put, or a delete when value is nil) to the
+// group-commit writer and waits until it is durable.
+func (c *coll) submit(id uuidv7.UUID, value []byte) error {
+	if err := c.db.eng.Enter(); err != nil {
+		return err
+	}
+	defer c.db.eng.Exit()
+	op := engine.NewWriteOp()
+	defer op.Release()
+	op.Coll, op.Kind, op.ID, op.Value = c.name, c.kind, id, value
+	op.Delete, op.InsertOnly = value == nil, value != nil && c.kind == engine.KindLog
+	return c.db.eng.Submit(op)
 }
 
 func (c *coll) inTx(write bool, fn func(*engine.Coll) error) error {

@@ -29,12 +29,8 @@ func (d *Docs) Delete(id uuidv7.UUID) error {
 			_, err := d.tx.etx.Delete(ec, id)
 			return err
 		})
-	} else if err = d.db.eng.Enter(); err == nil {
-		op := engine.NewWriteOp()
-		op.Coll, op.Kind, op.ID, op.Delete = d.name, d.kind, id, true
-		err = d.db.eng.Submit(op)
-		op.Release()
-		d.db.eng.Exit()
+	} else {
+		err = d.submit(id, nil)
 	}
 	return opErr("delete", d.name, id.String(), -1, err)
 }
