@@ -313,27 +313,46 @@ func reportRate(b *testing.B, records int) {
 // commits counts the write transactions a benchmark commits and the time
 // bbolt spends writing them (page writes plus both fdatasyncs), so that the
 // durable benchmarks show how many records share a commit and what a commit
-// costs on this disk.
+// costs on this disk. storh reports them in its Stats; the raw bbolt side
+// reads them from bbolt.
 type commits struct {
-	db     *bolt.DB
-	txid   int
+	read   func() commits
+	txid   int64
 	io     time.Duration
 	writes int64
 }
 
 func countCommits(tb testing.TB, db *bolt.DB) commits {
-	st := db.Stats()
-	c := commits{db: db, io: st.TxStats.GetWriteTime(), writes: st.TxStats.GetWrite()}
-	if err := db.View(func(tx *bolt.Tx) error { c.txid = tx.ID(); return nil }); err != nil {
-		tb.Fatal(err)
+	read := func() commits {
+		st := db.Stats()
+		c := commits{io: st.TxStats.GetWriteTime(), writes: st.TxStats.GetWrite()}
+		if err := db.View(func(tx *bolt.Tx) error { c.txid = int64(tx.ID()); return nil }); err != nil {
+			tb.Fatal(err)
+		}
+		return c
 	}
+	c := read()
+	c.read = read
+	return c
+}
+
+func countStorhCommits(tb testing.TB, db *storh.DB) commits {
+	read := func() commits {
+		st, err := db.Stats()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return commits{txid: st.Commits, io: st.CommitIOTime, writes: st.PageWrites}
+	}
+	c := read()
+	c.read = read
 	return c
 }
 
 // report adds records/commit, io-µs/commit and writes/commit (bbolt's
 // write calls: one per dirty page, plus one for the meta page).
 func (c commits) report(b *testing.B, records int) {
-	end := countCommits(b, c.db)
+	end := c.read()
 	n := end.txid - c.txid
 	if n <= 0 {
 		return
@@ -351,7 +370,7 @@ func (c commits) report(b *testing.B, records int) {
 func BenchmarkPutDurable(b *testing.B) {
 	b.Run("impl=storh", func(b *testing.B) {
 		db, docs := openStorhTemp(b)
-		c := countCommits(b, db.Engine().Bolt())
+		c := countStorhCommits(b, db)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -384,8 +403,7 @@ const concurrentWriters = 64
 
 // runWriters spreads b.N puts over g goroutines; ns/op is wall time per
 // record.
-func runWriters(b *testing.B, db *bolt.DB, g int, put func(i int) error) {
-	c := countCommits(b, db)
+func runWriters(b *testing.B, c commits, g int, put func(i int) error) {
 	b.ReportAllocs()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -419,21 +437,21 @@ func runWriters(b *testing.B, db *bolt.DB, g int, put func(i int) error) {
 func BenchmarkPutConcurrent(b *testing.B) {
 	b.Run(fmt.Sprintf("impl=storh-%dg", concurrentWriters), func(b *testing.B) {
 		db, docs := openStorhTemp(b)
-		runWriters(b, db.Engine().Bolt(), concurrentWriters, func(i int) error {
+		runWriters(b, countStorhCommits(b, db), concurrentWriters, func(i int) error {
 			_, err := docs.Put(record(i))
 			return err
 		})
 	})
 	b.Run("impl=storh-1g", func(b *testing.B) {
 		db, docs := openStorhTemp(b)
-		runWriters(b, db.Engine().Bolt(), 1, func(i int) error {
+		runWriters(b, countStorhCommits(b, db), 1, func(i int) error {
 			_, err := docs.Put(record(i))
 			return err
 		})
 	})
 	b.Run(fmt.Sprintf("impl=bolt-batch-%dg", concurrentWriters), func(b *testing.B) {
 		db := openRawTemp(b, false)
-		runWriters(b, db, concurrentWriters, func(i int) error {
+		runWriters(b, countCommits(b, db), concurrentWriters, func(i int) error {
 			return rawBatchPut(db, uuidv7.New(), record(i))
 		})
 	})

@@ -39,10 +39,6 @@ func (db *DB) Close() error { return db.eng.Close() }
 // Path returns the file path.
 func (db *DB) Path() string { return db.eng.Path() }
 
-// Engine exposes the storage engine for tools (verify, backup) in this
-// module. Applications should not need it.
-func (db *DB) Engine() *engine.DB { return db.eng }
-
 // Docs opens the document collection name, creating it if needed. A Docs
 // collection supports upserts and deletes. The handle is cheap and safe for
 // concurrent use.
@@ -173,13 +169,26 @@ type Stats struct {
 	Path        string
 	FileSize    int64
 	Collections []CollectionStats // in name order
+
+	// Commits counts the write transactions this DB committed since Open:
+	// concurrent single writes share one (group commit), so Commits against
+	// the records written tells how well they were shared. PageWrites and
+	// CommitIOTime are the page writes those commits made and the time spent
+	// writing and syncing them.
+	Commits      int64
+	PageWrites   int64
+	CommitIOTime time.Duration
 }
 
 // Stats reads the statistics of the database and every collection. It does
 // not scan records.
 func (db *DB) Stats() (Stats, error) {
 	s := Stats{Path: db.Path()}
-	err := db.readOnly("stats", "", func(etx *engine.Tx) error {
+	if err := db.eng.Enter(); err != nil {
+		return s, opErr("stats", "", "", -1, err)
+	}
+	defer db.eng.Exit()
+	err := db.eng.ViewSafe(func(etx *engine.Tx) error {
 		cs, err := etx.Collections()
 		for _, c := range cs {
 			s.Collections = append(s.Collections, convertStats(c))
@@ -187,20 +196,15 @@ func (db *DB) Stats() (Stats, error) {
 		return err
 	})
 	if err != nil {
-		return s, err
+		return s, opErr("stats", "", "", -1, err)
 	}
 	sort.Slice(s.Collections, func(i, j int) bool { return s.Collections[i].Name < s.Collections[j].Name })
-	s.FileSize, err = db.eng.FileSize()
-	return s, err
-}
-
-// readOnly runs an internal read (no user code) with the usual guards.
-func (db *DB) readOnly(op, coll string, fn func(*engine.Tx) error) error {
-	if err := db.eng.Enter(); err != nil {
-		return opErr(op, coll, "", -1, err)
+	if s.FileSize, err = db.eng.FileSize(); err != nil {
+		return s, opErr("stats", "", "", -1, err)
 	}
-	defer db.eng.Exit()
-	return opErr(op, coll, "", -1, db.eng.ViewSafe(fn))
+	cs, err := db.eng.CommitStats()
+	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
+	return s, opErr("stats", "", "", -1, err)
 }
 
 func convertStats(c engine.CollStats) CollectionStats {

@@ -73,18 +73,16 @@ func badVariantID(t testing.TB) uuidv7.UUID {
 	return id
 }
 
-// digest hashes every bucket, key and value of the open database through a
-// raw bbolt read, so a test can prove that a failed call changed nothing.
+// digest hashes every bucket, key and value of the open database, read from
+// a consistent backup, so a test can prove that a failed call changed
+// nothing.
 func digest(t testing.TB, db *storh.DB) string {
 	t.Helper()
-	var sum string
-	if err := db.Engine().Bolt().View(func(tx *bolt.Tx) error {
-		sum = digestTx(tx)
-		return nil
-	}); err != nil {
-		t.Fatalf("digest: %v", err)
+	path := filepath.Join(t.TempDir(), "digest.db")
+	if _, err := db.BackupFile(path); err != nil {
+		t.Fatalf("digest: backup: %v", err)
 	}
-	return sum
+	return digestFile(t, path)
 }
 
 // digestFile is digest for a database that is not open.

@@ -70,13 +70,19 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// CompactReport says what Compact did.
+// CompactReport says what Compact did, for the source and the copy alike:
+// the apparent size (what ls shows), the space the file system allocated
+// for it (what du shows: bbolt grows a file sparsely, so the two differ),
+// and the bytes of pages that hold data rather than free space.
 type CompactReport struct {
-	SrcSize, DstSize int64
+	SrcSize, SrcAllocated, SrcInUse int64
+	DstSize, DstAllocated, DstInUse int64
 }
 
-// Reclaimed is the number of bytes the compacted copy saves.
-func (r CompactReport) Reclaimed() int64 { return r.SrcSize - r.DstSize }
+// Reclaimed is the disk space the compacted copy saves: the difference in
+// allocated space, never negative (a small, sparse source can take less
+// space than its packed copy).
+func (r CompactReport) Reclaimed() int64 { return max(0, r.SrcAllocated-r.DstAllocated) }
 
 // Compact copies the live data of the database at src into a new file dst
 // (which must not exist), leaving free pages behind. It opens src read-only,
@@ -109,17 +115,32 @@ func Compact(src, dst string, opts Options) (CompactReport, error) {
 		os.Remove(dst)
 		return rep, mapBoltErr(err)
 	}
-	if rep.SrcSize, err = fileSize(src); err != nil {
+	if rep.SrcSize, rep.SrcAllocated, err = diskUsage(src); err != nil {
 		return rep, err
 	}
-	rep.DstSize, err = fileSize(dst)
+	if rep.SrcInUse, err = inUse(in.bolt); err != nil {
+		return rep, err
+	}
+	if rep.DstSize, rep.DstAllocated, err = diskUsage(dst); err != nil {
+		return rep, err
+	}
+	check, err := bolt.Open(dst, mode, &bolt.Options{ReadOnly: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return rep, mapBoltErr(err)
+	}
+	defer check.Close()
+	rep.DstInUse, err = inUse(check)
 	return rep, err
 }
 
-func fileSize(path string) (int64, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
+// inUse returns the bytes of the pages that hold data: every page below the
+// high-water mark that is not on the freelist.
+func inUse(db *bolt.DB) (int64, error) {
+	var n int64
+	err := db.View(func(tx *bolt.Tx) error {
+		free := db.Stats().FreePageN + db.Stats().PendingPageN
+		n = tx.Size() - int64(free)*int64(db.Info().PageSize)
+		return nil
+	})
+	return max(0, n), err
 }

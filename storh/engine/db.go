@@ -73,6 +73,8 @@ type DB struct {
 
 	kinds sync.Map // collection name → Kind, for collections known to exist
 
+	openTxid int // the file's transaction id when it was opened
+
 	// Goroutines currently running a user's Update or View callback: a
 	// database call from one of them would deadlock on bbolt's locks.
 	cbActive atomic.Int32
@@ -137,6 +139,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
+	}
+	if err := db.bolt.View(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil }); err != nil {
+		bdb.Close()
+		return nil, &Error{Op: "open", Path: path, Index: -1, Err: mapBoltErr(err)}
 	}
 	if !opts.ReadOnly {
 		db.writes = make(chan *WriteOp, opts.MaxBatch)

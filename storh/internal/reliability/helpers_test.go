@@ -192,14 +192,15 @@ func digestFile(tb testing.TB, path string) string {
 	return sum
 }
 
-// digestOpen is digestTx over an open database, through its bbolt handle.
+// digestOpen is digestTx over an open database, read from a consistent
+// backup of it.
 func digestOpen(tb testing.TB, db *storh.DB) string {
 	tb.Helper()
-	var sum string
-	if err := db.Engine().Bolt().View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
-		tb.Fatalf("digest: %v", err)
+	path := filepath.Join(tb.TempDir(), "digest.db")
+	if _, err := db.BackupFile(path); err != nil {
+		tb.Fatalf("digest: backup: %v", err)
 	}
-	return sum
+	return digestFile(tb, path)
 }
 
 // manifest records which tag every record of a test database carries:
