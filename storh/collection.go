@@ -15,6 +15,7 @@ import (
 type coll struct {
 	db   *DB
 	tx   *Tx // nil for a DB-level handle
+	h    engine.Handle
 	name string
 	kind engine.Kind
 	gen  func() uuidv7.UUID // nil: uuidv7.New
@@ -93,19 +94,24 @@ func (c *coll) PutWithID(id uuidv7.UUID, data any) (Record, error) {
 }
 
 // write stores an encoded value: in the handle's transaction, or through
-// group commit.
+// group commit. value was allocated for this write alone.
 func (c *coll) write(op string, id uuidv7.UUID, value []byte) (Record, error) {
 	var err error
 	insertOnly := c.kind == engine.KindLog
+	payload := value[engine.HeaderSize:]
 	if c.tx != nil {
-		err = c.inTx(true, func(ec *engine.Coll) error { return c.tx.etx.Put(ec, id, value, insertOnly) })
+		// bbolt keeps a reference to value until the transaction ends:
+		// the record gets its own copy, so nothing the caller does to it
+		// can reach the pending write.
+		payload = append([]byte(nil), payload...)
+		err = c.inTx(true, func(etx *engine.Tx, ec *engine.Coll) error { return etx.Put(ec, id, value, insertOnly) })
 	} else {
 		err = c.submit(id, value)
 	}
 	if err != nil {
 		return Record{}, opErr(c.opName(op), c.name, id.String(), -1, err)
 	}
-	return Record{ID: id, payload: value[engine.HeaderSize:]}, nil
+	return Record{ID: id, payload: payload}, nil
 }
 
 // submit hands one write (a put, or a delete when value is nil) to the
@@ -117,17 +123,45 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 	defer c.db.eng.Exit()
 	op := engine.NewWriteOp()
 	defer op.Release()
-	op.Coll, op.Kind, op.ID, op.Value = c.name, c.kind, id, value
+	op.Coll, op.ID, op.Value = c.h, id, value
 	op.Delete, op.InsertOnly = value == nil, value != nil && c.kind == engine.KindLog
 	return c.db.eng.Submit(op)
 }
 
-func (c *coll) inTx(write bool, fn func(*engine.Coll) error) error {
-	ec, err := c.tx.coll(c, write)
-	if err != nil {
+// inTx runs fn on the collection inside the handle's transaction, with
+// bbolt's panics on damaged pages contained (the transaction then cannot
+// commit). For a read of a collection not created yet ec is nil.
+func (c *coll) inTx(write bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	if err := c.tx.usable(write); err != nil {
 		return err
 	}
-	return fn(ec)
+	etx := c.tx.etx
+	return etx.Protect(func() error {
+		ec, err := etx.Use(c.h, write)
+		if err != nil {
+			return err
+		}
+		return fn(etx, ec)
+	})
+}
+
+// read runs fn on the collection in the handle's transaction, or in a
+// short read transaction of its own for a DB-level handle.
+func (c *coll) read(fn func(*engine.Tx, *engine.Coll) error) error {
+	if c.tx != nil {
+		return c.inTx(false, fn)
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return err
+	}
+	defer c.db.eng.Exit()
+	return c.db.eng.ViewSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Use(c.h, false)
+		if err != nil {
+			return err
+		}
+		return fn(etx, ec)
+	})
 }
 
 // Arena blocks for batch encoding: a block takes a few hundred typical
@@ -143,6 +177,32 @@ type batch struct {
 	values [][]byte
 	arena  []byte // the current block
 	bytes  int    // encoded bytes in the batch, across blocks
+}
+
+// records returns the batch as records. Inside a transaction bbolt still
+// references the values until it ends, so the records get a copy of their
+// own (one allocation for the whole batch); after a commit the values are
+// the records' alone.
+func (b *batch) records(pending bool) []Record {
+	out := make([]Record, len(b.ids))
+	var own []byte
+	if pending {
+		n := 0
+		for _, v := range b.values {
+			n += len(v) - engine.HeaderSize
+		}
+		own = make([]byte, 0, n)
+	}
+	for i, id := range b.ids {
+		p := b.values[i][engine.HeaderSize:]
+		if pending {
+			start := len(own)
+			own = append(own, p...)
+			p = own[start:len(own):len(own)]
+		}
+		out[i] = Record{ID: id, payload: p}
+	}
+	return out
 }
 
 func (b *batch) reset() {
@@ -234,14 +294,14 @@ func (c *coll) writeBatch(b *batch) (int, error) {
 		return nil
 	}
 	if c.tx != nil {
-		return failed, c.inTx(true, func(ec *engine.Coll) error { return write(c.tx.etx, ec) })
+		return failed, c.inTx(true, write)
 	}
 	if err := c.db.eng.Enter(); err != nil {
 		return -1, err
 	}
 	defer c.db.eng.Exit()
 	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Coll(c.name, c.kind, false)
+		ec, err := etx.Use(c.h, true)
 		if err != nil {
 			return err
 		}
@@ -277,11 +337,7 @@ func (c *coll) PutMany(items []any) ([]Record, error) {
 		}
 		return nil, opErr(op, c.name, id, i, err)
 	}
-	out := make([]Record, len(items))
-	for i, id := range b.ids {
-		out[i] = Record{ID: id, payload: b.values[i][engine.HeaderSize:]}
-	}
-	return out, nil
+	return b.records(c.tx != nil), nil
 }
 
 // PutStream stores an unbounded sequence of items (data or Entry) in
@@ -345,53 +401,33 @@ func (c *coll) Get(id uuidv7.UUID) (Record, error) {
 		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
 	}
 	var rec Record
-	read := func(etx *engine.Tx, ec *engine.Coll) error {
+	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			return engine.ErrNotFound
+		}
 		p, err := etx.Get(ec, id)
 		if err != nil {
 			return err
 		}
 		rec = Record{ID: id, payload: append([]byte(nil), p...)}
 		return nil
-	}
-	var err error
-	if c.tx != nil {
-		err = c.inTx(false, func(ec *engine.Coll) error { return read(c.tx.etx, ec) })
-	} else {
-		err = c.db.readColl(c, func(etx *engine.Tx, ec *engine.Coll) error { return read(etx, ec) })
-	}
+	})
 	if err != nil {
 		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
 	}
 	return rec, nil
 }
 
-// readColl runs fn against the collection in a short internal read
-// transaction.
-func (db *DB) readColl(c *coll, fn func(*engine.Tx, *engine.Coll) error) error {
-	if err := db.eng.Enter(); err != nil {
-		return err
-	}
-	defer db.eng.Exit()
-	return db.eng.ViewSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Coll(c.name, c.kind, false)
-		if err != nil {
-			return err
-		}
-		return fn(etx, ec)
-	})
-}
-
 // Count returns the number of records, from a counter kept in the same
 // transactions as the writes: O(1), no scan.
 func (c *coll) Count() (int, error) {
 	var n int64
-	count := func(_ *engine.Tx, ec *engine.Coll) error { n = ec.Count(); return nil }
-	var err error
-	if c.tx != nil {
-		err = c.inTx(false, func(ec *engine.Coll) error { return count(nil, ec) })
-	} else {
-		err = c.db.readColl(c, count)
-	}
+	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		if ec != nil {
+			n = ec.Count()
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, opErr(c.opName("count"), c.name, "", -1, err)
 	}
@@ -400,14 +436,13 @@ func (c *coll) Count() (int, error) {
 
 // Stats returns the collection's statistics.
 func (c *coll) Stats() (CollectionStats, error) {
-	var s CollectionStats
-	read := func(_ *engine.Tx, ec *engine.Coll) error { s = convertStats(ec.Stats()); return nil }
-	var err error
-	if c.tx != nil {
-		err = c.inTx(false, func(ec *engine.Coll) error { return read(nil, ec) })
-	} else {
-		err = c.db.readColl(c, read)
-	}
+	s := CollectionStats{Name: c.name, Kind: c.kind.String()}
+	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		if ec != nil {
+			s = convertStats(ec.Stats())
+		}
+		return nil
+	})
 	return s, opErr(c.opName("stats"), c.name, "", -1, err)
 }
 
@@ -445,12 +480,12 @@ func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 			var err error
 			n := min(limit, engine.ChunkRecords)
 			if c.tx != nil {
-				err = c.inTx(false, func(ec *engine.Coll) error {
+				err = c.inTx(false, func(_ *engine.Tx, ec *engine.Coll) error {
 					items = engine.ScanColl(ec, &cur, match, n, engine.ChunkExamined, items[:0])
 					return nil
 				})
 			} else if err = c.db.eng.Enter(); err == nil {
-				items, err = c.db.eng.ReadChunk(c.name, c.kind, &cur, match, n, items[:0])
+				items, err = c.db.eng.ReadChunk(c.h, &cur, match, n, items[:0])
 				c.db.eng.Exit()
 			}
 			if err != nil {

@@ -77,17 +77,15 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 			return coll{}, err
 		}
 	}
-	if err := engine.ValidateName(name); err != nil {
-		return coll{}, opErr(op, name, "", -1, err)
-	}
 	if err := db.eng.Enter(); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	defer db.eng.Exit()
-	if err := db.eng.EnsureColl(name, kind); err != nil {
+	h, err := db.eng.OpenHandle(name, kind)
+	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: db, name: name, kind: kind, gen: cfg.gen}, nil
+	return coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen}, nil
 }
 
 // Drop deletes the collection name and all its records. Dropping a missing

@@ -17,18 +17,26 @@ type Docs struct{ coll }
 // (upsert). id must be a UUIDv7, else ErrInvalidID and nothing is written.
 func (d *Docs) PutWithID(id uuidv7.UUID, data any) (Record, error) { return d.coll.PutWithID(id, data) }
 
-// Delete removes the record id. Deleting a missing id is a no-op; an id that
-// is not a UUIDv7 is ErrInvalidID.
+// Delete removes the record id. Deleting an id that is not stored is a
+// no-op (nil), as is deleting from a collection not created yet; an id that
+// is not a UUIDv7 is ErrInvalidID, and a collection dropped after the handle
+// was opened is ErrNotFound, as for Put and Get.
 func (d *Docs) Delete(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("delete", d.name, id.String(), -1, err)
 	}
 	var err error
 	if d.tx != nil {
-		err = d.inTx(true, func(ec *engine.Coll) error {
-			_, err := d.tx.etx.Delete(ec, id)
-			return err
-		})
+		if err = d.tx.usable(true); err == nil {
+			// Looked up as for a read: a delete never creates the collection.
+			err = d.inTx(false, func(etx *engine.Tx, ec *engine.Coll) error {
+				if ec == nil {
+					return nil
+				}
+				_, err := etx.Delete(ec, id)
+				return err
+			})
+		}
 	} else {
 		err = d.submit(id, nil)
 	}

@@ -381,8 +381,9 @@ func TestReopenKeepsEverything(t *testing.T) {
 	checkErr(t, err, storh.ErrWrongKind, `"users"`)
 	_, err = db.Docs("events")
 	checkErr(t, err, storh.ErrWrongKind, `"events"`)
-	_, err = db.Docs("jobs")
-	checkErr(t, err, storh.ErrWrongKind, `"jobs"`)
+	// A handle opened but never written through left nothing in the file
+	// (collections are created by their first write); within one process
+	// the kind it was opened as still holds.
 	jobs, err := db.Queue("jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +391,8 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if n := mustCount(t, jobs); n != 0 || jobs.Name() != "jobs" {
 		t.Errorf("queue %q Count = %d; want 0", jobs.Name(), n)
 	}
+	_, err = db.Docs("jobs")
+	checkErr(t, err, storh.ErrWrongKind, `"jobs"`)
 	// The log is still immutable.
 	_, err = log2.PutWithID(wantLog.ids[0], storh.Map{"i": 99})
 	checkErr(t, err, storh.ErrExists, wantLog.ids[0].String())
@@ -402,7 +405,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	for _, c := range st.Collections {
 		kinds[c.Name] = c.Kind
 	}
-	if fmt.Sprint(kinds) != "map[events:log jobs:queue users:docs]" {
+	if fmt.Sprint(kinds) != "map[events:log users:docs]" {
 		t.Errorf("kinds after reopen: %v", kinds)
 	}
 }

@@ -49,22 +49,33 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 			return coll{}, err
 		}
 	}
-	if tx.done {
-		return coll{}, opErr(op, name, "", -1, errTxEnded)
-	}
-	if _, err := tx.etx.Coll(name, kind, tx.writable); err != nil {
+	if err := tx.usable(false); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: tx.db, tx: tx, name: name, kind: kind, gen: cfg.gen}, nil
+	h := tx.etx.Handle(name, kind)
+	err := tx.etx.Protect(func() error {
+		// A collection not in the file yet is created by the first write
+		// through the handle, in this transaction; a View cannot write, so
+		// there it is not found.
+		_, err := tx.etx.Use(h, false)
+		if err == nil && !tx.writable {
+			_, err = tx.etx.Coll(name, kind, false)
+		}
+		return err
+	})
+	if err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	return coll{db: tx.db, tx: tx, h: h, name: name, kind: kind, gen: cfg.gen}, nil
 }
 
-// coll returns the engine collection for a handle bound to tx.
-func (tx *Tx) coll(c *coll, write bool) (*engine.Coll, error) {
+// usable fails once the transaction has ended, and for writes in a View.
+func (tx *Tx) usable(write bool) error {
 	if tx.done {
-		return nil, errTxEnded
+		return errTxEnded
 	}
 	if write && !tx.writable {
-		return nil, ErrReadOnly
+		return ErrReadOnly
 	}
-	return tx.etx.Coll(c.name, c.kind, tx.writable)
+	return nil
 }

@@ -1,9 +1,14 @@
 package storh_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
+
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/query"
@@ -59,8 +64,8 @@ func TestUpdateIsAtomicAcrossCollections(t *testing.T) {
 			write(tx)
 			return boom
 		})
-		if err != boom && !errors.Is(err, boom) {
-			t.Fatalf("Update = %v; want the callback's error", err)
+		if err != boom {
+			t.Fatalf("Update = %v; want the callback's error itself", err)
 		}
 		if digest(t, db) != before {
 			t.Error("a failed Update changed the database")
@@ -393,5 +398,120 @@ func TestDocsUpsertAndDelete(t *testing.T) {
 	st, err = docs.Stats()
 	if err != nil || st.Records != 0 || st.Bytes != 0 || !st.FirstID.IsZero() || !st.FirstTime().IsZero() {
 		t.Errorf("Stats after delete = %+v, %v", st, err)
+	}
+}
+
+// TestCallbackErrorsComeBackUnchanged: whatever a callback returns is what
+// Update and View return, the same value: never translated because its text
+// looks like a file-system error, never re-wrapped so its chain is cut.
+func TestCallbackErrorsComeBackUnchanged(t *testing.T) {
+	db := openTemp(t)
+	docs, _ := db.Docs("d")
+	if _, err := docs.Put(storh.Map{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := digest(t, db)
+	mine := []error{
+		errors.New("file too large"),
+		errors.New("no space left on device"),
+		errors.New("database not open"),
+		fmt.Errorf("my quota: %w", syscall.ENOSPC),
+		fmt.Errorf("my limit: %w", syscall.EFBIG),
+		&fs.PathError{Op: "write", Path: "elsewhere", Err: syscall.ENOSPC},
+		fmt.Errorf("mine: %w", berrors.ErrTxClosed),
+		fmt.Errorf("mine: %w", berrors.ErrMaxSizeReached),
+		fmt.Errorf("mine: %w", storh.ErrNotFound),
+	}
+	for _, want := range mine {
+		t.Run(want.Error(), func(t *testing.T) {
+			err := db.Update(func(tx *storh.Tx) error {
+				d, err := tx.Docs("d")
+				if err != nil {
+					return err
+				}
+				if _, err := d.Put(storh.Map{"rolled": "back"}); err != nil {
+					return err
+				}
+				return want
+			})
+			if err != want {
+				t.Errorf("Update = %#v; want the callback's error itself, %#v", err, want)
+			}
+			if err := db.View(func(*storh.Tx) error { return want }); err != want {
+				t.Errorf("View = %#v; want the callback's error itself, %#v", err, want)
+			}
+		})
+	}
+	// An error of the library returned by the callback is also passed on as
+	// it is, with its operation and collection.
+	err := db.Update(func(tx *storh.Tx) error {
+		d, _ := tx.Docs("d")
+		_, err := d.PutWithID(uuidv7.UUID{}, storh.Map{})
+		return err
+	})
+	var se *storh.Error
+	if !errors.As(err, &se) || !errors.Is(err, storh.ErrInvalidID) || se.Collection != "d" {
+		t.Errorf("Update = %v; want the *storh.Error of the failed PutWithID", err)
+	}
+	if digest(t, db) != before {
+		t.Error("a failed Update changed the database")
+	}
+}
+
+// TestRecordsFromTxOwnTheirBytes: a Record returned by a write inside Update
+// does not share memory with the write bbolt holds until commit: changing
+// its Raw bytes before the commit must not change what is stored.
+func TestRecordsFromTxOwnTheirBytes(t *testing.T) {
+	db := openTemp(t)
+	var one storh.Record
+	var many []storh.Record
+	err := db.Update(func(tx *storh.Tx) error {
+		d, err := tx.Docs("d")
+		if err != nil {
+			return err
+		}
+		if one, err = d.Put(storh.Map{"name": "one"}); err != nil {
+			return err
+		}
+		if many, err = d.PutMany([]any{storh.Map{"name": "two"}, storh.Map{"name": "three"}}); err != nil {
+			return err
+		}
+		for _, r := range append([]storh.Record{one}, many...) {
+			raw := r.Raw()
+			for i := range raw {
+				raw[i] ^= 0xff // a careless caller scribbles over the bytes
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := db.Docs("d")
+	for _, want := range []struct {
+		id   uuidv7.UUID
+		name string
+	}{{one.ID, "one"}, {many[0].ID, "two"}, {many[1].ID, "three"}} {
+		r, err := d.Get(want.id)
+		if err != nil {
+			t.Fatalf("Get %s: %v (the scribble reached the stored value)", want.id, err)
+		}
+		if got := r.Data()["name"]; got != want.name {
+			t.Errorf("stored %v; want %q", got, want.name)
+		}
+	}
+	rep, err := db.Verify(nil)
+	if err != nil || rep.Problems != 0 {
+		t.Errorf("Verify: %+v, %v", rep, err)
+	}
+	// Records returned outside a transaction were never shared: their bytes
+	// are theirs as well, and equal to what Get reads.
+	r, err := d.Put(storh.Map{"name": "four"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := d.Get(r.ID)
+	if !bytes.Equal(got.Raw(), r.Raw()) {
+		t.Error("Put's record differs from the stored one")
 	}
 }

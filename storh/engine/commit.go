@@ -10,16 +10,14 @@ import (
 
 // WriteOp is one single-record write submitted for group commit.
 type WriteOp struct {
-	Coll       string
-	Kind       Kind
+	Coll       Handle
 	ID         uuidv7.UUID
 	Value      []byte // stored value; nil with Delete
 	Delete     bool
 	InsertOnly bool
 
-	Existed bool // set for Delete: whether the id was stored
-	err     error
-	done    chan struct{}
+	err  error
+	done chan struct{}
 }
 
 var opPool = sync.Pool{New: func() any { return &WriteOp{done: make(chan struct{}, 1)} }}
@@ -137,17 +135,15 @@ func (db *DB) commit(batch []*WriteOp) {
 }
 
 func apply(tx *Tx, op *WriteOp) error {
-	// Handles create their collection when opened; a write never does, so a
-	// handle that outlived db.Drop gets ErrNotFound instead of resurrecting it.
-	c, err := tx.Coll(op.Coll, op.Kind, false)
-	if err != nil {
-		if op.Delete && errors.Is(err, ErrNotFound) {
-			return nil
-		}
+	// A put creates the collection when it is not there yet; a delete never
+	// does (there is nothing to delete). Both fail with ErrNotFound through
+	// a handle opened before the collection was dropped.
+	c, err := tx.Use(op.Coll, !op.Delete)
+	if err != nil || c == nil {
 		return err
 	}
 	if op.Delete {
-		op.Existed, err = tx.Delete(c, op.ID)
+		_, err = tx.Delete(c, op.ID)
 		return err
 	}
 	return tx.Put(c, op.ID, op.Value, op.InsertOnly)

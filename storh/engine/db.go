@@ -3,11 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -63,23 +62,30 @@ type DB struct {
 	drained chan struct{} // signalled when active reaches zero after Close
 	closed  atomic.Bool
 
-	// collMu serialises creating and dropping collections with the kind
-	// cache, so a Drop cannot slip between EnsureColl's check and its store.
+	// collMu serialises OpenHandle's look-up with Drop, so a Drop cannot
+	// slip between the check of a collection and the caching of its kind.
 	collMu sync.Mutex
 
 	writes     chan *WriteOp
 	stop       chan struct{}
 	writerDone chan struct{}
 
-	kinds sync.Map // collection name → Kind, for collections known to exist
+	// kinds caches name → Kind for collections that exist, or that a handle
+	// was opened for and whose first write will create them.
+	kinds sync.Map
+	// Every successful Drop takes the next epoch and records it under the
+	// collection's name, so a handle opened before the Drop refuses to
+	// write (it would silently resurrect the collection) while a handle
+	// opened after it creates the collection afresh.
+	epoch atomic.Uint64
+	drops sync.Map // name → epoch of its last Drop
 
 	openTxid int // the file's transaction id when it was opened
 
 	// Goroutines currently running a user's Update or View callback: a
 	// database call from one of them would deadlock on bbolt's locks.
 	cbActive atomic.Int32
-	cbMu     sync.Mutex
-	cbGoids  map[uint64]int
+	cbGoids  sync.Map // goroutine id → struct{}
 }
 
 // Open opens or creates the database file at path.
@@ -109,6 +115,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 		FreelistType:    bolt.FreelistMapType,
 		MaxSize:         opts.MaxSize,
 	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, &Error{Op: "open", Path: path, Index: -1, Err: &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR},
+			Hint: "give the path of a database file, not of a directory"}
+	}
 	if opts.ReadOnly {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -135,7 +145,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, path: path, opts: opts, cbGoids: map[uint64]int{}, drained: make(chan struct{}, 1)}
+	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1)}
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
@@ -153,22 +163,37 @@ func Open(path string, opts Options) (db *DB, err error) {
 	return db, nil
 }
 
+// openError classifies a failed bolt.Open by the error's type, never its
+// text: the lock timeout, errors of the operating system (which keep their
+// errno), and everything else bbolt raises, which is about the file's
+// content (bad meta pages, a file too small to hold them).
 func openError(path string, opts Options, err error) error {
 	e := &Error{Op: "open", Path: path, Index: -1}
+	var pathErr *fs.PathError
+	var errno syscall.Errno
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		e.Err = ErrLocked
 		e.Hint = "another process, or another Open in this one, has the file; close it, or raise the lock timeout (waited " + opts.LockTimeout.String() + ")"
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt),
-		strings.Contains(err.Error(), "file size too small"): // bbolt has no sentinel for it
-		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database: %v", ErrCorrupt, err)
-		e.Hint = "restore it from a backup; `storh verify` tells what is wrong"
-	default:
+	case errors.Is(err, ErrCorrupt):
+		e.Err = err
+		e.Hint = damagedHint
+	case errors.As(err, &pathErr), errors.As(err, &errno):
 		e.Err = mapBoltErr(err)
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			e.Hint = "check the permissions of the file and its directory"
+		case errors.Is(err, syscall.EROFS):
+			e.Hint = "the file system is read-only; open the database with ReadOnly"
+		}
+	default:
+		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database (bbolt: %v)", ErrCorrupt, err)
+		e.Hint = damagedHint
 	}
 	return e
 }
+
+const damagedHint = "restore it from a backup; `storh verify` tells what is wrong"
 
 func (db *DB) initMeta() error {
 	check := func(tx *bolt.Tx) error {
@@ -192,8 +217,11 @@ func (db *DB) initMeta() error {
 			}
 			return nil
 		}
-		if v := getInt(b, keyFormat); v != formatVersion {
-			return fmt.Errorf("%w: file format %d; this build reads format %d", ErrCorrupt, v, formatVersion)
+		switch v := getInt(b, keyFormat); {
+		case v > formatVersion:
+			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads format %d", ErrCorrupt, v, formatVersion)
+		case v != formatVersion:
+			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d)", ErrCorrupt, v, formatVersion)
 		}
 		return nil
 	}
@@ -283,32 +311,54 @@ func (db *DB) Exit() {
 
 // Update runs fn in a write transaction and commits when fn returns nil. The
 // caller must hold Enter.
+//
+// An error fn returns comes back unchanged (the same value, not a wrapped
+// or translated one): only errors that bbolt itself raises when beginning
+// or committing the transaction are mapped to the package's sentinels.
 func (db *DB) Update(fn func(*Tx) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
+	var own error // from fn or from our own bookkeeping: returned as is
 	var tx *Tx
 	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		tx = newTx(btx)
-		if err := fn(tx); err != nil {
-			return err
+		tx = newTx(db, btx)
+		if own = fn(tx); own == nil {
+			if own = tx.poisoned; own == nil {
+				own = tx.flush()
+			}
 		}
-		return tx.flush()
+		return own
 	})
-	if err != nil {
-		return mapBoltErr(err)
+	if own != nil {
+		return own
 	}
-	return nil
+	if err == nil {
+		for _, c := range tx.created {
+			db.kinds.Store(c.Name, c.Kind)
+		}
+	}
+	return db.commitErr(err)
 }
 
-// View runs fn in a read transaction. The caller must hold Enter.
+// View runs fn in a read transaction. The caller must hold Enter. An error
+// fn returns comes back unchanged.
 func (db *DB) View(fn func(*Tx) error) error {
-	return mapBoltErr(db.bolt.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) }))
+	var own error
+	err := db.bolt.View(func(btx *bolt.Tx) error {
+		own = fn(newTx(db, btx))
+		return own
+	})
+	if own != nil {
+		return own
+	}
+	return mapBoltErr(err)
 }
 
 // ViewSafe is View for the engine's own reads: a panic inside bbolt (it
 // panics on some damaged pages) becomes ErrCorrupt instead of killing the
-// process. User callbacks never run under it.
+// process. User callbacks never run under it; their reads go through
+// Tx.Protect.
 func (db *DB) ViewSafe(fn func(*Tx) error) error {
 	return containPanic(func() error { return db.View(fn) })
 }
@@ -319,103 +369,25 @@ func (db *DB) UpdateSafe(fn func(*Tx) error) error {
 }
 
 // BeginCallback records that the calling goroutine is about to run user code
-// inside a transaction; the returned func undoes it.
+// inside a transaction; the returned func undoes it. A goroutine runs at most
+// one callback at a time (a nested Update or View fails with ErrNestedTx
+// before it gets here), so the set needs no counts.
 func (db *DB) BeginCallback() func() {
-	id := goid()
-	db.cbMu.Lock()
-	db.cbGoids[id]++
-	db.cbMu.Unlock()
+	id := goroutineID()
+	db.cbGoids.Store(id, struct{}{})
 	db.cbActive.Add(1)
 	return func() {
-		db.cbMu.Lock()
-		if db.cbGoids[id]--; db.cbGoids[id] == 0 {
-			delete(db.cbGoids, id)
-		}
-		db.cbMu.Unlock()
+		db.cbGoids.Delete(id)
 		db.cbActive.Add(-1)
 	}
 }
 
+// inCallback reports whether the calling goroutine is running a transaction
+// callback. It costs a few nanoseconds (a goroutine id read and a lock-free
+// map lookup), and only while some callback is active.
 func (db *DB) inCallback() bool {
-	id := goid()
-	db.cbMu.Lock()
-	defer db.cbMu.Unlock()
-	return db.cbGoids[id] > 0
-}
-
-// goid returns the current goroutine's id. It costs about a microsecond, so
-// it only runs while some transaction callback is active.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	// "goroutine 123 [running]:..."
-	const prefix = len("goroutine ")
-	if len(b) <= prefix {
-		return 0
-	}
-	b = b[prefix:]
-	end := 0
-	for end < len(b) && b[end] >= '0' && b[end] <= '9' {
-		end++
-	}
-	id, _ := strconv.ParseUint(string(b[:end]), 10, 64)
-	return id
-}
-
-// KnownKind returns the kind of a collection this process has seen exist.
-func (db *DB) KnownKind(name string) (Kind, bool) {
-	k, ok := db.kinds.Load(name)
-	if !ok {
-		return 0, false
-	}
-	return k.(Kind), true
-}
-
-// EnsureColl makes sure the collection exists with kind want, creating it
-// when missing (unless read-only). The caller must hold Enter.
-func (db *DB) EnsureColl(name string, want Kind) error {
-	if k, ok := db.KnownKind(name); ok {
-		if k != want {
-			return checkKind(&Coll{Name: name, Kind: k}, want)
-		}
-		return nil
-	}
-	db.collMu.Lock()
-	defer db.collMu.Unlock()
-	exists := false
-	err := db.ViewSafe(func(tx *Tx) error {
-		c, err := tx.Coll(name, want, false)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		exists = c != nil
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if !exists {
-		if db.opts.ReadOnly {
-			return fmt.Errorf("%w: collection %q does not exist (database is read-only)", ErrNotFound, name)
-		}
-		if err := db.UpdateSafe(func(tx *Tx) error {
-			_, err := tx.Coll(name, want, true)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	db.kinds.Store(name, want)
-	return nil
-}
-
-// DropColl deletes a collection and forgets its kind. The caller must hold
-// Enter.
-func (db *DB) DropColl(name string) error {
-	db.collMu.Lock()
-	defer db.collMu.Unlock()
-	defer db.kinds.Delete(name)
-	return db.UpdateSafe(func(tx *Tx) error { return tx.DropColl(name) })
+	_, ok := db.cbGoids.Load(goroutineID())
+	return ok
 }
 
 // containPanic runs fn and turns a panic into an ErrCorrupt error. bbolt
@@ -425,18 +397,37 @@ func (db *DB) DropColl(name string) error {
 // SetPanicOnFault turns a memory fault on the mapped file (a page past the
 // end of a truncated file, SIGBUS/SIGSEGV) into a panic on this goroutine
 // so it can be recovered here, instead of a fatal error.
-func containPanic(fn func() error) (err error) {
+func containPanic(fn func() error) error {
+	err, _ := contain(fn)
+	return err
+}
+
+// contain is containPanic that also says whether a panic was contained.
+func contain(fn func() error) (err error, panicked bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: the database file is damaged (bbolt: %v)", ErrCorrupt, r)
+			err, panicked = damaged(r), true
 		}
 	}()
-	return fn()
+	return fn(), false
 }
 
-// mapBoltErr translates bbolt and file-system errors into the package's
-// sentinels where one fits, keeping the original text.
+// damaged describes a contained panic. A runtime error (a fault, a nil or
+// out-of-range page reference) is only the symptom of a damaged page and
+// its text would mislead a reader, so it is left out; bbolt's own panics
+// name what it found and are kept.
+func damaged(r any) error {
+	if _, runtimeErr := r.(runtime.Error); runtimeErr {
+		return fmt.Errorf("%w: the database file is damaged: a page cannot be read (the file may be truncated or overwritten)", ErrCorrupt)
+	}
+	return fmt.Errorf("%w: the database file is damaged (bbolt: %v)", ErrCorrupt, r)
+}
+
+// mapBoltErr translates errors raised by bbolt (and the file system under
+// it) into the package's sentinels where one fits, keeping the original
+// error in the message. It matches only by errors.Is, never by text; it is
+// never applied to errors a user's callback returned.
 func mapBoltErr(err error) error {
 	switch {
 	case err == nil:
@@ -445,15 +436,33 @@ func mapBoltErr(err error) error {
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
 	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly):
 		return fmt.Errorf("%w (%v)", ErrReadOnly, err)
-	case errors.Is(err, berrors.ErrMaxSizeReached), errors.Is(err, syscall.EFBIG), errors.Is(err, syscall.ENOSPC),
-		// bbolt formats a failed file resize with %s, losing the errno.
-		strings.Contains(err.Error(), syscall.EFBIG.Error()), strings.Contains(err.Error(), syscall.ENOSPC.Error()):
-		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case errors.Is(err, berrors.ErrMaxSizeReached):
+		return fmt.Errorf("%w: the size limit set with WithMaxSize is reached", ErrTooLarge)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w: the disk is full (%v)", ErrTooLarge, err)
+	case errors.Is(err, syscall.EFBIG):
+		return fmt.Errorf("%w: the file system or the process's file size limit refuses a larger file (%v)", ErrTooLarge, err)
 	case errors.Is(err, berrors.ErrIncompatibleValue):
 		// A key that holds a nested bucket where a record should be.
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	case errors.Is(err, berrors.ErrValueTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	return err
+}
+
+// commitErr maps an error from beginning or committing a write transaction.
+// bbolt formats a failed file resize with %s, which drops the errno, so an
+// error it cannot classify is checked against the conditions that make a
+// file unable to grow: the process's file size limit (RLIMIT_FSIZE) and
+// the free space of the file system.
+func (db *DB) commitErr(err error) error {
+	mapped := mapBoltErr(err)
+	if mapped != err || err == nil {
+		return mapped
+	}
+	if why := db.cannotGrow(); why != "" {
+		return fmt.Errorf("%w: %s (%v)", ErrTooLarge, why, err)
 	}
 	return err
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "os"
+import (
+	"fmt"
+	"os"
+)
 
 // fileSize returns the apparent size of the file at path (what ls shows).
 func fileSize(path string) (int64, error) {
@@ -21,4 +24,18 @@ func diskUsage(path string) (size, allocated int64, err error) {
 		return 0, 0, err
 	}
 	return fi.Size(), allocatedBytes(fi), nil
+}
+
+// cannotGrow tells why the database file cannot grow by bbolt's next step,
+// or "" when nothing says so. It backs commitErr, for the one bbolt failure
+// whose errno is lost.
+func (db *DB) cannotGrow() string {
+	size, err := fileSize(db.path)
+	if err != nil {
+		return ""
+	}
+	if limit, ok := fileSizeLimit(); ok && size+int64(db.bolt.AllocSize) > limit {
+		return fmt.Sprintf("the process's file size limit (RLIMIT_FSIZE, %d bytes) refuses a larger file", limit)
+	}
+	return ""
 }

@@ -48,12 +48,12 @@ const (
 // Matcher filters payloads; nil matches everything.
 type Matcher func(payload []byte) (bool, error)
 
-// ReadChunk reads the next records of collection coll at cur in one short
-// read transaction, appending at most max items to dst. The caller must hold
-// Enter. A missing collection is ErrNotFound.
-func (db *DB) ReadChunk(coll string, kind Kind, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
+// ReadChunk reads the next records of the collection of h at cur in one
+// short read transaction, appending at most max items to dst. The caller
+// must hold Enter.
+func (db *DB) ReadChunk(h Handle, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
 	err := db.ViewSafe(func(tx *Tx) error {
-		c, err := tx.Coll(coll, kind, false)
+		c, err := tx.Use(h, false)
 		if err != nil {
 			return err
 		}
@@ -65,8 +65,12 @@ func (db *DB) ReadChunk(coll string, kind Kind, cur *Cursor, match Matcher, max 
 
 // ScanColl scans c from cur inside the caller's transaction, appending up to
 // max items (and examining at most maxExamined keys) to dst, and advances cur.
-// Payloads are copied, so items outlive the transaction.
+// Payloads are copied, so items outlive the transaction. A nil c is a
+// collection not created yet: it holds nothing.
 func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item) []Item {
+	if c == nil {
+		cur.Done = true
+	}
 	if cur.Done || max <= 0 {
 		return dst
 	}

@@ -151,7 +151,11 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	items, err := db.ReadChunk("c", 0, &cur, nil, 300, nil)
+	h, err := db.OpenHandle("c", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := db.ReadChunk(h, &cur, nil, 300, nil)
 	db.Exit()
 	if err != nil || len(items) != 300 {
 		t.Fatalf("ReadChunk: %d items, %v", len(items), err)
@@ -171,15 +175,28 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 			t.Fatalf("item %d after the tx: %v, %v", i, m, err)
 		}
 	}
-	// A missing collection is ErrNotFound.
+	// A collection dropped after the handle was opened is ErrNotFound.
 	cur = engine.NewCursor(query.All())
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ReadChunk("c", 0, &cur, nil, 10, nil)
+	_, err = db.ReadChunk(h, &cur, nil, 10, nil)
 	db.Exit()
 	if !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("ReadChunk of a dropped collection: %v; want ErrNotFound", err)
+	}
+	// One not created yet reads as empty.
+	cur = engine.NewCursor(query.All())
+	if err := db.Enter(); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := db.OpenHandle("not-yet", engine.KindDocs)
+	if err == nil {
+		items, err = db.ReadChunk(fresh, &cur, nil, 10, nil)
+	}
+	db.Exit()
+	if err != nil || len(items) != 0 || !cur.Done {
+		t.Errorf("ReadChunk of a collection not created yet: %d items, done %v, %v; want none", len(items), cur.Done, err)
 	}
 }
 
@@ -191,7 +208,12 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.EnsureColl("docs", engine.KindDocs); err != nil {
+	logH, err := db.OpenHandle("log", engine.KindLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docsH, err := db.OpenHandle("docs", engine.KindDocs)
+	if err != nil {
 		t.Fatal(err)
 	}
 	db.Exit()
@@ -215,14 +237,14 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 			op := engine.NewWriteOp()
 			defer op.Release()
 			// Each op owns its value: Tx.Put seals the checksum for its id in place.
-			op.Coll, op.Kind, op.ID, op.Value, op.InsertOnly = "log", engine.KindLog, fresh[i], bytes.Clone(value), true
+			op.Coll, op.ID, op.Value, op.InsertOnly = logH, fresh[i], bytes.Clone(value), true
 			switch i % 10 {
 			case 3:
 				op.ID = ids[i%len(ids)] // duplicate
 			case 7:
-				op.Kind = engine.KindDocs // wrong kind
+				op.Coll.Kind = engine.KindDocs // wrong kind
 			case 9:
-				op.Coll, op.Kind, op.InsertOnly = "docs", engine.KindDocs, false
+				op.Coll, op.InsertOnly = docsH, false
 			}
 			errs[i] = db.Submit(op)
 		}()
@@ -245,7 +267,7 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Exit()
-	err := db.View(func(tx *engine.Tx) error {
+	err = db.View(func(tx *engine.Tx) error {
 		l, err := tx.Coll("log", engine.KindLog, false)
 		if err != nil {
 			return err

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -12,11 +14,35 @@ import (
 // changes are kept in memory and written once by flush, so a bulk write
 // touches each collection's metadata once per transaction, not per record.
 type Tx struct {
-	btx   *bolt.Tx
-	colls map[string]*Coll
+	db      *DB // nil for transactions outside a DB (tests of the layout)
+	btx     *bolt.Tx
+	colls   map[string]*Coll
+	created []*Coll // collections this transaction created
+
+	// poisoned is set when Protect contained a panic inside this write
+	// transaction: bbolt may have been stopped half way through changing
+	// its pages, so the transaction must not commit, whatever the callback
+	// returns, and every later operation in it fails. (A read transaction
+	// changes nothing, so its other reads go on.)
+	poisoned error
 }
 
-func newTx(btx *bolt.Tx) *Tx { return &Tx{btx: btx} }
+// Protect runs one engine operation of a user's transaction callback with
+// bbolt panics and memory faults contained, as the engine's own reads and
+// writes are: a damaged page gives ErrCorrupt, not a dead process, and the
+// transaction is then rolled back rather than committed.
+func (t *Tx) Protect(fn func() error) error {
+	if t.poisoned != nil {
+		return t.poisoned
+	}
+	err, panicked := contain(fn)
+	if panicked && t.btx.Writable() {
+		t.poisoned = err
+	}
+	return err
+}
+
+func newTx(db *DB, btx *bolt.Tx) *Tx { return &Tx{db: db, btx: btx} }
 
 // Bolt exposes the underlying transaction (for verification and backup).
 func (t *Tx) Bolt() *bolt.Tx { return t.btx }
@@ -40,14 +66,15 @@ func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 	}
 	if c == nil {
 		if !create || want == 0 {
-			return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
+			return nil, errNoColl{name}
 		}
 		if !t.btx.Writable() {
-			return nil, fmt.Errorf("%w: collection %q does not exist and cannot be created in a read-only transaction", ErrNotFound, name)
+			return nil, fmt.Errorf("%w (a read-only transaction cannot create it)", errNoColl{name})
 		}
 		if c, err = createColl(t.btx, name, want); err != nil {
 			return nil, err
 		}
+		t.created = append(t.created, c)
 	}
 	if err := checkKind(c, want); err != nil {
 		return nil, err
@@ -152,8 +179,8 @@ func (t *Tx) DropColl(name string) error {
 		return err
 	}
 	if err := t.btx.DeleteBucket([]byte(name)); err != nil {
-		if err == bolt.ErrBucketNotFound {
-			return fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
+		if errors.Is(err, berrors.ErrBucketNotFound) {
+			return errNoColl{name}
 		}
 		return mapBoltErr(err)
 	}

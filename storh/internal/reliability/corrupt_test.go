@@ -472,6 +472,12 @@ type damageReport struct {
 
 	Get         readTally // Get of every manifest record
 	Stream      readTally // Stream with ContinueOnError of every collection
+	ViewGet     readTally // the same reads inside a View callback
+	ViewStream  readTally
+	ViewErr     string
+	UpdateGet   readTally // and inside an Update callback that returns nil
+	UpdateErr   string
+	UpdatePanic bool // the Update committed although a read inside it hit a damaged page
 	RepairErr   string
 	AfterRepair readTally // Get again after Repair
 	CloseErr    string
@@ -557,9 +563,9 @@ func damageReadChild() int {
 			tally.add("other", err.Error())
 		}
 	}
-	readAll := func(tally *readTally, stream *readTally) {
+	readAll := func(tally *readTally, stream *readTally, open func(string) (collection, error)) {
 		for coll, recs := range man {
-			h, err := handle(db, coll)
+			h, err := open(coll)
 			if err != nil {
 				for range recs {
 					classify(tally, coll, uuidv7.UUID{}, storh.Record{}, err)
@@ -583,11 +589,31 @@ func damageReadChild() int {
 			}
 		}
 	}
-	readAll(&rep.Get, &rep.Stream)
+	dbHandle := func(coll string) (collection, error) { return handle(db, coll) }
+	readAll(&rep.Get, &rep.Stream, dbHandle)
+	// Reads inside callbacks meet the same damaged pages: they must give
+	// errors too, never kill the process, and a write transaction that hit
+	// one must not commit even though its callback returns nil.
+	if err := db.View(func(tx *storh.Tx) error {
+		readAll(&rep.ViewGet, &rep.ViewStream, func(coll string) (collection, error) { return txHandle(tx, coll) })
+		return nil
+	}); err != nil {
+		rep.ViewErr = err.Error()
+	}
+	hit := false
+	if err := db.Update(func(tx *storh.Tx) error {
+		readAll(&rep.UpdateGet, nil, func(coll string) (collection, error) { return txHandle(tx, coll) })
+		// A contained bbolt panic says "the database file is damaged".
+		hit = strings.Contains(strings.Join(rep.UpdateGet.Samples["corrupt"], "\n"), "database file is damaged")
+		return nil
+	}); err != nil {
+		rep.UpdateErr = err.Error()
+	}
+	rep.UpdatePanic = hit && rep.UpdateErr == ""
 	if _, err := db.Repair(nil); err != nil {
 		rep.RepairErr = err.Error()
 	}
-	readAll(&rep.AfterRepair, nil)
+	readAll(&rep.AfterRepair, nil, dbHandle)
 	if err := db.Close(); err != nil {
 		rep.CloseErr = err.Error()
 	}
@@ -600,6 +626,13 @@ func encodedOrNil(tag string) []byte {
 		return nil
 	}
 	return v[5:]
+}
+
+func txHandle(tx *storh.Tx, coll string) (collection, error) {
+	if coll == "events" {
+		return tx.Log(coll)
+	}
+	return tx.Docs(coll)
 }
 
 func handle(db *storh.DB, coll string) (collection, error) {
@@ -870,12 +903,16 @@ func TestCorruptFile(t *testing.T) {
 
 func checkDamageReport(t *testing.T, sc fileScenario, rep damageReport, total int) {
 	t.Helper()
-	t.Logf("open: %q; verify: %d problems %v, err %q; get %+v; stream %+v; repair err %q; after repair %+v",
-		rep.OpenErr, rep.Problems, rep.ProblemKinds, rep.VerifyErr, rep.Get, rep.Stream, rep.RepairErr, rep.AfterRepair)
-	for name, tally := range map[string]readTally{"Get": rep.Get, "Stream": rep.Stream, "Get after Repair": rep.AfterRepair} {
+	t.Logf("open: %q; verify: %d problems %v, err %q; get %+v; stream %+v; in view %+v, err %q; in update %+v, err %q; repair err %q; after repair %+v",
+		rep.OpenErr, rep.Problems, rep.ProblemKinds, rep.VerifyErr, rep.Get, rep.Stream, rep.ViewGet, rep.ViewErr, rep.UpdateGet, rep.UpdateErr, rep.RepairErr, rep.AfterRepair)
+	for name, tally := range map[string]readTally{"Get": rep.Get, "Stream": rep.Stream, "Get after Repair": rep.AfterRepair,
+		"Get in View": rep.ViewGet, "Stream in View": rep.ViewStream, "Get in Update": rep.UpdateGet} {
 		if tally.Wrong > 0 {
 			t.Errorf("%s returned wrong data %d times, silently: %v", name, tally.Wrong, tally.Samples["wrong"])
 		}
+	}
+	if rep.UpdatePanic {
+		t.Errorf("an Update whose reads hit a damaged page committed; it must fail with ErrCorrupt")
 	}
 	if rep.OpenErr != "" {
 		if !rep.OpenCorrupt || !strings.Contains(rep.OpenErr, "damaged") {

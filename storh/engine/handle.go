@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Handle is what the storh front door keeps for an open collection handle:
+// the collection's name and kind, and the drop epoch when it was opened.
+//
+// A collection is created by its first write, in the same transaction, so
+// an import that fails, or a handle that is only read, leaves nothing
+// behind. Until then reads through a handle see it empty.
+type Handle struct {
+	Name  string
+	Kind  Kind
+	Epoch uint64
+}
+
+// errNoColl is the ErrNotFound of a collection that is not in the file.
+type errNoColl struct{ name string }
+
+func (e errNoColl) Error() string {
+	return fmt.Sprintf("storh: not found: collection %s does not exist", quote(e.name))
+}
+
+func (e errNoColl) Unwrap() error { return ErrNotFound }
+
+func isNoColl(err error) bool {
+	var nc errNoColl
+	return errors.As(err, &nc)
+}
+
+// OpenHandle checks that collection name can be used as kind want: it is
+// either stored with that kind, or missing and the database is writable (the
+// first write will create it). No transaction writes. The caller must hold
+// Enter.
+func (db *DB) OpenHandle(name string, want Kind) (Handle, error) {
+	if err := ValidateName(name); err != nil {
+		return Handle{}, err
+	}
+	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load()}
+	if k, ok := db.kinds.Load(name); ok {
+		return h, checkKind(&Coll{Name: name, Kind: k.(Kind)}, want)
+	}
+	db.collMu.Lock()
+	defer db.collMu.Unlock()
+	var kind Kind
+	err := db.ViewSafe(func(tx *Tx) error {
+		c, err := tx.Coll(name, 0, false)
+		if c != nil {
+			kind = c.Kind
+		}
+		if err != nil && isNoColl(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return h, err
+	}
+	if kind == 0 {
+		if db.opts.ReadOnly {
+			return h, fmt.Errorf("%w (the database is read-only, so it cannot be created)", errNoColl{name})
+		}
+		kind = want
+	}
+	db.kinds.Store(name, kind)
+	return h, checkKind(&Coll{Name: name, Kind: kind}, want)
+}
+
+// Handle returns a handle on collection name for use inside this
+// transaction. No Drop can run while a transaction is open, so the handle
+// takes the current epoch.
+func (t *Tx) Handle(name string, kind Kind) Handle {
+	h := Handle{Name: name, Kind: kind}
+	if t.db != nil {
+		h.Epoch = t.db.epoch.Load()
+	}
+	return h
+}
+
+// droppedSince reports whether collection name was dropped after epoch.
+func (db *DB) droppedSince(name string, epoch uint64) bool {
+	e, ok := db.drops.Load(name)
+	return ok && e.(uint64) > epoch
+}
+
+// Use returns the collection of h in this transaction. A collection that is
+// not in the file is created when write is set; for a read Use returns nil,
+// which readers treat as an empty collection. A handle opened before the
+// collection was dropped gets ErrNotFound either way.
+func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
+	c, err := t.Coll(h.Name, h.Kind, false)
+	if err == nil || !isNoColl(err) {
+		return c, err
+	}
+	if t.db != nil && t.db.droppedSince(h.Name, h.Epoch) {
+		return nil, fmt.Errorf("%w (it was dropped after this handle was opened; open a new handle to create it again)", err)
+	}
+	if !write {
+		return nil, nil
+	}
+	return t.Coll(h.Name, h.Kind, true)
+}
+
+// DropColl deletes a collection and forgets its kind. The caller must hold
+// Enter.
+func (db *DB) DropColl(name string) error {
+	db.collMu.Lock()
+	defer db.collMu.Unlock()
+	defer db.kinds.Delete(name)
+	return db.UpdateSafe(func(tx *Tx) error {
+		if err := tx.DropColl(name); err != nil {
+			return err
+		}
+		// Recorded inside the transaction: a write that starts after this
+		// one commits already sees it.
+		db.drops.Store(name, db.epoch.Add(1))
+		return nil
+	})
+}
