@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -33,21 +30,23 @@ func (c *Coll) Stats() CollStats {
 	return s
 }
 
-// Collections lists the collections in name order.
+// Collections lists the collections in name order. Top-level entries that
+// cannot be collections (the database's own buckets, and strays Verify
+// reports) are left out.
 func (t *Tx) Collections() ([]CollStats, error) {
 	var out []CollStats
-	err := t.btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-		if bytes.Equal(name, dbMetaBucket) {
-			return nil
+	c := t.btx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v != nil || ValidateName(string(k)) != nil {
+			continue
 		}
-		c, err := t.Coll(string(name), 0, false)
+		coll, err := t.Coll(string(k), 0, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = append(out, c.Stats())
-		return nil
-	})
-	return out, err
+		out = append(out, coll.Stats())
+	}
+	return out, nil
 }
 
 // FileSize returns the database file's apparent size.

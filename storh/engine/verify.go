@@ -82,9 +82,12 @@ func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error)
 }
 
 func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport) error {
-	names, err := collNames(btx, colls)
+	names, strays, err := topLevel(btx, colls)
 	if err != nil {
 		return err
+	}
+	for _, st := range strays {
+		emit(st.problem)
 	}
 	// Collections first, each walk with faults contained: a damaged page
 	// becomes a problem of its collection and the others are still checked.
@@ -92,8 +95,7 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 	for _, name := range names {
 		rep.Collections++
 		err := containPanic(func() error {
-			n, _ := verifyColl(btx, name, emit, nil)
-			rep.Records += n
+			rep.Records += checkColl(btx, name, emit).records
 			return nil
 		})
 		if err != nil {
@@ -160,59 +162,71 @@ func walkAll(c *bolt.Cursor, depth int) error {
 // walkSink is atomic because Verify may run on several databases at once.
 var walkSink atomic.Uint32
 
-// Repair moves every record that fails verification into the collection's
-// quarantine bucket (kept for manual recovery, see Quarantined) and rewrites
-// counters that disagree with the records, in one write transaction. The
-// caller must hold Enter.
+// Repair moves every entry that fails verification out of its place into a
+// quarantine bucket, kept in the file for manual recovery, and rewrites
+// counters that disagree with the records, in one write transaction. Bad
+// values and nested buckets inside a collection go to the collection's
+// quarantine ("q"), under their own key; stray entries at the top level of
+// the file go to the database's quarantine ("\x00quarantine"). Missing
+// layout buckets are reported, not guessed at. The caller must hold Enter.
 func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
 	var found problems
 	defer found.deliver(report)
 	err := db.UpdateSafe(func(tx *Tx) error {
-		found = problems{} // a retried transaction reports afresh
-		names, err := collNames(tx.btx, colls)
+		rep, found = VerifyReport{}, problems{} // a retried transaction reports afresh
+		emit := func(p Problem) { rep.Problems++; found.add(p) }
+		names, strays, err := topLevel(tx.btx, colls)
 		if err != nil {
 			return err
 		}
+		if len(strays) > 0 {
+			q, err := tx.btx.CreateBucketIfNotExists(dbQuarantineBucket)
+			if err != nil {
+				return mapBoltErr(err)
+			}
+			for _, st := range strays {
+				emit(st.problem)
+				if err := quarantine(tx.btx.Cursor().Bucket(), st.entry, q); err != nil {
+					return err
+				}
+				rep.Quarantined++
+			}
+		}
 		for _, name := range names {
 			rep.Collections++
-			var bad [][]byte
-			n, counters := verifyColl(tx.btx, name, func(p Problem) {
-				rep.Problems++
-				found.add(p)
-			}, &bad)
-			rep.Records += n
-			root := tx.btx.Bucket([]byte(name))
-			recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
-			if recs == nil || meta == nil {
+			found := checkColl(tx.btx, name, emit)
+			rep.Records += found.records
+			if !found.layoutOK {
 				continue // layout problems need a human: reported, not guessed at
 			}
-			if len(bad) > 0 {
+			root := tx.btx.Bucket([]byte(name))
+			recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
+			if len(found.bad)+len(found.strays) > 0 {
 				q, err := root.CreateBucketIfNotExists(bucketQuarantine)
 				if err != nil {
 					return mapBoltErr(err)
 				}
-				for _, k := range bad {
-					if v := recs.Get(k); v != nil {
-						if err := q.Put(k, append([]byte(nil), v...)); err != nil {
-							return mapBoltErr(err)
-						}
+				for _, e := range found.bad {
+					if err := quarantine(recs, e, q); err != nil {
+						return err
 					}
-					if err := recs.Delete(k); err != nil {
-						return mapBoltErr(err)
-					}
-					rep.Quarantined++
 				}
+				for _, e := range found.strays {
+					if err := quarantine(root, e, q); err != nil {
+						return err
+					}
+				}
+				rep.Quarantined += len(found.bad) + len(found.strays)
 			}
-			if len(bad) > 0 || !counters {
+			if len(found.bad) > 0 || !found.countersOK {
 				var count, size int64
 				c := recs.Cursor()
 				for k, v := c.First(); k != nil; k, v = c.Next() {
-					if v == nil {
-						continue // a stray bucket is not a record (verifyColl reports it)
+					if v != nil { // every value; nested buckets are not records
+						count++
+						size += int64(len(v))
 					}
-					count++
-					size += int64(len(v))
 				}
 				if err := putInt(meta, keyCount, count); err != nil {
 					return err
@@ -226,6 +240,41 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 		return nil
 	})
 	return rep, err
+}
+
+// entry is one key of a bucket that Repair moves: a value, or a nested
+// bucket (bbolt reports a bucket as a key whose value is nil).
+type entry struct {
+	key    []byte
+	bucket bool
+}
+
+// quarantine moves e out of src into q under the same key. A key that is
+// already quarantined (an earlier Repair moved an entry of the same key)
+// goes into the first overflow bucket "\x00<n>" inside q where it is free,
+// so nothing quarantined is ever overwritten.
+func quarantine(src *bolt.Bucket, e entry, q *bolt.Bucket) error {
+	dst := q
+	for n := 1; taken(dst, e.key); n++ {
+		next, err := q.CreateBucketIfNotExists(fmt.Appendf(nil, "\x00%d", n))
+		if err != nil {
+			return mapBoltErr(err)
+		}
+		dst = next
+	}
+	if e.bucket {
+		return mapBoltErr(src.MoveBucket(e.key, dst))
+	}
+	if err := dst.Put(e.key, bytes.Clone(src.Get(e.key))); err != nil {
+		return mapBoltErr(err)
+	}
+	return mapBoltErr(src.Delete(e.key))
+}
+
+// taken reports whether b holds key, as a value or as a bucket.
+func taken(b *bolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return k != nil && bytes.Equal(k, key)
 }
 
 // problems collects findings for delivery after the transaction. Past
@@ -257,108 +306,135 @@ func (ps *problems) deliver(report func(Problem)) {
 	}
 }
 
-// bucketQuarantine holds records Repair moved out of a collection.
-var bucketQuarantine = []byte("q")
+// Quarantine buckets: a collection's ("q", inside it) and the database's
+// (at the top level, for entries that are not collections). Both names are
+// outside what a record key or a collection name can be mistaken for by the
+// layout checks: "q" sits next to "m" and "r", and collection names are
+// printable, so they never start with a NUL byte.
+var (
+	bucketQuarantine   = []byte("q")
+	dbQuarantineBucket = []byte("\x00quarantine")
+)
 
-// Quarantined returns the ids and raw stored values Repair moved out of
-// collection name.
-func (t *Tx) Quarantined(name string) (map[string][]byte, error) {
-	root := t.btx.Bucket([]byte(name))
-	if root == nil {
-		return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, name)
-	}
-	out := map[string][]byte{}
-	if q := root.Bucket(bucketQuarantine); q != nil {
-		err := q.ForEach(func(k, v []byte) error {
-			out[fmt.Sprintf("%x", k)] = append([]byte(nil), v...)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+// stray is a top-level entry that is not a collection.
+type stray struct {
+	entry   entry
+	problem Problem
 }
 
-func collNames(btx *bolt.Tx, want []string) ([]string, error) {
+// topLevel returns the collections to check: want, all of which must exist,
+// or every collection in the file. Without want it also returns the stray
+// top-level entries: values, and buckets whose names no collection can have.
+func topLevel(btx *bolt.Tx, want []string) ([]string, []stray, error) {
 	if len(want) > 0 {
 		for _, n := range want {
 			if btx.Bucket([]byte(n)) == nil {
-				return nil, fmt.Errorf("%w: collection %q does not exist", ErrNotFound, n)
+				return nil, nil, errNoColl{n}
 			}
 		}
-		return want, nil
+		return want, nil, nil
 	}
 	var names []string
-	err := btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-		if !bytes.Equal(name, dbMetaBucket) {
-			names = append(names, string(name))
+	var strays []stray
+	c := btx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case bytes.Equal(k, dbMetaBucket), bytes.Equal(k, dbQuarantineBucket):
+		case v != nil:
+			strays = append(strays, stray{entry{key: bytes.Clone(k)},
+				Problem{Kind: ProblemLayout, Key: bytes.Clone(k), Detail: "a value at the top level of the file, where only collections belong"}})
+		case ValidateName(string(k)) != nil:
+			strays = append(strays, stray{entry{key: bytes.Clone(k), bucket: true},
+				Problem{Kind: ProblemLayout, Key: bytes.Clone(k), Detail: "a bucket whose name is not a valid collection name"}})
+		default:
+			names = append(names, string(k))
 		}
-		return nil
-	})
-	return names, err
+	}
+	return names, strays, nil
 }
 
-// verifyColl checks one collection, returning its record count and whether
-// the counters agree. Keys of bad records are appended to bad when non-nil.
-func verifyColl(btx *bolt.Tx, name string, emit func(Problem), bad *[][]byte) (int64, bool) {
+// collFindings is what checkColl found in one collection.
+type collFindings struct {
+	records, bytes int64   // value entries of the records bucket, whatever their state: what the counters count
+	bad            []entry // records-bucket entries that are not valid records
+	strays         []entry // entries of the collection's bucket other than its own buckets
+	layoutOK       bool    // the metadata and records buckets exist
+	countersOK     bool
+}
+
+// checkColl checks one collection and reports each problem to emit: the
+// layout (its metadata and records buckets, its kind, nothing else beside
+// them), every entry of the records bucket (a 16-byte UUIDv7 key holding a
+// value whose checksum and encoding are sound; a short key, a foreign key or
+// a nested bucket is a problem, whatever it holds), and the counters, which
+// count the values in the records bucket (nested buckets are not records).
+func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
+	var f collFindings
 	root := btx.Bucket([]byte(name))
-	if root == nil {
-		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "top-level key is not a bucket"})
-		return 0, true
-	}
 	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
+	rc := root.Cursor()
+	for k, v := rc.First(); k != nil; k, v = rc.Next() {
+		isBucket := v == nil
+		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine))
+		if own {
+			continue
+		}
+		what := "a value"
+		if isBucket {
+			what = "a bucket"
+		}
+		emit(Problem{Kind: ProblemLayout, Collection: name, Key: bytes.Clone(k), Detail: what + " beside the collection's own buckets"})
+		f.strays = append(f.strays, entry{key: bytes.Clone(k), bucket: isBucket})
+	}
 	if meta == nil || recs == nil {
 		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "missing its " + missing(meta, recs) + " bucket"})
-		return 0, true
+		f.strays = nil // moving entries out of a broken layout is for a human
+		return f
 	}
+	f.layoutOK = true
 	if k := meta.Get(keyKind); len(k) != 1 || Kind(k[0]) < KindDocs || Kind(k[0]) > KindQueue {
 		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: fmt.Sprintf("invalid kind %x", k)})
 	}
-	var n, size int64
 	c := recs.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var id uuidv7.UUID
-		switch {
-		case len(k) != len(id):
-			emit(Problem{Kind: ProblemKey, Collection: name, Key: append([]byte(nil), k...), Detail: fmt.Sprintf("key is %d bytes, not 16", len(k))})
-		case v == nil:
+		if len(k) == len(id) {
 			copy(id[:], k)
-			emit(Problem{Kind: ProblemKey, Collection: name, ID: id, Detail: "a nested bucket where a record should be"})
-			continue // a bucket cannot be moved like a value; report only
-		default:
-			copy(id[:], k)
-			if !id.IsV7() {
-				emit(Problem{Kind: ProblemKey, Collection: name, ID: id, Detail: "key is not a UUIDv7"})
-				break
-			}
-			payload, err := Payload(k, v)
-			if err != nil {
-				emit(Problem{Kind: ProblemChecksum, Collection: name, ID: id, Detail: trim(err)})
-				break
-			}
-			if err := mpack.ValidateRecord(payload); err != nil {
-				emit(Problem{Kind: ProblemDecode, Collection: name, ID: id, Detail: err.Error()})
-				break
-			}
-			n++
-			size += int64(len(v))
-			continue
 		}
-		// Only problem records reach here.
-		n++
-		size += int64(len(v))
-		if bad != nil {
-			*bad = append(*bad, append([]byte(nil), k...))
+		p := Problem{Collection: name, ID: id, Kind: ProblemKey}
+		if id.IsZero() {
+			p.Key = bytes.Clone(k)
+		}
+		switch {
+		case v == nil:
+			p.Detail = fmt.Sprintf("a nested bucket where a record should be (key of %d bytes)", len(k))
+		case len(k) != len(id):
+			p.Detail = fmt.Sprintf("key is %d bytes, not 16", len(k))
+		case !id.IsV7():
+			p.Detail = "key is not a UUIDv7"
+		default:
+			if payload, err := Payload(k, v); err != nil {
+				p.Kind, p.Detail = ProblemChecksum, trim(err)
+			} else if err := mpack.ValidateRecord(payload); err != nil {
+				p.Kind, p.Detail = ProblemDecode, err.Error()
+			}
+		}
+		if v != nil {
+			f.records++
+			f.bytes += int64(len(v))
+		}
+		if p.Detail != "" {
+			emit(p)
+			f.bad = append(f.bad, entry{key: bytes.Clone(k), bucket: v == nil})
 		}
 	}
 	count, bytesStored := getInt(meta, keyCount), getInt(meta, keyBytes)
-	ok := count == n && bytesStored == size
-	if !ok {
+	f.countersOK = count == f.records && bytesStored == f.bytes
+	if !f.countersOK {
 		emit(Problem{Kind: ProblemCounter, Collection: name,
-			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, n, size)})
+			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, f.records, f.bytes)})
 	}
-	return n, ok
+	return f
 }
 
 func trim(err error) string {

@@ -569,7 +569,7 @@ func badCases() []badCase {
 			rawUpdate(t, path, func(tx *bolt.Tx) error {
 				return tx.Bucket([]byte("\x00storh")).Put([]byte("format"), []byte{0, 0, 0, 0, 0, 0, 0, 99})
 			})
-		}, run: func(e *badEnv) error { _, err := storh.Open(e.path); return err }, is: storh.ErrCorrupt, msg: "file format 99"},
+		}, run: func(e *badEnv) error { _, err := storh.Open(e.path); return err }, is: storh.ErrCorrupt, msg: "format 99"},
 		{name: "open-directory", noOpen: true, run: func(e *badEnv) error { _, err := storh.Open(dirOf(e.path)); return err }, msg: "storh: open"},
 		{name: "backup-onto-itself", run: func(e *badEnv) error { _, err := e.db.BackupFile(e.path); return err }, msg: "is the database file itself"},
 		{name: "compact-onto-existing", noOpen: true, run: func(e *badEnv) error { _, err := storh.Compact(e.path, e.path); return err }, is: storh.ErrExists, msg: "already exists"},

@@ -969,3 +969,143 @@ func writeManifest(t *testing.T, path string, m manifest) {
 		t.Fatal(err)
 	}
 }
+
+// TestCorruptNonRecordEntries forges entries of every shape storh never
+// writes, where records and collections belong: short and foreign keys
+// holding values or nested buckets inside a records bucket, strays beside a
+// collection's own buckets, and values or oddly named buckets at the top
+// level of the file. Stats must keep working, Verify must name each one
+// (and no counter problem for a nested bucket, which is not a record),
+// Repair must move every one into a quarantine without losing what it
+// held, after which Verify is clean and every real record reads back.
+func TestCorruptNonRecordEntries(t *testing.T) {
+	t.Parallel()
+	path := scratch(t, "shapes.db")
+	m := buildDB(t, path, 40, 10, 0)
+	foreign := uuidv7.UUID{0x01, 0x8b, 0, 0, 0, 0, 0x40, 0, 0x80} // version 4: a foreign key
+	v7 := uuidv7.MustParse("018bcfe5-0000-7000-8000-000000000001")
+	type shape struct {
+		where  string // "records", "collection" or "top"
+		key    []byte
+		bucket bool // a nested bucket holding one value, or a value
+		kind   string
+	}
+	shapes := []shape{
+		{"records", []byte("ab"), true, "key"},       // the shape that broke Repair
+		{"records", []byte("abc"), false, "key"},     // short key, value
+		{"records", foreign[:], false, "key"},        // 16 bytes, not a UUIDv7
+		{"records", v7[:], true, "key"},              // a valid id holding a bucket
+		{"collection", []byte("x"), false, "layout"}, // beside "m" and "r"
+		{"collection", []byte("extra"), true, "layout"},
+		{"top", []byte("a value"), false, "layout"},       // at the top level
+		{"top", []byte("\x01not a name"), true, "layout"}, // a bucket no collection can be called
+	}
+	nested := []byte("kept inside")
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		for _, sh := range shapes {
+			var parent *bolt.Bucket
+			switch sh.where {
+			case "records":
+				parent = tx.Bucket([]byte("docs")).Bucket([]byte("r"))
+			case "collection":
+				parent = tx.Bucket([]byte("docs"))
+			}
+			if sh.bucket {
+				var b *bolt.Bucket
+				var err error
+				if parent == nil {
+					b, err = tx.CreateBucket(sh.key)
+				} else {
+					b, err = parent.CreateBucket(sh.key)
+				}
+				if err != nil {
+					return err
+				}
+				if err := b.Put([]byte("k"), nested); err != nil {
+					return err
+				}
+				continue
+			}
+			if parent == nil {
+				parent = tx.Cursor().Bucket()
+			}
+			if err := parent.Put(sh.key, []byte("forged")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.Stats()
+	if err != nil || len(st.Collections) != 2 {
+		t.Fatalf("Stats over forged entries = %+v, %v; want the 2 collections", st.Collections, err)
+	}
+	var found []storh.Problem
+	if _, err := db.Verify(func(p storh.Problem) { found = append(found, p) }); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, p := range found {
+		kinds[string(p.Kind)]++
+	}
+	// Two forged values in the records bucket are real values the counters
+	// never counted: one true counter problem. The nested buckets add none.
+	want := map[string]int{"key": 4, "layout": 4, "counter": 1}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("Verify found %v; want %v:\n%v", kinds, want, found)
+	}
+	rep, err := db.Repair(nil)
+	if err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	if rep.Quarantined != len(shapes) || rep.Recounted != 1 {
+		t.Errorf("Repair = %+v; want %d quarantined, 1 recounted", rep, len(shapes))
+	}
+	if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 {
+		t.Errorf("Verify after Repair = %+v, %v", rep, err)
+	}
+	// A second Repair finds nothing to do.
+	if rep, err := db.Repair(nil); err != nil || rep.Problems != 0 || rep.Quarantined != 0 {
+		t.Errorf("second Repair = %+v, %v", rep, err)
+	}
+	docs, _ := db.Docs("docs")
+	if n, _ := docs.Count(); n != len(m["docs"]) {
+		t.Errorf("Count = %d; want %d", n, len(m["docs"]))
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := readRaw(t, path)
+	for coll, recs := range m {
+		for id, tag := range recs {
+			if !bytes.Equal(raw[coll][id], encoded(t, id, tag)) {
+				t.Errorf("after Repair %s %s differs", coll, id)
+			}
+		}
+	}
+	// Everything moved is in a quarantine, nested contents included.
+	rawView(t, path, func(tx *bolt.Tx) error {
+		collQ := tx.Bucket([]byte("docs")).Bucket([]byte("q"))
+		dbQ := tx.Bucket([]byte("\x00quarantine"))
+		for _, sh := range shapes {
+			q := collQ
+			if sh.where == "top" {
+				q = dbQ
+			}
+			switch {
+			case q == nil:
+				t.Errorf("%q: no quarantine bucket", sh.key)
+			case sh.bucket && (q.Bucket(sh.key) == nil || !bytes.Equal(q.Bucket(sh.key).Get([]byte("k")), nested)):
+				t.Errorf("%q: the nested bucket and its content are not in the quarantine", sh.key)
+			case !sh.bucket && !bytes.Equal(q.Get(sh.key), []byte("forged")):
+				t.Errorf("%q: the value is not in the quarantine", sh.key)
+			}
+		}
+		return nil
+	})
+}
