@@ -22,7 +22,8 @@ type Entry struct {
 }
 
 // Record is one stored record: its id and its msgpack-encoded data, decoded
-// only when asked for. Records are immutable values and safe to keep.
+// only when asked for. A Record owns its bytes and is safe to keep, also
+// one returned by a write inside an Update.
 type Record struct {
 	ID      uuidv7.UUID
 	payload []byte
@@ -55,9 +56,10 @@ func (r Record) Decode(v any) error {
 	return nil
 }
 
-// Raw returns the record's msgpack bytes: one map (keys sorted when it was
-// written from a map, in field order when from a struct). The slice is
-// shared: do not modify it.
+// Raw returns the record's msgpack bytes: one map whose keys, and the keys
+// of every map inside it, are in ascending byte order, whatever Go type
+// wrote it (a struct, a typed map or a Map), so equal data has equal bytes.
+// The record owns them: they share memory with nothing the database holds.
 func (r Record) Raw() []byte { return r.payload }
 
 // Size returns the encoded size of the data in bytes.

@@ -19,8 +19,9 @@ import (
 //	           16-byte key, big-endian. Covering the key matters: bbolt has no
 //	           page checksums, and a damaged key would otherwise return intact
 //	           data under an id that was never written.
-//	bytes 5-   payload: one msgpack map (map keys sorted, struct fields in
-//	           declaration order), integers in their smallest encoding
+//	bytes 5-   payload: one msgpack map, the keys of every map at every depth
+//	           in ascending byte order (struct fields included), integers
+//	           in their smallest encoding
 const (
 	valueVersion = 1
 	HeaderSize   = 5
@@ -61,6 +62,8 @@ type valueEncoder struct {
 	enc     *msgpack.Encoder
 	scratch []byte // for AppendValue(nil, ...): encode here, then copy once
 	fast    mapEncoder
+	sorter  mpack.Sorter
+	sorted  []byte // the sorter's output, before it is copied back
 }
 
 // maxScratch bounds the scratch buffer a pooled encoder keeps.
@@ -115,8 +118,20 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 	if len(payload) > MaxRecordSize {
 		return dst, fmt.Errorf("%w: record is %d bytes encoded; the limit is %d", ErrInvalidData, len(payload), MaxRecordSize)
 	}
-	if err := mpack.ValidateRecord(payload); err != nil {
+	sorted, err := mpack.ValidateRecordSorted(payload)
+	if err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	if !sorted {
+		// The library writes struct fields in declaration order and typed
+		// maps in Go's random order: put every map's keys in order, so equal
+		// data always gives equal bytes. Only the order changes, not the
+		// length, so the sorted form goes back over the payload.
+		e.sorted = e.sorter.AppendSorted(e.sorted[:0], payload)
+		copy(payload, e.sorted)
+		if cap(e.sorted) > maxScratch {
+			e.sorted = nil
+		}
 	}
 	if fresh {
 		out = append(make([]byte, 0, len(out)), out...)

@@ -310,3 +310,89 @@ func TestPayloadCoversTheKey(t *testing.T) {
 		t.Errorf("an unsealed value passed its checksum: %v", err)
 	}
 }
+
+// TestEqualDataEqualBytes: a record's bytes depend on its data, never on the
+// Go type that carried it. A struct (fields declared out of order, nested
+// structs and pointers), typed maps of every kind, and the generic map with
+// the same keys and values all store the same payload, sorted at every
+// depth, and a record written twice gives the same bytes twice (typed maps
+// iterate in random order).
+func TestEqualDataEqualBytes(t *testing.T) {
+	type inner struct {
+		Zeta  string `msgpack:"zeta"`
+		Alpha int64  `msgpack:"alpha"`
+	}
+	type record struct {
+		Title  string              `msgpack:"title"`
+		Counts map[string]int      `msgpack:"counts"`
+		Tags   map[string][]string `msgpack:"tags"`
+		Inner  inner               `msgpack:"inner"`
+		Ptr    *inner              `msgpack:"ptr"`
+		Score  float32             `msgpack:"score"`
+		At     time.Time           `msgpack:"at"`
+		Blob   []byte              `msgpack:"blob"`
+		List   []inner             `msgpack:"list"`
+		Flags  map[string]bool     `msgpack:"flags"`
+	}
+	at := time.Date(2025, 3, 1, 12, 0, 0, 7, time.UTC)
+	counts := map[string]int{"z": 26, "a": 1, "m": 13, "b": 2, "y": 25, "c": 3, "x": 24, "d": 4}
+	st := record{
+		Title: "t", Counts: counts, Tags: map[string][]string{"go": {"b", "a"}, "db": nil, "api": {}},
+		Inner: inner{"z", -1}, Ptr: &inner{"p", 2}, Score: 1.5, At: at, Blob: []byte{1, 2},
+		List: []inner{{"l", 3}}, Flags: map[string]bool{"on": true, "off": false, "maybe": true},
+	}
+	generic := map[string]any{
+		"title":  "t",
+		"counts": map[string]any{"z": 26, "a": 1, "m": 13, "b": 2, "y": 25, "c": 3, "x": 24, "d": 4},
+		"tags":   map[string]any{"go": []any{"b", "a"}, "db": nil, "api": []any{}},
+		"inner":  map[string]any{"zeta": "z", "alpha": int64(-1)},
+		"ptr":    map[string]any{"zeta": "p", "alpha": 2},
+		"score":  float32(1.5),
+		"at":     at,
+		"blob":   []byte{1, 2},
+		"list":   []any{map[string]any{"zeta": "l", "alpha": 3}},
+		"flags":  map[string]any{"on": true, "off": false, "maybe": true},
+	}
+	want := valueOf(t, generic)
+	if sorted, err := mpack.ValidateRecordSorted(want); err != nil || !sorted {
+		t.Fatalf("the generic map's payload is not sorted: %v, %v", sorted, err)
+	}
+	for name, data := range map[string]any{
+		"struct":         st,
+		"pointer":        &st,
+		"typed top map":  map[string]map[string]int{"counts": counts},
+		"typed ints":     counts,
+		"generic again":  generic,
+		"struct in map":  map[string]any{"rec": st},
+		"typed map any":  map[string]any{"counts": counts, "flags": st.Flags},
+		"struct again 1": st,
+		"struct again 2": st,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := valueOf(t, data)
+			if sorted, err := mpack.ValidateRecordSorted(got); err != nil || !sorted {
+				t.Fatalf("payload of %T is not sorted at every depth: %v, %v\n%x", data, sorted, err, got)
+			}
+			switch name {
+			case "struct", "pointer", "generic again", "struct again 1", "struct again 2":
+				if !bytes.Equal(got, want) {
+					t.Errorf("payload of %T differs from the equal generic map:\n got %x\nwant %x", data, got, want)
+				}
+			}
+			for range 20 {
+				if again := valueOf(t, data); !bytes.Equal(again, got) {
+					t.Fatalf("writing the same %T twice gave different bytes", data)
+				}
+			}
+		})
+	}
+}
+
+func valueOf(t *testing.T, data any) []byte {
+	t.Helper()
+	v, err := engine.AppendValue(nil, data)
+	if err != nil {
+		t.Fatalf("AppendValue(%T): %v", data, err)
+	}
+	return v[engine.HeaderSize:]
+}

@@ -17,14 +17,23 @@ import (
 // nothing except to check a map of more than 32 keys whose keys are not in
 // ascending byte order for duplicates (see the package Caveats).
 func ValidateRecord(b []byte) error {
+	_, err := ValidateRecordSorted(b)
+	return err
+}
+
+// ValidateRecordSorted is ValidateRecord that also reports whether the keys
+// of every map in b, at every depth, are in ascending byte order: the
+// canonical form storh stores (see AppendSorted). Knowing it costs nothing
+// extra, the check of key uniqueness needs the order anyway.
+func ValidateRecordSorted(b []byte) (sorted bool, err error) {
 	if err := isMap(b); err != nil {
-		return err
+		return false, err
 	}
-	end, err := validate(b, 0, 1)
+	end, sorted, err := validate(b, 0, 1)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return trailing(b, end)
+	return sorted, trailing(b, end)
 }
 
 func isMap(b []byte) error {
@@ -42,60 +51,66 @@ func trailing(b []byte, end int) error {
 }
 
 // validate checks the value at b[pos] against the record rules and returns
-// where it ends. depth is the level a container at pos would occupy.
-func validate(b []byte, pos, depth int) (int, error) {
+// where it ends, and whether every map in it has its keys in ascending
+// order. depth is the level a container at pos would occupy.
+func validate(b []byte, pos, depth int) (int, bool, error) {
 	h, err := readHead(b, pos)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	switch h.k {
 	case kExt:
 		p := pos + h.size
 		if _, err := timestamp(h.ext, b[p:p+h.n], p); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	case kArray, kMap:
 		if depth > MaxDepth {
-			return 0, tooDeepAt(pos)
+			return 0, false, tooDeepAt(pos)
 		}
 		if h.k == kArray {
 			pos += h.size
+			all := true
 			for i := 0; i < h.n; i++ {
-				if pos, err = validate(b, pos, depth+1); err != nil {
-					return 0, err
+				var sorted bool
+				if pos, sorted, err = validate(b, pos, depth+1); err != nil {
+					return 0, false, err
 				}
+				all = all && sorted
 			}
-			return pos, nil
+			return pos, all, nil
 		}
 		return validateMap(b, pos, h, depth)
 	}
-	return pos + h.size + h.n, nil
+	return pos + h.size + h.n, true, nil
 }
 
-func validateMap(b []byte, pos int, h head, depth int) (int, error) {
+func validateMap(b []byte, pos int, h head, depth int) (int, bool, error) {
 	pos += h.size
-	first, sorted := pos, true
+	first, sorted, inner := pos, true, true
 	var prev []byte
 	for i := 0; i < h.n; i++ {
 		key, next, err := mapKey(b, pos)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		// Sorted keys (the way storh encodes maps) prove uniqueness for free.
 		if sorted && i > 0 && bytes.Compare(prev, key) >= 0 {
 			sorted = false
 		}
 		prev = key
-		if pos, err = validate(b, next, depth+1); err != nil {
-			return 0, err
+		var s bool
+		if pos, s, err = validate(b, next, depth+1); err != nil {
+			return 0, false, err
 		}
+		inner = inner && s
 	}
 	if !sorted {
 		if err := uniqueKeys(b, first, h.n); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	return pos, nil
+	return pos, sorted && inner, nil
 }
 
 // mapKey reads the string key at b[pos] and returns it and where its value
