@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -461,20 +462,17 @@ func (c *coll) Stats() (CollectionStats, error) {
 func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		op := c.opName("stream")
-		if err := q.Validate(); err != nil {
+		p, err := plan.Compile(q)
+		if err != nil {
 			yield(Record{}, opErr(op, c.name, "", -1, err))
 			return
 		}
-		limit, hasLimit := q.LimitN()
-		if !hasLimit {
+		limit := p.Limit
+		if limit == 0 {
 			limit = int(^uint(0) >> 1)
 		}
-		var match engine.Matcher
-		if q.HasConditions() {
-			match = q.Match
-		}
-		onError := q.OnError()
-		cur := engine.NewCursor(q)
+		match, onError := engine.Matcher(p.Match), p.OnError
+		cur := engine.NewCursor(p)
 		items := make([]engine.Item, 0, min(limit, engine.ChunkRecords))
 		for !cur.Done && limit > 0 {
 			var err error

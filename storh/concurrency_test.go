@@ -175,8 +175,8 @@ func TestConcurrentWritersReadersAndTransactions(t *testing.T) {
 					default:
 					}
 					var prev uuidv7.UUID
-					q := query.All()
-					if loop%2 == 1 {
+					q, reversed := query.All(), loop%2 == 1
+					if reversed {
 						q = q.Reverse()
 					}
 					for rec, err := range c(q) {
@@ -184,7 +184,7 @@ func TestConcurrentWritersReadersAndTransactions(t *testing.T) {
 							report(err)
 							return
 						}
-						if !prev.IsZero() && (rec.ID.Compare(prev) > 0) == q.Reversed() {
+						if !prev.IsZero() && (rec.ID.Compare(prev) > 0) == reversed {
 							report(fmt.Errorf("stream out of order: %v after %v", rec.ID, prev))
 							return
 						}

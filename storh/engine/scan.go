@@ -6,7 +6,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -27,10 +27,9 @@ type Cursor struct {
 	Done    bool
 }
 
-// NewCursor starts a scan of the inclusive range of q.
-func NewCursor(q query.Query) Cursor {
-	lo, hi, ok := q.Range()
-	return Cursor{Lo: lo, Hi: hi, Reverse: q.Reversed(), Done: !ok}
+// NewCursor starts a scan of the key range of p.
+func NewCursor(p plan.Plan) Cursor {
+	return Cursor{Lo: p.Lo, Hi: p.Hi, Reverse: p.Reverse, Done: p.Empty}
 }
 
 // Chunk bounds: a chunk returns at most ChunkRecords records or ChunkBytes
@@ -127,11 +126,11 @@ func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
 // advance moves the cursor's open end past id; false when nothing is left.
 func advance(cur *Cursor, id uuidv7.UUID) bool {
 	if cur.Reverse {
-		p, ok := query.Prev(id)
+		p, ok := plan.Prev(id)
 		cur.Hi = p
 		return ok && cur.Lo.Compare(p) <= 0
 	}
-	n, ok := query.Next(id)
+	n, ok := plan.Next(id)
 	cur.Lo = n
 	return ok && n.Compare(cur.Hi) <= 0
 }

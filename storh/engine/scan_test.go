@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -90,14 +91,21 @@ func TestScanChunksResume(t *testing.T) {
 		{"empty range", query.All().After(all[999]), 0, 5, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lo, hi, _ := tc.q.Range()
+			p, err := plan.Compile(tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := p.Lo, p.Hi
 			var want []uuidv7.UUID
 			for i, id := range all {
 				if id.Compare(lo) >= 0 && id.Compare(hi) <= 0 && (tc.match == 0 || i%tc.match == 0) {
 					want = append(want, id)
 				}
 			}
-			if tc.q.Reversed() {
+			if p.Empty {
+				want = nil
+			}
+			if p.Reverse {
 				slices.Reverse(want)
 			}
 			var match engine.Matcher
@@ -106,7 +114,7 @@ func TestScanChunksResume(t *testing.T) {
 				inner := every(tc.match)
 				match = func(p []byte) (bool, error) { examined++; return inner(p) }
 			}
-			cur := engine.NewCursor(tc.q)
+			cur := engine.NewCursor(p)
 			var got []uuidv7.UUID
 			for chunks := 0; !cur.Done; chunks++ {
 				if chunks > 2000 {
@@ -147,7 +155,7 @@ func TestScanChunksResume(t *testing.T) {
 func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	db := openEngine(t)
 	fill(t, db, "c", 300)
-	cur := engine.NewCursor(query.All())
+	cur := engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +184,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 		}
 	}
 	// A collection dropped after the handle was opened is ErrNotFound.
-	cur = engine.NewCursor(query.All())
+	cur = engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +194,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 		t.Errorf("ReadChunk of a dropped collection: %v; want ErrNotFound", err)
 	}
 	// One not created yet reads as empty.
-	cur = engine.NewCursor(query.All())
+	cur = engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,4 +327,13 @@ func TestEngineOpenOptions(t *testing.T) {
 	if err := db.Close(); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("second Close = %v", err)
 	}
+}
+
+func allPlan(t *testing.T) plan.Plan {
+	t.Helper()
+	p, err := plan.Compile(query.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -10,12 +10,12 @@
 //
 // Records are keyed by UUIDv7, whose leading 48 bits are the creation time in
 // milliseconds, so After, Before and TimeRangeMs all reduce to one inclusive
-// key range (see Query.Range). The storage engine seeks to one end of that
-// range and stops past the other: the cost of a read is proportional to the
-// records it visits, never to the size of the collection.
+// key range. The storage engine seeks to one end of that range and stops
+// past the other: the cost of a read is proportional to the records it
+// visits, never to the size of the collection.
 //
 // WhereEqual conditions are evaluated on the raw msgpack bytes of each stored
-// record (Query.Match), so records that are filtered out are never decoded.
+// record, so records that are filtered out are never decoded.
 //
 // # Caveats
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -19,30 +20,30 @@ var ErrInvalidQuery = errors.New("storh: invalid query")
 // anything a user would store and are most likely a bug.
 const MaxFieldLength = 1024
 
-// Op is a comparison operator of a Condition.
-type Op uint8
+// op is the comparison operator of a condition.
+type op uint8
 
 const (
-	// OpEq matches records whose field is present and equal to the value
+	// opEq matches records whose field is present and equal to the value
 	// under strict typed equality (1 ≠ 1.0 ≠ "1").
-	OpEq Op = iota + 1
+	opEq op = iota + 1
 )
 
-func (op Op) String() string {
-	switch op {
-	case OpEq:
+func (o op) String() string {
+	switch o {
+	case opEq:
 		return "="
 	}
-	return fmt.Sprintf("op(%d)", uint8(op))
+	return fmt.Sprintf("op(%d)", uint8(o))
 }
 
-// Condition is one filter on a top-level field. Value holds the normalised
+// condition is one filter on a top-level field. value holds the normalised
 // form of what the user passed (see the mpack normalisation: integers as
 // int64 or uint64, floats as float64, lists as []any, maps as map[string]any).
-type Condition struct {
-	Field string
-	Op    Op
-	Value any
+type condition struct {
+	field string
+	op    op
+	value any
 	err   error
 }
 
@@ -59,7 +60,7 @@ type Query struct {
 	hasLimit bool
 
 	reverse bool
-	conds   []Condition
+	conds   []condition
 	onError func(id uuidv7.UUID, err error)
 	valid   bool
 }
@@ -98,7 +99,7 @@ func (q Query) TimeRangeMs(fromMs, untilMs int64) Query {
 // field that is present and null, never a missing field. Several conditions
 // must all hold.
 func (q Query) WhereEqual(field string, value any) Query {
-	c := Condition{Field: field, Op: OpEq}
+	c := condition{field: field, op: opEq}
 	switch {
 	case field == "":
 		c.err = fmt.Errorf("%w: WhereEqual needs a field name", ErrInvalidQuery)
@@ -109,10 +110,10 @@ func (q Query) WhereEqual(field string, value any) Query {
 		if err != nil {
 			c.err = fmt.Errorf("%w: WhereEqual(%q): value of type %T cannot be stored, so cannot match", ErrInvalidQuery, field, value)
 		}
-		c.Value = v
+		c.value = v
 	}
 	// Copy so that queries derived from a shared base never share a backing array.
-	conds := make([]Condition, len(q.conds), len(q.conds)+1)
+	conds := make([]condition, len(q.conds), len(q.conds)+1)
 	copy(conds, q.conds)
 	q.conds = append(conds, c)
 	return q
@@ -156,36 +157,20 @@ func (q Query) Validate() error {
 	return nil
 }
 
-// Reversed reports whether the query returns newest first.
-func (q Query) Reversed() bool { return q.reverse }
-
-// LimitN returns the limit and whether one was set.
-func (q Query) LimitN() (int, bool) { return q.limit, q.hasLimit }
-
-// Conditions returns a copy of the field conditions.
-func (q Query) Conditions() []Condition { return append([]Condition(nil), q.conds...) }
-
-// HasConditions reports whether records must be matched one by one.
-func (q Query) HasConditions() bool { return len(q.conds) > 0 }
-
-// OnError returns the ContinueOnError callback, or nil.
-func (q Query) OnError() func(uuidv7.UUID, error) { return q.onError }
-
-// Range returns the inclusive key range [lo, hi] that holds every record the
-// query can match, and false when the range is empty (so nothing is read).
-func (q Query) Range() (lo, hi uuidv7.UUID, ok bool) {
+// keyRange returns the inclusive key range [lo, hi] that holds every record
+// the query can match, and false when the range is empty (so nothing is
+// read).
+func (q Query) keyRange() (lo, hi uuidv7.UUID, ok bool) {
 	hi = maxKey
 	if q.hasAfter {
-		var carry bool
-		lo, carry = increment(q.after)
-		if carry {
+		var more bool
+		if lo, more = plan.Next(q.after); !more {
 			return lo, hi, false
 		}
 	}
 	if q.hasBefore {
-		var borrow bool
-		hi, borrow = decrement(q.before)
-		if borrow {
+		var more bool
+		if hi, more = plan.Prev(q.before); !more {
 			return lo, hi, false
 		}
 	}
@@ -205,21 +190,21 @@ func (q Query) Range() (lo, hi uuidv7.UUID, ok bool) {
 	return lo, hi, lo.Compare(hi) <= 0
 }
 
-// Match reports whether a stored record payload (one msgpack map) satisfies
+// match reports whether a stored record payload (one msgpack map) satisfies
 // every condition. It reads only the bytes of the fields it compares and
 // allocates nothing for scalar values. An error means the payload is not
 // well-formed msgpack.
-func (q Query) Match(payload []byte) (bool, error) {
+func (q Query) match(payload []byte) (bool, error) {
 	for i := range q.conds {
 		c := &q.conds[i]
-		raw, ok, err := mpack.Field(payload, c.Field)
+		raw, ok, err := mpack.Field(payload, c.field)
 		if err != nil {
 			return false, err
 		}
 		if !ok {
 			return false, nil
 		}
-		eq, err := mpack.EqualRaw(raw, c.Value)
+		eq, err := mpack.EqualRaw(raw, c.value)
 		if err != nil {
 			return false, err
 		}
@@ -245,7 +230,7 @@ func (q Query) String() string {
 		fmt.Fprintf(&b, ".TimeRangeMs(%d, %d)", q.fromMs, q.untilMs)
 	}
 	for _, c := range q.conds {
-		fmt.Fprintf(&b, ".Where(%q %s %#v)", c.Field, c.Op, c.Value)
+		fmt.Fprintf(&b, ".Where(%q %s %#v)", c.field, c.op, c.value)
 	}
 	if q.reverse {
 		b.WriteString(".Reverse()")
@@ -258,37 +243,25 @@ func (q Query) String() string {
 
 var maxKey = uuidv7.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
-// increment returns u+1 as a 128-bit big-endian integer and whether it wrapped.
-func increment(u uuidv7.UUID) (uuidv7.UUID, bool) {
-	for i := len(u) - 1; i >= 0; i-- {
-		u[i]++
-		if u[i] != 0 {
-			return u, false
-		}
+func init() { plan.Compile = compile }
+
+// compile turns a Query into the plan the engine runs.
+func compile(v any) (plan.Plan, error) {
+	q, ok := v.(Query)
+	if !ok {
+		return plan.Plan{}, fmt.Errorf("%w: %T is not a query.Query", ErrInvalidQuery, v)
 	}
-	return u, true
-}
-
-// decrement returns u-1 and whether it wrapped below zero.
-func decrement(u uuidv7.UUID) (uuidv7.UUID, bool) {
-	for i := len(u) - 1; i >= 0; i-- {
-		u[i]--
-		if u[i] != 0xff {
-			return u, false
-		}
+	if err := q.Validate(); err != nil {
+		return plan.Plan{}, err
 	}
-	return u, true
-}
-
-// Next returns the smallest key greater than k, and false when k is the
-// largest key. Chunked readers use it to resume after the last key they saw.
-func Next(k uuidv7.UUID) (uuidv7.UUID, bool) {
-	n, carry := increment(k)
-	return n, !carry
-}
-
-// Prev returns the largest key less than k, and false when k is zero.
-func Prev(k uuidv7.UUID) (uuidv7.UUID, bool) {
-	p, borrow := decrement(k)
-	return p, !borrow
+	p := plan.Plan{Reverse: q.reverse, OnError: q.onError}
+	lo, hi, ok := q.keyRange()
+	p.Lo, p.Hi, p.Empty = lo, hi, !ok
+	if q.hasLimit {
+		p.Limit = q.limit
+	}
+	if len(q.conds) > 0 {
+		p.Match = q.match
+	}
+	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -139,7 +140,7 @@ func hasNaN(v any) bool {
 // field and a value are chosen, often a field of the record and its value
 // in another Go type (uint8 for int64, float32 for float64, a typed slice
 // for []any, []byte for a string...). query.All().WhereEqual(f,
-// v).Match(payload) must agree with decoding the whole record with
+// v)'s filter, run on the payload, must agree with decoding the whole record with
 // engine.DecodeMap and comparing with mpack.Equal against the normalised v,
 // on every input.
 func FuzzWhereEqualProbe(f *testing.F) {
@@ -193,7 +194,11 @@ func probeAgrees(t testing.TB, data []byte, field string, pick uint8) (ran, matc
 	if nerr != nil {
 		t.Fatalf("WhereEqual(%q, %#v) accepted a value Normalize rejects: %v", field, want, nerr)
 	}
-	got, err := q.Match(payload)
+	p, err := plan.Compile(q)
+	if err != nil {
+		t.Fatalf("compile a valid query: %v", err)
+	}
+	got, err := p.Match(payload)
 	if err != nil {
 		t.Fatalf("Match on a valid record: %v\nrecord %#v", err, rec)
 	}
