@@ -8,7 +8,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
-	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -164,7 +163,7 @@ func TestUndecodableRecordWithValidChecksum(t *testing.T) {
 		for i := 1; i < len(p); i++ {
 			p[i] = 'x'
 		}
-		engine.SealValue(v, bad.ID)
+		seal(v, bad.ID)
 	})
 	db = openAt(t, path)
 	docs, _ = db.Docs("d")

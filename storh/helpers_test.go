@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -211,3 +212,14 @@ func mustCount(t testing.TB, c interface{ Count() (int, error) }) int {
 }
 
 func all() query.Query { return query.All() }
+
+// seal writes the checksum of a stored value for key into its header, as
+// the engine does on every put: CRC-32C (Castagnoli) of the payload and
+// then the key, big-endian in bytes 1-4. Tests use it to forge values that
+// pass the checksum; it restates the format on purpose.
+func seal(value []byte, key uuidv7.UUID) {
+	crc := crc32.Update(crc32.Checksum(value[5:], castagnoli), castagnoli, key[:])
+	binary.BigEndian.PutUint32(value[1:5], crc)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -80,7 +80,7 @@ var encoderPool = sync.Pool{New: func() any {
 // AppendValue encodes data as a stored value (header + msgpack payload)
 // appended to dst. It fails with ErrInvalidData, appending nothing, when data
 // is not a map or struct, cannot be encoded, or breaks a limit. The checksum
-// is left for SealValue, because it covers the id, which Put assigns only
+// is left for sealValue, because it covers the id, which Put assigns only
 // once the data is known to be valid (Tx.Put seals every value it writes).
 func AppendValue(dst []byte, data any) ([]byte, error) {
 	e := encoderPool.Get().(*valueEncoder)
@@ -139,9 +139,9 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 	return out, nil
 }
 
-// SealValue writes the checksum of value for key into its header. It is
+// sealValue writes the checksum of value for key into its header. It is
 // idempotent, so a write retried after a failed group commit stays valid.
-func SealValue(value []byte, key uuidv7.UUID) {
+func sealValue(value []byte, key uuidv7.UUID) {
 	binary.BigEndian.PutUint32(value[1:], checksum(value[HeaderSize:], key[:]))
 }
 

@@ -92,7 +92,7 @@ func (db *DB) drain(batch []*WriteOp, prev int) []*WriteOp {
 
 const maxYields = 8
 
-// errOwnFault marks failures that belong to one op and left the transaction
+// ownFault marks failures that belong to one op and left the transaction
 // untouched, so the rest of the batch can still commit.
 func ownFault(err error) bool {
 	return errors.Is(err, ErrExists) || errors.Is(err, ErrWrongKind) ||

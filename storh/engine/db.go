@@ -255,9 +255,6 @@ func (db *DB) Path() string { return db.path }
 // Options returns the effective options.
 func (db *DB) Options() Options { return db.opts }
 
-// Bolt exposes the bbolt handle for verification, backup and tests.
-func (db *DB) Bolt() *bolt.DB { return db.bolt }
-
 // Close waits for running operations, commits queued writes, and closes the
 // file. Calls after Close fail with ErrClosed.
 func (db *DB) Close() error {
@@ -279,9 +276,6 @@ func (db *DB) Close() error {
 	}
 	return nil
 }
-
-// Closed reports whether Close has been called.
-func (db *DB) Closed() bool { return db.closed.Load() }
 
 // Enter marks the start of an operation: it fails with ErrClosed on a closed
 // database and ErrNestedTx inside a transaction callback. Every successful

@@ -99,10 +99,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func newErr(op, coll string, err error) *Error {
-	return &Error{Op: op, Collection: coll, Index: -1, Err: err}
-}
-
 // quote escapes names for messages: a name with control characters must not
 // be able to forge or break a log line.
 func quote(s string) string { return strconv.Quote(s) }

@@ -14,13 +14,14 @@ import (
 // On-disk layout (docs/architecture.md has the picture):
 //
 //	"\x00storh"            database metadata: "format" → formatVersion
-//	<collection name>/     one top-level bucket per collection
+//	"\x00quarantine"       top-level entries Repair moved out (only after a repair)
+//	<collection name>/     one top-level bucket per collection, created by its first write
 //	    "m"/               collection metadata: kind, count, bytes
 //	    "r"/               records: 16-byte binary UUIDv7 → stored value
-//	    "q"/               quarantine: records Repair moved out (only after a repair)
+//	    "q"/               quarantine: entries Repair moved out (only after a repair)
 //
 // Collection names are printable text, so they can never collide with the
-// metadata bucket, whose name starts with a NUL byte.
+// database's own buckets, whose names start with a NUL byte.
 var (
 	dbMetaBucket  = []byte("\x00storh")
 	keyFormat     = []byte("format")
@@ -61,16 +62,6 @@ func (k Kind) String() string {
 		return "queue"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
-}
-
-// ParseKind is the inverse of Kind.String.
-func ParseKind(s string) (Kind, bool) {
-	for _, k := range []Kind{KindDocs, KindLog, KindQueue} {
-		if k.String() == s {
-			return k, true
-		}
-	}
-	return 0, false
 }
 
 // ValidateName checks a collection name.
@@ -135,9 +126,6 @@ func (c *Coll) Count() int64 { return c.baseCount + c.countDelta }
 // Bytes returns the total size of stored values as seen by this transaction.
 func (c *Coll) Bytes() int64 { return c.baseBytes + c.bytesDelta }
 
-// Records exposes the records bucket (read it only; writes go through Tx).
-func (c *Coll) Records() *bolt.Bucket { return c.records }
-
 func openColl(tx *bolt.Tx, name string) (*Coll, error) {
 	root := tx.Bucket([]byte(name))
 	if root == nil {
@@ -182,8 +170,12 @@ func createColl(tx *bolt.Tx, name string, kind Kind) (*Coll, error) {
 	if err := meta.Put(keyKind, []byte{byte(kind)}); err != nil {
 		return nil, mapBoltErr(err)
 	}
-	putInt(meta, keyCount, 0)
-	putInt(meta, keyBytes, 0)
+	if err := putInt(meta, keyCount, 0); err != nil {
+		return nil, err
+	}
+	if err := putInt(meta, keyBytes, 0); err != nil {
+		return nil, err
+	}
 	return openColl(tx, name)
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/storhdb/storh-go/storh/engine"
-	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -315,13 +315,17 @@ func TestEngineOpenOptions(t *testing.T) {
 		o.MaxBatch != engine.DefaultMaxBatch || o.FileMode != 0o600 {
 		t.Errorf("defaults not applied: %+v", o)
 	}
-	if db.Path() != path || db.Closed() {
-		t.Error("Path/Closed")
+	if db.Path() != path {
+		t.Error("Path")
 	}
+	if err := db.Enter(); err != nil {
+		t.Fatalf("Enter on an open engine: %v", err)
+	}
+	db.Exit()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !db.Closed() || !errors.Is(db.Enter(), engine.ErrClosed) {
+	if !errors.Is(db.Enter(), engine.ErrClosed) {
 		t.Error("a closed engine lets operations in")
 	}
 	if err := db.Close(); !errors.Is(err, engine.ErrClosed) {

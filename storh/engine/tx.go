@@ -44,9 +44,6 @@ func (t *Tx) Protect(fn func() error) error {
 
 func newTx(db *DB, btx *bolt.Tx) *Tx { return &Tx{db: db, btx: btx} }
 
-// Bolt exposes the underlying transaction (for verification and backup).
-func (t *Tx) Bolt() *bolt.Tx { return t.btx }
-
 // Writable reports whether this is a write transaction.
 func (t *Tx) Writable() bool { return t.btx.Writable() }
 
@@ -126,7 +123,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", ErrExists)
 	}
-	SealValue(value, id)
+	sealValue(value, id)
 	if err := c.records.Put(key, value); err != nil {
 		return mapBoltErr(err)
 	}

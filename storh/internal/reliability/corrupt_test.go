@@ -18,7 +18,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
-	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -79,7 +78,7 @@ func TestCorruptValues(t *testing.T) {
 				for i := 5; i < len(v); i++ {
 					v[i] = 0xc1
 				}
-				engine.SealValue(v, id) // a valid checksum over undecodable bytes
+				seal(v, id) // a valid checksum over undecodable bytes
 			} else {
 				for range 1 + r.IntN(3) {
 					v[r.IntN(len(v))] ^= byte(1 + r.IntN(255))

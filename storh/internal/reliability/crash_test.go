@@ -845,7 +845,7 @@ func cachedEncoded(t testing.TB, cache map[string][]byte, id uuidv7.UUID, tag st
 		cache[tag] = v
 	}
 	v = append([]byte(nil), v...)
-	engine.SealValue(v, id)
+	seal(v, id)
 	return v
 }
 

@@ -47,7 +47,7 @@ func FuzzStoredValue(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		engine.SealValue(v, fuzzKey)
+		seal(v, fuzzKey)
 		f.Add(v, false)
 		f.Add(v[engine.HeaderSize:], true)
 	}
@@ -92,7 +92,7 @@ func FuzzStoredValue(f *testing.F) {
 			}
 			t.Fatalf("a decoded record cannot be stored again: %v\nrecord %#v", err, m)
 		}
-		engine.SealValue(again, fuzzKey)
+		seal(again, fuzzKey)
 		p2, err := engine.Payload(fuzzKey[:], again)
 		if err != nil {
 			t.Fatalf("re-encoded value fails its own checksum: %v", err)
@@ -106,7 +106,7 @@ func FuzzStoredValue(f *testing.F) {
 		}
 		third, err := engine.AppendValue(nil, m2)
 		if err == nil {
-			engine.SealValue(third, fuzzKey)
+			seal(third, fuzzKey)
 		}
 		if err != nil || !bytes.Equal(third, again) {
 			t.Fatalf("encoding is not stable: %x then %x (%v)", again, third, err)
