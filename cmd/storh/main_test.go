@@ -171,8 +171,11 @@ func cmdReleaseLock(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(db.Close())
 }
 
-// cmdMakeQueue creates a queue collection, which the command cannot do yet:
-// make-queue DB NAME.
+// cmdMakeQueue creates an empty queue collection, which the command cannot
+// do yet: make-queue DB NAME. The library creates a collection with its
+// first write, and a queue has no writes yet, so when opening it left
+// nothing behind the queue's buckets are written directly, as the engine
+// lays them out: NAME/m (kind 3, count and bytes 0) and NAME/r.
 func cmdMakeQueue(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: make-queue DB NAME")
@@ -181,5 +184,34 @@ func cmdMakeQueue(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	_, err = db.Queue(args[1])
 	ts.Check(err)
+	st, err := db.Stats()
+	ts.Check(err)
 	ts.Check(db.Close())
+	for _, c := range st.Collections {
+		if c.Name == args[1] {
+			return
+		}
+	}
+	bdb := openBolt(ts, args[0])
+	defer bdb.Close()
+	ts.Check(bdb.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucket([]byte(args[1]))
+		if err != nil {
+			return err
+		}
+		meta, err := root.CreateBucket([]byte("m"))
+		if err != nil {
+			return err
+		}
+		if _, err := root.CreateBucket([]byte("r")); err != nil {
+			return err
+		}
+		var zero [8]byte
+		for k, v := range map[string][]byte{"kind": {3}, "count": zero[:], "bytes": zero[:]} {
+			if err := meta.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }
