@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -68,7 +69,18 @@ type Row struct {
 // Decoder decodes lines. It remembers the keys it has seen, so rows that
 // share a schema share their key strings (fewer allocations). A Decoder is
 // not safe for concurrent use; the zero value is ready.
+//
+// Input that JSON allows but that would lose data is refused: an object
+// that holds a key twice (encoding/json keeps the last value), and strings
+// that are not valid UTF-8 or hold a \u escape of half a surrogate pair
+// (encoding/json turns them into U+FFFD). The error names the key or the
+// byte offset.
 type Decoder struct {
+	// KeepInvalidUTF8 decodes a string value whose bytes are not valid
+	// UTF-8 to a []byte holding those bytes (written back as
+	// {"$binary":…}), instead of failing. Keys must be valid UTF-8 either way.
+	KeepInvalidUTF8 bool
+
 	p parser
 }
 
@@ -78,6 +90,10 @@ const (
 	// internValueMax is the longest string value remembered: enum-like
 	// values are short, and long ones rarely repeat.
 	internValueMax = 24
+	// internWindow lookups decide whether value interning pays; when it
+	// does not, the next internPause short values skip it.
+	internWindow = 1024
+	internPause  = 16 * internWindow
 )
 
 // DecodeRow decodes one line of storh JSONL (see the package doc for the
@@ -155,6 +171,10 @@ func (d *Decoder) reset(b []byte, mongo bool) *parser {
 		p.vals = make(map[string]any)
 	}
 	p.b, p.i, p.depth, p.keepID, p.path = b, 0, 0, mongo, p.path[:0]
+	p.keepBad = d.KeepInvalidUTF8
+	clear(p.members)
+	clear(p.elems)
+	p.members, p.elems = p.members[:0], p.elems[:0]
 	return p
 }
 
@@ -181,7 +201,7 @@ func (d *Decoder) top(b []byte, mongo bool) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &Error{Err: ErrRow, Column: 1, Reason: "a row must be an object, not a " + typeName(v) + " wrapper"}
+		return nil, &Error{Err: ErrRow, Column: 1, Reason: "a row must be a JSON object, not an Extended JSON wrapper (this one is " + typeName(v) + ")"}
 	}
 	return m, nil
 }
@@ -223,16 +243,31 @@ type pathElem struct {
 }
 
 type parser struct {
-	b        []byte
-	i        int
-	depth    int
-	keepID   bool // keep a top-level _id ObjectID typed (DecodeMongo)
-	keys     map[string]string
-	vals     map[string]any
-	path     []pathElem
-	buf      []byte // scratch for strings with escapes
-	sizes    [4]int // member count of the last object at each depth
-	arrSizes [4]int // length of the last array at each depth
+	b       []byte
+	i       int
+	depth   int
+	keepID  bool // keep a top-level _id ObjectID typed (DecodeMongo)
+	keepBad bool // Decoder.KeepInvalidUTF8
+	keys    map[string]string
+	vals    map[string]any
+	path    []pathElem
+	buf     []byte // scratch for strings with escapes
+
+	internTries, internHits, internPaused int // value interning's bookkeeping (strValue)
+
+	// The members of the objects and the elements of the arrays being
+	// decoded, innermost last: an object or array collects its own on top
+	// and becomes a map or slice of the exact size once complete (no growth
+	// steps, and wrappers never become maps at all).
+	members []member
+	elems   []any
+}
+
+// member is one decoded member of an object.
+type member struct {
+	key string
+	val any
+	col int // 1-based column of the key
 }
 
 func (p *parser) ws() {
@@ -320,8 +355,14 @@ func typeName(v any) string {
 		return "an array"
 	case map[string]any:
 		return "an object"
+	case []byte:
+		return "binary data"
+	case time.Time:
+		return "a date"
+	case objectid.ObjectID:
+		return "an ObjectID"
 	}
-	return fmt.Sprintf("%T", v)
+	return "a value of another type" // never a Go type name: messages are for users
 }
 
 func (p *parser) value() (any, error) {
@@ -371,19 +412,13 @@ func (p *parser) object() (any, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	// Rows of one file tend to share a shape: sizing each map like the last
-	// one at its depth saves the growth steps.
-	hint := 0
-	if p.depth < len(p.sizes) {
-		hint = p.sizes[p.depth]
-	}
-	m := make(map[string]any, hint)
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
 		p.depth--
-		return m, nil
+		return map[string]any{}, nil
 	}
+	base := len(p.members)
 	dollar := false
 	for {
 		p.ws()
@@ -393,6 +428,7 @@ func (p *parser) object() (any, error) {
 			}
 			return nil, p.syntax("unexpected " + describe(p.b[p.i]) + ", expected a string key")
 		}
+		col := p.i + 1
 		key, err := p.str(true)
 		if err != nil {
 			return nil, err
@@ -411,7 +447,7 @@ func (p *parser) object() (any, error) {
 		if oid, ok := v.(objectid.ObjectID); ok && !(p.keepID && p.depth == 1 && key == "_id") {
 			v = oid.Hex()
 		}
-		m[key] = v
+		p.members = append(p.members, member{key, v, col})
 		if len(key) > 0 && key[0] == '$' {
 			dollar = true
 		}
@@ -429,14 +465,39 @@ func (p *parser) object() (any, error) {
 			return nil, p.syntax("unexpected " + describe(c) + ", expected ',' or '}' after an object member")
 		}
 	}
-	if p.depth < len(p.sizes) {
-		p.sizes[p.depth] = len(m)
-	}
 	p.depth--
-	if dollar && len(m) <= 2 {
-		return p.wrapper(m, start+1)
+	ms := p.members[base:]
+	defer func() {
+		clear(ms) // no references into the row outlive it
+		p.members = p.members[:base]
+	}()
+	if dollar && len(ms) <= 2 && (len(ms) == 1 || ms[0].key != ms[1].key) {
+		if v, ok, err := p.wrapper(ms, start+1); ok || err != nil {
+			return v, err
+		}
+	}
+	m := make(map[string]any, len(ms))
+	for _, e := range ms {
+		m[e.key] = e.val
+	}
+	if len(m) != len(ms) {
+		return nil, p.duplicate(ms)
 	}
 	return m, nil
+}
+
+// duplicate reports the first key that ms holds twice. JSON allows it, but
+// only one value can be stored, and keeping the last one silently (as
+// encoding/json does) would lose data.
+func (p *parser) duplicate(ms []member) error {
+	first := make(map[string]int, len(ms))
+	for _, e := range ms {
+		if col, seen := first[e.key]; seen {
+			return p.rowErr(e.col, fmt.Sprintf("duplicate key %s: the object already has it at column %d; a key may appear once", strconv.Quote(e.key), col))
+		}
+		first[e.key] = e.col
+	}
+	return p.rowErr(0, "duplicate key")
 }
 
 func (p *parser) array() (any, error) {
@@ -444,19 +505,15 @@ func (p *parser) array() (any, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	hint := 0
-	if p.depth < len(p.sizes) {
-		hint = p.arrSizes[p.depth]
-	}
-	a := make([]any, 0, hint)
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == ']' {
 		p.i++
 		p.depth--
-		return a, nil
+		return []any{}, nil
 	}
+	base := len(p.elems)
 	for {
-		p.path = append(p.path, pathElem{idx: len(a)})
+		p.path = append(p.path, pathElem{idx: len(p.elems) - base})
 		v, err := p.value()
 		if err != nil {
 			return nil, err
@@ -465,7 +522,7 @@ func (p *parser) array() (any, error) {
 		if oid, ok := v.(objectid.ObjectID); ok {
 			v = oid.Hex()
 		}
-		a = append(a, v)
+		p.elems = append(p.elems, v)
 		p.ws()
 		if p.i >= len(p.b) {
 			return nil, p.syntax("unexpected end of line inside an array")
@@ -480,16 +537,21 @@ func (p *parser) array() (any, error) {
 			return nil, p.syntax("unexpected " + describe(c) + ", expected ',' or ']' in an array")
 		}
 	}
-	if p.depth < len(p.sizes) {
-		p.arrSizes[p.depth] = len(a)
-	}
 	p.depth--
+	es := p.elems[base:]
+	a := make([]any, len(es))
+	copy(a, es)
+	clear(es)
+	p.elems = p.elems[:base]
 	return a, nil
 }
 
 // strValue reads a string value. Short ones are interned as interface
 // values: the enum-like fields of a file ("info", "GET", "api") then cost
-// no allocation at all, not even the interface header.
+// no allocation at all, not even the interface header. Where values rarely
+// repeat (ObjectIDs, dates, e-mail addresses) the lookups are wasted, so
+// interning pauses for a while when fewer than one lookup in four finds
+// its value.
 func (p *parser) strValue() (any, error) {
 	start := p.i + 1
 	for i := start; i < len(p.b) && i-start <= internValueMax; i++ {
@@ -497,12 +559,24 @@ func (p *parser) strValue() (any, error) {
 		if c == '"' {
 			p.i = i + 1
 			raw := p.b[start:i]
+			if p.internPaused > 0 {
+				p.internPaused--
+				return string(raw), nil
+			}
 			if v, ok := p.vals[string(raw)]; ok {
+				p.internHits++
+				p.internTries++
 				return v, nil
 			}
 			var v any = string(raw)
 			if len(p.vals) < internMax {
 				p.vals[string(raw)] = v
+			}
+			if p.internTries++; p.internTries == internWindow {
+				if p.internHits < internWindow/4 {
+					p.internPaused = internPause
+				}
+				p.internTries, p.internHits = 0, 0
 			}
 			return v, nil
 		}
@@ -510,7 +584,11 @@ func (p *parser) strValue() (any, error) {
 			break
 		}
 	}
-	return p.str(false)
+	s, raw, err := p.strSlow(start, false)
+	if raw != nil {
+		return raw, err
+	}
+	return s, err
 }
 
 // str reads a string at p.i (the opening quote). Keys are interned.
@@ -526,7 +604,8 @@ func (p *parser) str(key bool) (string, error) {
 			return string(p.b[start:i]), nil
 		}
 		if c == '\\' || c < 0x20 || c >= 0x80 {
-			return p.strSlow(start, key)
+			s, _, err := p.strSlow(start, key)
+			return s, err
 		}
 	}
 	p.i = len(p.b)
@@ -544,10 +623,13 @@ func (p *parser) intern(b []byte) string {
 	return s
 }
 
-// strSlow handles escapes and non-ASCII bytes: invalid UTF-8 and lone
-// surrogates become U+FFFD, as with encoding/json.
-func (p *parser) strSlow(start int, key bool) (string, error) {
+// strSlow handles escapes and non-ASCII bytes. Bytes that are not UTF-8
+// fail, or with p.keepBad make a value string a []byte of its bytes (raw is
+// then non-nil); a \u escape of half a surrogate pair always fails: it has
+// no UTF-8 form.
+func (p *parser) strSlow(start int, key bool) (s string, raw []byte, err error) {
 	buf := p.buf[:0]
+	invalid := false
 	i := start
 	for i < len(p.b) {
 		c := p.b[i]
@@ -555,14 +637,17 @@ func (p *parser) strSlow(start int, key bool) (string, error) {
 		case c == '"':
 			p.i = i + 1
 			p.buf = buf
-			if key {
-				return p.intern(buf), nil
+			if invalid {
+				return "", append([]byte{}, buf...), nil
 			}
-			return string(buf), nil
+			if key {
+				return p.intern(buf), nil, nil
+			}
+			return string(buf), nil, nil
 		case c == '\\':
 			if i+1 >= len(p.b) {
 				p.i = i
-				return "", p.syntax("unterminated string")
+				return "", nil, p.syntax("unterminated string")
 			}
 			e := p.b[i+1]
 			switch e {
@@ -582,45 +667,53 @@ func (p *parser) strSlow(start int, key bool) (string, error) {
 				r, ok := hex4(p.b, i+2)
 				if !ok {
 					p.i = i
-					return "", p.syntax(`invalid \u escape: expected four hex digits`)
+					return "", nil, p.syntax(`invalid \u escape: expected four hex digits`)
 				}
-				i += 6
 				if utf16.IsSurrogate(r) {
-					if r2, ok := hex4(p.b, i+2); ok && i+1 < len(p.b) && p.b[i] == '\\' && p.b[i+1] == 'u' {
+					if r2, ok := hex4(p.b, i+8); ok && i+7 < len(p.b) && p.b[i+6] == '\\' && p.b[i+7] == 'u' {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							buf = utf8.AppendRune(buf, dec)
-							i += 6
+							i += 12
 							continue
 						}
 					}
-					r = utf8.RuneError
+					return "", nil, p.rowErr(i+1, fmt.Sprintf(`%s is half of a UTF-16 surrogate pair without the other half: it stands for no character and has no UTF-8 form`, p.b[i:i+6]))
 				}
 				buf = utf8.AppendRune(buf, r)
+				i += 6
 				continue
 			default:
 				p.i = i
-				return "", p.syntax("invalid escape " + strconv.Quote(string(p.b[i:i+2])) + " in a string")
+				return "", nil, p.syntax("invalid escape " + strconv.Quote(string(p.b[i:i+2])) + " in a string")
 			}
 			i += 2
 		case c < 0x20:
 			p.i = i
-			return "", p.syntax(fmt.Sprintf("control character 0x%02x in a string: write it as \\u%04x", c, c))
+			return "", nil, p.syntax(fmt.Sprintf("control character 0x%02x in a string: write it as \\u%04x", c, c))
 		case c < 0x80:
 			buf = append(buf, c)
 			i++
 		default:
 			r, size := utf8.DecodeRune(p.b[i:])
 			if r == utf8.RuneError && size == 1 {
-				buf = utf8.AppendRune(buf, utf8.RuneError)
-			} else {
-				buf = append(buf, p.b[i:i+size]...)
+				if key || !p.keepBad {
+					p.i = i
+					what := "a string"
+					if key {
+						what = "a key"
+					}
+					return "", nil, &Error{Err: ErrSyntax, Column: i + 1, Field: p.fieldPath(),
+						Reason: fmt.Sprintf("invalid UTF-8 in %s: byte 0x%02x at byte offset %d", what, c, i)}
+				}
+				invalid = true
 			}
+			buf = append(buf, p.b[i:i+size]...)
 			i += size
 		}
 	}
 	p.i = len(p.b)
 	p.buf = buf
-	return "", p.syntax("unterminated string")
+	return "", nil, p.syntax("unterminated string")
 }
 
 func hex4(b []byte, at int) (rune, bool) {

@@ -33,7 +33,8 @@ func TestDecodeRowForms(t *testing.T) {
 		{"bare with data and more", `{"data":{"a":1},"kind":"x"}`, uuidv7.UUID{}, map[string]any{"data": map[string]any{"a": int64(1)}, "kind": "x"}},
 		{"whitespace", " \t{ \"a\" : 1 } \r", uuidv7.UUID{}, map[string]any{"a": int64(1)}},
 		{"empty object", `{}`, uuidv7.UUID{}, map[string]any{}},
-		{"duplicate key: last wins", `{"a":1,"a":2}`, uuidv7.UUID{}, map[string]any{"a": int64(2)}},
+		{"same key in different objects", `{"a":{"a":1},"b":[{"a":2},{"a":3}]}`, uuidv7.UUID{},
+			map[string]any{"a": map[string]any{"a": int64(1)}, "b": []any{map[string]any{"a": int64(2)}, map[string]any{"a": int64(3)}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +89,25 @@ func TestDecodeRowErrors(t *testing.T) {
 		{`{"id":"` + testID + `","data":[1]}`, ErrRow, "in field data: must be a JSON object, got an array"},
 		{`{"data":"x"}`, ErrRow, "in field data: must be a JSON object, got a string"},
 		{`{"a":{"b":[1,{"$date":"yesterday"}]}}`, ErrRow, `in field a.b[1]: $date "yesterday" is not an RFC 3339 time`},
-		{`{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}`, ErrRow, "a row must be an object, not a objectid.ObjectID wrapper"},
+		{`{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}`, ErrRow, "a row must be a JSON object, not an Extended JSON wrapper (this one is an ObjectID)"},
+		{`{"$date":"2024-05-01T00:00:00Z"}`, ErrRow, "(this one is a date)"},
+		{`{"id":"` + testID + `","data":{"$binary":{"base64":"AQI=","subType":"00"}}}`, ErrRow, "in field data: must be a JSON object, got binary data"},
+		// Duplicate keys: JSON allows them, storh can keep only one value.
+		{`{"a":1,"a":2}`, ErrRow, `at column 8: duplicate key "a": the object already has it at column 2`},
+		{`{"a":1,"b":2,"a":3}`, ErrRow, `column 14: duplicate key "a"`},
+		{`{"x":{"y":[{"k":1,"k":1}]}}`, ErrRow, `at column 19 in field x.y[0]: duplicate key "k"`},
+		{`{"a":1,"\u0061":2}`, ErrRow, `duplicate key "a"`},
+		{`{"id":"` + testID + `","id":"` + testID + `","data":{}}`, ErrRow, `duplicate key "id"`},
+		{`{"data":{"n":1},"data":{"n":2}}`, ErrRow, `duplicate key "data"`},
+		{`{"t":{"$date":"2024-05-01T00:00:00Z","$date":"2024-05-02T00:00:00Z"}}`, ErrRow, `in field t: duplicate key "$date"`},
+		{`{"b":{"$binary":{"base64":"AQI=","base64":"AQI="}}}`, ErrRow, `in field b.$binary: duplicate key "base64"`},
+		{`{"b":{"$binary":"AQI=","$binary":"AQI="}}`, ErrRow, `in field b: duplicate key "$binary"`},
+		// Text that is not UTF-8, and escapes of half a surrogate pair.
+		{"{\"a\":\"bad \xff byte\"}", ErrSyntax, "at column 11 in field a: invalid UTF-8 in a string: byte 0xff at byte offset 10"},
+		{"{\"k\xc3\":1}", ErrSyntax, "at column 4: invalid UTF-8 in a key: byte 0xc3 at byte offset 3"},
+		{`{"a":"\ud83d"}`, ErrRow, `column 7 in field a: \ud83d is half of a UTF-16 surrogate pair without the other half`},
+		{`{"a":"x\ude00\ud83d\ude00"}`, ErrRow, `\ude00 is half of a UTF-16 surrogate pair`},
+		{`{"a":"\ud83d\u0041"}`, ErrRow, `\ud83d is half`},
 		{`{"a":` + strings.Repeat("[", MaxNesting+1) + strings.Repeat("]", MaxNesting+1) + `}`, ErrSyntax, "nested deeper than 1000 levels"},
 	}
 	for _, tt := range tests {
@@ -157,11 +176,7 @@ func TestStrings(t *testing.T) {
 		{`"\b\f\n\r\t"`, "\b\f\n\r\t"},
 		{`"\u00e9\u4e2d"`, "é中"},
 		{`"\ud83d\ude00"`, "😀"},
-		{`"\ud83d"`, "\ufffd"},
-		{`"\ud83dx"`, "\ufffdx"},
-		{`"\ude00\ud83d\ude00"`, "\ufffd😀"},
-		{`"\ud83d\u0041"`, "\ufffdA"},
-		{"\"bad \xff byte\"", "bad \ufffd byte"},
+		{`"\uD83D\uDE00x"`, "😀x"},
 		{"\"caf\xc3\xa9\"", "café"},
 		{`"\u2028"`, "\u2028"},
 	}
@@ -359,5 +374,34 @@ func BenchmarkDecodeRow(b *testing.B) {
 		if _, err := d.DecodeRow(line); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestKeepInvalidUTF8 checks the option that keeps strings that are not
+// UTF-8 as their bytes: values only, escapes decoded, keys still refused.
+func TestKeepInvalidUTF8(t *testing.T) {
+	d := Decoder{KeepInvalidUTF8: true}
+	m, err := d.DecodeObject([]byte("{\"a\":\"ok\",\"b\":\"\\u00e9\xff\\n\",\"c\":[\"\xc3\"]}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": "ok", "b": []byte{0xc3, 0xa9, 0xff, '\n'}, "c": []any{[]byte{0xc3}}}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("got %#v, want %#v", m, want)
+	}
+	if _, err := d.DecodeObject([]byte("{\"k\xff\":1}")); err == nil || !strings.Contains(err.Error(), "invalid UTF-8 in a key") {
+		t.Errorf("a key that is not UTF-8: %v", err)
+	}
+	if _, err := d.DecodeObject([]byte(`{"a":"\ud83d"}`)); err == nil {
+		t.Error("half a surrogate pair accepted")
+	}
+	// Written back, the bytes are a $binary wrapper, which reads back the same.
+	js, err := AppendValue(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := new(Decoder).DecodeObject(js)
+	if err != nil || !reflect.DeepEqual(back, want) {
+		t.Errorf("%s read back as %#v, %v", js, back, err)
 	}
 }

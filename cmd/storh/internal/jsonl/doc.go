@@ -42,9 +42,14 @@
 //   - A stored map that has exactly one key named like a wrapper, with a value
 //     of the wrapper's shape, is read back as the wrapped type: JSON has no
 //     way to tell the two apart (MongoDB has the same limit).
-//   - Strings that are not valid UTF-8 are written with U+FFFD in place of the
-//     bad bytes, as encoding/json does; they do not round-trip.
+//   - Reading refuses what encoding/json would silently change: an object
+//     that holds a key twice (at any depth, wrappers included), bytes that
+//     are not UTF-8, and a \u escape of half a surrogate pair. With
+//     Decoder.KeepInvalidUTF8 a string value that is not UTF-8 becomes a
+//     []byte of its bytes instead, written back as {"$binary":…}.
+//   - Writing, a stored string that is not valid UTF-8 (only a Go program can
+//     store one) gets U+FFFD in place of the bad bytes, as encoding/json
+//     does; it does not round-trip.
 //   - Timestamps outside the years 0–9999 are written as
 //     {"$date":{"$numberLong":"<ms>"}}, which keeps only milliseconds.
-//   - Duplicate keys in an object: the last one wins, as with encoding/json.
 package jsonl

@@ -11,84 +11,98 @@ import (
 	"github.com/storhdb/storh-go/storh/objectid"
 )
 
-// wrapper converts an Extended JSON wrapper object, whose members have
-// already been converted, to the value it stands for. Objects that are not
-// wrappers come back unchanged. col is the column of the object.
-func (p *parser) wrapper(m map[string]any, col int) (any, error) {
-	if len(m) == 2 {
+// wrapper converts an Extended JSON wrapper object, given as its members
+// (already converted), to the value it stands for; ok is false for an
+// object that is not a wrapper. col is the column of the object.
+func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
+	if len(ms) == 2 {
 		// Legacy (v1) forms, still written by old mongoexport versions.
-		if data, ok := m["$binary"]; ok {
-			if typ, ok := m["$type"]; ok {
-				return p.binary(data, typ, col)
+		get := func(k string) (any, bool) {
+			for _, e := range ms {
+				if e.key == k {
+					return e.val, true
+				}
+			}
+			return nil, false
+		}
+		if data, ok := get("$binary"); ok {
+			if typ, ok := get("$type"); ok {
+				v, err := p.binary(data, typ, col)
+				return v, true, err
 			}
 		}
-		if re, ok := m["$regex"]; ok {
-			if opts, ok := m["$options"]; ok {
-				return p.regex(re, opts, col)
+		if re, ok := get("$regex"); ok {
+			if opts, ok := get("$options"); ok {
+				v, err := p.regex(re, opts, col)
+				return v, true, err
 			}
 		}
-		return m, nil
+		return nil, false, nil
 	}
-	for k, v := range m { // one member
-		switch k {
-		case "$date":
-			return p.date(v, col)
-		case "$numberLong":
-			return p.intString(k, v, 64, col)
-		case "$numberInt":
-			return p.intString(k, v, 32, col)
-		case "$numberDouble":
-			return p.double(v, col)
-		case "$numberDecimal":
-			// Decimal128 has no storh type; a string keeps every digit.
-			s, ok := v.(string)
-			if !ok {
-				return nil, p.rowErr(col, "$numberDecimal must hold a string, got "+typeName(v))
-			}
-			return s, nil
-		case "$binary":
-			sub, ok := v.(map[string]any)
-			if !ok || len(sub) != 2 {
-				return nil, p.rowErr(col, `$binary must hold {"base64":"…","subType":"00"}`)
-			}
-			return p.binary(sub["base64"], sub["subType"], col)
-		case "$oid":
-			s, ok := v.(string)
-			if !ok {
-				return nil, p.rowErr(col, "$oid must hold a string of 24 hex digits, got "+typeName(v))
-			}
-			oid, err := objectid.Parse(s)
-			if err != nil {
-				return nil, p.rowErr(col, "$oid "+strconv.Quote(s)+" is not an ObjectID (24 hex digits)")
-			}
-			return oid, nil
-		case "$timestamp":
-			sub, ok := v.(map[string]any)
-			t, tok := sub["t"].(int64)
-			i, iok := sub["i"].(int64)
-			if !ok || len(sub) != 2 || !tok || !iok {
-				return nil, p.rowErr(col, `$timestamp must hold {"t":<seconds>,"i":<increment>}`)
-			}
-			return map[string]any{"t": t, "i": i}, nil
-		case "$regularExpression":
-			sub, ok := v.(map[string]any)
-			if !ok || len(sub) != 2 {
-				return nil, p.rowErr(col, `$regularExpression must hold {"pattern":"…","options":"…"}`)
-			}
-			return p.regex(sub["pattern"], sub["options"], col)
-		case "$symbol", "$code":
-			s, ok := v.(string)
-			if !ok {
-				return nil, p.rowErr(col, k+" must hold a string, got "+typeName(v))
-			}
-			return s, nil
-		case "$undefined":
-			return nil, nil
-		case "$minKey", "$maxKey", "$dbPointer":
-			return nil, p.rowErr(col, k+" has no storh equivalent; remove or convert the field before importing")
+	k, v := ms[0].key, ms[0].val
+	switch k {
+	case "$date":
+		v, err = p.date(v, col)
+	case "$numberLong":
+		v, err = p.intString(k, v, 64, col)
+	case "$numberInt":
+		v, err = p.intString(k, v, 32, col)
+	case "$numberDouble":
+		v, err = p.double(v, col)
+	case "$numberDecimal":
+		// Decimal128 has no storh type; a string keeps every digit.
+		s, ok := v.(string)
+		if !ok {
+			return nil, true, p.rowErr(col, "$numberDecimal must hold a string, got "+typeName(v))
 		}
+		v = s
+	case "$binary":
+		sub, ok := v.(map[string]any)
+		if !ok || len(sub) != 2 {
+			return nil, true, p.rowErr(col, `$binary must hold {"base64":"…","subType":"00"}`)
+		}
+		v, err = p.binary(sub["base64"], sub["subType"], col)
+	case "$oid":
+		s, ok := v.(string)
+		if !ok {
+			return nil, true, p.rowErr(col, "$oid must hold a string of 24 hex digits, got "+typeName(v))
+		}
+		oid, perr := objectid.Parse(s)
+		if perr != nil {
+			return nil, true, p.rowErr(col, "$oid "+strconv.Quote(s)+" is not an ObjectID (24 hex digits)")
+		}
+		v = oid
+	case "$timestamp":
+		sub, ok := v.(map[string]any)
+		t, tok := sub["t"].(int64)
+		i, iok := sub["i"].(int64)
+		if !ok || len(sub) != 2 || !tok || !iok {
+			return nil, true, p.rowErr(col, `$timestamp must hold {"t":<seconds>,"i":<increment>}`)
+		}
+		v = map[string]any{"t": t, "i": i}
+	case "$regularExpression":
+		sub, ok := v.(map[string]any)
+		if !ok || len(sub) != 2 {
+			return nil, true, p.rowErr(col, `$regularExpression must hold {"pattern":"…","options":"…"}`)
+		}
+		v, err = p.regex(sub["pattern"], sub["options"], col)
+	case "$symbol", "$code":
+		s, ok := v.(string)
+		if !ok {
+			return nil, true, p.rowErr(col, k+" must hold a string, got "+typeName(v))
+		}
+		v = s
+	case "$undefined":
+		v = nil
+	case "$minKey", "$maxKey", "$dbPointer":
+		return nil, true, p.rowErr(col, k+" has no storh equivalent; remove or convert the field before importing")
+	default:
+		return nil, false, nil
 	}
-	return m, nil
+	if err != nil {
+		return nil, true, err
+	}
+	return v, true, nil
 }
 
 func (p *parser) date(v any, col int) (any, error) {
