@@ -131,12 +131,27 @@ func Open(path string, opts Options) (db *DB, err error) {
 				Hint: "open it once without ReadOnly to create the database"}
 		}
 	}
+	if err := precheck(path); err != nil {
+		return nil, openError(path, opts, err)
+	}
+	// bbolt's lock lives on its file descriptor. Should bolt.Open panic
+	// anyway, the descriptor is closed here, so a failed open never leaves
+	// the file locked for the rest of the process.
+	var file *os.File
+	bopts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	var bdb *bolt.DB
-	err = containPanic(func() error {
+	err, panicked := contain(func() error {
 		var err error
 		bdb, err = bolt.Open(path, opts.FileMode, bopts)
 		return err
 	})
+	if panicked && file != nil {
+		file.Close()
+	}
 	if err != nil {
 		return nil, openError(path, opts, err)
 	}
@@ -197,10 +212,6 @@ const damagedHint = "restore it from a backup; `storh verify` tells what is wron
 
 func (db *DB) initMeta() error {
 	check := func(tx *bolt.Tx) error {
-		// Reading pages past the end of a truncated file would fault.
-		if size, err := fileSize(db.path); err == nil && size < tx.Size() {
-			return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", ErrCorrupt, size, tx.Size())
-		}
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
 			if k, _ := tx.Cursor().First(); k != nil {
@@ -233,9 +244,6 @@ func (db *DB) initMeta() error {
 		// opening an existing database never writes.
 		found := false
 		if err := db.bolt.View(func(tx *bolt.Tx) error {
-			if size, err := fileSize(db.path); err == nil && size < tx.Size() {
-				return check(tx) // reports the truncation
-			}
 			found = tx.Bucket(dbMetaBucket) != nil
 			if k, _ := tx.Cursor().First(); found || k != nil {
 				found = true
