@@ -18,7 +18,7 @@ import (
 const maxPutLines = 10000
 
 func (a *app) putCmd() *cobra.Command {
-	var idFlag string
+	var idFlag, invalidUTF8 string
 	var asLog bool
 	cmd := &cobra.Command{
 		Use:   "put COLL [JSON]",
@@ -45,7 +45,11 @@ records use 'storh import'.`,
 					return err
 				}
 			}
-			items, lines, err := a.putInput(args)
+			keepBad, err := keepInvalidUTF8(invalidUTF8)
+			if err != nil {
+				return err
+			}
+			items, lines, err := a.putInput(args, keepBad)
 			if err != nil {
 				return err
 			}
@@ -91,17 +95,18 @@ records use 'storh import'.`,
 	}
 	cmd.Flags().StringVar(&idFlag, "id", "", "store under this `ID` (docs: replace; log: must be new)")
 	cmd.Flags().BoolVar(&asLog, "log", false, "create the collection as an append-only log if it does not exist")
+	addInvalidUTF8Flag(cmd, &invalidUTF8)
 	return cmd
 }
 
 // putInput reads the records to put: the JSON argument, or stdin's lines
 // (with their line numbers, for errors).
-func (a *app) putInput(args []string) ([]any, []int, error) {
-	var dec jsonl.Decoder
+func (a *app) putInput(args []string, keepBad bool) ([]any, []int, error) {
+	dec := jsonl.Decoder{KeepInvalidUTF8: keepBad}
 	if len(args) == 2 {
 		m, err := dec.DecodeObject([]byte(args[1]))
 		if err != nil {
-			return nil, nil, usagef("the JSON argument is not a JSON object: %s", libMsg(err))
+			return nil, nil, usagef("the JSON argument is not a JSON object: %s", libMsg(utf8Hint(err)))
 		}
 		return []any{m}, nil, nil
 	}
@@ -122,7 +127,7 @@ func (a *app) putInput(args []string) ([]any, []int, error) {
 		}
 		m, err := dec.DecodeObject([]byte(line))
 		if err != nil {
-			return nil, nil, fmt.Errorf("stdin line %d: %s (nothing was stored)", n, libMsg(err))
+			return nil, nil, fmt.Errorf("stdin line %d: %s (nothing was stored)", n, libMsg(utf8Hint(err)))
 		}
 		items = append(items, m)
 		lines = append(lines, n)

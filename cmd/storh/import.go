@@ -32,6 +32,7 @@ type importOpts struct {
 	mongo       bool
 	asLog       bool
 	skipInvalid bool
+	invalidUTF8 string // error or binary (--invalid-utf8)
 }
 
 func (a *app) importCmd() *cobra.Command {
@@ -62,12 +63,16 @@ on stderr when it is a terminal (--quiet turns it off).`,
   mongoexport --collection=users --out=users.json && storh import --mongo users users.json`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := keepInvalidUTF8(o.invalidUTF8); err != nil {
+				return err
+			}
 			return a.runImport(args[0], args[1], o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.mongo, "mongo", false, "read mongoexport output (Extended JSON; ObjectID _id → UUIDv7 id, kept as _oid)")
 	cmd.Flags().BoolVar(&o.asLog, "log", false, "create the collection as an append-only log if it does not exist")
 	cmd.Flags().BoolVar(&o.skipInvalid, "skip-invalid", false, "skip lines that cannot be imported, and list them, instead of stopping")
+	addInvalidUTF8Flag(cmd, &o.invalidUTF8)
 	return cmd
 }
 
@@ -372,6 +377,7 @@ func (im *importer) produce(in io.Reader, decode func(*jsonl.Decoder, []byte) (j
 	defer close(im.rows)
 	br := bufio.NewReaderSize(in, 256<<10)
 	var dec jsonl.Decoder
+	dec.KeepInvalidUTF8, _ = keepInvalidUTF8(im.o.invalidUTF8)
 	chunk := make([]rowItem, 0, chunkRows)
 	send := func() bool {
 		select {
@@ -484,4 +490,20 @@ func (im *importer) explain(err error, src, name, kind string) error {
 		fmt.Fprintf(&b, "\n  (the collection %q, created for the import, was removed again)", name)
 	}
 	return errors.New(b.String())
+}
+
+// addInvalidUTF8Flag adds --invalid-utf8, shared by put and import.
+func addInvalidUTF8Flag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "invalid-utf8", "error", "a string value that is not valid UTF-8: `error` stops and names the line and byte offset; binary stores its bytes as binary data ({\"$binary\":…})")
+}
+
+// keepInvalidUTF8 reads the value of --invalid-utf8.
+func keepInvalidUTF8(mode string) (bool, error) {
+	switch mode {
+	case "error":
+		return false, nil
+	case "binary":
+		return true, nil
+	}
+	return false, usagef("--invalid-utf8 %q: want error (the default) or binary", mode)
 }

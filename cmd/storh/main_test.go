@@ -46,6 +46,9 @@ func TestScripts(t *testing.T) {
 			"hold-lock":     cmdHoldLock,
 			"make-queue":    cmdMakeQueue,
 			"release-lock":  cmdReleaseLock,
+			"write-bytes":   cmdWriteBytes,
+			"env-bytes":     cmdEnvBytes,
+			"env-repeat":    cmdEnvRepeat,
 		},
 		RequireExplicitExec: true,
 	})
@@ -214,4 +217,63 @@ func cmdMakeQueue(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return nil
 	}))
+}
+
+// unescapeBytes reads the escapes \n, \t, \\ and \xHH, so scripts can
+// write bytes that are not UTF-8 (which a txtar file cannot hold).
+func unescapeBytes(ts *testscript.TestScript, s string) []byte {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b = append(b, s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			b = append(b, '\n')
+		case 't':
+			b = append(b, '\t')
+		case 'x':
+			if i+2 >= len(s) {
+				ts.Fatalf("\\x needs two hex digits")
+			}
+			n, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			ts.Check(err)
+			b = append(b, byte(n))
+			i += 2
+		default:
+			b = append(b, s[i])
+		}
+	}
+	return b
+}
+
+// cmdWriteBytes writes TEXT, with escapes (\n, \t, \xHH), to FILE:
+// write-bytes FILE TEXT.
+func cmdWriteBytes(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: write-bytes FILE TEXT")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), unescapeBytes(ts, args[1]), 0o644))
+}
+
+// cmdEnvBytes sets VAR to TEXT with escapes, for arguments that are not
+// UTF-8: env-bytes VAR TEXT.
+func cmdEnvBytes(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: env-bytes VAR TEXT")
+	}
+	ts.Setenv(args[0], string(unescapeBytes(ts, args[1])))
+}
+
+// cmdEnvRepeat sets VAR to TEXT repeated N times, for very long arguments:
+// env-repeat VAR TEXT N.
+func cmdEnvRepeat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: env-repeat VAR TEXT N")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	ts.Setenv(args[0], strings.Repeat(args[1], n))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
 )
 
 // The Mongo migration path is `storh import --mongo COLL FILE`: the row
@@ -32,8 +34,20 @@ func importHint(line []byte, err error, mongo bool) error {
 			return fmt.Errorf("%w (this is mongo shell syntax (%s…), not JSON: export with mongoexport, which writes Extended JSON)", err, s)
 		}
 	}
+	if jsonl.InvalidUTF8(err) {
+		return utf8Hint(err)
+	}
 	if !mongo && bytes.Contains(line, []byte(`"$oid"`)) && bytes.Contains(line, []byte(`"_id"`)) {
 		return fmt.Errorf("%w (this looks like mongoexport output: add --mongo)", err)
+	}
+	return err
+}
+
+// utf8Hint adds to an error about a string that is not UTF-8 how to keep
+// it anyway (put and import).
+func utf8Hint(err error) error {
+	if jsonl.InvalidUTF8(err) {
+		return fmt.Errorf("%w (pass --invalid-utf8=binary to store such strings as binary data)", err)
 	}
 	return err
 }

@@ -86,7 +86,11 @@ func parseWhere(s string) (whereCond, error) {
 		return c, fmt.Errorf("--where %q: '==' is not an operator; write %s=%s (for a value that starts with '=', quote it: %s=%q)",
 			s, c.Field, raw[1:], c.Field, raw)
 	}
-	c.Value = whereValue(raw)
+	v, err := whereValue(raw)
+	if err != nil {
+		return c, fmt.Errorf("--where %q: the value is JSON, but not one storh can match: %s", s, libMsg(err))
+	}
+	c.Value = v
 	if !runnableOps[c.Op] {
 		return c, fmt.Errorf("--where %q: operator %s is not supported yet; this version runs only field=value", s, c.Op)
 	}
@@ -94,11 +98,18 @@ func parseWhere(s string) (whereCond, error) {
 }
 
 // whereValue reads VALUE: JSON if it parses, else the text as a string.
-func whereValue(raw string) any {
-	if v, err := jsonl.DecodeValue([]byte(raw)); err == nil {
-		return v
+// JSON that parses but cannot be a stored value (a key given twice, a
+// wrapper holding the wrong thing) is an error: matching it as text would
+// find nothing, silently.
+func whereValue(raw string) (any, error) {
+	v, err := jsonl.DecodeValue([]byte(raw))
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, jsonl.ErrRow):
+		return nil, err
 	}
-	return raw
+	return raw, nil
 }
 
 // closingQuote returns the index of the quote that ends the JSON string

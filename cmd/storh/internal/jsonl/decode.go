@@ -36,6 +36,15 @@ type Error struct {
 	Column int    // 1-based byte column of the problem; 0 when not about one place
 	Field  string // path of the field concerned (a.b[2].c); "" when none
 	Reason string
+
+	badUTF8 bool // a string value that is not UTF-8 (see InvalidUTF8)
+}
+
+// InvalidUTF8 reports whether err is about a string value whose bytes are
+// not UTF-8, which Decoder.KeepInvalidUTF8 would have kept as bytes.
+func InvalidUTF8(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.badUTF8
 }
 
 func (e *Error) Error() string {
@@ -702,7 +711,7 @@ func (p *parser) strSlow(start int, key bool) (s string, raw []byte, err error) 
 					if key {
 						what = "a key"
 					}
-					return "", nil, &Error{Err: ErrSyntax, Column: i + 1, Field: p.fieldPath(),
+					return "", nil, &Error{Err: ErrSyntax, Column: i + 1, Field: p.fieldPath(), badUTF8: !key,
 						Reason: fmt.Sprintf("invalid UTF-8 in %s: byte 0x%02x at byte offset %d", what, c, i)}
 				}
 				invalid = true

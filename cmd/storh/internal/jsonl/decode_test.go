@@ -389,8 +389,11 @@ func TestKeepInvalidUTF8(t *testing.T) {
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("got %#v, want %#v", m, want)
 	}
-	if _, err := d.DecodeObject([]byte("{\"k\xff\":1}")); err == nil || !strings.Contains(err.Error(), "invalid UTF-8 in a key") {
-		t.Errorf("a key that is not UTF-8: %v", err)
+	if _, err := d.DecodeObject([]byte("{\"k\xff\":1}")); err == nil || !strings.Contains(err.Error(), "invalid UTF-8 in a key") || InvalidUTF8(err) {
+		t.Errorf("a key that is not UTF-8: %v (InvalidUTF8 %v)", err, InvalidUTF8(err))
+	}
+	if _, err := new(Decoder).DecodeObject([]byte("{\"a\":\"\xff\"}")); !InvalidUTF8(err) {
+		t.Errorf("InvalidUTF8(%v) = false", err)
 	}
 	if _, err := d.DecodeObject([]byte(`{"a":"\ud83d"}`)); err == nil {
 		t.Error("half a surrogate pair accepted")
