@@ -118,17 +118,18 @@ func AppendValue(dst []byte, data any) ([]byte, error) {
 	if len(payload) > MaxRecordSize {
 		return dst, fmt.Errorf("%w: record is %d bytes encoded; the limit is %d", ErrInvalidData, len(payload), MaxRecordSize)
 	}
-	sorted, err := mpack.ValidateRecordSorted(payload)
+	// The library writes struct fields in declaration order and typed maps
+	// in Go's random order: validation finds out whether every map is in
+	// order, and if one is not, every map's keys are put in order, so equal
+	// data always gives equal bytes. Only the order changes, not the length,
+	// so the sorted form goes back over the payload.
+	canon, err := e.sorter.CanonicalRecord(e.sorted[:0], payload)
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}
-	if !sorted {
-		// The library writes struct fields in declaration order and typed
-		// maps in Go's random order: put every map's keys in order, so equal
-		// data always gives equal bytes. Only the order changes, not the
-		// length, so the sorted form goes back over the payload.
-		e.sorted = e.sorter.AppendSorted(e.sorted[:0], payload)
-		copy(payload, e.sorted)
+	if &canon[0] != &payload[0] {
+		copy(payload, canon)
+		e.sorted = canon[:0]
 		if cap(e.sorted) > maxScratch {
 			e.sorted = nil
 		}

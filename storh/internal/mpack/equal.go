@@ -195,7 +195,7 @@ func equal(a, b any, depth int) bool {
 // with ErrUnsupported. Comparing against a normalised scalar allocates
 // nothing.
 func EqualRaw(raw []byte, want any) (bool, error) {
-	end, _, err := validate(raw, 0, 1)
+	end, _, err := validate(raw, 0, 1, true)
 	if err != nil {
 		return false, err
 	}

@@ -26,10 +26,17 @@ func ValidateRecord(b []byte) error {
 // canonical form storh stores (see AppendSorted). Knowing it costs nothing
 // extra, the check of key uniqueness needs the order anyway.
 func ValidateRecordSorted(b []byte) (sorted bool, err error) {
+	return validateRecord(b, true)
+}
+
+// validateRecord is ValidateRecordSorted; without unique, a map whose keys
+// are not in order is not rescanned for duplicates (the caller sorts it and
+// finds them adjacent).
+func validateRecord(b []byte, unique bool) (sorted bool, err error) {
 	if err := isMap(b); err != nil {
 		return false, err
 	}
-	end, sorted, err := validate(b, 0, 1)
+	end, sorted, err := validate(b, 0, 1, unique)
 	if err != nil {
 		return false, err
 	}
@@ -53,7 +60,7 @@ func trailing(b []byte, end int) error {
 // validate checks the value at b[pos] against the record rules and returns
 // where it ends, and whether every map in it has its keys in ascending
 // order. depth is the level a container at pos would occupy.
-func validate(b []byte, pos, depth int) (int, bool, error) {
+func validate(b []byte, pos, depth int, unique bool) (int, bool, error) {
 	h, err := readHead(b, pos)
 	if err != nil {
 		return 0, false, err
@@ -73,19 +80,19 @@ func validate(b []byte, pos, depth int) (int, bool, error) {
 			all := true
 			for i := 0; i < h.n; i++ {
 				var sorted bool
-				if pos, sorted, err = validate(b, pos, depth+1); err != nil {
+				if pos, sorted, err = validate(b, pos, depth+1, unique); err != nil {
 					return 0, false, err
 				}
 				all = all && sorted
 			}
 			return pos, all, nil
 		}
-		return validateMap(b, pos, h, depth)
+		return validateMap(b, pos, h, depth, unique)
 	}
 	return pos + h.size + h.n, true, nil
 }
 
-func validateMap(b []byte, pos int, h head, depth int) (int, bool, error) {
+func validateMap(b []byte, pos int, h head, depth int, unique bool) (int, bool, error) {
 	pos += h.size
 	first, sorted, inner := pos, true, true
 	var prev []byte
@@ -100,12 +107,12 @@ func validateMap(b []byte, pos int, h head, depth int) (int, bool, error) {
 		}
 		prev = key
 		var s bool
-		if pos, s, err = validate(b, next, depth+1); err != nil {
+		if pos, s, err = validate(b, next, depth+1, unique); err != nil {
 			return 0, false, err
 		}
 		inner = inner && s
 	}
-	if !sorted {
+	if !sorted && unique {
 		if err := uniqueKeys(b, first, h.n); err != nil {
 			return 0, false, err
 		}
