@@ -108,3 +108,41 @@ func BenchmarkAppendSorted(b *testing.B) {
 		}
 	})
 }
+
+// FuzzCanonicalRecord: CanonicalRecord accepts exactly what ValidateRecord
+// accepts, and what it returns is the same record (equal decoded data) of
+// the same length with every map in order; sorting that again changes
+// nothing.
+func FuzzCanonicalRecord(f *testing.F) {
+	f.Add([]byte{0x82, 0xa1, 'b', 0x01, 0xa1, 'a', 0x02})
+	f.Add([]byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02})
+	f.Add([]byte{0x81, 0xa1, 'm', 0x82, 0xa1, 'z', 0x90, 0xa1, 'y', 0x91, 0x80})
+	f.Add(sampleRecord(f))
+	var s mpack.Sorter
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := s.CanonicalRecord(nil, data)
+		if verr := mpack.ValidateRecord(data); (err == nil) != (verr == nil) {
+			t.Fatalf("CanonicalRecord error %v, ValidateRecord error %v", err, verr)
+		}
+		if err != nil {
+			if !isSentinel(err) {
+				t.Fatalf("error %v is not a sentinel", err)
+			}
+			return
+		}
+		if len(out) != len(data) {
+			t.Fatalf("length %d became %d", len(data), len(out))
+		}
+		if sorted, err := mpack.ValidateRecordSorted(out); err != nil || !sorted {
+			t.Fatalf("output %x: sorted=%v, %v", out, sorted, err)
+		}
+		before, _ := mpack.DecodeMap(data)
+		after, err := mpack.DecodeMap(out)
+		if err != nil || !same(before, after) {
+			t.Fatalf("the data changed: %#v became %#v (%v)", before, after, err)
+		}
+		if again := s.AppendSorted(nil, out); !bytes.Equal(again, out) {
+			t.Fatalf("sorting the canonical form changed it")
+		}
+	})
+}
