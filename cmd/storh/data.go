@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -82,7 +82,7 @@ records use 'storh import'.`,
 				return err
 			}
 			if created {
-				a.diag("storh: created %s collection %q in %s", kind, args[0], a.dbPath)
+				a.diag("storh: created %s collection %s in %s", kind, qname(args[0]), a.dbPath)
 			}
 			p := a.newPrinter()
 			for _, rec := range recs {
@@ -115,25 +115,30 @@ func (a *app) putInput(args []string, keepBad bool) ([]any, []int, error) {
 	}
 	var items []any
 	var lines []int
-	sc := bufio.NewScanner(a.stdin)
-	sc.Buffer(nil, maxLine)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+	in := newLineReader(a.stdin)
+	for {
+		b, n, ok, tooLong, err := in.next()
+		if !ok {
+			if err != io.EOF {
+				return nil, nil, fmt.Errorf("reading stdin: %w", err)
+			}
+			break
 		}
-		if len(items) == maxPutLines {
+		line := bytes.TrimSpace(b)
+		switch {
+		case tooLong:
+			return nil, nil, fmt.Errorf("stdin line %d is longer than %s, the most one record's JSON may take (nothing was stored)", n, humanBytes(maxLine))
+		case len(line) == 0:
+			continue
+		case len(items) == maxPutLines:
 			return nil, nil, fmt.Errorf("stdin has more than %d records: use 'storh import %s -' for bulk data", maxPutLines, args[0])
 		}
-		m, err := dec.DecodeObject([]byte(line))
+		m, err := dec.DecodeObject(line)
 		if err != nil {
 			return nil, nil, fmt.Errorf("stdin line %d: %s (nothing was stored)", n, libMsg(utf8Hint(err)))
 		}
 		items = append(items, m)
-		lines = append(lines, n)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("reading stdin: %w", err)
+		lines = append(lines, int(n))
 	}
 	if len(items) == 0 {
 		return nil, nil, usagef("no JSON given: pass an object as an argument, or JSON lines on stdin")
@@ -196,9 +201,9 @@ Logs are append-only: their records cannot be deleted.`,
 			defer db.Close()
 			switch found[0].Kind {
 			case "log":
-				return fmt.Errorf("collection %q is a log: its records are immutable and cannot be deleted", name)
+				return fmt.Errorf("collection %s is a log: its records are immutable and cannot be deleted", qname(name))
 			case "queue":
-				return fmt.Errorf("collection %q is a queue: queue commands arrive in a later release", name)
+				return fmt.Errorf("collection %s is a queue: queue commands arrive in a later release", qname(name))
 			}
 			err = db.Update(func(tx *storh.Tx) error {
 				d, err := tx.Docs(name)
@@ -208,7 +213,7 @@ Logs are append-only: their records cannot be deleted.`,
 				for _, id := range ids {
 					if _, err := d.Get(id); err != nil {
 						if errors.Is(err, storh.ErrNotFound) {
-							return fmt.Errorf("delete %q id %s: not found (nothing was deleted)", name, id)
+							return fmt.Errorf("delete %s id %s: not found (nothing was deleted)", qname(name), id)
 						}
 						return err
 					}
@@ -224,7 +229,7 @@ Logs are append-only: their records cannot be deleted.`,
 			if a.jsonOut {
 				return a.printJSON(map[string]any{"collection": name, "deleted": len(ids)})
 			}
-			a.diag("storh: deleted %d record(s) from %q", len(ids), name)
+			a.diag("storh: deleted %s from %s", plural(int64(len(ids)), "record"), qname(name))
 			return nil
 		},
 	}

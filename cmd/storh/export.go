@@ -65,7 +65,7 @@ pick part of the collection (--after for incremental exports).`,
 			prog.stop()
 			st.Seconds = time.Since(start).Seconds()
 			if err != nil {
-				return fmt.Errorf("export %q: %s (after %s records)", cs.Name, libMsg(err), commas(st.Exported))
+				return fmt.Errorf("export %s: %s (after %s)", qname(cs.Name), libMsg(err), plural(st.Exported, "record"))
 			}
 			if a.jsonOut && out != "-" {
 				return a.printJSON(st)
@@ -78,7 +78,7 @@ pick part of the collection (--after for incremental exports).`,
 			if out != "-" {
 				where = fmt.Sprintf("%s (%s)", out, humanBytes(st.Bytes))
 			}
-			a.diag("storh: exported %s records from %q to %s in %s%s", commas(st.Exported), cs.Name, where,
+			a.diag("storh: exported %s from %s to %s in %s%s", plural(st.Exported, "record"), qname(cs.Name), where,
 				time.Since(start).Round(time.Millisecond), rate)
 			return nil
 		},

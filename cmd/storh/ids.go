@@ -115,7 +115,7 @@ is 1 when any ID is invalid.`,
 		Example: `  storh uuid inspect 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.inspectEach(args, func(s string) idInfo { return inspectUUID(s) }, "ids are not valid UUIDv7s")
+			return a.inspectEach(args, func(s string) idInfo { return inspectUUID(s) }, "id", "is not a valid UUIDv7", "are not valid UUIDv7s")
 		},
 	}
 }
@@ -247,7 +247,7 @@ the 40-bit per-process random value, the 24-bit counter, and the UUIDv7 that
 invalid.`,
 		Args: args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.inspectEach(args, func(s string) idInfo { return inspectObjectID(s) }, "are not valid ObjectIDs")
+			return a.inspectEach(args, func(s string) idInfo { return inspectObjectID(s) }, "", "is not a valid ObjectID", "are not valid ObjectIDs")
 		},
 	}
 }
@@ -293,8 +293,9 @@ type idInfo interface {
 
 // inspectEach prints what inspect tells about each argument: its JSON with
 // --json, else the description of a valid id or "ARG  invalid: WHY". Any
-// invalid argument makes it fail with "N of M " and then invalid.
-func (a *app) inspectEach(args []string, inspect func(string) idInfo, invalid string) error {
+// invalid argument makes it fail with "N of M [noun(s)] is/are not …":
+// isNot for one, areNot for more.
+func (a *app) inspectEach(args []string, inspect func(string) idInfo, noun, isNot, areNot string) error {
 	bad := 0
 	w := bufio.NewWriter(a.stdout)
 	for _, s := range args {
@@ -319,7 +320,18 @@ func (a *app) inspectEach(args []string, inspect func(string) idInfo, invalid st
 		return err
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d of %d %s", bad, len(args), invalid)
+		of := fmt.Sprint(len(args))
+		if noun != "" {
+			of = strings.TrimPrefix(plural(int64(len(args)), noun), "1 ")
+			if len(args) == 1 {
+				of = "1 " + of
+			}
+		}
+		verb := areNot
+		if bad == 1 {
+			verb = isNot
+		}
+		return fmt.Errorf("%d of %s %s", bad, of, verb)
 	}
 	return nil
 }

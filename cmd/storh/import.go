@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -150,18 +149,21 @@ func (a *app) importSummary(st importStats) error {
 	if st.Seconds > 0 && st.Imported > 0 {
 		rate = fmt.Sprintf(", %s records/s", shortCount(float64(st.Imported)/st.Seconds))
 	}
-	into := fmt.Sprintf("%q", st.Collection)
+	into := qname(st.Collection)
 	if st.Created {
-		into = fmt.Sprintf("the new %s collection %q", st.Kind, st.Collection)
+		into = fmt.Sprintf("the new %s collection %s", st.Kind, qname(st.Collection))
 	}
 	a.diag("storh: imported %s into %s from %s in %s%s", plural(st.Imported, "record"), into, st.Source,
 		time.Duration(st.Seconds*float64(time.Second)).Round(time.Millisecond), rate)
 	if st.Skipped > 0 {
-		a.diag("storh: skipped %s invalid lines (--skip-invalid)", commas(st.Skipped))
+		a.diag("storh: skipped %s (--skip-invalid)", plural(st.Skipped, "invalid line"))
 	}
 	if st.ForeignIDs > 0 {
-		a.diag("storh: %s documents had an _id that is not an ObjectID: it is kept as the field _id and the record got a new id, so importing them again adds copies",
-			commas(st.ForeignIDs))
+		had := "documents had an _id that is not an ObjectID: it is kept as the field _id and the records got new ids"
+		if st.ForeignIDs == 1 {
+			had = "document had an _id that is not an ObjectID: it is kept as the field _id and the record got a new id"
+		}
+		a.diag("storh: %s %s, so importing them again adds copies", commas(st.ForeignIDs), had)
 	}
 	return nil
 }
@@ -375,7 +377,7 @@ func (im *importer) listSkips() {
 // input ends or quit closes.
 func (im *importer) produce(in io.Reader, decode func(*jsonl.Decoder, []byte) (jsonl.Row, error)) {
 	defer close(im.rows)
-	br := bufio.NewReaderSize(in, 256<<10)
+	lines := newLineReader(in)
 	var dec jsonl.Decoder
 	dec.KeepInvalidUTF8, _ = keepInvalidUTF8(im.o.invalidUTF8)
 	chunk := make([]rowItem, 0, chunkRows)
@@ -388,57 +390,9 @@ func (im *importer) produce(in io.Reader, decode func(*jsonl.Decoder, []byte) (j
 			return false
 		}
 	}
-	var long []byte
-	var lineNo int64
 	for {
-		b, err := br.ReadSlice('\n')
-		tooLong := false
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], b...)
-			for err == bufio.ErrBufferFull {
-				b, err = br.ReadSlice('\n')
-				if !tooLong {
-					long = append(long, b...)
-					if len(long) > maxLine {
-						tooLong, long = true, long[:0]
-					}
-				}
-			}
-			b = long
-		}
-		if len(b) > 0 || tooLong {
-			lineNo++
-			it := rowItem{line: lineNo}
-			b = bytes.TrimRight(b, "\r\n")
-			if lineNo == 1 {
-				b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-				im.mongoLike = !im.o.mongo && looksLikeMongo(b)
-			}
-			blank := false
-			switch {
-			case tooLong:
-				it.err = fmt.Errorf("the line is longer than %s", humanBytes(maxLine))
-			case len(bytes.TrimSpace(b)) == 0:
-				blank = true
-			default:
-				row, derr := decode(&dec, b)
-				if derr != nil {
-					it.err = importHint(b, derr, im.o.mongo)
-				} else {
-					it.entry = storh.Entry{ID: row.ID, Data: row.Data}
-					if row.ForeignID {
-						im.st.ForeignIDs++ // read by the consumer only after the reader ends
-					}
-				}
-			}
-			if !blank {
-				chunk = append(chunk, it)
-				if len(chunk) == chunkRows && !send() {
-					return
-				}
-			}
-		}
-		if err != nil {
+		b, lineNo, ok, tooLong, err := lines.next()
+		if !ok {
 			if err != io.EOF {
 				chunk = append(chunk, rowItem{line: lineNo + 1, err: fmt.Errorf("reading the input: %w", err), fatal: true})
 			}
@@ -446,6 +400,30 @@ func (im *importer) produce(in io.Reader, decode func(*jsonl.Decoder, []byte) (j
 			if len(chunk) > 0 {
 				send()
 			}
+			return
+		}
+		if lineNo == 1 {
+			im.mongoLike = !im.o.mongo && looksLikeMongo(b)
+		}
+		it := rowItem{line: lineNo}
+		switch {
+		case tooLong:
+			it.err = fmt.Errorf("the line is longer than %s", humanBytes(maxLine))
+		case len(bytes.TrimSpace(b)) == 0:
+			continue // a blank line
+		default:
+			row, derr := decode(&dec, b)
+			if derr != nil {
+				it.err = importHint(b, derr, im.o.mongo, im.st.Source)
+			} else {
+				it.entry = storh.Entry{ID: row.ID, Data: row.Data}
+				if row.ForeignID {
+					im.st.ForeignIDs++ // read by the consumer only after the reader ends
+				}
+			}
+		}
+		chunk = append(chunk, it)
+		if len(chunk) == chunkRows && !send() {
 			return
 		}
 	}
@@ -458,17 +436,21 @@ func (im *importer) explain(err error, src, name, kind string) error {
 	var le *lineError
 	switch {
 	case errors.As(err, &le):
-		fmt.Fprintf(&b, "import %q stopped at %s line %d: %s", name, src, le.line, libMsg(le.err))
+		fmt.Fprintf(&b, "import %s stopped at %s line %d: %s", qname(name), src, le.line, libMsg(le.err))
 	case errors.Is(err, errInterrupted):
-		fmt.Fprintf(&b, "import %q interrupted", name)
+		fmt.Fprintf(&b, "import %s interrupted", qname(name))
 	default:
-		fmt.Fprintf(&b, "import %q failed: %s", name, libMsg(err))
+		fmt.Fprintf(&b, "import %s failed: %s", qname(name), libMsg(err))
 	}
 	if im.st.Imported == 0 {
 		b.WriteString("\n  nothing was written")
 	} else {
-		fmt.Fprintf(&b, "\n  %s records from lines 1-%d are committed; nothing after line %d was written",
-			commas(im.st.Imported), im.committedLine, im.committedLine)
+		are := "are"
+		if im.st.Imported == 1 {
+			are = "is"
+		}
+		fmt.Fprintf(&b, "\n  %s from lines 1-%d %s committed; nothing after line %d was written",
+			plural(im.st.Imported, "record"), im.committedLine, are, im.committedLine)
 	}
 	if le != nil && im.committedLine > 0 {
 		next := im.committedLine + 1
@@ -487,7 +469,7 @@ func (im *importer) explain(err error, src, name, kind string) error {
 		fmt.Fprintf(&b, "\n  %s lines were skipped before", commas(im.st.Skipped))
 	}
 	if im.created && im.st.Imported == 0 {
-		fmt.Fprintf(&b, "\n  (the collection %q, created for the import, was removed again)", name)
+		fmt.Fprintf(&b, "\n  (the collection %s, created for the import, was removed again)", qname(name))
 	}
 	return errors.New(b.String())
 }

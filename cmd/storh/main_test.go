@@ -49,6 +49,7 @@ func TestScripts(t *testing.T) {
 			"write-bytes":   cmdWriteBytes,
 			"env-bytes":     cmdEnvBytes,
 			"env-repeat":    cmdEnvRepeat,
+			"gen-long":      cmdGenLong,
 		},
 		RequireExplicitExec: true,
 	})
@@ -276,4 +277,19 @@ func cmdEnvRepeat(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.Atoi(args[2])
 	ts.Check(err)
 	ts.Setenv(args[0], strings.Repeat(args[1], n))
+}
+
+// cmdGenLong writes one JSON line of N bytes (and a short line after it):
+// gen-long FILE N.
+func cmdGenLong(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: gen-long FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "{\"s\":\"%s\"}\n{\"n\":2}\n", strings.Repeat("x", max(0, n-8)))
+	ts.Check(err)
 }

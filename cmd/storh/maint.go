@@ -74,7 +74,7 @@ func statsJSON(st storh.Stats) any {
 func fmtTime(t time.Time) string { return t.UTC().Format(jsonl.TimeLayout) }
 
 func (a *app) printStats(st storh.Stats) error {
-	fmt.Fprintf(a.stdout, "database %s: %s, %d collection(s)\n", st.Path, humanBytes(st.FileSize), len(st.Collections))
+	fmt.Fprintf(a.stdout, "database %s: %s, %s\n", st.Path, humanBytes(st.FileSize), plural(int64(len(st.Collections)), "collection"))
 	if len(st.Collections) == 0 {
 		return nil
 	}
@@ -148,10 +148,10 @@ is 1 when there is any. It reads one consistent snapshot.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.stdout, "verified %d collection(s), %s records: %d problem(s)\n", rep.Collections, commas(rep.Records), rep.Problems)
+				fmt.Fprintf(a.stdout, "verified %s, %s: %s\n", plural(int64(rep.Collections), "collection"), plural(rep.Records, "record"), plural(int64(rep.Problems), "problem"))
 			}
 			if rep.Problems > 0 {
-				return fmt.Errorf("verify found %d problem(s) in %s: 'storh repair' quarantines bad records and fixes counters; damage to the file itself needs a backup", rep.Problems, a.dbPath)
+				return fmt.Errorf("verify found %s in %s: 'storh repair' quarantines bad records and fixes counters; damage to the file itself needs a backup", plural(int64(rep.Problems), "problem"), a.dbPath)
 			}
 			return nil
 		},
@@ -190,11 +190,12 @@ Take a backup first.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.stdout, "repaired: %d problem(s) found, %d record(s) quarantined, %d collection counter(s) rewritten; %d problem(s) remain\n",
-					rep.Problems, rep.Quarantined, rep.Recounted, after.Problems)
+				fmt.Fprintf(a.stdout, "repaired: %s found, %s quarantined, %s rewritten; %s\n",
+					plural(int64(rep.Problems), "problem"), plural(int64(rep.Quarantined), "record"),
+					plural(int64(rep.Recounted), "collection counter"), remain(after.Problems))
 			}
 			if after.Problems > 0 {
-				return fmt.Errorf("%d problem(s) remain after repair ('storh verify' lists them): restore a backup, or 'storh compact' what is readable", after.Problems)
+				return fmt.Errorf("%s after repair ('storh verify' lists them): restore a backup, or 'storh compact' what is readable", remain(after.Problems))
 			}
 			return nil
 		},
@@ -288,4 +289,12 @@ DB.BackupFile: they copy while the program goes on writing.`,
 			return nil
 		},
 	}
+}
+
+// remain says how many problems remain: "1 problem remains", "0 problems remain".
+func remain(n int) string {
+	if n == 1 {
+		return "1 problem remains"
+	}
+	return plural(int64(n), "problem") + " remain"
 }

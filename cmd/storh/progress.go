@@ -75,7 +75,7 @@ func (p *progress) describe() string {
 	if secs > 0.2 {
 		rate = ", " + shortCount(float64(n)/secs) + "/s"
 	}
-	return fmt.Sprintf("%s %s records%s", p.verb, commas(n), rate)
+	return fmt.Sprintf("%s %s%s", p.verb, plural(n, "record"), rate)
 }
 
 func (p *progress) update() {

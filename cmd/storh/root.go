@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // report prints err once, prefixed "storh: ", and maps it to an exit code.
 func (a *app) report(cmd *cobra.Command, err error) int {
-	msg := err.Error()
+	msg := cliWords(shortenNames(err.Error(), err))
 	if !strings.HasPrefix(msg, errorPrefix) {
 		msg = errorPrefix + msg
 	}
@@ -194,10 +194,16 @@ func (a *app) completeColl(n int) cobra.CompletionFunc {
 // storhDefaultLockTimeout mirrors the library's default, shown in --help.
 const storhDefaultLockTimeout = time.Second
 
-func (a *app) preRun(cmd *cobra.Command, _ []string) error {
+func (a *app) preRun(cmd *cobra.Command, args []string) error {
 	a.started = true
 	if a.timeout <= 0 {
 		return usagef("--timeout %v: the lock timeout must be positive", a.timeout)
+	}
+	if n, ok := collArgs[cmd.Name()]; ok && cmd.Parent() == cmd.Root() {
+		if n >= 0 && n < len(args) {
+			args = args[:n]
+		}
+		return checkCollNames(args)
 	}
 	return nil
 }
@@ -258,8 +264,12 @@ func isTerminal(r any) bool {
 func (a *app) open(write bool) (*storh.DB, error) {
 	opts := []storh.Option{storh.WithLockTimeout(a.timeout)}
 	if !write {
-		if _, err := os.Stat(a.dbPath); errors.Is(err, os.ErrNotExist) {
+		fi, err := os.Stat(a.dbPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			return nil, fmt.Errorf("no database at %s: pass --db PATH or set %s, or create one with 'storh demo' or 'storh put'", a.dbPath, envDB)
+		case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
+			return nil, fmt.Errorf("%s is an empty file, not a database: remove it, or let a command that writes (storh put, storh import) make it one", a.dbPath)
 		}
 		opts = append(opts, storh.ReadOnly())
 	}
@@ -267,7 +277,10 @@ func (a *app) open(write bool) (*storh.DB, error) {
 	if errors.Is(err, storh.ErrLocked) {
 		return nil, fmt.Errorf("database %s is locked by another process (waited %v): a writer holds it exclusively; stop it, or wait longer with --timeout", a.dbPath, a.timeout)
 	}
-	return db, err
+	if err != nil {
+		return nil, a.openError(err)
+	}
+	return db, nil
 }
 
 // reader is what Docs and Log have in common for reading.
@@ -301,6 +314,11 @@ func (a *app) lookup(db *storh.DB, name string) (storh.CollectionStats, error) {
 		}
 		names = append(names, c.Name)
 	}
+	for i, n := range names {
+		if len(n) > nameShown {
+			names[i] = qname(n)
+		}
+	}
 	have := "it has no collections yet"
 	switch {
 	case len(names) > 8:
@@ -308,7 +326,7 @@ func (a *app) lookup(db *storh.DB, name string) (storh.CollectionStats, error) {
 	case len(names) > 0:
 		have = "it has " + strings.Join(names, ", ")
 	}
-	return storh.CollectionStats{}, fmt.Errorf("collection %q does not exist in %s (%s)", name, a.dbPath, have)
+	return storh.CollectionStats{}, fmt.Errorf("collection %s does not exist in %s (%s)", qname(name), a.dbPath, have)
 }
 
 // reader opens an existing collection with its own kind.
@@ -325,7 +343,7 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 		l, err := db.Log(name)
 		return l, cs, err
 	}
-	return nil, cs, fmt.Errorf("collection %q is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", name, cs.Kind, name)
+	return nil, cs, fmt.Errorf("collection %s is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", qname(name), cs.Kind, shellQuote(name))
 }
 
 // openExisting opens the database and checks that each named collection
@@ -379,9 +397,9 @@ func (a *app) writer(db *storh.DB, name string, asLog bool) (w writer, kind stri
 	}
 	switch {
 	case kind == "docs" && asLog:
-		return nil, kind, false, fmt.Errorf("collection %q is a docs collection, not a log: drop --log, or choose another name", name)
+		return nil, kind, false, fmt.Errorf("collection %s is a docs collection, not a log: drop --log, or choose another name", qname(name))
 	case kind == "queue":
-		return nil, kind, false, fmt.Errorf("collection %q is a queue: queue commands arrive in a later release", name)
+		return nil, kind, false, fmt.Errorf("collection %s is a queue: queue commands arrive in a later release", qname(name))
 	case kind == "":
 		created, kind = true, "docs"
 		if asLog {
@@ -491,5 +509,6 @@ func commas(n int64) string {
 // libMsg strips the "storh: " prefix a library error starts with, for
 // errors that are quoted inside one of ours.
 func libMsg(err error) string {
-	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), errorPrefix), "jsonl: ")
+	msg := cliWords(shortenNames(err.Error(), err))
+	return strings.TrimPrefix(strings.TrimPrefix(msg, errorPrefix), "jsonl: ")
 }
