@@ -50,6 +50,7 @@ func TestScripts(t *testing.T) {
 			"env-bytes":     cmdEnvBytes,
 			"env-repeat":    cmdEnvRepeat,
 			"gen-long":      cmdGenLong,
+			"truncate-file": cmdTruncateFile,
 		},
 		RequireExplicitExec: true,
 	})
@@ -292,4 +293,14 @@ func cmdGenLong(ts *testscript.TestScript, neg bool, args []string) {
 	defer f.Close()
 	_, err = fmt.Fprintf(f, "{\"s\":\"%s\"}\n{\"n\":2}\n", strings.Repeat("x", max(0, n-8)))
 	ts.Check(err)
+}
+
+// cmdTruncateFile cuts FILE to SIZE bytes: truncate-file FILE SIZE.
+func cmdTruncateFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: truncate-file FILE SIZE")
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
 }

@@ -101,6 +101,8 @@ func (a *app) openError(err error) error {
 	reason = strings.TrimPrefix(reason, errorPrefix)
 	hint := se.Hint
 	switch {
+	case errors.Is(err, storh.ErrCorrupt) && strings.Contains(reason, "damaged"):
+		hint = "restore it from a backup"
 	case errors.Is(err, storh.ErrCorrupt):
 		hint = "the file is damaged or is not a storh database: restore it from a backup"
 	case errors.Is(err, fs.ErrPermission):
