@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -208,12 +209,22 @@ func (a *app) compactCmd() *cobra.Command {
 		Use:   "compact --out NEW",
 		Short: "Copy the live data into a fresh, smaller file",
 		Long: `Compact copies the live data of the database into the new file NEW, leaving
-the pages freed by deletes behind, and says how much was reclaimed. The
-database file never shrinks by itself; compacting is how to get the space back.
-It opens the database read-only, so no process may have it open for writing;
-replace the original with the copy while nothing uses it.`,
-		Example: `  storh compact --out storh.compact.db && mv storh.compact.db storh.db`,
-		Args:    args(0, 0),
+the pages freed by deletes behind, and says how much disk space that
+reclaimed. The database file never shrinks by itself; compacting is how to
+get the space back. It opens the database read-only, so no process may have
+it open for writing; replace the original with the copy while nothing uses
+it.
+
+For both files it shows the space on disk (what du shows), the live data
+(the pages holding records rather than free space) and the file size (what
+ls shows). bbolt grows a file in steps of up to 16 MiB and the file is
+sparse, so a new database is 16 MiB long but takes only the pages written:
+the file size says little, and the reclaimed space is the difference on
+disk, never negative (a small sparse file can take less room than its
+packed copy).`,
+		Example: `  storh compact --out storh.compact.db && mv storh.compact.db storh.db
+  storh --json compact --out /tmp/copy.db`,
+		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("missing --out NEW: the file to write the compacted copy to")
@@ -229,23 +240,71 @@ replace the original with the copy while nothing uses it.`,
 				return fmt.Errorf("database %s is open for writing in another process (waited %v): compact needs it closed", a.dbPath, a.timeout)
 			}
 			if err != nil {
-				return err
+				return a.openError(err)
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"src": a.dbPath, "dst": out, "src_size": rep.SrcSize,
-					"dst_size": rep.DstSize, "reclaimed": rep.Reclaimed()})
+			// The library's in-use figures count free pages (see liveBytes).
+			if n, err := liveBytes(a.dbPath, a.timeout); err == nil {
+				rep.SrcInUse = n
 			}
-			pct := 0.0
-			if rep.SrcSize > 0 {
-				pct = 100 * float64(rep.Reclaimed()) / float64(rep.SrcSize)
+			if n, err := liveBytes(out, a.timeout); err == nil {
+				rep.DstInUse = n
 			}
-			fmt.Fprintf(a.stdout, "compacted %s (%s) into %s (%s): reclaimed %s (%.0f%%)\n",
-				a.dbPath, humanBytes(rep.SrcSize), out, humanBytes(rep.DstSize), humanBytes(rep.Reclaimed()), pct)
-			return nil
+			return a.compactReport(rep, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the compacted copy to `NEW` (must not exist)")
 	return cmd
+}
+
+// compactSide is one file of a compaction in --json output: bytes, and the
+// same in human units.
+type compactSide struct {
+	Path          string `json:"path"`
+	OnDisk        int64  `json:"on_disk"`
+	LiveData      int64  `json:"live_data"`
+	FileSize      int64  `json:"file_size"`
+	OnDiskHuman   string `json:"on_disk_human"`
+	LiveDataHuman string `json:"live_data_human"`
+	FileSizeHuman string `json:"file_size_human"`
+}
+
+func newCompactSide(path string, size, allocated, inUse int64) compactSide {
+	size, allocated, inUse = max(0, size), max(0, allocated), max(0, inUse)
+	return compactSide{Path: path, OnDisk: allocated, LiveData: inUse, FileSize: size,
+		OnDiskHuman: humanBytes(allocated), LiveDataHuman: humanBytes(inUse), FileSizeHuman: humanBytes(size)}
+}
+
+// compactReport says what compact did: the disk space reclaimed (the
+// difference in allocated space, never negative), and for both files the
+// space on disk, the live data and the file size.
+func (a *app) compactReport(rep storh.CompactReport, out string) error {
+	src := newCompactSide(a.dbPath, rep.SrcSize, rep.SrcAllocated, rep.SrcInUse)
+	dst := newCompactSide(out, rep.DstSize, rep.DstAllocated, rep.DstInUse)
+	reclaimed := max(0, rep.Reclaimed())
+	pct := 0.0
+	if src.OnDisk > 0 {
+		pct = 100 * float64(reclaimed) / float64(src.OnDisk)
+	}
+	if a.jsonOut {
+		return a.printJSON(struct {
+			Src              compactSide `json:"src"`
+			Dst              compactSide `json:"dst"`
+			Reclaimed        int64       `json:"reclaimed"`
+			ReclaimedHuman   string      `json:"reclaimed_human"`
+			ReclaimedPercent float64     `json:"reclaimed_percent"`
+		}{src, dst, reclaimed, humanBytes(reclaimed), math.Round(pct*10) / 10})
+	}
+	if reclaimed > 0 {
+		fmt.Fprintf(a.stdout, "compacted %s into %s: reclaimed %s of disk space (%.0f%%)\n", src.Path, dst.Path, humanBytes(reclaimed), pct)
+	} else {
+		fmt.Fprintf(a.stdout, "compacted %s into %s: reclaimed no disk space (the original had no free pages worth giving back)\n", src.Path, dst.Path)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tON DISK\tLIVE DATA\tFILE SIZE")
+	for _, f := range []compactSide{src, dst} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Path, f.OnDiskHuman, f.LiveDataHuman, f.FileSizeHuman)
+	}
+	return tw.Flush()
 }
 
 func (a *app) backupCmd() *cobra.Command {
