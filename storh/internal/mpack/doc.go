@@ -13,7 +13,9 @@
 //     EqualRaw compares them against a query value, also without allocating
 //     for scalars;
 //   - Decode and DecodeMap produce the normalised Go form that the storh API
-//     returns, and Normalize brings a user's Go value into that same form.
+//     returns, and Normalize brings a user's Go value into that same form;
+//   - ReadHead parses one value's header, for readers elsewhere that walk
+//     raw values without decoding them (the index key encoder).
 //
 // It imports only the standard library.
 //
