@@ -63,6 +63,7 @@ records use 'storh import'.`,
 			defer db.Close()
 			w, kind, created, err := a.writer(db, args[0], asLog)
 			if err != nil {
+				a.removeIfNew(db)
 				return err
 			}
 			var recs []storh.Record
@@ -75,6 +76,7 @@ records use 'storh import'.`,
 			}
 			if err != nil {
 				dropIfEmpty(db, args[0], created)
+				a.removeIfNew(db)
 				var e *storh.Error
 				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
 					return fmt.Errorf("stdin line %d: %s (nothing was stored)", lines[e.Index], libMsg(e.Err))

@@ -77,15 +77,18 @@ on stderr when it is a terminal (--quiet turns it off).`,
 
 // importStats is the summary of an import (printed with --json).
 type importStats struct {
-	Collection string  `json:"collection"`
-	Kind       string  `json:"kind"`
-	Created    bool    `json:"created"`
-	Source     string  `json:"source"`
-	Lines      int64   `json:"lines"`
-	Imported   int64   `json:"imported"`
-	Skipped    int64   `json:"skipped"`
-	ForeignIDs int64   `json:"foreign_ids,omitempty"`
-	Seconds    float64 `json:"seconds"`
+	Collection string `json:"collection"`
+	Kind       string `json:"kind"`
+	Created    bool   `json:"created"`
+	Source     string `json:"source"`
+	Lines      int64  `json:"lines"`
+	Imported   int64  `json:"imported"`
+	Skipped    int64  `json:"skipped"`
+	ForeignIDs int64  `json:"foreign_ids,omitempty"`
+	// RemovedFile: the import created the database file and, having
+	// imported nothing, removed it again.
+	RemovedFile bool    `json:"removed_file,omitempty"`
+	Seconds     float64 `json:"seconds"`
 }
 
 func (a *app) runImport(name, src string, o importOpts) error {
@@ -102,6 +105,7 @@ func (a *app) runImport(name, src string, o importOpts) error {
 	defer db.Close()
 	w, kind, created, err := a.writer(db, name, o.asLog)
 	if err != nil {
+		a.removeIfNew(db)
 		return err
 	}
 	im.created = created
@@ -116,9 +120,15 @@ func (a *app) runImport(name, src string, o importOpts) error {
 	}
 	if err != nil {
 		dropIfEmpty(db, name, created)
+		im.removedFile = a.removeIfNew(db)
 		return im.explain(err, src, name, kind)
 	}
 	im.st.Created = created
+	if im.st.Imported == 0 {
+		// Nothing valid: keep no empty collection, nor an empty new file.
+		dropIfEmpty(db, name, created)
+		im.st.RemovedFile = a.removeIfNew(db)
+	}
 	return a.importSummary(im.st)
 }
 
@@ -157,6 +167,9 @@ func (a *app) importSummary(st importStats) error {
 		time.Duration(st.Seconds*float64(time.Second)).Round(time.Millisecond), rate)
 	if st.Skipped > 0 {
 		a.diag("storh: skipped %s (--skip-invalid)", plural(st.Skipped, "invalid line"))
+	}
+	if st.RemovedFile {
+		a.diag("storh: nothing was imported, so the database %s, created for the import, was removed again", a.dbPath)
 	}
 	if st.ForeignIDs > 0 {
 		had := "documents had an _id that is not an ObjectID: it is kept as the field _id and the records got new ids"
@@ -199,6 +212,7 @@ type importer struct {
 	skipsShown    int
 	skips         []skipNote // skipped lines of the batch being written, listed once it is done
 	created       bool       // the import created the collection
+	removedFile   bool       // the import created the database file, and removed it again
 	mongoLike     bool       // set by the reader: line 1 looks like mongoexport output
 }
 
@@ -468,7 +482,10 @@ func (im *importer) explain(err error, src, name, kind string) error {
 	if im.st.Skipped > 0 {
 		fmt.Fprintf(&b, "\n  %s lines were skipped before", commas(im.st.Skipped))
 	}
-	if im.created && im.st.Imported == 0 {
+	switch {
+	case im.removedFile:
+		fmt.Fprintf(&b, "\n  (the database %s, created for the import, was removed again)", im.a.dbPath)
+	case im.created && im.st.Imported == 0:
 		fmt.Fprintf(&b, "\n  (the collection %s, created for the import, was removed again)", qname(name))
 	}
 	return errors.New(b.String())

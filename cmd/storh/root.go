@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ type app struct {
 	// started is set once a command's own code runs: an error before that
 	// comes from cobra's parsing and is a usage error.
 	started bool
+	// newFile is set when open created the database file, so a command
+	// that then fails having written nothing can remove it (removeIfNew).
+	newFile bool
 }
 
 func newApp(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -272,6 +276,8 @@ func (a *app) open(write bool) (*storh.DB, error) {
 			return nil, fmt.Errorf("%s is an empty file, not a database: remove it, or let a command that writes (storh put, storh import) make it one", a.dbPath)
 		}
 		opts = append(opts, storh.ReadOnly())
+	} else if _, err := os.Lstat(a.dbPath); errors.Is(err, os.ErrNotExist) {
+		a.newFile = true
 	}
 	db, err := storh.Open(a.dbPath, opts...)
 	if errors.Is(err, storh.ErrLocked) {
@@ -412,6 +418,30 @@ func (a *app) writer(db *storh.DB, name string, asLog bool) (w writer, kind stri
 		w, err = db.Docs(name)
 	}
 	return w, kind, created, err
+}
+
+// removeIfNew closes db and removes its file when this command created the
+// file and it holds no collection: a failed first import or put into a new
+// path leaves no 16 MiB empty database behind. It reports whether it did;
+// db is closed then. A file that existed before is never removed.
+func (a *app) removeIfNew(db *storh.DB) bool {
+	if !a.newFile {
+		return false
+	}
+	st, err := db.Stats()
+	if err != nil || len(st.Collections) > 0 {
+		return false
+	}
+	if runtime.GOOS == "windows" {
+		// An open file cannot be removed there.
+		db.Close()
+		return os.Remove(a.dbPath) == nil
+	}
+	// Elsewhere remove it while still holding its lock, so no other
+	// process can open and write it between the close and the removal.
+	err = os.Remove(a.dbPath)
+	db.Close()
+	return err == nil
 }
 
 // dropIfEmpty removes a collection this command created when nothing was
