@@ -5,8 +5,6 @@ import (
 	"iter"
 
 	"github.com/storhdb/storh-go/storh/engine"
-	"github.com/storhdb/storh-go/storh/internal/plan"
-	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -445,65 +443,4 @@ func (c *coll) Stats() (CollectionStats, error) {
 		return nil
 	})
 	return s, opErr(c.opName("stats"), c.name, "", -1, err)
-}
-
-// Stream returns the records q selects, oldest first unless q.Reverse().
-// Ranges (After, Before, TimeRangeMs) seek straight to their first key, so a
-// page costs the same in a collection of a thousand or a billion records.
-//
-// A DB-level stream reads in chunks, each in its own short read transaction,
-// and resumes after the last key it saw: a slow consumer never holds a
-// transaction, and records written meanwhile ahead of the cursor may appear.
-// A handle bound to a Tx streams within that transaction's snapshot.
-//
-// An error ends the stream after being yielded once, unless the query has
-// ContinueOnError, which skips and reports unreadable records. Breaking out
-// of the loop releases everything.
-func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
-		op := c.opName("stream")
-		p, err := plan.Compile(q)
-		if err != nil {
-			yield(Record{}, opErr(op, c.name, "", -1, err))
-			return
-		}
-		limit := p.Limit
-		if limit == 0 {
-			limit = int(^uint(0) >> 1)
-		}
-		match, onError := engine.Matcher(p.Match), p.OnError
-		cur := engine.NewCursor(p)
-		items := make([]engine.Item, 0, min(limit, engine.ChunkRecords))
-		for !cur.Done && limit > 0 {
-			var err error
-			n := min(limit, engine.ChunkRecords)
-			if c.tx != nil {
-				err = c.inTx(false, func(_ *engine.Tx, ec *engine.Coll) error {
-					items = engine.ScanColl(ec, &cur, match, n, engine.ChunkExamined, items[:0])
-					return nil
-				})
-			} else if err = c.db.eng.Enter(); err == nil {
-				items, err = c.db.eng.ReadChunk(c.h, &cur, match, n, items[:0])
-				c.db.eng.Exit()
-			}
-			if err != nil {
-				yield(Record{}, opErr(op, c.name, "", -1, err))
-				return
-			}
-			for _, it := range items {
-				if it.Err != nil {
-					if onError != nil {
-						onError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
-						continue
-					}
-					yield(Record{ID: it.ID}, opErr(op, c.name, it.ID.String(), -1, it.Err))
-					return
-				}
-				limit--
-				if !yield(Record{ID: it.ID, payload: it.Payload}, nil) {
-					return
-				}
-			}
-		}
-	}
 }

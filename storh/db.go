@@ -85,6 +85,10 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
+	h.Indexes = cfg.indexes
+	if err := db.eng.EnsureIndexes(h); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
 	return coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen}, nil
 }
 

@@ -56,6 +56,20 @@ var (
 	// WithMaxSize, or that the file system refused to grow for. Nothing of
 	// that write is stored.
 	ErrTooLarge = engine.ErrTooLarge
+	// ErrUniqueViolation is returned by a write whose value a unique index
+	// already holds for another record (the error names the index, the
+	// value and that record; nothing of the write is stored), and by
+	// opening a collection with a unique index over data that holds
+	// duplicates (the index is not created).
+	ErrUniqueViolation = engine.ErrUniqueViolation
+	// ErrNoIndex is returned by a query with RequireIndex that no index
+	// serves and that would read the whole collection.
+	ErrNoIndex = engine.ErrNoIndex
+	// ErrInvalidIndex is returned when opening a collection with an index
+	// declaration that cannot be used (no paths, an empty path segment, a
+	// bad or duplicate name), or that contradicts the stored index of that
+	// name (other paths or uniqueness: drop it first).
+	ErrInvalidIndex = engine.ErrInvalidIndex
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...).

@@ -82,7 +82,8 @@ func WithFileMode(mode os.FileMode) Option {
 type CollectionOption func(*collConfig) error
 
 type collConfig struct {
-	gen func() uuidv7.UUID
+	gen     func() uuidv7.UUID
+	indexes []engine.IndexSpec
 }
 
 // WithIDGenerator makes Put take ids from gen instead of uuidv7.New. Every id

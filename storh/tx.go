@@ -53,13 +53,17 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	h := tx.etx.Handle(name, kind)
+	h.Indexes = cfg.indexes
 	err := tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
 		// there it is not found.
-		_, err := tx.etx.Use(h, false)
+		c, err := tx.etx.Use(h, false)
 		if err == nil && !tx.writable {
 			_, err = tx.etx.Coll(name, kind, false)
+		}
+		if err == nil && c != nil {
+			err = tx.etx.EnsureIndexes(c, h.Indexes)
 		}
 		return err
 	})

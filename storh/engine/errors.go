@@ -47,6 +47,17 @@ var (
 	// ErrNestedTx: a call on the database (not on the transaction's own
 	// handles) from inside an Update or View callback; it would deadlock.
 	ErrNestedTx = errors.New("storh: database call inside a transaction callback")
+	// ErrUniqueViolation: a write whose value a unique index already holds
+	// for another record (nothing of the write is stored), or a unique
+	// index declared over data that holds duplicates (it is not created).
+	ErrUniqueViolation = errors.New("storh: unique violation")
+	// ErrNoIndex: a query with RequireIndex that would read the whole
+	// collection.
+	ErrNoIndex = errors.New("storh: no index for the query")
+	// ErrInvalidIndex: an index declaration that cannot be used (no paths,
+	// an empty segment, a bad name), or one that contradicts the index of
+	// that name already stored.
+	ErrInvalidIndex = errors.New("storh: invalid index")
 	// ErrTooLarge: a write that would exceed the database's size limit
 	// (Options.MaxSize) or that the file system refused to grow for.
 	ErrTooLarge = errors.New("storh: database size limit reached")

@@ -15,6 +15,9 @@ type Handle struct {
 	Name  string
 	Kind  Kind
 	Epoch uint64
+	// Indexes are the indexes the handle was opened with: they are created
+	// with the collection, or by EnsureIndexes on an existing one.
+	Indexes []IndexSpec
 }
 
 // errNoColl is the ErrNotFound of a collection that is not in the file.
@@ -101,7 +104,11 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	if !write {
 		return nil, nil
 	}
-	return t.Coll(h.Name, h.Kind, true)
+	if c, err = t.Coll(h.Name, h.Kind, true); err != nil {
+		return nil, err
+	}
+	// A new collection is empty: its declared indexes are ready at once.
+	return c, t.ensureIndexes(c, h.Indexes)
 }
 
 // DropColl deletes a collection and forgets its kind. The caller must hold

@@ -10,8 +10,8 @@ const Invariants = true
 
 // checkInvariants runs before every commit under the storh_invariants tag:
 // each collection the transaction touched must have counters that agree with
-// its records, and every key must be a valid UUIDv7 whose value passes its
-// checksum. A failure aborts the commit, so a bug cannot reach the file.
+// its records, every key must be a valid UUIDv7 whose value passes its
+// checksum, and every index must agree with the records both ways. A failure aborts the commit, so a bug cannot reach the file.
 func checkInvariants(t *Tx) error {
 	for _, c := range t.colls {
 		var n, size int64
@@ -32,6 +32,17 @@ func checkInvariants(t *Tx) error {
 		if n != c.Count() || size != c.Bytes() {
 			return fmt.Errorf("invariant: %q: counters say %d records / %d bytes, records bucket has %d / %d",
 				c.Name, c.Count(), c.Bytes(), n, size)
+		}
+		// Indexes agree with the records both ways (run after flush, so the
+		// entry counters are written).
+		var first *Problem
+		checkIndexes(c, func(p Problem) {
+			if first == nil {
+				first = &p
+			}
+		})
+		if first != nil {
+			return fmt.Errorf("invariant: %v", first)
 		}
 	}
 	return nil

@@ -85,10 +85,15 @@ func ValidateName(name string) error {
 // Coll is one collection's buckets inside one transaction, with the counter
 // changes that transaction has made but not yet written.
 type Coll struct {
-	Name    string
-	Kind    Kind
-	meta    *bolt.Bucket
-	records *bolt.Bucket
+	Name     string
+	Kind     Kind
+	root     *bolt.Bucket
+	meta     *bolt.Bucket
+	records  *bolt.Bucket
+	writable bool
+
+	idx       []*collIndex // loaded on first use in the transaction
+	idxLoaded bool
 
 	baseCount, baseBytes   int64
 	countDelta, bytesDelta int64
@@ -139,7 +144,7 @@ func openColl(tx *bolt.Tx, name string) (*Coll, error) {
 	if len(kind) != 1 {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
-	c := &Coll{Name: name, Kind: Kind(kind[0]), meta: meta, records: recs}
+	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable()}
 	c.baseCount = getInt(meta, keyCount)
 	c.baseBytes = getInt(meta, keyBytes)
 	if tx.Writable() {
@@ -180,6 +185,9 @@ func createColl(tx *bolt.Tx, name string, kind Kind) (*Coll, error) {
 }
 
 func (c *Coll) flush() error {
+	if err := c.flushIndexes(); err != nil {
+		return err
+	}
 	if c.countDelta == 0 && c.bytesDelta == 0 {
 		return nil
 	}

@@ -27,11 +27,6 @@ type Cursor struct {
 	Done    bool
 }
 
-// NewCursor starts a scan of the key range of p.
-func NewCursor(p plan.Plan) Cursor {
-	return Cursor{Lo: p.Lo, Hi: p.Hi, Reverse: p.Reverse, Done: p.Empty}
-}
-
 // Chunk bounds: a chunk returns at most ChunkRecords records or ChunkBytes
 // of payload (but always at least one record), and examines at most
 // ChunkExamined keys, so a read transaction stays short and a chunk's memory
@@ -47,29 +42,11 @@ const (
 // Matcher filters payloads; nil matches everything.
 type Matcher func(payload []byte) (bool, error)
 
-// ReadChunk reads the next records of the collection of h at cur in one
-// short read transaction, appending at most max items to dst. The caller
-// must hold Enter.
-func (db *DB) ReadChunk(h Handle, cur *Cursor, match Matcher, max int, dst []Item) ([]Item, error) {
-	err := db.ViewSafe(func(tx *Tx) error {
-		c, err := tx.Use(h, false)
-		if err != nil {
-			return err
-		}
-		dst = ScanColl(c, cur, match, max, ChunkExamined, dst)
-		return nil
-	})
-	return dst, err
-}
-
-// ScanColl scans c from cur inside the caller's transaction, appending up to
-// max items (and examining at most maxExamined keys) to dst, and advances cur.
-// Payloads are copied, so items outlive the transaction. A nil c is a
-// collection not created yet: it holds nothing.
-func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item) []Item {
-	if c == nil {
-		cur.Done = true
-	}
+// scanColl scans c from cur inside the caller's transaction, appending up
+// to max items (and examining at most maxExamined keys) to dst, and advances
+// cur; examined counts the keys it looked at. Payloads are copied, so items
+// outlive the transaction.
+func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item, examined *int) []Item {
 	if cur.Done || max <= 0 {
 		return dst
 	}
@@ -87,7 +64,7 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 	}
 	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
 	arena := make([]byte, 0, min(chunkArena, max*256))
-	examined, taken, size := 0, 0, 0
+	taken, size := 0, 0
 	for ; k != nil; k, v = step(bc, cur.Reverse) {
 		if cur.Reverse {
 			if bytes.Compare(k, cur.Lo[:]) < 0 {
@@ -101,14 +78,14 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		if !advance(cur, id) {
 			cur.Done = true
 		}
-		examined++
+		*examined++
 		item, keep := readItem(id, k, v, match, &arena)
 		if keep {
 			dst = append(dst, item)
 			taken++
 			size += len(item.Payload)
 		}
-		if cur.Done || taken >= max || examined >= maxExamined || size >= ChunkBytes {
+		if cur.Done || taken >= max || *examined >= maxExamined || size >= ChunkBytes {
 			return dst
 		}
 	}

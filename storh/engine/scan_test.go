@@ -155,7 +155,6 @@ func TestScanChunksResume(t *testing.T) {
 func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	db := openEngine(t)
 	fill(t, db, "c", 300)
-	cur := engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +162,10 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, err := db.ReadChunk(h, &cur, nil, 300, nil)
+	items, err := db.RunChunk(h, engine.NewRun(allPlan(t)), 300, nil)
 	db.Exit()
 	if err != nil || len(items) != 300 {
-		t.Fatalf("ReadChunk: %d items, %v", len(items), err)
+		t.Fatalf("RunChunk: %d items, %v", len(items), err)
 	}
 	// Overwrite the pages: drop and refill the collection.
 	if err := db.Enter(); err != nil {
@@ -184,27 +183,26 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 		}
 	}
 	// A collection dropped after the handle was opened is ErrNotFound.
-	cur = engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ReadChunk(h, &cur, nil, 10, nil)
+	_, err = db.RunChunk(h, engine.NewRun(allPlan(t)), 10, nil)
 	db.Exit()
 	if !errors.Is(err, engine.ErrNotFound) {
-		t.Errorf("ReadChunk of a dropped collection: %v; want ErrNotFound", err)
+		t.Errorf("RunChunk of a dropped collection: %v; want ErrNotFound", err)
 	}
 	// One not created yet reads as empty.
-	cur = engine.NewCursor(allPlan(t))
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
+	run := engine.NewRun(allPlan(t))
 	fresh, err := db.OpenHandle("not-yet", engine.KindDocs)
 	if err == nil {
-		items, err = db.ReadChunk(fresh, &cur, nil, 10, nil)
+		items, err = db.RunChunk(fresh, run, 10, nil)
 	}
 	db.Exit()
-	if err != nil || len(items) != 0 || !cur.Done {
-		t.Errorf("ReadChunk of a collection not created yet: %d items, done %v, %v; want none", len(items), cur.Done, err)
+	if err != nil || len(items) != 0 || !run.Done {
+		t.Errorf("RunChunk of a collection not created yet: %d items, done %v, %v; want none", len(items), run.Done, err)
 	}
 }
 
@@ -333,7 +331,7 @@ func TestEngineOpenOptions(t *testing.T) {
 	}
 }
 
-func allPlan(t *testing.T) plan.Plan {
+func allPlan(t *testing.T) *plan.Spec {
 	t.Helper()
 	p, err := plan.Compile(query.All())
 	if err != nil {

@@ -19,6 +19,8 @@ type Tx struct {
 	colls   map[string]*Coll
 	created []*Coll // collections this transaction created
 
+	scratch indexScratch
+
 	// poisoned is set when Protect contained a panic inside this write
 	// transaction: bbolt may have been stopped half way through changing
 	// its pages, so the transaction must not commit, whatever the callback
@@ -123,6 +125,13 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", ErrExists)
 	}
+	var oldPayload []byte
+	if len(old) >= HeaderSize {
+		oldPayload = old[HeaderSize:]
+	}
+	if err := t.updateIndexes(c, id, oldPayload, value[HeaderSize:]); err != nil {
+		return err
+	}
 	sealValue(value, id)
 	if err := c.records.Put(key, value); err != nil {
 		return mapBoltErr(err)
@@ -148,6 +157,11 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 		return false, nil
 	}
 	n := int64(len(old))
+	if len(old) >= HeaderSize {
+		if err := t.updateIndexes(c, id, old[HeaderSize:], nil); err != nil {
+			return false, err
+		}
+	}
 	if err := c.records.Delete(c.key[:]); err != nil {
 		return false, mapBoltErr(err)
 	}

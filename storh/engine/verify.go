@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ const (
 	ProblemChecksum ProblemKind = "checksum" // a value whose header or CRC does not match
 	ProblemDecode   ProblemKind = "decode"   // a value whose payload is not a valid record
 	ProblemCounter  ProblemKind = "counter"  // count or bytes metadata disagree with the records
+	// ProblemIndex (index_verify.go): a secondary index disagrees with the records
 )
 
 // Problem is one finding of Verify.
@@ -52,6 +54,7 @@ type VerifyReport struct {
 	Problems    int
 	Quarantined int // Repair only: records moved out of the collection
 	Recounted   int // Repair only: collections whose counters were rewritten
+	Reindexed   int // Repair only: indexes rebuilt from the records
 }
 
 // Verify checks the database in one transaction (a consistent view, which
@@ -95,7 +98,13 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 	for _, name := range names {
 		rep.Collections++
 		err := containPanic(func() error {
-			rep.Records += checkColl(btx, name, emit).records
+			f := checkColl(btx, name, emit)
+			rep.Records += f.records
+			if f.layoutOK {
+				if c, err := openColl(btx, name); err == nil && c != nil {
+					checkIndexes(c, emit)
+				}
+			}
 			return nil
 		})
 		if err != nil {
@@ -236,10 +245,39 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 				}
 				rep.Recounted++
 			}
+			if err := tx.repairIndexes(name, emit, &rep); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	return rep, err
+}
+
+// repairIndexes rebuilds the indexes of collection name that fail their
+// check. A unique index whose records now hold duplicate values cannot be
+// rebuilt: it is dropped, and the problem says so.
+func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport) error {
+	c, err := openColl(t.btx, name)
+	if err != nil || c == nil {
+		return nil // the layout problem is already reported
+	}
+	for _, ix := range checkIndexes(c, emit) {
+		err := t.rebuildIndex(c, ix)
+		if errors.Is(err, ErrUniqueViolation) {
+			if err := t.DropIndex(c, ix.name); err != nil {
+				return err
+			}
+			emit(Problem{Kind: ProblemIndex, Collection: name,
+				Detail: fmt.Sprintf("index %q dropped: it cannot be rebuilt, %s; declare it again once the duplicates are gone", ix.name, trim(err))})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rep.Reindexed++
+	}
+	return c.flushIndexes()
 }
 
 // entry is one key of a bucket that Repair moves: a value, or a nested
@@ -375,7 +413,8 @@ func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
 	rc := root.Cursor()
 	for k, v := rc.First(); k != nil; k, v = rc.Next() {
 		isBucket := v == nil
-		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine))
+		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
+			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries))
 		if own {
 			continue
 		}

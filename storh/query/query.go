@@ -6,52 +6,57 @@ import (
 	"strings"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// ErrInvalidQuery is returned (as the first error of a stream, or by
-// Validate) when a query cannot run: a limit below 1, an empty field name, or
-// a WhereEqual value of a type that cannot be stored. The storh package
-// re-exports it as storh.ErrInvalidQuery.
+// ErrInvalidQuery is returned, by every terminal that runs the query and by
+// Validate, when a query cannot run: a limit below 1, an empty field name or
+// path, a value that cannot be stored, a range bound of a type ranges do not
+// compare, an unknown direction. The storh package re-exports it as
+// storh.ErrInvalidQuery.
 var ErrInvalidQuery = errors.New("storh: invalid query")
 
-// MaxFieldLength bounds field names in conditions; longer names cannot match
-// anything a user would store and are most likely a bug.
+// MaxFieldLength bounds field names and paths in conditions; longer names
+// cannot match anything a user would store and are most likely a bug.
 const MaxFieldLength = 1024
 
-// op is the comparison operator of a condition.
-type op uint8
+// Direction is the direction of OrderBy.
+type Direction uint8
 
 const (
-	// opEq matches records whose field is present and equal to the value
-	// under strict typed equality (1 ≠ 1.0 ≠ "1").
-	opEq op = iota + 1
+	// Asc sorts ascending by the total order of values (see OrderBy).
+	Asc Direction = iota + 1
+	// Desc sorts descending: the exact reverse of Asc, ties included.
+	Desc
 )
 
-func (o op) String() string {
-	switch o {
-	case opEq:
-		return "="
+func (d Direction) String() string {
+	switch d {
+	case Asc:
+		return "Asc"
+	case Desc:
+		return "Desc"
 	}
-	return fmt.Sprintf("op(%d)", uint8(o))
+	return fmt.Sprintf("Direction(%d)", uint8(d))
 }
 
-// condition is one filter on a top-level field. value holds the normalised
-// form of what the user passed (see the mpack normalisation: integers as
-// int64 or uint64, floats as float64, lists as []any, maps as map[string]any).
-type condition struct {
-	field string
-	op    op
-	value any
-	err   error
+// cursor is a keyset position given to After, Before, AfterValue or
+// BeforeValue.
+type cursor struct {
+	id       uuidv7.UUID
+	value    any
+	hasValue bool
+	set      bool
+	err      error
 }
 
 // Query describes which records of one collection to read and in which order.
-// The zero value is not valid: start from All.
+// It is an immutable value: every modifier returns a changed copy. The zero
+// value is not valid: start from All.
 type Query struct {
-	after, before       uuidv7.UUID
-	hasAfter, hasBefore bool
+	after, before cursor
 
 	fromMs, untilMs int64
 	hasTime         bool
@@ -60,62 +65,102 @@ type Query struct {
 	hasLimit bool
 
 	reverse bool
-	conds   []condition
-	onError func(id uuidv7.UUID, err error)
-	valid   bool
+	conds   []Cond
+
+	orderPath FieldRef
+	orderText string
+	dir       Direction
+	hasOrder  bool
+
+	requireIndex bool
+	onError      func(id uuidv7.UUID, err error)
+	valid        bool
 }
 
 // All returns the query matching every record, oldest first.
 func All() Query { return Query{valid: true} }
 
-// After restricts the query to ids strictly greater than id. Calling it again
-// replaces the previous bound. It keeps its meaning under Reverse.
+// After restricts the query to records after id. In id order (no OrderBy)
+// that is ids strictly greater than id, whatever the direction of reading.
+// With OrderBy it is the records after that record's position in the sort
+// order (its current field value, then its id): a keyset cursor, so pages of
+// Limit(n) that continue After the last record of the previous page walk the
+// whole sequence with no gaps or repeats. A cursor record that no longer
+// exists fails the query with ErrNotFound. Calling it again replaces the
+// bound.
 func (q Query) After(id uuidv7.UUID) Query {
-	q.after, q.hasAfter = id, true
+	q.after = cursor{id: id, set: true}
 	return q
 }
 
-// Before restricts the query to ids strictly less than id. Calling it again
-// replaces the previous bound. With Reverse, a newest-first page continues
-// with Before(lastSeen).
+// Before restricts the query to records before id, the mirror of After.
+// With Reverse in id order, a newest-first page continues with
+// Before(lastSeen).
 func (q Query) Before(id uuidv7.UUID) Query {
-	q.before, q.hasBefore = id, true
+	q.before = cursor{id: id, set: true}
 	return q
+}
+
+// AfterValue is After with the cursor record's field value given, so no
+// lookup is needed (and the record need not exist any more): the records
+// after (value, id) in the OrderBy sequence. It needs OrderBy.
+func (q Query) AfterValue(value any, id uuidv7.UUID) Query {
+	q.after = valueCursor("AfterValue", value, id)
+	return q
+}
+
+// BeforeValue is Before with the cursor record's field value given.
+func (q Query) BeforeValue(value any, id uuidv7.UUID) Query {
+	q.before = valueCursor("BeforeValue", value, id)
+	return q
+}
+
+func valueCursor(name string, value any, id uuidv7.UUID) cursor {
+	c := cursor{id: id, set: true, hasValue: true}
+	n, err := mpack.Normalize(value)
+	if err != nil {
+		c.err = fmt.Errorf("%w: %s: a value of type %T cannot be stored", ErrInvalidQuery, name, value)
+	}
+	c.value = n
+	return c
 }
 
 // TimeRangeMs restricts the query to records created between fromMs and
-// untilMs, both inclusive, in Unix milliseconds. An end beyond the span ids
-// can carry (0 to 2^48-1) is clamped, so math.MinInt64 and math.MaxInt64 give
-// open ends; an inverted range, or one wholly outside that span, matches
-// nothing.
+// untilMs, both inclusive, in Unix milliseconds, in any order. An end beyond
+// the span ids can carry (0 to 2^48-1) is clamped, so math.MinInt64 and
+// math.MaxInt64 give open ends; an inverted range, or one wholly outside
+// that span, matches nothing.
 func (q Query) TimeRangeMs(fromMs, untilMs int64) Query {
 	q.fromMs, q.untilMs, q.hasTime = fromMs, untilMs, true
 	return q
 }
 
-// WhereEqual keeps records whose top-level field equals value under strict
-// typed equality: integers compare by value whatever their width, floats by
-// value, but 1, 1.0 and "1" are three different values. A nil value matches a
-// field that is present and null, never a missing field. Several conditions
-// must all hold.
-func (q Query) WhereEqual(field string, value any) Query {
-	c := condition{field: field, op: opEq}
-	switch {
-	case field == "":
-		c.err = fmt.Errorf("%w: WhereEqual needs a field name", ErrInvalidQuery)
-	case len(field) > MaxFieldLength:
-		c.err = fmt.Errorf("%w: field name is %d bytes, the limit is %d", ErrInvalidQuery, len(field), MaxFieldLength)
-	default:
-		v, err := mpack.Normalize(value)
-		if err != nil {
-			c.err = fmt.Errorf("%w: WhereEqual(%q): value of type %T cannot be stored, so cannot match", ErrInvalidQuery, field, value)
-		}
-		c.value = v
-	}
+// Where keeps records that satisfy every one of conds, in addition to the
+// conditions already on the query.
+func (q Query) Where(conds ...Cond) Query {
 	// Copy so that queries derived from a shared base never share a backing array.
-	conds := make([]condition, len(q.conds), len(q.conds)+1)
-	copy(conds, q.conds)
-	q.conds = append(conds, c)
+	all := make([]Cond, len(q.conds), len(q.conds)+len(conds))
+	copy(all, q.conds)
+	q.conds = append(all, conds...)
+	return q
+}
+
+// WhereEqual keeps records whose top-level field, named literally (a dot is
+// part of the name), equals value under strict typed equality. It is
+// Where(FieldPath(field).Eq(value)).
+func (q Query) WhereEqual(field string, value any) Query {
+	return q.Where(FieldPath(field).Eq(value))
+}
+
+// OrderBy sorts the results by the field at a dotted path (as Field), in
+// one total order over all values: missing = null < false < true < numbers
+// (by exact numeric value; an integer before a float of the same value;
+// NaN first) < strings (bytewise) < bytes < times < lists (element by
+// element) < maps (entry by entry, keys in order). Ties are broken by id, in
+// the direction of the sort, so Desc is the exact reverse of Asc. Without
+// OrderBy results are in id order. Calling it again replaces the order.
+func (q Query) OrderBy(path string, d Direction) Query {
+	q.orderPath, q.orderText, q.dir, q.hasOrder = Field(path), path, d, true
 	return q
 }
 
@@ -126,10 +171,19 @@ func (q Query) Limit(n int) Query {
 	return q
 }
 
-// Reverse returns records newest first. After, Before and TimeRangeMs keep
-// their meaning.
+// Reverse returns the sequence last to first: newest first in id order, the
+// opposite direction of OrderBy's. After, Before and TimeRangeMs keep their
+// meaning; Limit counts from the new first record.
 func (q Query) Reverse() Query {
 	q.reverse = true
+	return q
+}
+
+// RequireIndex makes the query fail with storh.ErrNoIndex rather than read
+// the whole collection: it must be answered through an index, or be bounded
+// by id or creation time.
+func (q Query) RequireIndex() Query {
+	q.requireIndex = true
 	return q
 }
 
@@ -143,34 +197,109 @@ func (q Query) ContinueOnError(fn func(id uuidv7.UUID, err error)) Query {
 
 // Validate reports why the query cannot run, or nil.
 func (q Query) Validate() error {
-	if !q.valid {
-		return fmt.Errorf("%w: zero Query; start from query.All()", ErrInvalidQuery)
-	}
-	if q.hasLimit && q.limit < 1 {
-		return fmt.Errorf("%w: Limit(%d): the limit must be at least 1", ErrInvalidQuery, q.limit)
-	}
-	for _, c := range q.conds {
-		if c.err != nil {
-			return c.err
-		}
-	}
-	return nil
+	_, err := q.compile()
+	return err
 }
 
-// keyRange returns the inclusive key range [lo, hi] that holds every record
+func init() { plan.Compile = compileAny }
+
+func compileAny(v any) (*plan.Spec, error) {
+	q, ok := v.(Query)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a query.Query", ErrInvalidQuery, v)
+	}
+	return q.compile()
+}
+
+// compile validates the query and turns it into the Spec the engine runs.
+func (q Query) compile() (*plan.Spec, error) {
+	if !q.valid {
+		return nil, fmt.Errorf("%w: zero Query; start from query.All()", ErrInvalidQuery)
+	}
+	if q.hasLimit && q.limit < 1 {
+		return nil, fmt.Errorf("%w: Limit(%d): the limit must be at least 1", ErrInvalidQuery, q.limit)
+	}
+	s := &plan.Spec{Reverse: q.reverse, OnError: q.onError, RequireIndex: q.requireIndex}
+	if q.hasLimit {
+		s.Limit = q.limit
+	}
+	kids := make([]*plan.Cond, 0, len(q.conds))
+	for _, c := range q.conds {
+		if err := c.check("Where"); err != nil {
+			return nil, err
+		}
+		kids = append(kids, c.node)
+	}
+	switch len(kids) {
+	case 0:
+	case 1:
+		s.Cond = kids[0]
+	default:
+		s.Cond = &plan.Cond{Op: plan.OpAnd, Kids: kids}
+	}
+	if q.hasOrder {
+		switch {
+		case q.orderText == "":
+			return nil, fmt.Errorf("%w: OrderBy needs a field name", ErrInvalidQuery)
+		case q.orderPath.err != nil:
+			return nil, fmt.Errorf("%w (in OrderBy)", q.orderPath.err)
+		case q.dir != Asc && q.dir != Desc:
+			return nil, fmt.Errorf("%w: OrderBy(%q, %v): the direction must be query.Asc or query.Desc", ErrInvalidQuery, q.orderText, q.dir)
+		}
+		s.Order, s.Desc = q.orderPath.path, q.dir == Desc
+	}
+	for _, c := range []*cursor{&q.after, &q.before} {
+		if c.err != nil {
+			return nil, c.err
+		}
+		if c.hasValue && !q.hasOrder {
+			return nil, fmt.Errorf("%w: AfterValue and BeforeValue position a cursor in an OrderBy sequence; add OrderBy, or use After/Before for ids", ErrInvalidQuery)
+		}
+	}
+	lo, hi, ok := q.keyRange()
+	s.Lo, s.Hi, s.Empty = lo, hi, !ok
+	if q.hasOrder {
+		var err error
+		if s.After, err = q.after.spec(); err == nil {
+			s.Before, err = q.before.spec()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (c cursor) spec() (*plan.Cursor, error) {
+	if !c.set {
+		return nil, nil
+	}
+	pc := &plan.Cursor{ID: c.id, Lookup: !c.hasValue}
+	if c.hasValue {
+		k, err := order.Append(nil, c.value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cursor value: %v", ErrInvalidQuery, err)
+		}
+		pc.Key = k
+	}
+	return pc, nil
+}
+
+// keyRange returns the inclusive id range [lo, hi] that holds every record
 // the query can match, and false when the range is empty (so nothing is
-// read).
+// read). After and Before narrow it only in id order; with OrderBy they are
+// cursors in the sort order instead.
 func (q Query) keyRange() (lo, hi uuidv7.UUID, ok bool) {
 	hi = maxKey
-	if q.hasAfter {
+	if q.after.set && !q.hasOrder {
 		var more bool
-		if lo, more = plan.Next(q.after); !more {
+		if lo, more = plan.Next(q.after.id); !more {
 			return lo, hi, false
 		}
 	}
-	if q.hasBefore {
+	if q.before.set && !q.hasOrder {
 		var more bool
-		if hi, more = plan.Prev(q.before); !more {
+		if hi, more = plan.Prev(q.before.id); !more {
 			return lo, hi, false
 		}
 	}
@@ -190,47 +319,31 @@ func (q Query) keyRange() (lo, hi uuidv7.UUID, ok bool) {
 	return lo, hi, lo.Compare(hi) <= 0
 }
 
-// match reports whether a stored record payload (one msgpack map) satisfies
-// every condition. It reads only the bytes of the fields it compares and
-// allocates nothing for scalar values. An error means the payload is not
-// well-formed msgpack.
-func (q Query) match(payload []byte) (bool, error) {
-	for i := range q.conds {
-		c := &q.conds[i]
-		raw, ok, err := mpack.Field(payload, c.field)
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			return false, nil
-		}
-		eq, err := mpack.EqualRaw(raw, c.value)
-		if err != nil {
-			return false, err
-		}
-		if !eq {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // String describes the query in a stable, readable form (used by Explain
 // output and error messages).
 func (q Query) String() string {
 	var b strings.Builder
 	b.WriteString("All()")
-	if q.hasAfter {
-		fmt.Fprintf(&b, ".After(%s)", q.after)
-	}
-	if q.hasBefore {
-		fmt.Fprintf(&b, ".Before(%s)", q.before)
+	for _, c := range []struct {
+		name string
+		c    cursor
+	}{{"After", q.after}, {"Before", q.before}} {
+		switch {
+		case !c.c.set:
+		case c.c.hasValue:
+			fmt.Fprintf(&b, ".%sValue(%s, %s)", c.name, show(c.c.value), c.c.id)
+		default:
+			fmt.Fprintf(&b, ".%s(%s)", c.name, c.c.id)
+		}
 	}
 	if q.hasTime {
 		fmt.Fprintf(&b, ".TimeRangeMs(%d, %d)", q.fromMs, q.untilMs)
 	}
 	for _, c := range q.conds {
-		fmt.Fprintf(&b, ".Where(%q %s %#v)", c.field, c.op, c.value)
+		fmt.Fprintf(&b, ".Where(%s)", c)
+	}
+	if q.hasOrder {
+		fmt.Fprintf(&b, ".OrderBy(%q, %v)", q.orderText, q.dir)
 	}
 	if q.reverse {
 		b.WriteString(".Reverse()")
@@ -238,30 +351,10 @@ func (q Query) String() string {
 	if q.hasLimit {
 		fmt.Fprintf(&b, ".Limit(%d)", q.limit)
 	}
+	if q.requireIndex {
+		b.WriteString(".RequireIndex()")
+	}
 	return b.String()
 }
 
 var maxKey = uuidv7.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-
-func init() { plan.Compile = compile }
-
-// compile turns a Query into the plan the engine runs.
-func compile(v any) (plan.Plan, error) {
-	q, ok := v.(Query)
-	if !ok {
-		return plan.Plan{}, fmt.Errorf("%w: %T is not a query.Query", ErrInvalidQuery, v)
-	}
-	if err := q.Validate(); err != nil {
-		return plan.Plan{}, err
-	}
-	p := plan.Plan{Reverse: q.reverse, OnError: q.onError}
-	lo, hi, ok := q.keyRange()
-	p.Lo, p.Hi, p.Empty = lo, hi, !ok
-	if q.hasLimit {
-		p.Limit = q.limit
-	}
-	if len(q.conds) > 0 {
-		p.Match = q.match
-	}
-	return p, nil
-}

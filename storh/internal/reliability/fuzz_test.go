@@ -198,7 +198,7 @@ func probeAgrees(t testing.TB, data []byte, field string, pick uint8) (ran, matc
 	if err != nil {
 		t.Fatalf("compile a valid query: %v", err)
 	}
-	got, err := p.Match(payload)
+	got, err := plan.NewMatcher(p.Cond).Match(payload)
 	if err != nil {
 		t.Fatalf("Match on a valid record: %v\nrecord %#v", err, rec)
 	}

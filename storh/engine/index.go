@@ -1,0 +1,677 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
+	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Secondary indexes. A collection's indexes live beside its records:
+//
+//	<collection>/
+//	    "x"/  index definitions: name → msgpack {paths, unique, building, mark, entries}
+//	    "i"/  index entries, one bucket per index name:
+//	          0x00 ‖ value key(s) ‖ record id   one entry per record (the whole value)
+//	          0x01 ‖ element key  ‖ record id   one per distinct element of a list value
+//	                                            (single-field indexes only, for Contains)
+//
+// A value key is the order key (package order) of the field's value, null
+// for a missing field; a compound index concatenates one per path. Keys are
+// ordered exactly like the values, then by id, so equality, ranges,
+// prefixes and sorted reads are seeks and walks, and an entry is one key, never
+// a list that grows with the values. Entries are written in the same
+// transaction as their record.
+var (
+	bucketIndexDefs    = []byte("x")
+	bucketIndexEntries = []byte("i")
+)
+
+const (
+	entryWhole   = 0x00
+	entryElement = 0x01
+)
+
+// MaxIndexValue bounds the value key of one index entry: an indexed value
+// whose order key is longer fails its write with ErrInvalidData (bbolt keys
+// are limited, and a key that size would make every page hold a few).
+const MaxIndexValue = 4096
+
+// MaxIndexes bounds the indexes of one collection.
+const MaxIndexes = 64
+
+// IndexSpec declares an index: its name, its field paths (each a list of
+// map keys from the record's top level) and whether values must be unique.
+type IndexSpec struct {
+	Name   string
+	Paths  [][]string
+	Unique bool
+}
+
+// IndexInfo describes an index of a collection.
+type IndexInfo struct {
+	IndexSpec
+	Entries  int64 // index keys: one per record, plus one per distinct list element
+	Building bool  // still being built: queries do not use it yet
+}
+
+// indexDef is an index as stored.
+type indexDef struct {
+	Paths    [][]string `msgpack:"paths"`
+	Unique   bool       `msgpack:"unique"`
+	Building bool       `msgpack:"building,omitempty"`
+	Mark     []byte     `msgpack:"mark,omitempty"` // while building: every record with an id <= Mark has its entries
+	Entries  int64      `msgpack:"entries"`
+}
+
+// collIndex is one index of a collection inside a transaction.
+type collIndex struct {
+	name    string
+	def     indexDef
+	entries *bolt.Bucket
+	delta   int64
+	changed bool // def changed (build progress): rewrite it at flush
+}
+
+// maintains reports whether writes of id must update this index: every
+// ready index, and a building one for the ids its build has passed.
+func (ix *collIndex) maintains(id uuidv7.UUID) bool {
+	return !ix.def.Building || len(ix.def.Mark) == 16 && bytes.Compare(id[:], ix.def.Mark) <= 0
+}
+
+func (ix *collIndex) spec() IndexSpec {
+	return IndexSpec{Name: ix.name, Paths: ix.def.Paths, Unique: ix.def.Unique}
+}
+
+// ValidateIndexSpec checks a declared index and fills in its default name,
+// the paths joined with ",".
+func ValidateIndexSpec(s *IndexSpec) error {
+	if len(s.Paths) == 0 {
+		return fmt.Errorf("%w: an index needs at least one field path", ErrInvalidIndex)
+	}
+	names := make([]string, len(s.Paths))
+	for i, p := range s.Paths {
+		if len(p) == 0 || len(p) > MaxDepth {
+			return fmt.Errorf("%w: index path %d has %d segments; want 1 to %d", ErrInvalidIndex, i+1, len(p), MaxDepth)
+		}
+		for _, seg := range p {
+			if seg == "" {
+				return fmt.Errorf("%w: index path %q has an empty segment", ErrInvalidIndex, strings.Join(p, "."))
+			}
+		}
+		names[i] = plan.PathString(p)
+		for _, q := range s.Paths[:i] {
+			if slices.Equal(p, q) {
+				return fmt.Errorf("%w: index names the path %q twice", ErrInvalidIndex, names[i])
+			}
+		}
+	}
+	if s.Name == "" {
+		s.Name = strings.Join(names, ",")
+	}
+	if err := ValidateName(s.Name); err != nil {
+		return fmt.Errorf("%w: index name: %v", ErrInvalidIndex, strings.TrimPrefix(err.Error(), "storh: "))
+	}
+	return nil
+}
+
+// indexes loads the collection's indexes once per transaction.
+func (c *Coll) indexes() ([]*collIndex, error) {
+	if c.idxLoaded {
+		return c.idx, nil
+	}
+	c.idxLoaded = true
+	defs := c.root.Bucket(bucketIndexDefs)
+	if defs == nil {
+		return nil, nil
+	}
+	entries := c.root.Bucket(bucketIndexEntries)
+	err := defs.ForEach(func(k, v []byte) error {
+		ix := &collIndex{name: string(k)}
+		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 {
+			return fmt.Errorf("%w: collection %q: index %q has an unreadable definition", ErrCorrupt, c.Name, k)
+		}
+		if entries != nil {
+			ix.entries = entries.Bucket(k)
+		}
+		if ix.entries == nil {
+			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", ErrCorrupt, c.Name, k)
+		}
+		if c.writable {
+			ix.entries.FillPercent = indexFillPercent
+		}
+		c.idx = append(c.idx, ix)
+		return nil
+	})
+	if err != nil {
+		c.idx = nil
+		c.idxLoaded = false
+		return nil, err
+	}
+	return c.idx, nil
+}
+
+// indexFillPercent is between bbolt's default and the records' 1.0: index
+// keys arrive in value order, not id order, so pages split in the middle and
+// need room to take more keys.
+const indexFillPercent = 0.7
+
+// index returns the index named name, or nil.
+func (c *Coll) index(name string) (*collIndex, error) {
+	all, err := c.indexes()
+	for _, ix := range all {
+		if ix.name == name {
+			return ix, err
+		}
+	}
+	return nil, err
+}
+
+// ReadyIndexes returns the indexes a query may use, as the planner sees
+// them, and their entries in the same order.
+func (c *Coll) readyIndexes() ([]plan.IndexDef, []*collIndex, error) {
+	all, err := c.indexes()
+	if err != nil {
+		return nil, nil, err
+	}
+	var defs []plan.IndexDef
+	var ixs []*collIndex
+	for _, ix := range all {
+		if !ix.def.Building {
+			defs = append(defs, plan.IndexDef{Name: ix.name, Paths: ix.def.Paths, Unique: ix.def.Unique})
+			ixs = append(ixs, ix)
+		}
+	}
+	return defs, ixs, nil
+}
+
+// Indexes lists the collection's indexes.
+func (c *Coll) Indexes() ([]IndexInfo, error) {
+	all, err := c.indexes()
+	out := make([]IndexInfo, 0, len(all))
+	for _, ix := range all {
+		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: ix.def.Entries + ix.delta, Building: ix.def.Building})
+	}
+	slices.SortFunc(out, func(a, b IndexInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, err
+}
+
+// entryKeys appends to keys the index keys of a record's payload for ix,
+// cut from buf. The first key is the whole-value entry; element entries
+// follow, one per distinct element of a list (single-field indexes). null
+// reports that a value of the whole entry is null or missing, which unique
+// indexes do not constrain.
+func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uuidv7.UUID) (_ []byte, _ [][]byte, null bool, err error) {
+	start := len(buf)
+	buf = append(buf, entryWhole)
+	var single []byte
+	for _, path := range ix.def.Paths {
+		raw, ok, err := mpack.FieldPath(payload, path)
+		if err != nil {
+			return buf[:start], keys, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if !ok {
+			raw = nil
+		}
+		if len(ix.def.Paths) == 1 {
+			single = raw
+		}
+		vstart := len(buf)
+		if buf, err = order.AppendRaw(buf, raw); err != nil {
+			return buf[:start], keys, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if buf[vstart] == order.TagNull {
+			null = true
+		}
+	}
+	if n := len(buf) - start - 1; n > MaxIndexValue {
+		return buf[:start], keys, false, fmt.Errorf("%w: the value of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
+			ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, MaxIndexValue)
+	}
+	buf = append(buf, id[:]...)
+	keys = append(keys, buf[start:len(buf):len(buf)])
+	if single == nil || len(single) == 0 {
+		return buf, keys, null, nil
+	}
+	first := len(keys)
+	var elemErr error
+	_, err = mpack.Elements(single, func(elem []byte) bool {
+		s := len(buf)
+		buf = append(buf, entryElement)
+		if buf, elemErr = order.AppendRaw(buf, elem); elemErr != nil {
+			return false
+		}
+		if len(buf)-s-1 > MaxIndexValue {
+			elemErr = fmt.Errorf("%w: an element of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
+				ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, MaxIndexValue)
+			return false
+		}
+		buf = append(buf, id[:]...)
+		keys = append(keys, buf[s:len(buf):len(buf)])
+		return true
+	})
+	if err == nil {
+		err = elemErr
+	}
+	if err != nil {
+		return buf[:start], keys[:first-1], false, err
+	}
+	elems := keys[first:]
+	slices.SortFunc(elems, bytes.Compare)
+	keys = keys[:first+len(slices.CompactFunc(elems, bytes.Equal))]
+	return buf, keys, null, nil
+}
+
+// errUnique is the ErrUniqueViolation of a record whose values, in
+// payload, another record holds in ix.
+func errUnique(ix *collIndex, payload []byte, other uuidv7.UUID) error {
+	return fmt.Errorf("%w: index %q already holds %s, for record %s", ErrUniqueViolation, ix.name, describeValues(ix, payload), other)
+}
+
+// describeValues renders the indexed values of a payload for messages,
+// shortened: a value may be up to MaxIndexValue bytes.
+func describeValues(ix *collIndex, payload []byte) string {
+	parts := make([]string, len(ix.def.Paths))
+	for i, path := range ix.def.Paths {
+		parts[i] = "null"
+		if raw, ok, err := mpack.FieldPath(payload, path); err == nil && ok {
+			if v, _, err := mpack.Decode(raw); err == nil {
+				parts[i] = fmt.Sprintf("%#v", v)
+				if len(parts[i]) > 80 {
+					parts[i] = parts[i][:77] + "..."
+				}
+			}
+		}
+		parts[i] = plan.PathString(path) + " = " + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// conflict returns the id of another record holding the whole-entry key's
+// value in a unique index, if any.
+func (ix *collIndex) conflict(key []byte, self uuidv7.UUID) (uuidv7.UUID, bool) {
+	prefix := key[:len(key)-16]
+	cur := ix.entries.Cursor()
+	for k, _ := cur.Seek(prefix); k != nil && len(k) == len(key) && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+		var other uuidv7.UUID
+		copy(other[:], k[len(prefix):])
+		if other != self {
+			return other, true
+		}
+	}
+	return uuidv7.UUID{}, false
+}
+
+// indexScratch holds the keys of one write's old and new entries.
+type indexScratch struct {
+	buf          []byte
+	oldKs, newKs [][]byte
+	bounds       []int // per index: end of its keys in oldKs and newKs, interleaved
+}
+
+// updateIndexes moves the index entries of record id from those of its old
+// payload (nil for a new record) to those of its new one (nil for a
+// delete). It checks every unique index before it changes anything, so a
+// violation leaves the transaction as it was.
+func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byte) error {
+	ixs, err := c.indexes()
+	if err != nil || len(ixs) == 0 {
+		return err
+	}
+	s := &t.scratch
+	s.buf, s.oldKs, s.newKs, s.bounds = s.buf[:0], s.oldKs[:0], s.newKs[:0], s.bounds[:0]
+	for _, ix := range ixs {
+		if !ix.maintains(id) {
+			s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
+			continue
+		}
+		if oldPayload != nil {
+			// A damaged old record gives no keys: its entries are left for
+			// Verify to report and Repair to rebuild.
+			if buf, ks, _, err := ix.entryKeys(s.buf, s.oldKs, oldPayload, id); err == nil {
+				s.buf, s.oldKs = buf, ks
+			}
+		}
+		if newPayload != nil {
+			buf, ks, null, err := ix.entryKeys(s.buf, s.newKs, newPayload, id)
+			if err != nil {
+				return err
+			}
+			s.buf = buf
+			whole := ks[len(s.newKs)]
+			s.newKs = ks
+			if ix.def.Unique && !null {
+				if other, taken := ix.conflict(whole, id); taken {
+					return errUnique(ix, newPayload, other)
+				}
+			}
+		}
+		s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
+	}
+	oldFrom, newFrom := 0, 0
+	for i, ix := range ixs {
+		oldTo, newTo := s.bounds[2*i], s.bounds[2*i+1]
+		olds, news := s.oldKs[oldFrom:oldTo], s.newKs[newFrom:newTo]
+		oldFrom, newFrom = oldTo, newTo
+		for _, k := range olds {
+			if !containsKey(news, k) {
+				if err := ix.entries.Delete(k); err != nil {
+					return mapBoltErr(err)
+				}
+				ix.delta--
+			}
+		}
+		for _, k := range news {
+			if !containsKey(olds, k) {
+				if err := ix.entries.Put(k, nil); err != nil {
+					return mapBoltErr(err)
+				}
+				ix.delta++
+			}
+		}
+	}
+	return nil
+}
+
+func containsKey(ks [][]byte, k []byte) bool {
+	for _, x := range ks {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// flushIndexes writes the definitions whose entry count or build state
+// changed in this transaction.
+func (c *Coll) flushIndexes() error {
+	if !c.idxLoaded {
+		return nil
+	}
+	defs := c.root.Bucket(bucketIndexDefs)
+	for _, ix := range c.idx {
+		if ix.delta == 0 && !ix.changed {
+			continue
+		}
+		ix.def.Entries += ix.delta
+		ix.delta, ix.changed = 0, false
+		if err := putDef(defs, ix.name, &ix.def); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putDef(defs *bolt.Bucket, name string, d *indexDef) error {
+	b, err := msgpack.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("storh: internal error: encoding index %q: %v", name, err)
+	}
+	return mapBoltErr(defs.Put([]byte(name), b))
+}
+
+// createIndex adds the definition and the empty entries bucket of s. On an
+// empty collection the index is ready at once; otherwise it is building
+// and BuildIndexes must fill it.
+func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
+	if all, err := c.indexes(); err != nil {
+		return nil, err
+	} else if len(all) >= MaxIndexes {
+		return nil, fmt.Errorf("%w: collection %q has %d indexes, the most it may have", ErrInvalidIndex, c.Name, MaxIndexes)
+	}
+	defs, err := c.root.CreateBucketIfNotExists(bucketIndexDefs)
+	if err != nil {
+		return nil, mapBoltErr(err)
+	}
+	entriesRoot, err := c.root.CreateBucketIfNotExists(bucketIndexEntries)
+	if err != nil {
+		return nil, mapBoltErr(err)
+	}
+	entries, err := entriesRoot.CreateBucket([]byte(s.Name))
+	if err != nil {
+		return nil, mapBoltErr(err)
+	}
+	entries.FillPercent = indexFillPercent
+	ix := &collIndex{name: s.Name, entries: entries, def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
+	if err := putDef(defs, s.Name, &ix.def); err != nil {
+		return nil, err
+	}
+	c.idx = append(c.idx, ix)
+	return ix, nil
+}
+
+// DropIndex removes the index name and its entries.
+func (t *Tx) DropIndex(c *Coll, name string) error {
+	if !t.btx.Writable() {
+		return ErrReadOnly
+	}
+	ix, err := c.index(name)
+	if err != nil {
+		return err
+	}
+	if ix == nil {
+		return fmt.Errorf("%w: collection %q has no index %q", ErrNotFound, c.Name, name)
+	}
+	if err := c.root.Bucket(bucketIndexEntries).DeleteBucket([]byte(name)); err != nil {
+		return mapBoltErr(err)
+	}
+	if err := c.root.Bucket(bucketIndexDefs).Delete([]byte(name)); err != nil {
+		return mapBoltErr(err)
+	}
+	c.idx = slices.DeleteFunc(c.idx, func(x *collIndex) bool { return x == ix })
+	return nil
+}
+
+// ensureIndexes creates the declared indexes the collection lacks, and
+// fails when one exists under the same name with another definition.
+func (t *Tx) ensureIndexes(c *Coll, specs []IndexSpec) error {
+	for _, s := range specs {
+		ix, err := c.index(s.Name)
+		if err != nil {
+			return err
+		}
+		if ix != nil {
+			if !slices.EqualFunc(ix.def.Paths, s.Paths, slices.Equal) || ix.def.Unique != s.Unique {
+				return fmt.Errorf("%w: collection %q already has an index %q on %s (unique %v), declared now on %s (unique %v); drop it first to change it",
+					ErrInvalidIndex, c.Name, s.Name, pathsString(ix.def.Paths), ix.def.Unique, pathsString(s.Paths), s.Unique)
+			}
+			continue
+		}
+		if !t.btx.Writable() {
+			return fmt.Errorf("%w: collection %q has no index %q, and a read-only transaction cannot create it", ErrReadOnly, c.Name, s.Name)
+		}
+		if _, err := t.createIndex(c, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pathsString(paths [][]string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = plan.PathString(p)
+	}
+	return "(" + strings.Join(names, ", ") + ")"
+}
+
+// buildStep adds the entries of up to max records past the index's mark and
+// moves the mark; done reports that the index is complete (and ready).
+func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
+	cur := c.records.Cursor()
+	var k, v []byte
+	if len(ix.def.Mark) == 16 {
+		k, v = cur.Seek(ix.def.Mark)
+		if k != nil && bytes.Equal(k, ix.def.Mark) {
+			k, v = cur.Next()
+		}
+	} else {
+		k, v = cur.First()
+	}
+	s := &t.scratch
+	for n := 0; k != nil && n < max; k, v = cur.Next() {
+		var id uuidv7.UUID
+		if len(k) != len(id) || v == nil {
+			continue // not a record: Verify reports it
+		}
+		copy(id[:], k)
+		payload, err := Payload(k, v)
+		if err != nil {
+			return false, fmt.Errorf("building index %q: record %s: %w", ix.name, id, err)
+		}
+		buf, keys, null, err := ix.entryKeys(s.buf[:0], s.newKs[:0], payload, id)
+		if err != nil {
+			return false, fmt.Errorf("building index %q: record %s: %w", ix.name, id, err)
+		}
+		s.buf, s.newKs = buf, keys
+		if ix.def.Unique && !null {
+			if other, taken := ix.conflict(keys[0], id); taken {
+				return false, errUnique(ix, payload, other)
+			}
+		}
+		for _, key := range keys {
+			if err := ix.entries.Put(key, nil); err != nil {
+				return false, mapBoltErr(err)
+			}
+			ix.delta++
+		}
+		ix.def.Mark = append(ix.def.Mark[:0], k...)
+		ix.changed = true
+		n++
+	}
+	if k == nil {
+		ix.def.Building, ix.def.Mark, ix.changed = false, nil, true
+		return true, nil
+	}
+	return false, nil
+}
+
+// buildBatch is how many records one build transaction indexes: small
+// enough that writers wait little between steps, large enough to amortise
+// the commit.
+const buildBatch = 5000
+
+// BuildIndexes fills the indexes of h's collection that are still
+// building, one bounded transaction at a time: every commit leaves records
+// and entries consistent (writes in between maintain the entries of the
+// part already built), and a crash resumes where the last commit stopped.
+// A unique index that meets a duplicate is removed again and the error is
+// ErrUniqueViolation. The caller must hold Enter.
+func (db *DB) BuildIndexes(h Handle) error {
+	for {
+		var building string
+		done := true
+		err := db.UpdateSafe(func(tx *Tx) error {
+			c, err := tx.Use(h, false)
+			if err != nil || c == nil {
+				return err
+			}
+			all, err := c.indexes()
+			if err != nil {
+				return err
+			}
+			for _, ix := range all {
+				if ix.def.Building {
+					building = ix.name
+					done, err = tx.buildStep(c, ix, buildBatch)
+					if err == nil && done {
+						done = !slices.ContainsFunc(all, func(x *collIndex) bool { return x.def.Building })
+					}
+					return err
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, ErrUniqueViolation) {
+			if derr := db.UpdateSafe(func(tx *Tx) error {
+				c, err := tx.Use(h, false)
+				if err != nil || c == nil {
+					return err
+				}
+				return tx.DropIndex(c, building)
+			}); derr != nil {
+				return fmt.Errorf("%w (and removing the partly built index failed: %v)", err, derr)
+			}
+			return fmt.Errorf("%w (the index was not created)", err)
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// EnsureIndexes creates the indexes h declares that its collection lacks
+// (or fails when one of that name has another definition) and builds every
+// index still building. A collection not created yet gets its declared
+// indexes with its first write. The caller must hold Enter.
+func (db *DB) EnsureIndexes(h Handle) error {
+	pending := false
+	err := db.ViewSafe(func(tx *Tx) error {
+		c, err := tx.Use(h, false)
+		if err != nil || c == nil {
+			return err
+		}
+		all, err := c.indexes()
+		if err != nil {
+			return err
+		}
+		for _, s := range h.Indexes {
+			ix, _ := c.index(s.Name)
+			if ix == nil || !slices.EqualFunc(ix.def.Paths, s.Paths, slices.Equal) || ix.def.Unique != s.Unique {
+				pending = true
+			}
+		}
+		for _, ix := range all {
+			pending = pending || ix.def.Building
+		}
+		return nil
+	})
+	if err != nil || !pending {
+		return err
+	}
+	if db.opts.ReadOnly {
+		return fmt.Errorf("%w: collection %q needs index work (a declared index is missing, or a build was interrupted) and the database is read-only", ErrReadOnly, h.Name)
+	}
+	if err := db.UpdateSafe(func(tx *Tx) error {
+		c, err := tx.Use(h, false)
+		if err != nil || c == nil {
+			return err
+		}
+		return tx.ensureIndexes(c, h.Indexes)
+	}); err != nil {
+		return err
+	}
+	return db.BuildIndexes(h)
+}
+
+// EnsureIndexes is DB.EnsureIndexes inside the caller's transaction: the
+// declared indexes c lacks are created and, like any index still building,
+// built to completion in this one transaction. In a read-only transaction
+// a missing index is ErrReadOnly and a building one is left as it is
+// (queries do not use it).
+func (t *Tx) EnsureIndexes(c *Coll, specs []IndexSpec) error {
+	if err := t.ensureIndexes(c, specs); err != nil || !t.btx.Writable() {
+		return err
+	}
+	all, err := c.indexes()
+	if err != nil {
+		return err
+	}
+	for _, ix := range all {
+		for ix.def.Building {
+			if _, err := t.buildStep(c, ix, buildBatch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

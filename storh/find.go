@@ -1,0 +1,198 @@
+package storh
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/query"
+)
+
+// Stream returns the records q selects, in id order (oldest first) unless
+// q orders by a field or is reversed. Ranges (After, Before, TimeRangeMs)
+// seek straight to their first key, and conditions on indexed fields seek
+// the index, so a page costs the same in a collection of a thousand or a
+// billion records. An index changes the cost of a query, never its result.
+//
+// A DB-level stream reads in chunks, each in its own short read transaction,
+// and resumes after the last key it saw: a slow consumer never holds a
+// transaction, and records written meanwhile ahead of the cursor may appear.
+// A query that must sort in memory (see Explain) gathers its matches first.
+// A handle bound to a Tx streams within that transaction's snapshot.
+//
+// An error ends the stream after being yielded once, unless the query has
+// ContinueOnError, which skips and reports unreadable records. Breaking out
+// of the loop releases everything.
+func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		c.run(c.opName("stream"), q, func(r Record) bool { return yield(r, nil) }, func(err error) { yield(Record{}, err) })
+	}
+}
+
+// run runs q, passing each record to each until it returns false, and a
+// failure to fail. It returns the run, for its statistics.
+func (c *coll) run(op string, q query.Query, each func(Record) bool, fail func(error)) *engine.Run {
+	spec, err := plan.Compile(q)
+	if err != nil {
+		fail(opErr(op, c.name, "", -1, err))
+		return nil
+	}
+	r := engine.NewRun(spec)
+	items := make([]engine.Item, 0, min(max(spec.Limit, 1), engine.ChunkRecords))
+	for !r.Done {
+		items, err = c.chunk(r, items[:0])
+		if err != nil {
+			fail(opErr(op, c.name, "", -1, err))
+			return r
+		}
+		for _, it := range items {
+			if it.Err != nil {
+				if spec.OnError != nil {
+					spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+					continue
+				}
+				fail(opErr(op, c.name, it.ID.String(), -1, it.Err))
+				return r
+			}
+			if !each(Record{ID: it.ID, payload: it.Payload}) {
+				return r
+			}
+		}
+	}
+	return r
+}
+
+// chunk reads the next chunk of r: in the handle's transaction, or in a
+// short one of its own.
+func (c *coll) chunk(r *engine.Run, dst []engine.Item) ([]engine.Item, error) {
+	if c.tx != nil {
+		err := c.inTx(false, func(_ *engine.Tx, ec *engine.Coll) error {
+			var err error
+			dst, err = r.Next(ec, engine.ChunkRecords, dst)
+			return err
+		})
+		return dst, err
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return dst, err
+	}
+	defer c.db.eng.Exit()
+	return c.db.eng.RunChunk(c.h, r, engine.ChunkRecords, dst)
+}
+
+// Find returns every record q selects, in its order (see Stream). Bound it
+// with Limit: Find holds the whole result in memory.
+func (c *coll) Find(q query.Query) ([]Record, error) {
+	var out []Record
+	var err error
+	c.run(c.opName("find"), q, func(r Record) bool { out = append(out, r); return true }, func(e error) { err = e })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// First returns the first record q selects, or ErrNotFound when none does.
+func (c *coll) First(q query.Query) (Record, error) {
+	var out Record
+	found := false
+	var err error
+	c.run(c.opName("first"), q.Limit(1), func(r Record) bool { out, found = r, true; return false }, func(e error) { err = e })
+	switch {
+	case err != nil:
+		return Record{}, err
+	case !found:
+		return Record{}, opErr(c.opName("first"), c.name, "", -1, fmt.Errorf("%w: no record matches %s", ErrNotFound, q))
+	}
+	return out, nil
+}
+
+// CountMatching counts the records Stream(q) would yield, its Limit
+// included. When an index decides the whole condition it counts index keys
+// and reads no record (Explain shows RecordsRead 0); otherwise it runs the
+// query. Unlike Count, it is not O(1).
+func (c *coll) CountMatching(q query.Query) (int, error) {
+	op := c.opName("count matching")
+	spec, err := plan.Compile(q)
+	if err != nil {
+		return 0, opErr(op, c.name, "", -1, err)
+	}
+	r := engine.NewRun(spec)
+	for !r.Done {
+		if err := c.countChunk(r); err != nil {
+			return 0, opErr(op, c.name, "", -1, err)
+		}
+		if !r.Done && !r.Countable() {
+			n := 0
+			c.run(op, q, func(Record) bool { n++; return true }, func(e error) { err = e })
+			return n, err
+		}
+	}
+	return r.Stats.Returned, nil
+}
+
+func (c *coll) countChunk(r *engine.Run) error {
+	if c.tx != nil {
+		return c.inTx(false, func(_ *engine.Tx, ec *engine.Coll) error { return r.Count(ec) })
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return err
+	}
+	defer c.db.eng.Exit()
+	return c.db.eng.CountChunk(c.h, r)
+}
+
+// Plan says how a query ran: Explain's answer.
+type Plan struct {
+	// Query is the query, as query.Query.String writes it.
+	Query string
+	// Indexes are the indexes read, none for a read of the records in id
+	// order (a range of ids, or the whole collection); several for an Or
+	// served by a union.
+	Indexes []string
+	// Sorted means the results had to be sorted in memory: no index walks
+	// in the query's order.
+	Sorted bool
+	// KeysRead counts index keys examined, RecordsRead the records fetched
+	// and checked against the condition, Returned the records the query
+	// returns.
+	KeysRead, RecordsRead, Returned int
+}
+
+// String describes the plan for people, on one line.
+func (p Plan) String() string {
+	var b strings.Builder
+	if len(p.Indexes) == 0 {
+		b.WriteString("scan records by id")
+	} else {
+		fmt.Fprintf(&b, "index %s", strings.Join(quoteAll(p.Indexes), " + "))
+	}
+	if p.Sorted {
+		b.WriteString(", sorted in memory")
+	}
+	fmt.Fprintf(&b, ": %d keys read, %d records read, %d returned", p.KeysRead, p.RecordsRead, p.Returned)
+	return b.String()
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// Explain runs q as Stream would, without handing out records, and
+// reports how: which indexes it read, whether it sorted in memory, and how
+// many index keys and records it read to return how many.
+func (c *coll) Explain(q query.Query) (Plan, error) {
+	var err error
+	r := c.run(c.opName("explain"), q, func(Record) bool { return true }, func(e error) { err = e })
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Query: q.String(), Indexes: r.Stats.Indexes, Sorted: r.Stats.Sorted,
+		KeysRead: r.Stats.KeysRead, RecordsRead: r.Stats.RecordsRead, Returned: r.Stats.Returned}, nil
+}
