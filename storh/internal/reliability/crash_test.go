@@ -130,11 +130,15 @@ func crashWriterChild() int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 4
 	}
-	if c.docs, err = c.db.Docs(crashDocs); err != nil {
+	// Indexes of every shape, so that each kill also tests that index
+	// entries commit with their records (the checker's Verify checks them
+	// both ways): unique, plain, list elements, compound on a nested field.
+	if c.docs, err = c.db.Docs(crashDocs, storh.WithIndex(storh.Index("t").Unique()), storh.WithIndex(storh.Index("n")),
+		storh.WithIndex(storh.Index("l")), storh.WithIndex(storh.Index("m.ok", "f"))); err != nil {
 		fmt.Fprintln(os.Stderr, "docs:", err)
 		return 4
 	}
-	if c.events, err = c.db.Log(crashLog); err != nil {
+	if c.events, err = c.db.Log(crashLog, storh.WithIndex(storh.Index("s"))); err != nil {
 		fmt.Fprintln(os.Stderr, "events:", err)
 		return 4
 	}
