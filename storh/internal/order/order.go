@@ -188,6 +188,11 @@ func AppendRaw(dst, raw []byte) ([]byte, error) {
 // appendRaw appends the key of the value at b[pos], a container at nesting
 // level depth, and returns where the value ends.
 func appendRaw(dst, b []byte, pos, depth int) ([]byte, int, error) {
+	if pos < len(b) {
+		if out, end, ok := appendScalar(dst, b, pos); ok {
+			return out, end, nil
+		}
+	}
 	h, err := mpack.ReadHead(b, pos)
 	if err != nil {
 		return dst, 0, err
@@ -235,6 +240,92 @@ func appendRaw(dst, b []byte, pos, depth int) ([]byte, int, error) {
 		}
 	}
 	return append(dst, endList), p, nil
+}
+
+// appendScalar is appendRaw's fast path for the values whose first one or
+// two bytes say what they are and how long: fixints, nil, booleans, the
+// fixed-width numbers, fixstr, str8, bin8 and the 4 and 8-byte timestamps,
+// nearly every stored scalar. It reports
+// false, having appended nothing, for any other code or a value cut short,
+// which mpack.ReadHead then handles (the fuzz target checks that both paths
+// agree with mpack.Decode).
+func appendScalar(dst, b []byte, pos int) ([]byte, int, bool) {
+	c := b[pos]
+	switch {
+	case c <= 0x7f:
+		return appendUint(dst, uint64(c)), pos + 1, true
+	case c >= 0xe0:
+		return appendInt(dst, int64(int8(c))), pos + 1, true
+	case c >= 0xa0 && c <= 0xbf:
+		return appendContent(dst, TagString, b, pos+1, int(c&0x1f))
+	case c == 0xd9 || c == 0xc4: // str8, bin8
+		if pos+1 >= len(b) {
+			return dst, 0, false
+		}
+		tag := TagString
+		if c == 0xc4 {
+			tag = TagBytes
+		}
+		return appendContent(dst, tag, b, pos+2, int(b[pos+1]))
+	case (c == 0xd6 || c == 0xd7) && pos+1 < len(b) && b[pos+1] == 0xff: // timestamp 32, 64
+		if c == 0xd6 && len(b)-pos >= 6 {
+			return appendTime(dst, int64(binary.BigEndian.Uint32(b[pos+2:])), 0), pos + 6, true
+		}
+		if c == 0xd7 && len(b)-pos >= 10 {
+			v := binary.BigEndian.Uint64(b[pos+2:])
+			if nsec := v >> 34; nsec <= 999_999_999 {
+				return appendTime(dst, int64(v&(1<<34-1)), int(nsec)), pos + 10, true
+			}
+		}
+		return dst, 0, false
+	case c == 0xc0:
+		return append(dst, TagNull), pos + 1, true
+	case c == 0xc2:
+		return append(dst, TagFalse), pos + 1, true
+	case c == 0xc3:
+		return append(dst, TagTrue), pos + 1, true
+	}
+	var w int
+	switch c {
+	case 0xca, 0xce, 0xd2:
+		w = 4
+	case 0xcb, 0xcf, 0xd3:
+		w = 8
+	case 0xcc, 0xd0:
+		w = 1
+	case 0xcd, 0xd1:
+		w = 2
+	default:
+		return dst, 0, false
+	}
+	if len(b)-pos-1 < w {
+		return dst, 0, false
+	}
+	var u uint64
+	for _, x := range b[pos+1 : pos+1+w] {
+		u = u<<8 | uint64(x)
+	}
+	end := pos + 1 + w
+	switch c {
+	case 0xca:
+		return appendFloat(dst, float64(math.Float32frombits(uint32(u)))), end, true
+	case 0xcb:
+		return appendFloat(dst, math.Float64frombits(u)), end, true
+	case 0xcc, 0xcd, 0xce, 0xcf:
+		return appendUint(dst, u), end, true
+	}
+	shift := 64 - 8*w // sign-extend int 8/16/32/64
+	return appendInt(dst, int64(u<<shift)>>shift), end, true
+}
+
+// appendContent appends the key of a string or bytes value whose n bytes
+// of content start at b[p], if they are all there.
+func appendContent(dst []byte, tag Tag, b []byte, p, n int) ([]byte, int, bool) {
+	if n > len(b)-p {
+		return dst, 0, false
+	}
+	dst = appendEscaped(append(dst, tag), b[p:p+n])
+	return append(dst, 0, term), p + n, true
 }
 
 // rawEntry is one entry of an unsorted raw map: its key and where its value
@@ -315,6 +406,12 @@ func appendEntryKey(dst, key []byte) []byte {
 // mapKey reads the string key at b[pos] and returns it and where its value
 // starts.
 func mapKey(b []byte, pos int) ([]byte, int, error) {
+	if pos < len(b) && b[pos]&0xe0 == 0xa0 { // fixstr, nearly every key
+		start, end := pos+1, pos+1+int(b[pos]&0x1f)
+		if end <= len(b) {
+			return b[start:end], end, nil
+		}
+	}
 	h, err := mpack.ReadHead(b, pos)
 	if err != nil {
 		return nil, 0, err
