@@ -52,7 +52,7 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 		}
 	}
 	// Every record the index covers has all its entries.
-	var expected int64
+	var expected, missingEntries int64
 	var buf []byte
 	var keys [][]byte
 	cur := c.records.Cursor()
@@ -77,14 +77,16 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 		}
 		for _, key := range keys {
 			expected++
-			if ix.entries.Get(key) == nil && !hasKey(ix.entries, key) {
+			if !hasKey(ix.entries, key) {
+				missingEntries++
 				report(id, nil, "no entry for the record's value (key %x)", key)
 			}
 		}
 	}
 	// Every entry belongs to a record that calls for it, and a unique index
 	// holds each value once. Counting first keeps the common, healthy case
-	// to one walk: only a count that differs makes it look for the strays.
+	// to one walk: when every expected entry is there, the index holds a
+	// stray exactly when it holds more entries than expected.
 	var actual int64
 	var prevValue []byte
 	var prevID uuidv7.UUID
@@ -102,7 +104,7 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 		}
 		prevValue, prevID = append(prevValue[:0], value...), id
 	}
-	if actual != expected {
+	if actual != expected || missingEntries > 0 {
 		findStrays(c, ix, report)
 	}
 	if ix.def.Entries != actual {
