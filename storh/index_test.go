@@ -77,7 +77,7 @@ func TestUniqueViolationEveryWritePath(t *testing.T) {
 			before := digest(t, db)
 			dup := storh.Map{"email": "ada@example.com", "name": "impostor"}
 			violations := map[string]error{
-				"Put": second(users.Put(dup)),
+				"Put":     second(users.Put(dup)),
 				"PutMany": second(users.PutMany([]any{storh.Map{"email": "new@example.com"}, dup})),
 				"PutMany duplicate inside the batch": second(users.PutMany([]any{
 					storh.Map{"email": "twin@example.com"}, storh.Map{"email": "twin@example.com"}})),
