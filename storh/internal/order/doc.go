@@ -91,6 +91,7 @@
 // key. For a value v of class c (Class(v)):
 //
 //	every value of v's class   [ClassStart(c), ClassStart(c+1))
+//	  booleans as one class    [ClassStart(TagFalse), ClassStart(TagTrue+1))
 //	  numbers, NaN excluded    [AfterNaN(), ClassStart(TagNumber+1))
 //	Eq(v) by value             [Bound(v, false), Bound(v, true))
 //	Eq(v), integer ≠ float     [Append(v), PrefixEnd(Append(v)))
@@ -101,22 +102,32 @@
 //	Between(a, b), inclusive   [Bound(a, false), Bound(b, true)); empty if lo >= hi
 //	Prefix(s) of strings       [StringPrefix(s), PrefixEnd(StringPrefix(s)))
 //
-// where the class start and end are the first two lines' bounds (for
-// numbers, with or without NaN as the query wants). Bound of a number is
-// NumberBound, which ignores the integer/float kind: Gte(5) includes 5.0
-// and Gt(5.0) excludes 5. Bound(v, false) of any other value is v's key,
+// where the class start and end are the bounds of the class lines above
+// (for numbers, with or without NaN as the query wants; for booleans, one
+// class or two). Bound of a number is NumberBound, which ignores the
+// integer/float kind: Gte(5) includes 5.0 and Gt(5.0) excludes 5. Bound(v, false) of any other value is v's key,
 // Bound(v, true) its PrefixEnd. Ranges over the whole order, across
 // classes, use the same bounds without the class start and end. A
 // descending read walks the same range backwards.
 //
+// NaN is an ordinary value of the order, below every other number: the
+// bounds of NaN enclose exactly the NaN keys, so Eq(NaN) finds NaNs and
+// Gt(NaN) every other number. A query language in which comparisons with
+// NaN are false must turn such conditions into "match nothing" itself.
+//
 // In a compound index, fix the leading components by their keys and bound
-// the next: with a1 equal, a2 >= 5, the range is [key(a1) + Bound(5, false),
-// key(a1) + ClassStart(TagNumber+1)).
+// the next: for a1 = "x" and a2 >= 5, the range is [key("x") + Bound(5,
+// false), key("x") + ClassStart(TagNumber+1)). (A leading number fixed by
+// value needs two such ranges: see Caveats.)
 //
 // # Caveats
 //
 // Index keys are stored: the order and the layout are part of the file
 // format. Any change to either means every index must be rebuilt.
+//
+// k + 0x00 is the least byte string above a key k, so it works as the end
+// of k's range where whole value keys are compared, but an index key k +
+// id lies above it: index scans must use PrefixEnd(k), which Bound does.
 //
 // An integer and a float of equal value are equal by value but have two
 // keys. A lookup by value covers both with Bound; in a compound index, a
