@@ -32,6 +32,7 @@ type importOpts struct {
 	asLog       bool
 	skipInvalid bool
 	invalidUTF8 string // error or binary (--invalid-utf8)
+	onDuplicate string // fail, last or skip (--on-duplicate)
 }
 
 func (a *app) importCmd() *cobra.Command {
@@ -65,6 +66,11 @@ on stderr when it is a terminal (--quiet turns it off).`,
 			if _, err := keepInvalidUTF8(o.invalidUTF8); err != nil {
 				return err
 			}
+			switch o.onDuplicate {
+			case "fail", "last", "skip":
+			default:
+				return usagef("--on-duplicate %q: want fail (the default), last or skip", o.onDuplicate)
+			}
 			return a.runImport(args[0], args[1], o)
 		},
 	}
@@ -72,6 +78,7 @@ on stderr when it is a terminal (--quiet turns it off).`,
 	cmd.Flags().BoolVar(&o.asLog, "log", false, "create the collection as an append-only log if it does not exist")
 	cmd.Flags().BoolVar(&o.skipInvalid, "skip-invalid", false, "skip lines that cannot be imported, and list them, instead of stopping")
 	addInvalidUTF8Flag(cmd, &o.invalidUTF8)
+	cmd.Flags().StringVar(&o.onDuplicate, "on-duplicate", "fail", "a line whose id an earlier line of the import has: `fail` stops, naming both lines; last writes it over the earlier one (docs only); skip keeps the earlier one")
 	return cmd
 }
 
@@ -82,9 +89,20 @@ type importStats struct {
 	Created    bool   `json:"created"`
 	Source     string `json:"source"`
 	Lines      int64  `json:"lines"`
-	Imported   int64  `json:"imported"`
-	Skipped    int64  `json:"skipped"`
-	ForeignIDs int64  `json:"foreign_ids,omitempty"`
+	// Imported counts the records written: Inserted new ones, and Replaced
+	// ones that replaced a record with the same id (stored before the
+	// import, or, with --on-duplicate=last, written by an earlier line).
+	Imported int64 `json:"imported"`
+	Inserted int64 `json:"inserted"`
+	Replaced int64 `json:"replaced"`
+	// Skipped counts the lines not written: Invalid ones (--skip-invalid)
+	// and, with --on-duplicate=skip, lines whose id an earlier line has.
+	Skipped int64 `json:"skipped"`
+	Invalid int64 `json:"invalid"`
+	// Duplicates counts the lines whose id an earlier line has: skipped
+	// (skip) or written over the earlier one (last).
+	Duplicates int64 `json:"duplicates"`
+	ForeignIDs int64 `json:"foreign_ids,omitempty"`
 	// RemovedFile: the import created the database file and, having
 	// imported nothing, removed it again.
 	RemovedFile bool    `json:"removed_file,omitempty"`
@@ -108,6 +126,14 @@ func (a *app) runImport(name, src string, o importOpts) error {
 		a.removeIfNew(db)
 		return err
 	}
+	if kind == "log" && o.onDuplicate == "last" {
+		a.removeIfNew(db)
+		return usagef("--on-duplicate=last: %s is a log, whose records cannot be replaced; use fail or skip", qname(name))
+	}
+	var before int64
+	if !created {
+		before = count(w)
+	}
 	im.created = created
 	prog := a.startProgress("importing", size, true)
 	im.a, im.o, im.w, im.prog, im.st = a, o, w, prog, importStats{Collection: name, Source: src, Kind: kind}
@@ -115,6 +141,14 @@ func (a *app) runImport(name, src string, o importOpts) error {
 	err = im.run(countingReader{in, prog})
 	prog.stop()
 	im.st.Seconds = time.Since(start).Seconds()
+	// What was written, from the collection's counter (no scan): the
+	// records it gained are new, the rest of the rows written replaced one.
+	im.st.Inserted = min(im.st.Imported, max(0, count(w)-before))
+	im.st.Replaced = im.st.Imported - im.st.Inserted
+	im.st.Invalid = im.st.Skipped - im.st.Duplicates
+	if im.o.onDuplicate == "last" {
+		im.st.Duplicates = im.dupsWritten
+	}
 	if im.mongoLike {
 		a.diag("storh: note: %s looks like mongoexport output (an ObjectID _id); import --mongo would make the ObjectIDs the record ids", src)
 	}
@@ -130,6 +164,16 @@ func (a *app) runImport(name, src string, o importOpts) error {
 		im.st.RemovedFile = a.removeIfNew(db)
 	}
 	return a.importSummary(im.st)
+}
+
+// count is the number of records in w's collection, 0 when it has none
+// or does not exist yet.
+func count(w writer) int64 {
+	n, err := w.Count()
+	if err != nil {
+		return 0
+	}
+	return int64(n)
 }
 
 // openInput opens FILE or stdin ("-") and returns its size (-1: unknown).
@@ -165,8 +209,14 @@ func (a *app) importSummary(st importStats) error {
 	}
 	a.diag("storh: imported %s into %s from %s in %s%s", plural(st.Imported, "record"), into, st.Source,
 		time.Duration(st.Seconds*float64(time.Second)).Round(time.Millisecond), rate)
-	if st.Skipped > 0 {
-		a.diag("storh: skipped %s (--skip-invalid)", plural(st.Skipped, "invalid line"))
+	if st.Replaced > 0 {
+		a.diag("storh: %s", replacedNote(st))
+	}
+	if st.Invalid > 0 {
+		a.diag("storh: skipped %s (--skip-invalid)", plural(st.Invalid, "invalid line"))
+	}
+	if st.Skipped > st.Invalid {
+		a.diag("storh: skipped %s whose id an earlier line has (--on-duplicate=skip kept the earlier ones)", plural(st.Skipped-st.Invalid, "line"))
 	}
 	if st.RemovedFile {
 		a.diag("storh: nothing was imported, so the database %s, created for the import, was removed again", a.dbPath)
@@ -181,23 +231,44 @@ func (a *app) importSummary(st importStats) error {
 	return nil
 }
 
+// replacedNote says how many of the records written replaced a record with
+// the same id, and whose: stored before the import, or an earlier line's.
+func replacedNote(st importStats) string {
+	var fromFile int64
+	if st.Skipped == st.Invalid { // not --on-duplicate=skip
+		fromFile = st.Duplicates
+	}
+	before := st.Replaced - fromFile
+	var whose []string
+	if before > 0 {
+		whose = append(whose, fmt.Sprintf("%s stored before the import", commas(before)))
+	}
+	if fromFile > 0 {
+		whose = append(whose, fmt.Sprintf("%s written by an earlier line (--on-duplicate=last)", commas(fromFile)))
+	}
+	return fmt.Sprintf("%s new, %s replaced a record with the same id: %s", commas(st.Inserted), commas(st.Replaced), strings.Join(whose, ", "))
+}
+
 // rowItem is one decoded input line.
 type rowItem struct {
 	line  int64
 	entry storh.Entry
 	err   error // the line cannot be imported
 	fatal bool  // err is about the input stream, not this line: no skipping
+	dupOf int64 // with --on-duplicate=last, the earlier line with the same id
 }
 
 // importer streams rows into a collection. A reader goroutine decodes lines
 // while the caller's goroutine encodes and writes them, which keeps both
 // cores busy.
 //
-// Rows go to PutStream one transaction's worth (storh.StreamBatch) at a time,
-// and only once all of them decoded: a bad line stops the import before any
-// row of its batch is handed over, exactly as a row the library rejects
-// rolls its batch back. Either way every batch is committed whole or not at
-// all, and the committed rows are the ones before a known line.
+// Rows are staged one transaction's worth (storh.StreamBatch) at a time and
+// handed to the library only once all of them decoded and none repeats an
+// id: a bad line stops the import before any row of its batch is written.
+// A row the library refuses rolls its transaction back; the library also
+// ends a transaction early when its records pass a few MiB, so each staged
+// batch is one PutStream call, whose count says exactly which of its rows
+// are committed.
 type importer struct {
 	a    *app
 	o    importOpts
@@ -208,7 +279,12 @@ type importer struct {
 	rows chan []rowItem
 	quit chan struct{}
 
+	// ids holds the line of every id the import has staged, to find an id
+	// given twice: memory grows with the rows that carry ids.
+	ids idIndex
+
 	committedLine int64 // every good line up to here is committed
+	dupsWritten   int64 // committed rows that replaced an earlier line's (--on-duplicate=last)
 	skipsShown    int
 	skips         []skipNote // skipped lines of the batch being written, listed once it is done
 	created       bool       // the import created the collection
@@ -224,6 +300,16 @@ type lineError struct {
 
 func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, libMsg(e.err)) }
 func (e *lineError) Unwrap() error { return e.err }
+
+// dupError is a line whose id an earlier line of the import has.
+type dupError struct {
+	id    string // as the input wrote it: the record id, or the _id with --mongo
+	first int64  // the earlier line
+}
+
+func (e *dupError) Error() string {
+	return fmt.Sprintf("%s is also on line %d: an import writes each id once", e.id, e.first)
+}
 
 var errInterrupted = errors.New("interrupted")
 
@@ -277,81 +363,132 @@ func (im *importer) run(in io.Reader) error {
 	}
 	staged := make([]rowItem, 0, storh.StreamBatch)
 	for {
-		seq := func(yield func(any) bool) {
-			for {
-				// Stage one transaction's worth before handing any of it over.
-				staged = staged[:0]
-				for len(staged) < storh.StreamBatch {
-					it, ok := next()
-					if !ok {
-						break
-					}
-					if it.err != nil {
-						if it.fatal || !im.o.skipInvalid {
-							stopErr = &lineError{it.line, it.err}
-							return
-						}
-						im.skip(it.line, it.err)
-						continue
-					}
-					staged = append(staged, it)
+		// Stage one transaction's worth before handing any of it over.
+		staged = staged[:0]
+		for len(staged) < storh.StreamBatch {
+			it, ok := next()
+			if !ok {
+				break
+			}
+			if it.err != nil {
+				if it.fatal || !im.o.skipInvalid {
+					stopErr = &lineError{it.line, it.err}
+					break
 				}
-				if stopErr != nil {
-					return
-				}
-				for _, it := range staged {
-					if !yield(it.entry) {
-						return
-					}
-				}
-				if len(staged) < storh.StreamBatch {
-					return // the end: PutStream commits this last batch
-				}
-				// PutStream committed the full batch before asking for more.
-				im.committedLine = staged[len(staged)-1].line
-				im.prog.records.Add(int64(len(staged)))
-				im.listSkips()
-				if im.a.ctx.Err() != nil {
-					stopErr = errInterrupted
-					return
-				}
+				im.skip(it.line, it.err)
+				continue
+			}
+			keep, err := im.checkID(&it)
+			if err != nil {
+				stopErr = err
+				break
+			}
+			if keep {
+				staged = append(staged, it)
 			}
 		}
-		n, err := im.w.PutStream(seq)
-		im.st.Imported += int64(n)
-		if err == nil || stopErr != nil {
+		if stopErr != nil || len(staged) == 0 {
 			im.listSkips()
-		}
-		if err == nil {
-			if len(staged) > 0 && stopErr == nil {
-				im.committedLine = staged[len(staged)-1].line
-				im.prog.records.Add(int64(len(staged)))
-			}
 			return stopErr
 		}
-		// The library rejected a row: its batch, the staged rows, was
-		// rolled back whole.
-		var e *storh.Error
-		if !errors.As(err, &e) || e.Index < 0 || !skippable(err) {
-			im.listSkips()
+		var err error
+		if replay, err = im.write(staged, replay); err != nil {
 			return err
 		}
-		i := e.Index - n
-		if i < 0 || i >= len(staged) {
-			return fmt.Errorf("internal error: rejected row %d is not in the current batch: %w", e.Index, err)
+		if im.a.ctx.Err() != nil && !(eof && len(pending) == 0 && len(replay) == 0) {
+			return errInterrupted
 		}
-		bad := staged[i]
-		reason := e.Err
-		if e.ID != "" {
-			reason = fmt.Errorf("id %s: %s", e.ID, libMsg(e.Err))
-		}
-		if !im.o.skipInvalid {
-			im.listSkips()
-			return &lineError{bad.line, reason}
-		}
-		im.skip(bad.line, reason)
-		replay = append(append(make([]rowItem, 0, len(staged)-1+len(replay)), staged[:i]...), staged[i+1:]...)
 	}
+}
+
+// checkID looks for the row's id among the ids the import has staged. A
+// repeated id stops the import (--on-duplicate=fail), is skipped (skip), or
+// is written after the earlier row, replacing it (last). keep is false for
+// a skipped row.
+func (im *importer) checkID(it *rowItem) (keep bool, err error) {
+	id := it.entry.ID
+	if id.IsZero() {
+		return true, nil // a new id, made by the database
+	}
+	first, dup := im.ids.get(id)
+	if !dup || first == it.line { // first == line: written again after a skipped row
+		if !dup {
+			im.ids.add(id, it.line)
+		}
+		it.dupOf = 0
+		return true, nil
+	}
+	d := &dupError{id: "id " + id.String(), first: first}
+	if oid, ok := it.entry.Data.(map[string]any)["_oid"].(string); ok && im.o.mongo {
+		d.id = fmt.Sprintf("_id %s (record id %s)", oid, id)
+	}
+	switch im.o.onDuplicate {
+	case "skip":
+		im.st.Duplicates++
+		im.skip(it.line, fmt.Errorf("%w (--on-duplicate=skip keeps the earlier row)", d))
+		return false, nil
+	case "last":
+		it.dupOf = first
+		return true, nil
+	}
+	return false, &lineError{it.line, d}
+}
+
+// write hands one staged batch to the library and returns the rows to
+// write again. A row the library refuses rolls its transaction back; with
+// --skip-invalid the rows after the last commit are written again without
+// it (rows before it may already be committed: the library ends a
+// transaction early when its records are large).
+func (im *importer) write(staged, replay []rowItem) ([]rowItem, error) {
+	n, err := im.w.PutStream(func(yield func(any) bool) {
+		for _, it := range staged {
+			if !yield(it.entry) {
+				return
+			}
+		}
+	})
+	n = min(max(n, 0), len(staged))
+	im.committed(staged[:n])
+	if err == nil {
+		im.listSkips()
+		return replay, nil
+	}
+	var e *storh.Error
+	if !errors.As(err, &e) || e.Index < n || e.Index >= len(staged) || !skippable(err) {
+		im.listSkips()
+		return replay, err
+	}
+	bad := staged[e.Index]
+	if !bad.entry.ID.IsZero() {
+		im.ids.remove(bad.entry.ID, bad.line) // never written: a later row may have the id
+	}
+	reason := e.Err
+	if e.ID != "" {
+		reason = fmt.Errorf("id %s: %s", e.ID, libMsg(e.Err))
+	}
+	if !im.o.skipInvalid {
+		im.listSkips()
+		return replay, &lineError{bad.line, reason}
+	}
+	im.skip(bad.line, reason)
+	again := make([]rowItem, 0, len(staged)-n-1+len(replay))
+	again = append(append(append(again, staged[n:e.Index]...), staged[e.Index+1:]...), replay...)
+	return again, nil
+}
+
+// committed counts rows the library committed.
+func (im *importer) committed(rows []rowItem) {
+	if len(rows) == 0 {
+		return
+	}
+	for _, it := range rows {
+		if it.dupOf != 0 {
+			im.dupsWritten++
+		}
+	}
+	im.st.Imported += int64(len(rows))
+	im.committedLine = rows[len(rows)-1].line
+	im.prog.records.Add(int64(len(rows)))
 }
 
 // skippable reports whether the library rejected the row itself (its data
@@ -466,7 +603,13 @@ func (im *importer) explain(err error, src, name, kind string) error {
 		fmt.Fprintf(&b, "\n  %s from lines 1-%d %s committed; nothing after line %d was written",
 			plural(im.st.Imported, "record"), im.committedLine, are, im.committedLine)
 	}
-	if le != nil && im.committedLine > 0 {
+	var de *dupError
+	if errors.As(err, &de) {
+		fmt.Fprintf(&b, "\n  choose the row to keep: --on-duplicate=last keeps line %d, --on-duplicate=skip keeps line %d", le.line, de.first)
+		if im.committedLine > 0 && src != "-" {
+			fmt.Fprintf(&b, "\n  then import the rest: tail -n +%d %s | storh import --on-duplicate=last %s -", im.committedLine+1, shellQuote(src), shellQuote(name))
+		}
+	} else if le != nil && im.committedLine > 0 {
 		next := im.committedLine + 1
 		if src == "-" {
 			fmt.Fprintf(&b, "\n  fix the line, then import the rest: lines %d on (or pass --skip-invalid)", next)

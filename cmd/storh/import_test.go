@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -215,5 +216,68 @@ func TestImportLongLine(t *testing.T) {
 	}
 	if got := importedNs(t, db, "rows"); !slices.Equal(got, []int{1, 3}) {
 		t.Errorf("imported %v", got)
+	}
+}
+
+// bigRows is rowsWith with rows of about 3 KB, so that the library ends its
+// transactions on size (a few MiB) before 5,000 rows.
+func bigRows(n int, deep []int) []byte {
+	pad := strings.Repeat("p", 3000)
+	var b bytes.Buffer
+	for i := 1; i <= n; i++ {
+		if slices.Contains(deep, i) {
+			b.WriteString(deepRow)
+		} else {
+			fmt.Fprintf(&b, `{"n":%d,"pad":%q}`, i, pad)
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// TestImportLargeRows rejects rows where a 5,000-row batch spans two of the
+// library's transactions: the rows before the rejected one in the same
+// batch may be committed already, and must be neither lost nor written or
+// counted twice.
+func TestImportLargeRows(t *testing.T) {
+	deep := []int{4000, 4500, 9000}
+	src := write(t, "big.jsonl", bigRows(10000, deep))
+	db := filepath.Join(t.TempDir(), "big.db")
+	stdout, stderr, code := runStorh(context.Background(), "", "--db", db, "--json", "import", "--skip-invalid", "rows", src)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var st importStats
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Imported != 9997 || st.Inserted != 9997 || st.Replaced != 0 || st.Skipped != 3 || st.Invalid != 3 {
+		t.Errorf("summary %+v", st)
+	}
+	var want []int
+	for i := 1; i <= 10000; i++ {
+		if !slices.Contains(deep, i) {
+			want = append(want, i)
+		}
+	}
+	if got := importedNs(t, db, "rows"); !slices.Equal(got, want) {
+		t.Errorf("imported %d rows, want %d; first difference near %v", len(got), len(want), firstDiff(got, want))
+	}
+
+	// Without --skip-invalid the message names what is committed, exactly.
+	db2 := filepath.Join(t.TempDir(), "stop.db")
+	_, stderr, code = runStorh(context.Background(), "", "--db", db2, "import", "rows", src)
+	if code != exitError {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := importedNs(t, db2, "rows")
+	m := regexp.MustCompile(`([0-9,]+) records? from lines 1-(\d+) (is|are) committed`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no committed lines in %s", stderr)
+	}
+	n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	last, _ := strconv.Atoi(m[2])
+	if n != len(got) || last != len(got) || len(got) == 0 || len(got) >= 4000 {
+		t.Errorf("message says %d records, lines 1-%d; %d are stored:\n%s", n, last, len(got), stderr)
 	}
 }

@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"env-repeat":    cmdEnvRepeat,
 			"gen-long":      cmdGenLong,
 			"truncate-file": cmdTruncateFile,
+			"gen-dup-ids":   cmdGenDupIDs,
 		},
 		RequireExplicitExec: true,
 	})
@@ -303,4 +304,27 @@ func cmdTruncateFile(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.ParseInt(args[1], 10, 64)
 	ts.Check(err)
 	ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
+}
+
+// cmdGenDupIDs writes N export rows with distinct ids, except that line
+// LATER repeats the id of line FIRST: gen-dup-ids FILE N FIRST LATER.
+func cmdGenDupIDs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: gen-dup-ids FILE N FIRST LATER")
+	}
+	var n [3]int
+	for i, a := range args[1:] {
+		v, err := strconv.Atoi(a)
+		ts.Check(err)
+		n[i] = v
+	}
+	var b bytes.Buffer
+	for i := 1; i <= n[0]; i++ {
+		id := i
+		if i == n[2] {
+			id = n[1]
+		}
+		fmt.Fprintf(&b, `{"id":"0190a4f4-5c3b-7def-8123-%012d","data":{"n":%d}}`+"\n", id, i)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
 }
