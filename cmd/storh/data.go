@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -180,12 +181,20 @@ func (a *app) getCmd() *cobra.Command {
 func (a *app) deleteCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete COLL ID...",
-		Short: "Delete records from a docs collection",
+		Short: "Delete records from a docs collection (a missing id is not an error)",
 		Long: `Delete removes the records with the given ids from a docs collection, in one
-transaction: if any id is not there, nothing is deleted and the command fails.
-Logs are append-only: their records cannot be deleted.`,
-		Example: `  storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef`,
-		Args:    args(2, -1),
+transaction. An id that is not there is not an error, as with the library's
+Docs.Delete: the record is gone either way, so deleting twice is safe and a
+retried script does not fail. The summary (and --json) counts the records
+deleted and the ids that were not there; the exit code is 0 for both.
+
+A record whose stored bytes are damaged can be deleted too. Logs are
+append-only: their records cannot be deleted. An id that is not a UUIDv7 is
+a usage error, and nothing is deleted.`,
+		Example: `  storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef 0190a4f4-5c3b-7def-8123-456789abcdee
+  storh --json delete pages 0190a4f4-5c3b-7def-8123-456789abcdef   # {"collection":"pages","deleted":1,"not_found":0}`,
+		Args: args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids := make([]uuidv7.UUID, 0, len(args)-1)
 			for _, s := range args[1:] {
@@ -193,7 +202,9 @@ Logs are append-only: their records cannot be deleted.`,
 				if err != nil {
 					return err
 				}
-				ids = append(ids, id)
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
 			}
 			name := args[0]
 			db, found, err := a.openExisting(true, name)
@@ -207,21 +218,26 @@ Logs are append-only: their records cannot be deleted.`,
 			case "queue":
 				return fmt.Errorf("collection %s is a queue: queue commands arrive in a later release", qname(name))
 			}
+			var deleted, missing int64
 			err = db.Update(func(tx *storh.Tx) error {
+				deleted, missing = 0, 0
 				d, err := tx.Docs(name)
 				if err != nil {
 					return err
 				}
 				for _, id := range ids {
-					if _, err := d.Get(id); err != nil {
-						if errors.Is(err, storh.ErrNotFound) {
-							return fmt.Errorf("delete %s id %s: not found (nothing was deleted)", qname(name), id)
-						}
+					// Get tells deleted from not there; a damaged record
+					// is there, and can be deleted.
+					if _, err := d.Get(id); errors.Is(err, storh.ErrNotFound) {
+						missing++
+						continue
+					} else if err != nil && !errors.Is(err, storh.ErrCorrupt) {
 						return err
 					}
 					if err := d.Delete(id); err != nil {
 						return err
 					}
+					deleted++
 				}
 				return nil
 			})
@@ -229,9 +245,18 @@ Logs are append-only: their records cannot be deleted.`,
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"collection": name, "deleted": len(ids)})
+				return a.printJSON(map[string]any{"collection": name, "deleted": deleted, "not_found": missing})
 			}
-			a.diag("storh: deleted %s from %s", plural(int64(len(ids)), "record"), qname(name))
+			msg := fmt.Sprintf("storh: deleted %s from %s", plural(deleted, "record"), qname(name))
+			switch {
+			case missing == 1 && len(ids) == 1:
+				msg += "; the id was not there"
+			case missing == 1:
+				msg += "; 1 id was not there"
+			case missing > 1:
+				msg += fmt.Sprintf("; %s ids were not there", commas(missing))
+			}
+			a.diag("%s", msg)
 			return nil
 		},
 	}
