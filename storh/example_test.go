@@ -226,3 +226,94 @@ func ExampleDB_Update() {
 	// insufficient funds: 70
 	// 70 1
 }
+
+// A blog's posts, indexed for what its pages ask: a post by slug, posts by
+// tag, the newest articles.
+func ExampleWithIndex() {
+	db, done := exampleDB()
+	defer done()
+
+	posts, err := db.Docs("posts",
+		storh.WithIndex(storh.Index("slug").Unique()),
+		storh.WithIndex(storh.Index("tags")),
+		storh.WithIndex(storh.Index("kind", "published")),
+	)
+	if err != nil {
+		panic(err)
+	}
+	for i, p := range []storh.Map{
+		{"slug": "hello", "kind": "article", "published": 20240101, "tags": []any{"go", "intro"}},
+		{"slug": "indexes", "kind": "article", "published": 20240301, "tags": []any{"go", "db"}},
+		{"slug": "about", "kind": "page", "published": 20230101},
+		{"slug": "bbolt", "kind": "article", "published": 20240201, "tags": []any{"db"}},
+	} {
+		p["n"] = i
+		if _, err := posts.Put(p); err != nil {
+			panic(err)
+		}
+	}
+
+	// A second post with the same slug is refused.
+	_, err = posts.Put(storh.Map{"slug": "hello"})
+	fmt.Println(errors.Is(err, storh.ErrUniqueViolation))
+
+	post, _ := posts.First(query.All().Where(query.Field("slug").Eq("indexes")))
+	fmt.Println(post.Data()["published"])
+
+	tagged, _ := posts.CountMatching(query.All().Where(query.Field("tags").Contains("db")))
+	fmt.Println(tagged)
+
+	latest := query.All().
+		Where(query.Field("kind").Eq("article")).
+		OrderBy("published", query.Desc).
+		Limit(2)
+	for r, err := range posts.Stream(latest) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(r.Data()["slug"])
+	}
+	plan, _ := posts.Explain(latest)
+	fmt.Println(plan)
+	// Output:
+	// true
+	// 20240301
+	// 2
+	// indexes
+	// bbolt
+	// index "kind,published": 2 keys read, 2 records read, 2 returned
+}
+
+// Keyset pages over a sort: each page continues after the last record of the
+// previous one, with no gaps or repeats however many records share a score.
+func ExampleDocs_Find_keysetPages() {
+	db, done := exampleDB()
+	defer done()
+
+	scores, _ := db.Docs("scores", storh.WithIndex(storh.Index("score")))
+	for i, s := range []int{3, 9, 3, 7, 9, 1, 7} {
+		if _, err := scores.Put(storh.Map{"player": fmt.Sprint("p", i), "score": s}); err != nil {
+			panic(err)
+		}
+	}
+	q := query.All().OrderBy("score", query.Desc).Limit(3)
+	for page := 1; ; page++ {
+		recs, err := scores.Find(q)
+		if err != nil {
+			panic(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		fmt.Print("page ", page, ":")
+		for _, r := range recs {
+			fmt.Print(" ", r.Data()["player"], "=", r.Data()["score"])
+		}
+		fmt.Println()
+		q = q.After(recs[len(recs)-1].ID)
+	}
+	// Output:
+	// page 1: p4=9 p1=9 p6=7
+	// page 2: p3=7 p2=3 p0=3
+	// page 3: p5=1
+}
