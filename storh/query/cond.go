@@ -228,7 +228,7 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 	node := &plan.Cond{Op: plan.OpRange, Path: f.path, Values: vals}
 	if name == "Between" {
 		node.Text = fmt.Sprintf("%s between %s and %s", f.name(), show(vals[0]), show(vals[1]))
-		if order.Class(vals[0]) != order.Class(vals[1]) {
+		if rangeClassOf(vals[0]) != rangeClassOf(vals[1]) {
 			return Cond{err: fmt.Errorf("%w: Between on %q has bounds of two types, %s and %s", ErrInvalidQuery, f.name(), show(vals[0]), show(vals[1]))}
 		}
 	} else {
@@ -250,7 +250,7 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 		if hi != nil {
 			node.Hi, err = order.Bound(nil, vals[len(vals)-1], incHi)
 		} else {
-			node.Hi = order.ClassStart(nil, order.Class(vals[0])+1)
+			node.Hi = classEnd(vals[0])
 		}
 	}
 	if err != nil {
@@ -262,13 +262,34 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 	return Cond{node: node}
 }
 
-// classStart is the first order key of v's class; for numbers the first one
-// after NaN, which compares false with everything.
+// classStart is the first order key of v's range class: for numbers the
+// first one after NaN, which compares false with everything; false and true
+// have a tag each but are one class.
 func classStart(v any) []byte {
-	if order.Class(v) == order.TagNumber {
+	switch c := order.Class(v); c {
+	case order.TagNumber:
 		return order.AfterNaN(nil)
+	case order.TagTrue:
+		return order.ClassStart(nil, order.TagFalse)
+	default:
+		return order.ClassStart(nil, c)
 	}
-	return order.ClassStart(nil, order.Class(v))
+}
+
+// classEnd is the first order key after v's range class.
+func classEnd(v any) []byte {
+	if order.Class(v) == order.TagFalse {
+		return order.ClassStart(nil, order.TagTrue+1)
+	}
+	return order.ClassStart(nil, order.Class(v)+1)
+}
+
+// rangeClassOf is v's class for range comparisons: false and true are one.
+func rangeClassOf(v any) order.Tag {
+	if c := order.Class(v); c != order.TagTrue {
+		return c
+	}
+	return order.TagFalse
 }
 
 func rangeClass(v any) bool {

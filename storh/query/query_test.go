@@ -428,3 +428,32 @@ func keyRange(t testing.TB, q query.Query) (lo, hi uuidv7.UUID, ok bool) {
 func match(t testing.TB, q query.Query, payload []byte) (bool, error) {
 	return plan.NewMatcher(compile(t, q).Cond).Match(payload)
 }
+
+// TestBoolRanges: false and true are one class, false < true.
+func TestBoolRanges(t *testing.T) {
+	f, tr := encode(t, map[string]any{"b": false}), encode(t, map[string]any{"b": true})
+	n := encode(t, map[string]any{"b": 1})
+	for _, tc := range []struct {
+		c             query.Cond
+		onF, onT, onN bool
+	}{
+		{query.Field("b").Gt(false), false, true, false},
+		{query.Field("b").Gte(false), true, true, false},
+		{query.Field("b").Lt(true), true, false, false},
+		{query.Field("b").Lte(true), true, true, false},
+		{query.Field("b").Lt(false), false, false, false},
+		{query.Field("b").Gt(true), false, false, false},
+		{query.Field("b").Between(false, true), true, true, false},
+		{query.Field("b").Between(true, false), false, false, false},
+	} {
+		q := query.All().Where(tc.c)
+		for _, x := range []struct {
+			rec  []byte
+			want bool
+		}{{f, tc.onF}, {tr, tc.onT}, {n, tc.onN}} {
+			if got, err := match(t, q, x.rec); err != nil || got != x.want {
+				t.Errorf("%v on %x = %v, %v; want %v", tc.c, x.rec, got, err, x.want)
+			}
+		}
+	}
+}
