@@ -251,7 +251,7 @@ func (a *app) runDemo(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n== Stats: storh stats (file %s, %s)\n", a.dbPath, humanBytes(st.FileSize))
+	fmt.Fprintf(w, "\n== Stats: storh stats (file %s: %s)\n", a.dbPath, fileSizes(a.dbPath, st.FileSize))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tRECORDS\tDATA\tOLDEST\tNEWEST")
 	for _, c := range st.Collections {
@@ -262,11 +262,19 @@ func (a *app) runDemo(w io.Writer) error {
 	}
 	tw.Flush()
 
+	// Lines that run as printed: this storh, and this database.
+	self, note := a.selfCommand()
+	if a.dbGiven {
+		self += " --db " + shellQuote(a.dbPath)
+	}
 	fmt.Fprintf(w, "\nTry next:\n")
-	fmt.Fprintf(w, "  storh query %s --where level=error --limit 5\n", demoEvents)
-	fmt.Fprintf(w, "  storh query %s --from -10m --reverse\n", demoEvents)
-	fmt.Fprintf(w, "  storh tail %s -n 3\n", demoEvents)
-	fmt.Fprintf(w, "  storh export %s demo.jsonl\n", demoPages)
+	fmt.Fprintf(w, "  %s query %s --where level=error --limit 5\n", self, demoEvents)
+	fmt.Fprintf(w, "  %s query %s --from -10m --reverse\n", self, demoEvents)
+	fmt.Fprintf(w, "  %s tail %s -n 3\n", self, demoEvents)
+	fmt.Fprintf(w, "  %s export %s demo.jsonl\n", self, demoPages)
+	if note != "" {
+		fmt.Fprintf(w, "(%s)\n", note)
+	}
 	return nil
 }
 

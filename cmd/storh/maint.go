@@ -72,10 +72,26 @@ func statsJSON(st storh.Stats) any {
 	}{st.Path, st.FileSize, cols}
 }
 
+// fileSizes gives a database file's size and, when it differs, the space it
+// takes on disk: bbolt grows the file in steps of up to 16 MiB, and the file
+// is sparse, so a new database is 16 MiB long but takes only the pages
+// written.
+func fileSizes(path string, size int64) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return humanBytes(size)
+	}
+	disk := onDisk(fi)
+	if disk >= size || humanBytes(disk) == humanBytes(size) {
+		return humanBytes(size)
+	}
+	return fmt.Sprintf("%s long, %s on disk", humanBytes(size), humanBytes(disk))
+}
+
 func fmtTime(t time.Time) string { return t.UTC().Format(jsonl.TimeLayout) }
 
 func (a *app) printStats(st storh.Stats) error {
-	fmt.Fprintf(a.stdout, "database %s: %s, %s\n", st.Path, humanBytes(st.FileSize), plural(int64(len(st.Collections)), "collection"))
+	fmt.Fprintf(a.stdout, "database %s: %s, %s\n", st.Path, fileSizes(st.Path, st.FileSize), plural(int64(len(st.Collections)), "collection"))
 	if len(st.Collections) == 0 {
 		return nil
 	}

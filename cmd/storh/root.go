@@ -66,6 +66,8 @@ type app struct {
 	// started is set once a command's own code runs: an error before that
 	// comes from cobra's parsing and is a usage error.
 	started bool
+	// dbGiven is set when --db was on the command line.
+	dbGiven bool
 	// newFile is set when open created the database file, so a command
 	// that then fails having written nothing can remove it (removeIfNew).
 	newFile bool
@@ -200,6 +202,9 @@ const storhDefaultLockTimeout = time.Second
 
 func (a *app) preRun(cmd *cobra.Command, args []string) error {
 	a.started = true
+	if f := cmd.Flag("db"); f != nil {
+		a.dbGiven = f.Changed
+	}
 	if a.timeout <= 0 {
 		return usagef("--timeout %v: the lock timeout must be positive", a.timeout)
 	}
