@@ -32,7 +32,12 @@ an append-only log with --log. Values use the import type mapping, so
 
 --id stores the record under that id: a docs collection replaces the record
 there, a log refuses an id it already has. For more than a few thousand
-records use 'storh import'.`,
+records (at most 10,000) use 'storh import'.
+
+A key given twice and text that is not UTF-8 are refused, naming the line
+and place; --invalid-utf8=binary stores such a string as binary data
+instead. If the put fails, nothing is stored, and a collection (or a
+database file) the put created is removed again.`,
 		Example: `  storh put pages '{"slug":"home","title":"Home"}'
   storh put events --log '{"level":"info","msg":"started"}'
   storh put pages --id 0190a4f4-5c3b-7def-8123-456789abcdef '{"slug":"home","title":"Welcome"}'
@@ -151,10 +156,17 @@ func (a *app) putInput(args []string, keepBad bool) ([]any, []int, error) {
 
 func (a *app) getCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "get COLL ID",
-		Short:   "Print one record",
-		Example: `  storh get pages 0190a4f4-5c3b-7def-8123-456789abcdef`,
-		Args:    args(2, 2),
+		Use:   "get COLL ID",
+		Short: "Print one record",
+		Long: `Get prints the record of COLL with the id ID as one JSON line,
+  {"id":"…","time":"…","data":{…}}
+where time is the creation time the id carries (RFC 3339, UTC, milliseconds)
+and data uses Extended JSON wrappers for the types JSON lacks ({"$date":…},
+{"$binary":…}). The id may be in any case. A record that is not there exits
+with 1 ("not found"); an id that is not a UUIDv7 is a usage error (2).`,
+		Example: `  storh get pages 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh get users $(storh objectid to-uuid 5e0be232153bcf7c10df5e93)`,
+		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("id", args[1])
 			if err != nil {
@@ -266,7 +278,13 @@ func (a *app) countCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "count COLL",
 		Short: "Print the number of records (O(1): a stored counter)",
-		Args:  args(1, 1),
+		Long: `Count prints the number of records in COLL. It reads a counter kept with the
+records and updated in the same transactions as the writes, so it is exact
+and costs the same for ten records or a billion. With --json it prints
+{"collection":…,"count":…,"kind":…}.`,
+		Example: `  storh count events
+  storh --json count pages`,
+		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, found, err := a.openExisting(false, args[0])
 			if err != nil {

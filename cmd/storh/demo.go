@@ -35,7 +35,14 @@ collection "demo_pages" (120 pages), with ids made for creation times spread
 over the last hour. Then it shows cursor pagination, a creation-time window, a
 newest-first read, a field filter, an atomic transaction across both
 collections, and the statistics. Other collections are left alone; running it
-again starts the demo over.`,
+again starts the demo over.
+
+It ends with commands to try next, printed so that they run as shown: with
+'go run ./cmd/storh' when storh is not installed, and with --db when the
+demo was given one.`,
+		Example: `  storh demo
+  storh --db /tmp/demo.db demo
+  go run ./cmd/storh demo          # in a clone, before installing`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := bufio.NewWriter(a.stdout)

@@ -18,8 +18,16 @@ import (
 const maxNewIDs = 1_000_000
 
 func (a *app) uuidCmd() *cobra.Command {
-	return groupCmd("uuid", "Make, inspect and bound UUIDv7 record ids",
+	cmd := groupCmd("uuid", "Make, inspect and bound UUIDv7 record ids",
 		a.uuidNewCmd(), a.uuidInspectCmd(), a.uuidBoundsCmd())
+	cmd.Long = `UUIDv7s are the record ids: 48 bits of Unix milliseconds, then random bits,
+so ids sort by creation time. new makes ids (now, or at a chosen time),
+inspect tells whether ids are valid and when they were made, bounds gives the
+smallest and largest id of a time window.`
+	cmd.Example = `  storh uuid new -n 3
+  storh uuid inspect 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh uuid bounds --from -1h`
+	return cmd
 }
 
 func (a *app) uuidNewCmd() *cobra.Command {
@@ -28,8 +36,27 @@ func (a *app) uuidNewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "new",
 		Short: "Print new UUIDv7s (strictly increasing)",
+		Long: `New prints N new UUIDv7s, one per line, strictly increasing; N is 1 to
+1,000,000 (default 1).
+
+Without --at they carry the current time. Within one millisecond the 74 bits
+after the timestamp count up by one, so the ids of one run never repeat or go
+backwards, even if the clock steps back (they then keep the last millisecond
+until the clock catches up). Ids made one after another are guessable from
+each other: never use them as secrets.
+
+--at T gives them the creation time T instead, for fixtures and backfills:
+every id carries exactly T's millisecond (finer digits are dropped), still
+strictly increasing. T must lie between 1970-01-01 and the year 10889, the
+range of the 48-bit millisecond field. Times are RFC 3339, a date (UTC), Unix
+milliseconds, now, or relative to now (-15m).
+
+Ids from different runs or processes are not ordered against each other
+within a millisecond; their uniqueness rests on the random bits. With --json
+each line is {"id":…,"time":…}.`,
 		Example: `  storh uuid new
-  storh uuid new -n 3 --at 2024-05-01T12:00:00Z`,
+  storh uuid new -n 3 --at 2024-05-01T12:00:00Z
+  storh --json uuid new --at -1h`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 || n > maxNewIDs {
@@ -60,7 +87,7 @@ func (a *app) uuidNewCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	cmd.Flags().IntVarP(&n, "count", "n", 1, "how many `N`")
+	cmd.Flags().IntVarP(&n, "count", "n", 1, "how many `N` (1 to 1,000,000)")
 	cmd.Flags().StringVar(&at, "at", "", "with this creation time `T` instead of now (RFC 3339, Unix ms, relative)")
 	return cmd
 }
@@ -168,8 +195,16 @@ an id between them, inclusive. --until defaults to now.`,
 }
 
 func (a *app) objectidCmd() *cobra.Command {
-	return groupCmd("objectid", "Make and inspect MongoDB ObjectIDs, and map them to UUIDv7",
+	cmd := groupCmd("objectid", "Make and inspect MongoDB ObjectIDs, and map them to UUIDv7",
 		a.objectidNewCmd(), a.objectidInspectCmd(), a.objectidToUUIDCmd())
+	cmd.Long = `MongoDB ObjectIDs are 12 bytes, written as 24 hex digits: 4 bytes of Unix
+seconds, a 5-byte random value per process and a 3-byte counter. new makes a
+batch as a driver would, inspect shows the parts and the UUIDv7 that
+'storh import --mongo' gives the document, to-uuid prints just that UUIDv7.`
+	cmd.Example = `  storh objectid new -n 3
+  storh objectid inspect 65a1b2c3d4e5f60718293a4b
+  storh get users $(storh objectid to-uuid 5e0be232153bcf7c10df5e93)`
+	return cmd
 }
 
 func (a *app) objectidNewCmd() *cobra.Command {
@@ -177,7 +212,13 @@ func (a *app) objectidNewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "new",
 		Short: "Print new ObjectIDs: one batch with a shared random value and consecutive counters",
-		Args:  args(0, 0),
+		Long: `New prints one batch of N ObjectIDs (1 to 100, default 1), as a driver makes
+them for a bulk insert: the current second, one random value, and
+consecutive counters. With --json each line also carries the time.`,
+		Example: `  storh objectid new
+  storh objectid new -n 3
+  storh --json objectid new -n 2`,
+		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 || n > objectid.MaxBatch {
 				return usagef("-n %d: a batch is 1 to %d ObjectIDs", n, objectid.MaxBatch)
@@ -245,6 +286,8 @@ func (a *app) objectidInspectCmd() *cobra.Command {
 the 40-bit per-process random value, the 24-bit counter, and the UUIDv7 that
 'storh import --mongo' gives the document. The exit code is 1 when any HEX is
 invalid.`,
+		Example: `  storh objectid inspect 65a1b2c3d4e5f60718293a4b
+  storh --json objectid inspect 65a1b2c3d4e5f60718293a4b 5e0be232153bcf7c10df5e93`,
 		Args: args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.inspectEach(args, func(s string) idInfo { return inspectObjectID(s) }, "", "is not a valid ObjectID", "are not valid ObjectIDs")

@@ -53,13 +53,27 @@ JSON): an ObjectID _id becomes the UUIDv7 derived from it (same creation
 second; importing the same file again replaces the same records), and the
 ObjectID is kept as the field _oid.
 
-Rows are written in transactions of 5000, streaming: memory stays flat for any
-file size. On a bad line the import stops, names the line and why, and tells
-which lines are committed: the batch holding the bad line is not written. With
---skip-invalid bad lines are listed and skipped instead. A progress bar shows
-on stderr when it is a terminal (--quiet turns it off).`,
+Rows are written in transactions of 5000 (fewer when they are large),
+streaming: memory stays flat for any file size, but for the ids seen (20
+bytes a row that has one, in ascending order). On a bad line the import
+stops, names the line and why, and tells which lines are committed: the
+batch holding the bad line is not written. With --skip-invalid bad lines are
+listed and skipped instead. A key given twice and text that is not UTF-8 are
+bad lines; --invalid-utf8=binary stores such a string as binary data.
+
+An id given twice stops the import at the later line, naming both;
+--on-duplicate=last writes the later row over the earlier one (docs only),
+--on-duplicate=skip keeps the earlier one. An id already in the collection
+is replaced in a docs collection (importing the same file again is safe)
+and refused by a log. The summary counts the records written, new and
+replaced, and the lines skipped.
+
+When nothing is written, a collection (or a database file) the import
+created is removed again. A progress bar shows on stderr when it is a
+terminal (--quiet turns it off).`,
 		Example: `  storh import events events.jsonl
   storh export events | storh import --db copy.db events -
+  storh import --on-duplicate=last --skip-invalid pages pages.jsonl
   mongoexport --collection=users --out=users.json && storh import --mongo users users.json`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {

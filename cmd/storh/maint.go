@@ -21,7 +21,14 @@ func (a *app) statsCmd() *cobra.Command {
 		Long: `Stats shows the file size and, for each collection (or only COLL), its kind,
 number of records, stored bytes and the creation times of its oldest and
 newest records. It reads stored counters and the first and last keys: it costs
-the same for any size.`,
+the same for any size.
+
+A new database file is 16 MiB long: bbolt grows the file in steps of up to
+16 MiB, and the file is sparse, so stats also shows the space it takes on
+disk (what du shows) when that is less.`,
+		Example: `  storh stats
+  storh stats events
+  storh --json stats`,
 		Args: args(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, found, err := a.openExisting(false, args...)
@@ -147,6 +154,9 @@ func (a *app) verifyCmd() *cobra.Command {
 collection's layout, every record's key, checksum and encoding, and the stored
 counters against the records. Each problem is printed on stdout; the exit code
 is 1 when there is any. It reads one consistent snapshot.`,
+		Example: `  storh verify
+  storh verify pages events
+  storh --json verify`,
 		Args: args(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, _, err := a.openExisting(false, args...)
@@ -185,6 +195,8 @@ counters that disagree with the records, in one transaction. Then it verifies
 again: the exit code is 1 when problems remain (damage to bbolt's own pages
 cannot be repaired in place: restore a backup, or compact what is readable).
 Take a backup first.`,
+		Example: `  storh backup before-repair.db && storh repair
+  storh repair pages`,
 		Args: args(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, _, err := a.openExisting(true, args...)

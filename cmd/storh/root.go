@@ -114,7 +114,15 @@ collections of records keyed by UUIDv7, whose ids sort by creation time.
 Start with 'storh demo'. Records are printed as JSON lines
   {"id":"…","time":"RFC 3339, ms","data":{…}}
 on stdout; diagnostics and progress go to stderr.
-Exit codes: 0 ok, 1 the command failed, 2 the command was called wrongly.`,
+Exit codes: 0 ok, 1 the command failed, 2 the command was called wrongly.
+
+The database is storh.db in the current directory, or --db PATH, or
+$STORH_DB. docs/cli.md describes every command with examples.`,
+		Example: `  storh demo                               # a tour, in storh.db
+  storh put pages '{"slug":"home","title":"Home"}'
+  storh query pages --limit 10
+  storh import --mongo users users.json
+  storh --db app.db stats`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: a.preRun,
@@ -154,12 +162,40 @@ Exit codes: 0 ok, 1 the command failed, 2 the command was called wrongly.`,
 	add("ids", a.uuidCmd(), a.objectidCmd())
 	root.SetHelpCommandGroupID("start")
 	root.SetCompletionCommandGroupID("start")
+	helpTexts(root)
 	for _, c := range root.Commands() {
 		if collArgs[c.Name()] != 0 {
 			c.ValidArgsFunction = a.completeColl(collArgs[c.Name()])
 		}
 	}
 	return root
+}
+
+// helpTexts gives cobra's own commands, help and completion, examples like
+// every other command's.
+func helpTexts(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	examples := map[string]string{
+		"help": `  storh help import
+  storh import --help`,
+		"completion": `  source <(storh completion bash)
+  storh completion zsh > "${fpath[1]}/_storh"`,
+		"completion bash":       `  source <(storh completion bash)`,
+		"completion zsh":        `  storh completion zsh > "${fpath[1]}/_storh"`,
+		"completion fish":       `  storh completion fish | source`,
+		"completion powershell": `  storh completion powershell | Out-String | Invoke-Expression`,
+	}
+	for _, c := range root.Commands() {
+		if ex, ok := examples[c.Name()]; ok {
+			c.Example = ex
+		}
+		for _, sub := range c.Commands() {
+			if ex, ok := examples[c.Name()+" "+sub.Name()]; ok {
+				sub.Example = ex
+			}
+		}
+	}
 }
 
 // collArgs says which commands take collection names, and how many of their

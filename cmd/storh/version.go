@@ -47,7 +47,13 @@ func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the storh version, Go version and platform",
-		Args:  args(0, 0),
+		Long: `Version prints the storh version, the Go version it was built with and the
+platform. A build from a Git clone adds the commit (and +dirty when there
+were uncommitted changes); (devel) means Go recorded no version. With --json:
+{"version":…,"go":…,"platform":…,"revision":…}.`,
+		Example: `  storh version
+  storh --json version`,
+		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := buildVersion()
 			if a.jsonOut {
