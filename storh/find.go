@@ -96,6 +96,9 @@ func (c *coll) Find(q query.Query) ([]Record, error) {
 
 // First returns the first record q selects, or ErrNotFound when none does.
 func (c *coll) First(q query.Query) (Record, error) {
+	if err := q.Validate(); err != nil { // before Limit(1) replaces a bad limit
+		return Record{}, opErr(c.opName("first"), c.name, "", -1, err)
+	}
 	var out Record
 	found := false
 	var err error

@@ -133,6 +133,11 @@ func indexAccess(s *Spec, conj []*Cond, i int, d IndexDef) (Access, int) {
 		if !ok {
 			break
 		}
+		if len(rs) == 0 {
+			// The conditions on this path contradict each other (n > 5 and
+			// n < 3, two different equalities): nothing can match.
+			return Access{Kind: AccessNone}, 2000
+		}
 		if allPoints(rs) && len(prefixes)*len(rs) <= maxRanges {
 			exact = exact && ex
 			prefixes = product(prefixes, rs)
@@ -223,6 +228,9 @@ func unionAccess(s *Spec, conj []*Cond, defs []IndexDef) (Access, bool) {
 		if bestScore < minIndexScore {
 			return Access{}, false
 		}
+		if best.Kind == AccessNone {
+			continue // a branch that matches nothing adds nothing
+		}
 		u.Scans = append(u.Scans, best.Scans[0])
 		u.Exact = u.Exact && best.Exact
 	}
@@ -245,6 +253,9 @@ func pathRanges(conj []*Cond, path []string, used []bool, elements bool) (rs []K
 		ex := true
 		switch {
 		case elements && c.Op == OpContains:
+			if ok {
+				continue // two elements of one list: not one range; the record check decides
+			}
 			cr, ex = pointRanges(c.Values[:1])
 		case !elements && (c.Op == OpEq || c.Op == OpIn):
 			cr, ex = pointRanges(c.Values)
