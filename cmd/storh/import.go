@@ -299,6 +299,7 @@ type importer struct {
 
 	committedLine int64 // every good line up to here is committed
 	dupsWritten   int64 // committed rows that replaced an earlier line's (--on-duplicate=last)
+	dupsHanded    int64 // such rows handed to the current PutStream call
 	skipsShown    int
 	skips         []skipNote // skipped lines of the batch being written, listed once it is done
 	created       bool       // the import created the collection
@@ -376,43 +377,135 @@ func (im *importer) run(in io.Reader) error {
 		return it, true
 	}
 	staged := make([]rowItem, 0, storh.StreamBatch)
+	handed := newHandedRing()
 	for {
-		// Stage one transaction's worth before handing any of it over.
-		staged = staged[:0]
-		for len(staged) < storh.StreamBatch {
-			it, ok := next()
-			if !ok {
-				break
-			}
-			if it.err != nil {
-				if it.fatal || !im.o.skipInvalid {
-					stopErr = &lineError{it.line, it.err}
-					break
+		// One PutStream call for the whole input (its batch buffers are
+		// reused), until the library refuses a row and the rows after the
+		// last commit are handed over again without it.
+		handed.reset()
+		var leftover []rowItem // staged rows the library stopped before taking
+		seq := func(yield func(any) bool) {
+			for {
+				// Stage one transaction's worth before handing any of it over.
+				staged = staged[:0]
+				for len(staged) < storh.StreamBatch {
+					it, ok := next()
+					if !ok {
+						break
+					}
+					if it.err != nil {
+						if it.fatal || !im.o.skipInvalid {
+							stopErr = &lineError{it.line, it.err}
+							break
+						}
+						im.skip(it.line, it.err)
+						continue
+					}
+					keep, err := im.checkID(&it)
+					if err != nil {
+						stopErr = err
+						break
+					}
+					if keep {
+						staged = append(staged, it)
+					}
 				}
-				im.skip(it.line, it.err)
-				continue
-			}
-			keep, err := im.checkID(&it)
-			if err != nil {
-				stopErr = err
-				break
-			}
-			if keep {
-				staged = append(staged, it)
+				if stopErr != nil || len(staged) == 0 {
+					return // nothing of this batch is handed over
+				}
+				for k, it := range staged {
+					handed.push(it)
+					if it.dupOf != 0 {
+						im.dupsHanded++
+					}
+					if !yield(it.entry) {
+						leftover = append(leftover, staged[k+1:]...)
+						return
+					}
+				}
+				im.prog.records.Add(int64(len(staged)))
+				if len(staged) < storh.StreamBatch {
+					return // the end of the input: PutStream commits this last batch
+				}
+				im.listSkips()
+				if im.a.ctx.Err() != nil {
+					stopErr = errInterrupted
+					return
+				}
 			}
 		}
-		if stopErr != nil || len(staged) == 0 {
+		n, err := im.w.PutStream(seq)
+		im.committed(handed, n)
+		if err == nil {
 			im.listSkips()
 			return stopErr
 		}
-		var err error
-		if replay, err = im.write(staged, replay); err != nil {
+		// The library refused a row: the rows it had not committed are in
+		// handed, after the first n.
+		var e *storh.Error
+		if !errors.As(err, &e) || e.Index < n || e.Index >= handed.n || !skippable(err) || !handed.has(n) {
+			im.listSkips()
 			return err
 		}
-		if im.a.ctx.Err() != nil && !(eof && len(pending) == 0 && len(replay) == 0) {
-			return errInterrupted
+		bad := handed.at(e.Index)
+		if !bad.entry.ID.IsZero() {
+			im.ids.remove(bad.entry.ID, bad.line) // never written: a later row may have the id
+		}
+		reason := e.Err
+		if e.ID != "" {
+			reason = fmt.Errorf("id %s: %s", e.ID, libMsg(e.Err))
+		}
+		if !im.o.skipInvalid {
+			im.listSkips()
+			return &lineError{bad.line, reason}
+		}
+		im.skip(bad.line, reason)
+		again := make([]rowItem, 0, handed.n-n+len(leftover)+len(replay))
+		for i := n; i < handed.n; i++ {
+			if i != e.Index {
+				again = append(again, handed.at(i))
+			}
+		}
+		im.prog.records.Add(-int64(handed.n - n - len(staged) + len(leftover)))
+		replay = append(append(again, leftover...), replay...)
+	}
+}
+
+// handedRing keeps the rows handed to one PutStream call that the library
+// may not have committed yet: it holds at most storh.StreamBatch rows
+// uncommitted, so the last twice that many are enough.
+type handedRing struct {
+	rows []rowItem
+	n    int // rows handed over in this call
+}
+
+func newHandedRing() *handedRing { return &handedRing{rows: make([]rowItem, 2*storh.StreamBatch)} }
+
+func (r *handedRing) reset()          { clear(r.rows); r.n = 0 }
+func (r *handedRing) push(it rowItem) { r.rows[r.n%len(r.rows)] = it; r.n++ }
+
+// has reports whether row i of the call (and every one after it) is kept.
+func (r *handedRing) has(i int) bool { return i >= 0 && i <= r.n && r.n-i <= len(r.rows) }
+
+func (r *handedRing) at(i int) rowItem { return r.rows[i%len(r.rows)] }
+
+// committed counts the rows the library committed: the first n handed over
+// in this call.
+func (im *importer) committed(handed *handedRing, n int) {
+	n = max(n, 0)
+	im.st.Imported += int64(n)
+	if n > 0 && handed.has(n-1) {
+		im.committedLine = handed.at(n - 1).line
+	}
+	// Rows that replaced an earlier line's (--on-duplicate=last): counted as
+	// handed over, less those not committed.
+	for i := max(0, handed.n-len(handed.rows)); i < handed.n; i++ {
+		if it := handed.at(i); it.dupOf != 0 && i >= n {
+			im.dupsHanded--
 		}
 	}
+	im.dupsWritten += im.dupsHanded
+	im.dupsHanded = 0
 }
 
 // checkID looks for the row's id among the ids the import has staged. A
@@ -446,63 +539,6 @@ func (im *importer) checkID(it *rowItem) (keep bool, err error) {
 		return true, nil
 	}
 	return false, &lineError{it.line, d}
-}
-
-// write hands one staged batch to the library and returns the rows to
-// write again. A row the library refuses rolls its transaction back; with
-// --skip-invalid the rows after the last commit are written again without
-// it (rows before it may already be committed: the library ends a
-// transaction early when its records are large).
-func (im *importer) write(staged, replay []rowItem) ([]rowItem, error) {
-	n, err := im.w.PutStream(func(yield func(any) bool) {
-		for _, it := range staged {
-			if !yield(it.entry) {
-				return
-			}
-		}
-	})
-	n = min(max(n, 0), len(staged))
-	im.committed(staged[:n])
-	if err == nil {
-		im.listSkips()
-		return replay, nil
-	}
-	var e *storh.Error
-	if !errors.As(err, &e) || e.Index < n || e.Index >= len(staged) || !skippable(err) {
-		im.listSkips()
-		return replay, err
-	}
-	bad := staged[e.Index]
-	if !bad.entry.ID.IsZero() {
-		im.ids.remove(bad.entry.ID, bad.line) // never written: a later row may have the id
-	}
-	reason := e.Err
-	if e.ID != "" {
-		reason = fmt.Errorf("id %s: %s", e.ID, libMsg(e.Err))
-	}
-	if !im.o.skipInvalid {
-		im.listSkips()
-		return replay, &lineError{bad.line, reason}
-	}
-	im.skip(bad.line, reason)
-	again := make([]rowItem, 0, len(staged)-n-1+len(replay))
-	again = append(append(append(again, staged[n:e.Index]...), staged[e.Index+1:]...), replay...)
-	return again, nil
-}
-
-// committed counts rows the library committed.
-func (im *importer) committed(rows []rowItem) {
-	if len(rows) == 0 {
-		return
-	}
-	for _, it := range rows {
-		if it.dupOf != 0 {
-			im.dupsWritten++
-		}
-	}
-	im.st.Imported += int64(len(rows))
-	im.committedLine = rows[len(rows)-1].line
-	im.prog.records.Add(int64(len(rows)))
 }
 
 // skippable reports whether the library rejected the row itself (its data

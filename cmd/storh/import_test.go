@@ -281,3 +281,64 @@ func TestImportLargeRows(t *testing.T) {
 		t.Errorf("message says %d records, lines 1-%d; %d are stored:\n%s", n, last, len(got), stderr)
 	}
 }
+
+// TestImportCountsExact imports large rows (so the library splits batches),
+// with ids that repeat, rows the library refuses and broken lines, under
+// --on-duplicate=last --skip-invalid, and checks every count of the summary
+// and the stored records against a model of what should be written.
+func TestImportCountsExact(t *testing.T) {
+	pad := strings.Repeat("p", 2500)
+	var b bytes.Buffer
+	written := map[int]int{} // id → the line whose data is stored
+	var inserted, replaced, duplicates, invalid int
+	for i := 1; i <= 9000; i++ {
+		id := i
+		if i%7 == 0 {
+			id = i / 7 // repeats an earlier line's id
+		}
+		switch {
+		case i%997 == 0:
+			b.WriteString(`{"n":` + "\n")
+			invalid++
+			continue
+		case i%1009 == 0:
+			fmt.Fprintf(&b, `{"id":"0190a4f4-5c3b-7def-8123-%012d","data":%s}`+"\n", id, deepRow)
+			invalid++
+			continue
+		}
+		fmt.Fprintf(&b, `{"id":"0190a4f4-5c3b-7def-8123-%012d","data":{"n":%d,"pad":%q}}`+"\n", id, i, pad)
+		if _, ok := written[id]; ok {
+			replaced++
+			duplicates++
+		} else {
+			inserted++
+		}
+		written[id] = i
+	}
+	src := write(t, "rows.jsonl", b.Bytes())
+	db := filepath.Join(t.TempDir(), "counts.db")
+	stdout, stderr, code := runStorh(context.Background(), "", "--db", db, "--json", "import", "--skip-invalid", "--on-duplicate=last", "rows", src)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var st importStats
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := importStats{Imported: int64(inserted + replaced), Inserted: int64(inserted), Replaced: int64(replaced),
+		Skipped: int64(invalid), Invalid: int64(invalid), Duplicates: int64(duplicates)}
+	if st.Imported != want.Imported || st.Inserted != want.Inserted || st.Replaced != want.Replaced ||
+		st.Skipped != want.Skipped || st.Invalid != want.Invalid || st.Duplicates != want.Duplicates {
+		t.Errorf("summary\n  got  %+v\n  want %+v", st, want)
+	}
+	var stored []int
+	for _, line := range written {
+		stored = append(stored, line)
+	}
+	slices.Sort(stored)
+	got := importedNs(t, db, "rows")
+	slices.Sort(got)
+	if !slices.Equal(got, stored) {
+		t.Errorf("%d records stored, want %d; first difference near %v", len(got), len(stored), firstDiff(got, stored))
+	}
+}
