@@ -270,13 +270,6 @@ packed copy).`,
 			if err != nil {
 				return a.openError(err)
 			}
-			// The library's in-use figures count free pages (see liveBytes).
-			if n, err := liveBytes(a.dbPath, a.timeout); err == nil {
-				rep.SrcInUse = n
-			}
-			if n, err := liveBytes(out, a.timeout); err == nil {
-				rep.DstInUse = n
-			}
 			return a.compactReport(rep, out)
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -118,28 +119,31 @@ func Compact(src, dst string, opts Options) (CompactReport, error) {
 	if rep.SrcSize, rep.SrcAllocated, err = diskUsage(src); err != nil {
 		return rep, err
 	}
-	if rep.SrcInUse, err = inUse(in.bolt); err != nil {
+	if rep.SrcInUse, err = inUse(src, opts.LockTimeout); err != nil {
 		return rep, err
 	}
 	if rep.DstSize, rep.DstAllocated, err = diskUsage(dst); err != nil {
 		return rep, err
 	}
-	check, err := bolt.Open(dst, mode, &bolt.Options{ReadOnly: true, FreelistType: bolt.FreelistMapType})
-	if err != nil {
-		return rep, mapBoltErr(err)
-	}
-	defer check.Close()
-	rep.DstInUse, err = inUse(check)
+	rep.DstInUse, err = inUse(dst, opts.LockTimeout)
 	return rep, err
 }
 
-// inUse returns the bytes of the pages that hold data: every page below the
-// high-water mark that is not on the freelist.
-func inUse(db *bolt.DB) (int64, error) {
+// inUse returns the bytes of the pages of the database file at path that
+// hold data: every page below the high-water mark that is not free. It
+// opens the file read-only with the freelist loaded (a read-only open skips
+// it by default, and would count free pages as data).
+func inUse(path string, timeout time.Duration) (int64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true,
+		FreelistType: bolt.FreelistMapType, Timeout: max(timeout, time.Nanosecond)})
+	if err != nil {
+		return 0, mapBoltErr(err)
+	}
+	defer db.Close()
 	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		free := db.Stats().FreePageN + db.Stats().PendingPageN
-		n = tx.Size() - int64(free)*int64(db.Info().PageSize)
+	err = db.View(func(tx *bolt.Tx) error {
+		st := db.Stats()
+		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize)
 		return nil
 	})
 	return max(0, n), err
