@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/objectid"
@@ -37,6 +38,11 @@ func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
 				return v, true, err
 			}
 		}
+		if _, ok := get("$code"); ok {
+			if _, ok := get("$scope"); ok {
+				return nil, true, p.rowErr(col, "$code with $scope (code with scope) has no storh equivalent; remove or convert the field before importing")
+			}
+		}
 		return nil, false, nil
 	}
 	k, v := ms[0].key, ms[0].val
@@ -55,7 +61,17 @@ func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
 		if !ok {
 			return nil, true, p.rowErr(col, "$numberDecimal must hold a string, got "+typeName(v))
 		}
+		if why := decimal128(s); why != "" {
+			return nil, true, p.rowErr(col, fmt.Sprintf("$numberDecimal %q is not a Decimal128: %s", s, why))
+		}
 		v = s
+	case "$uuid":
+		s, ok := v.(string)
+		b, err := parseUUID(s)
+		if !ok || err != nil {
+			return nil, true, p.rowErr(col, `$uuid must hold a UUID string like "73ffd264-44b3-4c69-90e8-e7d1dfc035d4"`)
+		}
+		v = uuidString(b)
 	case "$binary":
 		sub, ok := v.(map[string]any)
 		if !ok || len(sub) != 2 {
@@ -76,8 +92,8 @@ func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
 		sub, ok := v.(map[string]any)
 		t, tok := sub["t"].(int64)
 		i, iok := sub["i"].(int64)
-		if !ok || len(sub) != 2 || !tok || !iok {
-			return nil, true, p.rowErr(col, `$timestamp must hold {"t":<seconds>,"i":<increment>}`)
+		if !ok || len(sub) != 2 || !tok || !iok || t < 0 || t > math.MaxUint32 || i < 0 || i > math.MaxUint32 {
+			return nil, true, p.rowErr(col, `$timestamp must hold {"t":<seconds>,"i":<increment>}, each from 0 to 4294967295`)
 		}
 		v = map[string]any{"t": t, "i": i}
 	case "$regularExpression":
@@ -93,6 +109,9 @@ func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
 		}
 		v = s
 	case "$undefined":
+		if v != true {
+			return nil, true, p.rowErr(col, `$undefined must hold true`)
+		}
 		v = nil
 	case "$minKey", "$maxKey", "$dbPointer":
 		return nil, true, p.rowErr(col, k+" has no storh equivalent; remove or convert the field before importing")
@@ -210,4 +229,54 @@ func (p *parser) regex(pattern, options any, col int) (any, error) {
 		return nil, p.rowErr(col, "a regular expression needs a pattern string and an options string")
 	}
 	return "/" + re + "/" + o, nil
+}
+
+// decimal128 says why s is not the text of a Decimal128 (at most 34
+// significant digits, an exponent within Decimal128's range), or "".
+func decimal128(s string) string {
+	t := strings.TrimLeft(s, "+-")
+	if len(s)-len(t) > 1 {
+		return "more than one sign"
+	}
+	switch strings.ToLower(t) {
+	case "nan", "inf", "infinity":
+		return ""
+	}
+	mant, exp := t, 0
+	if i := strings.IndexAny(t, "eE"); i >= 0 {
+		e, err := strconv.Atoi(t[i+1:])
+		if err != nil {
+			return "the exponent is not an integer"
+		}
+		mant, exp = t[:i], e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" {
+		return "no digits"
+	}
+	for i := 0; i < len(digits); i++ {
+		if !isDigit(digits[i]) {
+			return "not a number"
+		}
+	}
+	significant := strings.TrimLeft(digits, "0")
+	if len(significant) > 34 {
+		return fmt.Sprintf("%d significant digits, the most is 34", len(significant))
+	}
+	// The value is digits × 10^(exp - len(frac)); with its significant
+	// digits right-aligned in 34 that exponent must lie in -6176..6111.
+	if e := exp - len(frac); significant != "" && (e < -6176-34+len(significant) || e > 6111) {
+		return "the exponent is out of range"
+	}
+	return ""
+}
+
+// parseUUID reads a UUID's 36-character text form, any case.
+func parseUUID(s string) ([]byte, error) {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return nil, fmt.Errorf("not a UUID")
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
+	return hex.DecodeString(h)
 }
