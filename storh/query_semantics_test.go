@@ -561,10 +561,9 @@ func semRows(e *semEnv) []semRow {
 // whose bug is fixed passes then and should leave this list.
 var runKnownBugs = os.Getenv("STORH_KNOWN_BUGS") == "1"
 
-var semBugs = map[string]string{
-	"range bound null Gt":  "BUG: query.Field(f).Gt(nil) panics (index out of range in query.rangeCond) instead of making an ErrInvalidQuery condition",
-	"range bound null Lte": "BUG: query.Field(f).Lte(nil) panics (index out of range in query.rangeCond) instead of making an ErrInvalidQuery condition",
-}
+// semBugs lists rows that show a known library bug, skipped until it is
+// fixed (STORH_KNOWN_BUGS=1 runs them anyway). Empty: every row passes.
+var semBugs = map[string]string{}
 
 func TestQuerySemantics(t *testing.T) {
 	e := newSemEnv(t)

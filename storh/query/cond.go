@@ -137,18 +137,18 @@ func (f FieldRef) NotIn(vs ...any) Cond {
 // strings (bytewise), booleans (false < true), bytes (bytewise) or times.
 // Values of other classes, null and a missing field never match, nor does
 // NaN. v itself must be of one of those classes.
-func (f FieldRef) Gt(v any) Cond { return f.rangeCond("Gt", ">", v, nil, false, true) }
+func (f FieldRef) Gt(v any) Cond { return f.rangeCond("Gt", ">", v, noBound, false, true) }
 
 // Gte is Gt or equal in value (an integer 5 and a float 5.0 both match
 // Gte(5)).
-func (f FieldRef) Gte(v any) Cond { return f.rangeCond("Gte", ">=", v, nil, true, true) }
+func (f FieldRef) Gte(v any) Cond { return f.rangeCond("Gte", ">=", v, noBound, true, true) }
 
 // Lt matches records whose field is less than v, within v's type class (see
 // Gt).
-func (f FieldRef) Lt(v any) Cond { return f.rangeCond("Lt", "<", nil, v, true, false) }
+func (f FieldRef) Lt(v any) Cond { return f.rangeCond("Lt", "<", noBound, v, true, false) }
 
 // Lte is Lt or equal in value.
-func (f FieldRef) Lte(v any) Cond { return f.rangeCond("Lte", "<=", nil, v, true, true) }
+func (f FieldRef) Lte(v any) Cond { return f.rangeCond("Lte", "<=", noBound, v, true, true) }
 
 // Between matches records whose field lies between lo and hi, both
 // inclusive, within their type class (see Gt); lo and hi must be of the
@@ -202,15 +202,15 @@ func (f FieldRef) Contains(v any) Cond {
 }
 
 // rangeCond compiles a range operator into the half-open interval of order
-// keys it matches. lo or hi is nil for an open end; incLo and incHi say
-// whether the bounds themselves match.
+// keys it matches. lo or hi is noBound for an open end (nil is a bound,
+// an invalid one); incLo and incHi say whether the bounds themselves match.
 func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Cond {
 	if f.err != nil {
 		return Cond{err: f.err}
 	}
 	var vals []any
 	for _, v := range []any{lo, hi} {
-		if v == nil {
+		if v == noBound {
 			continue
 		}
 		n, err := mpack.Normalize(v)
@@ -222,9 +222,7 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 		}
 		vals = append(vals, n)
 	}
-	if name == "Between" && (lo == nil || hi == nil) {
-		return Cond{err: fmt.Errorf("%w: Between on %q needs two bounds", ErrInvalidQuery, f.name())}
-	}
+
 	node := &plan.Cond{Op: plan.OpRange, Path: f.path, Values: vals}
 	if name == "Between" {
 		node.Text = fmt.Sprintf("%s between %s and %s", f.name(), show(vals[0]), show(vals[1]))
@@ -241,13 +239,13 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 		}
 	}
 	var err error
-	if lo != nil {
+	if lo != noBound {
 		node.Lo, err = order.Bound(nil, vals[0], !incLo)
 	} else {
 		node.Lo = classStart(vals[0])
 	}
 	if err == nil {
-		if hi != nil {
+		if hi != noBound {
 			node.Hi, err = order.Bound(nil, vals[len(vals)-1], incHi)
 		} else {
 			node.Hi = classEnd(vals[0])
@@ -256,11 +254,14 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 	if err != nil {
 		return Cond{err: fmt.Errorf("%w: %s on %q: %v", ErrInvalidQuery, name, f.name(), err)}
 	}
-	if lo != nil && hi != nil && string(node.Lo) >= string(node.Hi) {
+	if lo != noBound && hi != noBound && string(node.Lo) >= string(node.Hi) {
 		node.Op = plan.OpFalse // reversed bounds match nothing
 	}
 	return Cond{node: node}
 }
+
+// noBound marks the open end of a one-sided range.
+var noBound any = struct{ open bool }{true}
 
 // classStart is the first order key of v's range class: for numbers the
 // first one after NaN, which compares false with everything; false and true

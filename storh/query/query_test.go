@@ -457,3 +457,14 @@ func TestBoolRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestNullRangeBound: a null bound is invalid on every range operator, and
+// never panics while the condition is built.
+func TestNullRangeBound(t *testing.T) {
+	f := query.Field("a")
+	for _, c := range []query.Cond{f.Gt(nil), f.Gte(nil), f.Lt(nil), f.Lte(nil), f.Between(nil, 1), f.Between(1, nil)} {
+		if err := query.All().Where(c).Validate(); !errors.Is(err, query.ErrInvalidQuery) || !strings.Contains(err.Error(), "null") {
+			t.Errorf("%v: Validate = %v; want ErrInvalidQuery naming the null bound", c, err)
+		}
+	}
+}
