@@ -9,8 +9,8 @@ import (
 // replaced (PutWithID of an existing id) and deleted. Get a handle from
 // DB.Docs or Tx.Docs.
 //
-// Methods: Put, PutWithID, PutMany, PutStream, Get, Delete, Stream, Count,
-// Stats, Name.
+// Methods: Put, PutWithID, PutMany, PutStream, Get, Delete; Stream, Find,
+// First, CountMatching, Explain; Count, Stats, Name; Indexes, DropIndex.
 type Docs struct{ coll }
 
 // PutWithID stores data under id, replacing the record stored there, if any

@@ -6,8 +6,8 @@ import "github.com/storhdb/storh-go/storh/uuidv7"
 // there is no delete. Use it for events, audit trails and measurements, read
 // back by cursor (After) and creation-time window (TimeRangeMs).
 //
-// Methods: Put, PutWithID, PutMany, PutStream, Get, Stream, Count, Stats,
-// Name.
+// Methods: Put, PutWithID, PutMany, PutStream, Get; Stream, Find, First,
+// CountMatching, Explain; Count, Stats, Name; Indexes, DropIndex.
 type Log struct{ coll }
 
 // PutWithID appends data under id. An id already in the log fails with
