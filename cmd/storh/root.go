@@ -398,6 +398,10 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 // statistics in the order named. The caller closes the database; on error
 // nothing is left open.
 func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.CollectionStats, error) {
+	if _, err := os.Stat(a.dbPath); write && errors.Is(err, os.ErrNotExist) {
+		// open(true) would create the file, only to find no collection.
+		return nil, nil, fmt.Errorf("no database at %s: pass --db PATH or set %s", a.dbPath, envDB)
+	}
 	db, err := a.open(write)
 	if err != nil {
 		return nil, nil, err
