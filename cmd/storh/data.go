@@ -275,30 +275,61 @@ a usage error, and nothing is deleted.`,
 }
 
 func (a *app) countCmd() *cobra.Command {
-	return &cobra.Command{
+	var f queryFlags
+	cmd := &cobra.Command{
 		Use:   "count COLL",
-		Short: "Print the number of records (O(1): a stored counter)",
-		Long: `Count prints the number of records in COLL. It reads a counter kept with the
-records and updated in the same transactions as the writes, so it is exact
-and costs the same for ten records or a billion. With --json it prints
-{"collection":…,"count":…,"kind":…}.`,
+		Short: "Print the number of records, or of those --where and the other flags select",
+		Long: `Count prints the number of records in COLL. Without selection flags it reads a
+counter kept with the records and updated in the same transactions as the
+writes, so it is exact and costs the same for ten records or a billion.
+
+With --where, --after/--before or --from/--until it counts the records they
+select (the flags of 'storh query'): from index keys alone, reading no
+record, when an index decides every condition; otherwise by reading the
+records in range. With --order, --after and --before count from a record's
+place in that order (how many remain after a keyset page).
+
+With --json it prints {"collection":…,"count":…,"kind":…}.`,
 		Example: `  storh count events
-  storh --json count pages`,
+  storh --json count pages
+  storh count events --where 'level=error and status>=500'
+  storh count events --from -1h --where level=error`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, found, err := a.openExisting(false, args[0])
+			q, err := f.build(a.now())
+			if err != nil {
+				return err
+			}
+			if !f.selective() && !f.requireIndex { // --order alone does not change a count
+				db, found, err := a.openExisting(false, args[0])
+				if err != nil {
+					return err
+				}
+				defer db.Close()
+				return a.printCount(found[0], found[0].Records)
+			}
+			db, r, cs, err := a.openReader(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			cs := found[0]
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"collection": cs.Name, "kind": cs.Kind, "count": cs.Records})
+			n, err := r.CountMatching(q)
+			if err != nil {
+				return f.runError(err, cs.Name)
 			}
-			_, err = fmt.Fprintln(a.stdout, cs.Records)
-			return err
+			return a.printCount(cs, int64(n))
 		},
 	}
+	f.register(cmd.Flags(), true)
+	return cmd
+}
+
+func (a *app) printCount(cs storh.CollectionStats, n int64) error {
+	if a.jsonOut {
+		return a.printJSON(map[string]any{"collection": cs.Name, "kind": cs.Kind, "count": n})
+	}
+	_, err := fmt.Fprintln(a.stdout, n)
+	return err
 }
 
 func (a *app) dropCmd() *cobra.Command {

@@ -83,7 +83,7 @@ pick part of the collection (--after for incremental exports).`,
 			return nil
 		},
 	}
-	f.register(cmd.Flags())
+	f.register(cmd.Flags(), false)
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -52,6 +53,7 @@ func TestScripts(t *testing.T) {
 			"gen-long":      cmdGenLong,
 			"truncate-file": cmdTruncateFile,
 			"gen-dup-ids":   cmdGenDupIDs,
+			"keys":          cmdKeys,
 		},
 		RequireExplicitExec: true,
 	})
@@ -327,4 +329,33 @@ func cmdGenDupIDs(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(&b, `{"id":"0190a4f4-5c3b-7def-8123-%012d","data":{"n":%d}}`+"\n", id, i)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
+}
+
+// cmdKeys checks which records the last command printed, and in which
+// order, by their field k: keys [none | K...]. Scripts stay short and the
+// comparison exact.
+func cmdKeys(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: keys none | keys K...")
+	}
+	want := strings.Join(args, " ")
+	if want == "none" {
+		want = ""
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(ts.ReadFile("stdout")), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec struct {
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			ts.Fatalf("stdout line %q is not a record: %v", line, err)
+		}
+		got = append(got, fmt.Sprint(rec.Data["k"]))
+	}
+	if g := strings.Join(got, " "); g != want {
+		ts.Fatalf("records printed: %q, want %q", g, want)
+	}
 }

@@ -156,7 +156,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.tailCmd(), a.dropCmd())
+	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd())
 	add("bulk", a.exportCmd(), a.importCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
@@ -202,7 +202,7 @@ func helpTexts(root *cobra.Command) {
 // leading arguments are collections (-1: all); what follows is a file for
 // import and export.
 var collArgs = map[string]int{
-	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "tail": 1, "export": 1, "import": 1,
+	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "explain": 1, "tail": 1, "export": 1, "import": 1,
 	"drop": -1, "stats": 1, "verify": -1, "repair": -1,
 }
 
@@ -336,6 +336,9 @@ type reader interface {
 	Get(id uuidv7.UUID) (storh.Record, error)
 	Stream(q query.Query) iter.Seq2[storh.Record, error]
 	Count() (int, error)
+	CountMatching(q query.Query) (int, error)
+	Explain(q query.Query) (storh.Plan, error)
+	Indexes() ([]storh.IndexInfo, error)
 }
 
 // writer adds the writes Docs and Log share.

@@ -2,171 +2,301 @@ package main
 
 import (
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/storhdb/storh-go/storh/query"
 )
 
-func TestParseWhere(t *testing.T) {
+// TestParseWhereValues checks how one condition's value is typed.
+func TestParseWhereValues(t *testing.T) {
 	day := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in    string
-		field string
+		path  []string
 		value any
 	}{
-		{"status=active", "status", "active"},
-		{"n=5", "n", int64(5)},
-		{"n=-5", "n", int64(-5)},
-		{"f=5.0", "f", 5.0},
-		{"ok=true", "ok", true},
-		{"gone=null", "gone", nil},
-		{`name="5"`, "name", "5"},
-		{`name="a=b"`, "name", "a=b"},
-		{"empty=", "empty", ""},
-		{"msg=hello world", "msg", "hello world"},
-		{"msg= 5", "msg", int64(5)},
-		{"url=https://x.test/?a=1", "url", "https://x.test/?a=1"},
-		{`tags=["a","b"]`, "tags", []any{"a", "b"}},
-		{`geo={"lat":1}`, "geo", map[string]any{"lat": int64(1)}},
-		{`at={"$date":"2024-05-01T12:00:00Z"}`, "at", day},
-		{"big=18446744073709551615", "big", uint64(18446744073709551615)},
-		{"user.name=ana", "user.name", "ana"},
-		{`"a=b"=1`, "a=b", int64(1)},
-		{`"sp ace"=x`, "sp ace", "x"},
-		{`"q\"uote"=1`, `q"uote`, int64(1)},
-		{"é=ü", "é", "ü"},
-		{"x={broken", "x", "{broken"},
+		{"status=active", []string{"status"}, "active"},
+		{"n=5", []string{"n"}, int64(5)},
+		{"n=-5", []string{"n"}, int64(-5)},
+		{"f=5.0", []string{"f"}, 5.0},
+		{"f=1e3", []string{"f"}, 1000.0},
+		{"ok=true", []string{"ok"}, true},
+		{"gone=null", []string{"gone"}, nil},
+		{`name="5"`, []string{"name"}, "5"},
+		{`name="true"`, []string{"name"}, "true"},
+		{`name="a=b"`, []string{"name"}, "a=b"},
+		{`empty=""`, []string{"empty"}, ""},
+		{`msg="hello world"`, []string{"msg"}, "hello world"},
+		{"msg= 5", []string{"msg"}, int64(5)},
+		{"msg = 5", []string{"msg"}, int64(5)},
+		{"url=https://x.test/?a=1", []string{"url"}, "https://x.test/?a=1"},
+		{"v=5abc", []string{"v"}, "5abc"},
+		{"v=it's", []string{"v"}, "it's"},
+		{`tags=["a","b"]`, []string{"tags"}, []any{"a", "b"}},
+		{`tags=[a, b]`, []string{"tags"}, []any{"a", "b"}},
+		{`tags=[]`, []string{"tags"}, []any{}},
+		{`m=[[1], {"k": x}]`, nil, nil}, // an object's values are JSON: refused below
+		{`geo={"lat":1}`, []string{"geo"}, map[string]any{"lat": int64(1)}},
+		{`at={"$date":"2024-05-01T12:00:00Z"}`, []string{"at"}, day},
+		{"big=18446744073709551615", []string{"big"}, uint64(18446744073709551615)},
+		{"user.name=ana", []string{"user", "name"}, "ana"},
+		{`"user.name"=ana`, []string{"user.name"}, "ana"},
+		{`user."first.name"=ana`, []string{"user", "first.name"}, "ana"},
+		{`"a=b"=1`, []string{"a=b"}, int64(1)},
+		{`"sp ace"=x`, []string{"sp ace"}, "x"},
+		{`"q\"uote"=1`, []string{`q"uote`}, int64(1)},
+		{`"not"=1`, []string{"not"}, int64(1)},
+		{`x="and"`, []string{"x"}, "and"},
+		{"in=1", []string{"in"}, int64(1)},
+		{"exists=missing", []string{"exists"}, "missing"},
+		{"android=1", []string{"android"}, int64(1)},
+		{"é=ü", []string{"é"}, "ü"},
+		{"_oid=5e0be232153bcf7c10df5e93", []string{"_oid"}, "5e0be232153bcf7c10df5e93"},
 	}
 	for _, tt := range tests {
-		c, err := parseWhere(tt.in)
-		if err != nil {
-			t.Errorf("%s: %v", tt.in, err)
-			continue
-		}
-		if c.Field != tt.field || c.Op != "=" || !reflect.DeepEqual(c.Value, tt.value) {
-			t.Errorf("%s = %q %s %#v, want %q = %#v", tt.in, c.Field, c.Op, c.Value, tt.field, tt.value)
-		}
-	}
-}
-
-func TestParseWhereErrors(t *testing.T) {
-	tests := []struct{ in, msg string }{
-		{"score>=10", "operator >= is not supported yet; this version runs only field=value"},
-		{"score>10", "operator > is not supported yet"},
-		{"score<=10", "operator <= is not supported yet"},
-		{"score<10", "operator < is not supported yet"},
-		{"n!=5", "operator != is not supported yet"},
-		{"slug^=ho", "operator ^= is not supported yet"},
-		{"status", "expected field=value, like status=active or n=5"},
-		{"", "expected field=value"},
-		{"=5", "missing field name before the operator"},
-		{`""=5`, "missing field name"},
-		{"n==5", `'==' is not an operator; write n=5 (for a value that starts with '=', quote it: n="=5")`},
-		{"n~5", `unknown operator "~"`},
-		{"n!5", `unknown operator "!"`},
-		{"n=>5", ""}, // '=' then the text ">5": fine
-		{"n*=5", `unknown operator "*="`},
-		{`"open=1`, "unterminated quoted field name"},
-		{`"ok"`, "missing operator and value after the field name, like ok=value"},
-		{" n=5", "spaces around the field name; write n=5"},
-		{"n =5", "spaces around the field name; write n=5"},
-	}
-	for _, tt := range tests {
-		_, err := parseWhere(tt.in)
-		if tt.msg == "" {
-			if err != nil {
-				t.Errorf("%q: %v", tt.in, err)
+		n, err := parseWhere(tt.in)
+		if tt.path == nil {
+			if err == nil {
+				t.Errorf("%s: parsed as %s, want an error", tt.in, n)
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tt.msg) {
-			t.Errorf("%q: error %v, want one containing %q", tt.in, err, tt.msg)
-		}
-		if err != nil && !strings.HasPrefix(err.Error(), "--where ") {
-			t.Errorf("%q: error %q does not name the flag", tt.in, err)
-		}
-	}
-}
-
-// TestWhereOperatorsParse pins the grammar later operators rely on: each
-// parses to its operator and value already.
-func TestWhereOperatorsParse(t *testing.T) {
-	for _, op := range whereOps {
-		c, _ := parseWhere("score" + op + "10")
-		if c.Field != "score" || c.Op != op || c.Value != int64(10) {
-			t.Errorf("score%s10 parses as %q %q %#v", op, c.Field, c.Op, c.Value)
-		}
-	}
-}
-
-func TestParseTime(t *testing.T) {
-	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Time
-	}{
-		{"now", now},
-		{"2024-05-01T12:00:00Z", now},
-		{"2024-05-01T14:00:00+02:00", now},
-		{"2024-05-01T12:00:00.123456789Z", now.Add(123456789)},
-		{"2024-05-01", time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)},
-		{"1714564800000", now},
-		{"0", time.UnixMilli(0)},
-		{"-15m", now.Add(-15 * time.Minute)},
-		{"+1h30m", now.Add(90 * time.Minute)},
-		{"-2h", now.Add(-2 * time.Hour)},
-		{"-7d", now.Add(-7 * 24 * time.Hour)},
-		{"-1.5h", now.Add(-90 * time.Minute)},
-		{"-500ms", now.Add(-500 * time.Millisecond)},
-	}
-	for _, tt := range tests {
-		got, err := parseTime(tt.in, now)
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
 		}
-		if !got.Equal(tt.want) {
-			t.Errorf("%s = %v, want %v", tt.in, got, tt.want)
+		if n.op != opEq || !reflect.DeepEqual(n.path, tt.path) || !reflect.DeepEqual(n.vals, []any{tt.value}) {
+			t.Errorf("%s = %q %s %#v, want %q = %#v", tt.in, n.path, n.op, n.vals, tt.path, tt.value)
+		}
+	}
+}
+
+// TestParseWhere checks the grammar through the canonical form: operators,
+// words in any case, precedence and parentheses.
+func TestParseWhere(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"level=error", `level = "error"`},
+		{"status!=200", `status != 200`},
+		{"n>5", `n > 5`},
+		{"n >= 5", `n >= 5`},
+		{"n<5.5", `n < 5.5`},
+		{"n<=-1", `n <= -1`},
+		{"path^=/api", `path ^= "/api"`},
+		{"code^=12", `code ^= "12"`}, // after ^= a bare word is text
+		{`path ^= "/a b"`, `path ^= "/a b"`},
+		{"level in [error, warn]", `level in ["error", "warn"]`},
+		{"level IN [error,warn]", `level in ["error", "warn"]`},
+		{"n in []", `n in []`},
+		{`n in [1, 2.0, "3", null]`, `n in [1, 2.0, "3", null]`},
+		{"level not in [debug]", `level not in ["debug"]`},
+		{"level NOT IN [debug]", `level not in ["debug"]`},
+		{"tags contains go", `tags contains "go"`},
+		{"tags contains [1]", `tags contains [1]`},
+		{"n between 1 and 5", `n between 1 and 5`},
+		{"n BETWEEN 1 AND 5 and m=1", `n between 1 and 5 and m = 1`},
+		{"email exists", `email exists`},
+		{"deleted missing", `deleted missing`},
+		{"a.b.c exists", `a.b.c exists`},
+		{`"a.b".c missing`, `"a.b".c missing`},
+		{"not a=1", `not a = 1`},
+		{"not not a=1", `not not a = 1`},
+		{"not(a=1)", `not a = 1`},
+		{"not (a=1 or b=2)", `not (a = 1 or b = 2)`},
+		{"a=1 and b=2 and c=3", `a = 1 and b = 2 and c = 3`},
+		{"a=1 or b=2 and c=3", `a = 1 or (b = 2 and c = 3)`},
+		{"a=1 and b=2 or c=3", `(a = 1 and b = 2) or c = 3`},
+		{"(a=1 or b=2) and c=3", `(a = 1 or b = 2) and c = 3`},
+		{"not a=1 and b=2", `not a = 1 and b = 2`},
+		{"((a=1))", `a = 1`},
+		{"level=error and (status>=500 or path^=/api)", `level = "error" and (status >= 500 or path ^= "/api")`},
+		{"level=error AND(status>=500 Or path^=/api)", `level = "error" and (status >= 500 or path ^= "/api")`},
+		{"  a = 1  ", `a = 1`},
+		{"a=1\tand\nb=2", `a = 1 and b = 2`},
+		{`at>={"$date":"2024-05-01T00:00:00Z"}`, `at >= {"$date":"2024-05-01T00:00:00Z"}`},
+		{"ok<true", `ok < true`},
+		{`"and"=1 and "Or".x=2`, `"and" = 1 and "Or".x = 2`},
+	}
+	for _, tt := range tests {
+		n, err := parseWhere(tt.in)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if got := n.String(); got != tt.want {
+			t.Errorf("%s\n  parses as %s\n  want      %s", tt.in, got, tt.want)
+		}
+		if again, err := parseWhere(n.String()); err != nil || again.String() != n.String() {
+			t.Errorf("%s: the canonical form %s does not parse back to itself: %v", tt.in, n, err)
+		}
+	}
+}
+
+// TestParseWhereErrors checks that every mistake names its column and
+// what was expected there.
+func TestParseWhereErrors(t *testing.T) {
+	tests := []struct{ in, msg string }{
+		{"", `at column 1: expected a condition, like level=error or n>=5; got nothing`},
+		{"   ", `at column 1: expected a condition`},
+		{"status", `at column 7: expected an operator after the field status (= != > >= < <= ^= in, not in, contains, between, exists, missing); got the end`},
+		{"=5", `at column 1: expected a field name; got "=5"`},
+		{`""=5`, `at column 1: a condition needs a field name`},
+		{"a.=1", `at column 3: expected a field name after '.'; got "=1"`},
+		{"a..b=1", `at column 3: expected a field name after '.'`},
+		{"n==5", `at column 3: '==' is not an operator; write n=5 (for a value that starts with '=', quote it: n="=5")`},
+		{"n=>5", `at column 2: '=>' is not an operator; did you mean n>=5?`},
+		{"n=<5", `at column 2: '=<' is not an operator; did you mean n<=5?`},
+		{"n<>5", `at column 2: '<>' is not an operator; write n!=5`},
+		{"n>>5", `at column 3: a value that starts with '>' must be quoted: n>">5"`},
+		{"n~5", `at column 2: unknown operator "~"; the operators are = != > >=`},
+		{"n!5", `at column 2: unknown operator "!"`},
+		{"n*=5", `at column 2: unknown operator "*="`},
+		{"n=", `at column 3: expected a value after =; got the end (for the empty text write n="")`},
+		{"n>", `at column 3: expected a value after >; got the end`},
+		{"n= and m=1", `at column 4: expected a value after =; got the word and (to match that text, quote it: "and")`},
+		{"n='x y'", `at column 3: text is quoted with double quotes, as a JSON string: n="…"`},
+		{"msg=hello world", `at column 11: expected and, or, or the end of the expression; got "world" (a value with spaces must be quoted: msg="hello world")`},
+		{"a=1 b=2", `at column 5: expected and, or, or the end of the expression; got "b=2"`},
+		{"a=1 and", `at column 8: expected a condition, like level=error; got the end`},
+		{"a=1 and and b=2", `at column 9: expected a condition, like level=error; got the word and`},
+		{"or a=1", `at column 1: expected a condition, like level=error; got the word or`},
+		{"(a=1", `at column 5: expected and, or, or ')' to close the '(' at column 1; got the end`},
+		{"level=error and (status>=500 or path^=/api", `at column 43: expected and, or, or ')' to close the '(' at column 17; got the end`},
+		{"a=1)", `at column 4: unexpected ')': no '(' is open`},
+		{"()", `at column 2: expected a field name; got ')'`},
+		{"not", `at column 4: expected a condition, like level=error; got the end`},
+		{"a=f(x)", `at column 4: expected and, or, or the end of the expression; got '('`},
+		{"tag=a,b", `at column 6: expected and, or, or the end of the expression; got ','`},
+		{"x in error", `at column 6: expected a list after in, like x in [a, b]; got "error"`},
+		{"x in [1,", `at column 9: expected a value after '[' or ','; got the end`},
+		{"x in [1,]", `at column 9: expected a value in the list; got ']'`},
+		{"x in [1 2]", `at column 9: expected ',' or ']' to close the list at column 6; got "2"`},
+		{"x in [1", `at column 8: expected ',' or ']' to close the list at column 6; got the end`},
+		{"x not exists", `at column 7: expected in after not (field not in [a, b]); got "exists"`},
+		{"x between 1 5", `at column 13: expected and after the lower bound, as in x between 1 and 5; got "5"`},
+		{"x between 1 and", `at column 16: expected a value after between's and; got the end`},
+		{`x between 1 and "a"`, `at column 17: the bounds of between must be of one type; got a number and text`},
+		{"x>null", `at column 1: > compares numbers, text, booleans, times or bytes, not null (to find null, use = or contains)`},
+		{"x<=[1]", `at column 1: <= compares numbers, text, booleans, times or bytes, not a list`},
+		{`x>{"a":1}`, `at column 1: > compares numbers, text, booleans, times or bytes, not an object`},
+		{"x^=[a]", `at column 4: ^= needs text, not a list`},
+		{`x^={"a":1}`, `at column 4: ^= needs text, not an object`},
+		{`x^=5 and y^={"$date":"2024-05-01T00:00:00Z"}`, `at column 13: ^= needs text, not a time`},
+		{`"open=1`, `at column 8: invalid JSON in the field name: unterminated string`},
+		{`x="open`, `at column 8: invalid JSON in the value: unterminated string`},
+		{`x={broken`, `at column 4: invalid JSON in the value`},
+		{`m={"k":1,"k":2}`, `at column 10: the value is JSON, but not one storh can match: duplicate key "k": the object already has it at column 4`},
+		{`at={"$date":"yesterday"}`, `the value is JSON, but not one storh can match`},
+		{"n=1e999", `at column 3: 1e999 is JSON, but not a value storh can match: number 1e999 is beyond the range of a float64`},
+		{"a=1 or é=1 or ü ~ 2", `at column 17: unknown operator "~"`}, // columns count characters
+		{"a=\xff", `at column 3: the text is not valid UTF-8`},
+		{strings.Repeat("(", 100) + "a=1" + strings.Repeat(")", 100), `nested deeper than 64 levels`},
+		{strings.Repeat("not ", 100) + "a=1", `nested deeper than 64 levels`},
+		{"x in " + strings.Repeat("[", 100) + strings.Repeat("]", 100), `nested deeper than 64 levels`},
+		{strings.Repeat("a", 1100) + "=1", `(1,102 characters): at column 1: field name "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"... is 1100 bytes, the limit is 1024`},
+	}
+	for _, tt := range tests {
+		_, err := parseWhere(tt.in)
+		if err == nil || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%q: error %v\n  want one containing %q", tt.in, err, tt.msg)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "--where "+quoteExpr(tt.in)+": ") {
+			t.Errorf("%q: error %q does not name the flag and the expression", tt.in, err)
+		}
+	}
+}
+
+// TestWhereMatches runs conditions against records through the library:
+// the typed values reach the library as it expects them.
+func TestWhereConds(t *testing.T) {
+	for _, in := range []string{"n=5", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)"} {
+		n, err := parseWhere(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := query.All().Where(n.cond()).Validate(); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
+func TestParseOrder(t *testing.T) {
+	tests := []struct {
+		in   string
+		path []string
+		desc bool
+	}{
+		{"score", []string{"score"}, false},
+		{"-score", []string{"score"}, true},
+		{"+score", []string{"score"}, false},
+		{"author.name", []string{"author", "name"}, false},
+		{`-"a b".c`, []string{"a b", "c"}, true},
+		{`"-x"`, []string{"-x"}, false},
+	}
+	for _, tt := range tests {
+		path, desc, err := parseOrder(tt.in)
+		if err != nil || !reflect.DeepEqual(path, tt.path) || desc != tt.desc {
+			t.Errorf("%s: %q %v %v, want %q %v", tt.in, path, desc, err, tt.path, tt.desc)
 		}
 	}
 	bad := []struct{ in, msg string }{
-		{"", "empty time"},
-		{"yesterday", `invalid time "yesterday": use RFC 3339`},
-		{"15m", "invalid time"},
-		{"-15", `"15" is not a duration`},
-		{"--15m", "put the sign first, once"},
-		{"-15x", `"15x" is not a duration`},
-		{"2024-05-01T12:00:00", "has no time zone: add Z for UTC"},
-		{"2024-13-01", "invalid time"},
-		{"99999999999999999999", "Unix milliseconds out of range"},
-		{"281474976710656", "Unix milliseconds out of range"},
-		{"-99999999999d", "too long"},
+		{"-", `--order "-": at column 2: expected a field name; got the end`},
+		{"a b", `--order "a b": at column 2: expected the end after the field name; got ' ' (--order takes one field)`},
+		{"a,b", `at column 2: expected the end after the field name; got ','`},
+		{`"a.b"`, `--order "\"a.b\"": cannot sort by a key that contains a dot ("a.b")`},
+		{"a..b", `at column 3: expected a field name after '.'`},
 	}
 	for _, tt := range bad {
-		_, err := parseTime(tt.in, now)
+		_, _, err := parseOrder(tt.in)
 		if err == nil || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("%q: error %v, want one containing %q", tt.in, err, tt.msg)
 		}
 	}
 }
 
-func TestFormatting(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 200000: "200,000"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+var columnRe = regexp.MustCompile(`(?s)^--where "(?:[^"\\]|\\.)*"(?: \([0-9,]+ characters\))?: at column ([0-9]+): .+`)
+
+// FuzzParseWhere checks the parser on any input: it never panics; an error
+// names a column inside the expression (or just after it); a parsed
+// expression is one the library accepts, and its canonical form parses back
+// to the same canonical form.
+func FuzzParseWhere(f *testing.F) {
+	for _, s := range []string{
+		"level=error", "level=error and (status>=500 or path^=/api)", "n between 1 and 5",
+		"tags contains go", "level not in [debug, info]", `"a.b".c missing`, "not (a=1 or b exists)",
+		`at>={"$date":"2024-05-01T00:00:00Z"}`, `m=[1, [2, {"k": "v"}], null]`, "msg=hello world",
+		"n==5", "x in [1,", `"open=1`, "é=ü", "a=1)", "NOT x=1 AND y=2 OR z MISSING",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		n, err := parseWhere(in)
+		if err != nil {
+			m := columnRe.FindStringSubmatch(err.Error())
+			if m == nil {
+				t.Fatalf("%q: error %q does not say at which column", in, err)
+			}
+			col, _ := strconv.Atoi(m[1])
+			if max := utf8.RuneCountInString(in) + 1; col < 1 || col > max {
+				t.Fatalf("%q: column %d outside 1..%d: %v", in, col, max, err)
+			}
+			return
 		}
-	}
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 16 << 20: "16.0 MiB", 3 << 30: "3.0 GiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		if err := query.All().Where(n.cond()).Validate(); err != nil {
+			t.Fatalf("%q parses, but the library refuses it: %v", in, err)
 		}
-	}
-	if plural(1, "record") != "1 record" || plural(2000, "record") != "2,000 records" {
-		t.Error("plural")
-	}
-	for f, want := range map[float64]string{12: "12", 1234: "1.2k", 2_500_000: "2.5M"} {
-		if got := shortCount(f); got != want {
-			t.Errorf("shortCount(%v) = %q, want %q", f, got, want)
+		s1 := n.String()
+		n2, err := parseWhere(s1)
+		if err != nil {
+			t.Fatalf("%q: canonical form %q does not parse: %v", in, s1, err)
 		}
-	}
+		if s2 := n2.String(); s2 != s1 {
+			t.Fatalf("%q: canonical form %q parses back as %q", in, s1, s2)
+		}
+	})
 }

@@ -164,6 +164,23 @@ func (d *Decoder) DecodeValue(b []byte) (any, error) {
 	return v, nil
 }
 
+// DecodeValuePrefix decodes the JSON value at the start of b (after any
+// whitespace) with the row type mapping, and returns it with the number of
+// bytes it took. What follows the value is left to the caller: it is for a
+// value inside a larger syntax, such as a --where expression. Error
+// columns count from the start of b.
+func (d *Decoder) DecodeValuePrefix(b []byte) (v any, n int, err error) {
+	p := d.reset(b, false)
+	v, err = p.value()
+	if err != nil {
+		return nil, 0, err
+	}
+	if oid, ok := v.(objectid.ObjectID); ok {
+		v = oid.Hex()
+	}
+	return v, p.i, nil
+}
+
 // DecodeRow decodes one line with a fresh Decoder.
 func DecodeRow(line []byte) (Row, error) { return new(Decoder).DecodeRow(line) }
 

@@ -423,3 +423,34 @@ func TestKeepInvalidUTF8(t *testing.T) {
 		t.Errorf("%s read back as %#v, %v", js, back, err)
 	}
 }
+
+// TestDecodeValuePrefix checks that a value inside a longer text is decoded
+// up to its end, and errors count columns from the start of the text.
+func TestDecodeValuePrefix(t *testing.T) {
+	tests := []struct {
+		in   string
+		want any
+		n    int
+	}{
+		{`"a b" and x`, "a b", 5},
+		{`  {"k":[1,2]})`, map[string]any{"k": []any{int64(1), int64(2)}}, 13},
+		{`{"$date":"2024-05-01T12:00:00Z"}]`, time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), 32},
+		{`5)`, int64(5), 1},
+		{`[1, "x"], 2`, []any{int64(1), "x"}, 8},
+	}
+	for _, tt := range tests {
+		v, n, err := new(Decoder).DecodeValuePrefix([]byte(tt.in))
+		if err != nil || n != tt.n || !reflect.DeepEqual(v, tt.want) {
+			t.Errorf("%s: %#v, %d, %v; want %#v, %d", tt.in, v, n, err, tt.want, tt.n)
+		}
+	}
+	_, _, err := new(Decoder).DecodeValuePrefix([]byte(`{"k":1,"k":2}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Column != 8 || !errors.Is(err, ErrRow) {
+		t.Errorf("duplicate key: %v", err)
+	}
+	_, _, err = new(Decoder).DecodeValuePrefix([]byte(`"open`))
+	if !errors.As(err, &e) || !errors.Is(err, ErrSyntax) {
+		t.Errorf("unterminated string: %v", err)
+	}
+}
