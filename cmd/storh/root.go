@@ -156,7 +156,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd())
+	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.indexCmd())
 	add("bulk", a.exportCmd(), a.importCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
@@ -339,6 +339,7 @@ type reader interface {
 	CountMatching(q query.Query) (int, error)
 	Explain(q query.Query) (storh.Plan, error)
 	Indexes() ([]storh.IndexInfo, error)
+	DropIndex(name string) error
 }
 
 // writer adds the writes Docs and Log share.
