@@ -87,6 +87,11 @@ database file) the put created is removed again.`,
 				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
 					return fmt.Errorf("stdin line %d: %s (nothing was stored)", lines[e.Index], libMsg(e.Err))
 				}
+				if len(lines) == 0 && errors.As(err, &e) && e.Index == 0 {
+					// The one record of the argument: the batch and item
+					// are the library's business.
+					return fmt.Errorf("put %s: %s (nothing was stored)", qname(args[0]), libMsg(e.Err))
+				}
 				return err
 			}
 			if created {

@@ -544,7 +544,8 @@ func (im *importer) checkID(it *rowItem) (keep bool, err error) {
 // skippable reports whether the library rejected the row itself (its data
 // or id) rather than failed as a whole.
 func skippable(err error) bool {
-	return errors.Is(err, storh.ErrInvalidData) || errors.Is(err, storh.ErrInvalidID) || errors.Is(err, storh.ErrExists)
+	return errors.Is(err, storh.ErrInvalidData) || errors.Is(err, storh.ErrInvalidID) || errors.Is(err, storh.ErrExists) ||
+		errors.Is(err, storh.ErrUniqueViolation) // a value a unique index already holds
 }
 
 // skipNote is a skipped line waiting to be listed.

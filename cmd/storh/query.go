@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -202,11 +203,18 @@ func (f *queryFlags) suggestIndex() string {
 		}
 	}
 	for _, n := range leaves {
+		if strings.Contains(strings.Join(n.path, ""), ".") {
+			continue // an index cannot be on a key with a dot
+		}
 		switch n.op {
-		case opEq, opIn, opGt, opGte, opLt, opLte, opBetween, opPrefix, opContains:
-			if !strings.Contains(strings.Join(n.path, ""), ".") {
-				return pathString(n.path)
+		case opEq, opIn:
+			if f.orderPath != nil && !slices.Equal(f.orderPath, n.path) {
+				// Equality, then the order: a compound index serves both.
+				return pathString(n.path) + "," + pathString(f.orderPath)
 			}
+			return pathString(n.path)
+		case opGt, opGte, opLt, opLte, opBetween, opPrefix, opContains:
+			return pathString(n.path)
 		}
 	}
 	if f.orderPath != nil {
