@@ -19,7 +19,7 @@ import (
 
 func (a *app) indexCmd() *cobra.Command {
 	cmd := groupCmd("index", "List, create and drop the secondary indexes of a collection",
-		a.indexListCmd(), a.indexCreateCmd(), a.indexDropCmd())
+		a.indexListCmd(), a.indexCreateCmd(), a.indexDropCmd(), a.indexBuildCmd())
 	cmd.Long = `A secondary index makes conditions and orders on its fields a seek instead of
 a scan of the whole collection: --where level=error, --where 'n>=5',
 --where 'tags contains go', --order -score --limit 10. It changes what a
@@ -28,7 +28,8 @@ reads. Indexes are kept in the same transactions as their records and stay
 with the collection: every program that opens it uses and maintains them.
 
 list shows a collection's indexes, create builds a new one over the records
-there are (unique, compound), drop removes one.`
+there are (unique, compound), drop removes one, build finishes builds that
+were interrupted.`
 	cmd.Example = `  storh index list posts
   storh index create posts slug --unique
   storh index create posts kind,publishedAt
@@ -62,9 +63,10 @@ func (a *app) indexListCmd() *cobra.Command {
 		Long: `List shows each index of COLL: its name, its field paths (several for a
 compound index), whether it is unique, how many entries it holds (one per
 record, plus one per distinct element of a list value in a single-field
-index), and its state: ready, or building when a build was interrupted (it
-resumes the next time the collection is opened for writing; queries do not
-use it until then). With --json it prints one object,
+index), and its state: ready, or building while a build is unfinished. An
+interrupted build keeps the commands that only read, list included, from
+opening the collection until 'storh index build COLL' (or any write)
+finishes it; they say so. With --json it prints one object,
 {"collection":…,"indexes":[{"name","paths","unique","entries","building"}]}.`,
 		Example: `  storh index list posts
   storh --json index list posts`,
@@ -165,8 +167,9 @@ order on the next: kind,publishedAt serves
 
 It builds the index over the records already there, in transactions of
 5,000 records, so other writers are held up only briefly; an interrupted
-build resumes the next time the collection is opened for writing. It prints
-the time taken and the number of entries (with --json, one JSON object).
+build is finished by 'storh index build'. It prints the time taken and the
+number of entries (with --json, one JSON object); on a terminal a spinner
+counts the entries while it builds.
 
 --unique refuses a second record with the same value (the same tuple of
 values, for a compound index); a missing field or null never conflicts.
@@ -251,7 +254,7 @@ func (a *app) createIndex(coll string, paths []string, spec storh.IndexSpec, uni
 	}
 
 	start := time.Now()
-	stop := a.indexProgress(r, name, cs.Records)
+	stop := a.indexProgress(r, name)
 	_, err = open(storh.WithIndex(spec))
 	stop()
 	took := time.Since(start)
@@ -333,8 +336,10 @@ func (a *app) printIndexCreated(coll string, ix storh.IndexInfo, took time.Durat
 
 // indexProgress shows the entries of the index being built on stderr while
 // the build runs, when stderr is a terminal; the returned func stops it.
-func (a *app) indexProgress(r reader, name string, records int64) func() {
-	prog := a.startProgress("indexing", records, false)
+// It counts entries, with no total: a record of a list field makes
+// several, so the share of the records done is unknown.
+func (a *app) indexProgress(r reader, name string) func() {
+	prog := a.startCounter("indexing:", entries)
 	if prog.bar == nil {
 		return func() {}
 	}
@@ -356,9 +361,7 @@ func (a *app) indexProgress(r reader, name string, records int64) func() {
 				}
 				for _, ix := range infos {
 					if ix.Name == name {
-						// Entries may exceed records for a list field: the
-						// bar shows records then, at most all of them.
-						prog.records.Store(min(ix.Entries, records))
+						prog.records.Store(ix.Entries)
 					}
 				}
 			}
@@ -535,4 +538,68 @@ func entries(n int64) string {
 		return "1 entry"
 	}
 	return commas(n) + " entries"
+}
+
+func (a *app) indexBuildCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "build COLL",
+		Short: "Finish the index builds of a collection that were interrupted",
+		Long: `Build finishes the indexes of COLL whose build was interrupted (the process
+was killed or the machine stopped during 'storh index create', or a program
+declaring an index). The build resumes where its last transaction ended.
+Until it is finished the commands that only read (query, count, get, export,
+index list) cannot open the collection, and say so; any write to the
+collection finishes it too. Build with nothing to finish does nothing.`,
+		Example: `  storh index build posts`,
+		Args:    args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkCollNames(args); err != nil {
+				return err
+			}
+			coll := args[0]
+			db, found, err := a.openExisting(true, coll)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			start := time.Now()
+			var r reader
+			switch found[0].Kind {
+			case "docs":
+				r, err = db.Docs(coll) // opening finishes the builds
+			case "log":
+				r, err = db.Log(coll)
+			default:
+				return fmt.Errorf("collection %s is a %s: it has no indexes", qname(coll), found[0].Kind)
+			}
+			if err != nil {
+				return fmt.Errorf("finishing the index builds of %s: %s", qname(coll), strings.TrimPrefix(strings.TrimPrefix(libMsg(err), "docs "+qname(coll)+": "), "log "+qname(coll)+": "))
+			}
+			infos, err := r.Indexes()
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				out := make([]indexJSON, len(infos))
+				for i, ix := range infos {
+					out[i] = toIndexJSON(ix)
+				}
+				return a.printJSON(struct {
+					Collection string      `json:"collection"`
+					Indexes    []indexJSON `json:"indexes"`
+					Seconds    float64     `json:"seconds"`
+				}{coll, out, time.Since(start).Seconds()})
+			}
+			names := make([]string, len(infos))
+			for i, ix := range infos {
+				names[i] = fmt.Sprintf("%s (%s)", qstr(ix.Name), entries(ix.Entries))
+			}
+			if len(names) == 0 {
+				a.diag("storh: collection %s has no indexes", qname(coll))
+				return nil
+			}
+			a.diag("storh: the indexes of %s are ready: %s (%s)", qname(coll), strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
 }

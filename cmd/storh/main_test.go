@@ -16,6 +16,7 @@ import (
 	_ "time/tzdata" // TZ in scripts works without the system zone database
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
@@ -41,19 +42,20 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"gen-jsonl":     cmdGenJSONL,
-			"corrupt-value": cmdCorruptValue,
-			"set-count":     cmdSetCount,
-			"hold-lock":     cmdHoldLock,
-			"make-queue":    cmdMakeQueue,
-			"release-lock":  cmdReleaseLock,
-			"write-bytes":   cmdWriteBytes,
-			"env-bytes":     cmdEnvBytes,
-			"env-repeat":    cmdEnvRepeat,
-			"gen-long":      cmdGenLong,
-			"truncate-file": cmdTruncateFile,
-			"gen-dup-ids":   cmdGenDupIDs,
-			"keys":          cmdKeys,
+			"gen-jsonl":       cmdGenJSONL,
+			"corrupt-value":   cmdCorruptValue,
+			"set-count":       cmdSetCount,
+			"hold-lock":       cmdHoldLock,
+			"make-queue":      cmdMakeQueue,
+			"release-lock":    cmdReleaseLock,
+			"write-bytes":     cmdWriteBytes,
+			"env-bytes":       cmdEnvBytes,
+			"env-repeat":      cmdEnvRepeat,
+			"gen-long":        cmdGenLong,
+			"truncate-file":   cmdTruncateFile,
+			"gen-dup-ids":     cmdGenDupIDs,
+			"keys":            cmdKeys,
+			"interrupt-index": cmdInterruptIndex,
 		},
 		RequireExplicitExec: true,
 	})
@@ -358,4 +360,38 @@ func cmdKeys(ts *testscript.TestScript, neg bool, args []string) {
 	if g := strings.Join(got, " "); g != want {
 		ts.Fatalf("records printed: %q, want %q", g, want)
 	}
+}
+
+// cmdInterruptIndex makes an index look like its build was cut short by a
+// crash before its first commit: marked building, no progress, no entries.
+// interrupt-index DB COLL NAME.
+func cmdInterruptIndex(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: interrupt-index DB COLL NAME")
+	}
+	db := openBolt(ts, args[0])
+	defer db.Close()
+	ts.Check(db.Update(func(tx *bolt.Tx) error {
+		coll := tx.Bucket([]byte(args[1]))
+		defs := coll.Bucket([]byte("x"))
+		var def map[string]any
+		if err := msgpack.Unmarshal(defs.Get([]byte(args[2])), &def); err != nil {
+			return err
+		}
+		def["building"], def["entries"] = true, 0
+		delete(def, "mark")
+		b, err := msgpack.Marshal(def)
+		if err != nil {
+			return err
+		}
+		if err := defs.Put([]byte(args[2]), b); err != nil {
+			return err
+		}
+		entries := coll.Bucket([]byte("i"))
+		if err := entries.DeleteBucket([]byte(args[2])); err != nil {
+			return err
+		}
+		_, err = entries.CreateBucket([]byte(args[2]))
+		return err
+	}))
 }

@@ -17,6 +17,7 @@ type progress struct {
 	bytes   atomic.Int64
 
 	verb   string
+	unit   func(int64) string // how records reads ("1,200 records" unless set)
 	total  int64
 	bytesT bool // total is in bytes (a file), not records
 	start  time.Time
@@ -29,6 +30,16 @@ type progress struct {
 // --quiet is off. total < 0 means unknown: a spinner with counts.
 func (a *app) startProgress(verb string, total int64, totalIsBytes bool) *progress {
 	p := &progress{verb: verb, total: total, bytesT: totalIsBytes, start: time.Now()}
+	if !a.quiet && a.stderrIsTerminal() {
+		p.draw(a.stderr)
+	}
+	return p
+}
+
+// startCounter is startProgress for a count of something other than
+// records, with no known total: a spinner with the count.
+func (a *app) startCounter(verb string, unit func(int64) string) *progress {
+	p := &progress{verb: verb, unit: unit, total: -1, start: time.Now()}
 	if !a.quiet && a.stderrIsTerminal() {
 		p.draw(a.stderr)
 	}
@@ -75,7 +86,11 @@ func (p *progress) describe() string {
 	if secs > 0.2 {
 		rate = ", " + shortCount(float64(n)/secs) + "/s"
 	}
-	return fmt.Sprintf("%s %s%s", p.verb, plural(n, "record"), rate)
+	what := plural(n, "record")
+	if p.unit != nil {
+		what = p.unit(n)
+	}
+	return fmt.Sprintf("%s %s%s", p.verb, what, rate)
 }
 
 func (p *progress) update() {

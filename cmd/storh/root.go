@@ -386,15 +386,21 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 	if err != nil {
 		return nil, cs, err
 	}
+	var r reader
 	switch cs.Kind {
 	case "docs":
-		d, err := db.Docs(name)
-		return d, cs, err
+		r, err = db.Docs(name)
 	case "log":
-		l, err := db.Log(name)
-		return l, cs, err
+		r, err = db.Log(name)
+	default:
+		return nil, cs, fmt.Errorf("collection %s is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", qname(name), cs.Kind, shellQuote(name))
 	}
-	return nil, cs, fmt.Errorf("collection %s is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", qname(name), cs.Kind, shellQuote(name))
+	if errors.Is(err, storh.ErrReadOnly) && strings.Contains(err.Error(), "needs index work") {
+		// The library finishes an interrupted index build when the
+		// collection is opened, which a read-only open cannot do.
+		return nil, cs, fmt.Errorf("collection %s has an index whose build was interrupted, and the commands that only read cannot open it until the build is finished: run 'storh index build %s'", qname(name), shellQuote(name))
+	}
+	return r, cs, err
 }
 
 // openExisting opens the database and checks that each named collection
