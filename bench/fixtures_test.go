@@ -308,6 +308,7 @@ func (f *fixture) mid() uuidv7.UUID { return f.ids[f.n/2] }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	releaseQueryFixtures()
 	cache.mu.Lock()
 	for _, f := range cache.fixtures {
 		if err := f.release(); err != nil {

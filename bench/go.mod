@@ -8,6 +8,7 @@ require (
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/rs/xid v1.6.0
 	github.com/storhdb/storh-go v0.0.0
+	github.com/timshannon/bolthold v0.0.0-20240314194003-30aac6950928
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.etcd.io/bbolt v1.5.0
 	go.mongodb.org/mongo-driver/v2 v2.10.0
