@@ -383,12 +383,37 @@ var targets = []target{
 	{what: "unindexed WhereEqual vs decode-and-compare, {n} (speed-up)", num: "BenchmarkWhereEqual/{n}/impl=bolt", den: "BenchmarkWhereEqual/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10},
 	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", op: "<=", limit: 1, sizes: []string{"n=100k", "n=1M"}},
 	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", sizes: []string{"n=10k"}},
+
+	// Secondary indexes and queries against bolthold (query_test.go).
+	{what: "indexed Eq on status (11%), limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryEq/field=status/{n}/impl=bolthold", den: "BenchmarkQueryEq/field=status/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10, sizes: []string{"n=100k"}},
+	{what: "indexed Eq on status (11%), limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryEq/field=status/{n}/impl=bolthold", den: "BenchmarkQueryEq/field=status/{n}/impl=storh", unit: "ns/op", sizes: []string{"n=10k", "n=1M"}},
+	{what: "indexed Eq on user (0.1%), limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryEq/field=user/{n}/impl=bolthold", den: "BenchmarkQueryEq/field=user/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10, sizes: []string{"n=100k"}},
+	{what: "indexed Eq on user (0.1%), limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryEq/field=user/{n}/impl=bolthold", den: "BenchmarkQueryEq/field=user/{n}/impl=storh", unit: "ns/op", sizes: []string{"n=10k", "n=1M"}},
+	{what: "indexed Eq on status, limit 100, {n} (µs per query)", num: "BenchmarkQueryEq/field=status/{n}/impl=storh", unit: "µs"},
+	{what: "indexed range ordered by it, limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryRange/{n}/impl=bolthold", den: "BenchmarkQueryRange/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10},
+	{what: "indexed range ordered by it, limit 100, {n} (µs per query)", num: "BenchmarkQueryRange/{n}/impl=storh", unit: "µs"},
+	{what: "durable insert of 1000 with 3 indexes vs bolthold, {n} records (speed-up)", num: "BenchmarkIndexedInsert/{n}/impl=bolthold", den: "BenchmarkIndexedInsert/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 5},
+	{what: "durable insert of 1000: 1 index vs none, {n} records (time ratio)", num: "BenchmarkIndexedInsert/{n}/impl=storh-idx1", den: "BenchmarkIndexedInsert/{n}/impl=storh-idx0", unit: "ns/op", op: "<=", limit: 1.5},
+	{what: "durable insert of 1000: 2 indexes vs 1, {n} records (time ratio)", num: "BenchmarkIndexedInsert/{n}/impl=storh-idx2", den: "BenchmarkIndexedInsert/{n}/impl=storh-idx1", unit: "ns/op", op: "<=", limit: 1.5},
+	{what: "durable insert of 1000: 3 indexes vs 2, {n} records (time ratio)", num: "BenchmarkIndexedInsert/{n}/impl=storh", den: "BenchmarkIndexedInsert/{n}/impl=storh-idx2", unit: "ns/op", op: "<=", limit: 1.5},
+	{what: "durable insert of 1000: 3 indexes vs none, {n} records (time ratio)", num: "BenchmarkIndexedInsert/{n}/impl=storh", den: "BenchmarkIndexedInsert/{n}/impl=storh-idx0", unit: "ns/op"},
+	{what: "durable insert of 1000 with 3 indexes, structs vs maps, {n} records (time ratio)", num: "BenchmarkIndexedInsert/{n}/impl=storh-struct", den: "BenchmarkIndexedInsert/{n}/impl=storh", unit: "ns/op"},
+	{what: "indexed CountMatching of 1% vs the same count by scan, {n} (speed-up)", num: "BenchmarkQueryCount/{n}/impl=storh-scan", den: "BenchmarkQueryCount/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 20, sizes: []string{"n=1M"}},
+	{what: "indexed CountMatching of 1% vs the same count by scan, {n} (speed-up)", num: "BenchmarkQueryCount/{n}/impl=storh-scan", den: "BenchmarkQueryCount/{n}/impl=storh", unit: "ns/op", sizes: []string{"n=10k", "n=100k"}},
+	{what: "indexed CountMatching of 1% vs bolthold indexed Count, {n} (speed-up)", num: "BenchmarkQueryCount/{n}/impl=bolthold", den: "BenchmarkQueryCount/{n}/impl=storh", unit: "ns/op"},
+	{what: "unindexed Field.Eq count vs bolthold decode-every-record Count, {n} (speed-up)", num: "BenchmarkQueryCount/{n}/impl=bolthold-scan", den: "BenchmarkQueryCount/{n}/impl=storh-scan", unit: "ns/op", op: ">=", limit: 10},
+	{what: "bytes on disk per index entry, storh, {n}", num: "BenchmarkIndexBytes/{n}/impl=storh", unit: "B/entry"},
+	{what: "bytes on disk per index entry, bolthold, {n}", num: "BenchmarkIndexBytes/{n}/impl=bolthold", unit: "B/entry"},
+	{what: "bytes per index entry after compaction, storh, {n}", num: "BenchmarkIndexBytes/{n}/impl=storh", unit: "B/entry-compact"},
+	{what: "bytes per index entry after compaction, bolthold, {n}", num: "BenchmarkIndexBytes/{n}/impl=bolthold", unit: "B/entry-compact"},
 }
 
 // flatness targets: the largest size's time over the smallest size's.
 var flat = []struct{ what, pattern string }{
 	{"decoded page of 100: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkPage/{n}/impl=storh"},
 	{"200-record time window: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkTimeWindow/{n}/impl=storh"},
+	{"indexed range ordered by it, limit 100: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkQueryRange/{n}/impl=storh"},
+	{"indexed Eq on status, limit 100: largest n vs smallest n (time ratio, flat ≤ 1.5)", "BenchmarkQueryEq/field=status/{n}/impl=storh"},
 }
 
 // Result is one evaluated target.

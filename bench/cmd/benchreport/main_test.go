@@ -122,3 +122,46 @@ func TestBusy(t *testing.T) {
 		}
 	}
 }
+
+const querySample = `BenchmarkQueryEq/field=status/n=10k/impl=storh-2    	 100	 400000 ns/op
+BenchmarkQueryEq/field=status/n=10k/impl=bolthold-2 	 100	 8000000 ns/op
+BenchmarkQueryEq/field=status/n=100k/impl=storh-2   	 100	 500000 ns/op
+BenchmarkQueryEq/field=status/n=100k/impl=bolthold-2	 100	 4000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=storh-2          	 10	 30000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=storh-idx0-2     	 10	 10000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=storh-idx1-2     	 10	 12000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=storh-idx2-2     	 10	 20000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=bolthold-2       	 1	 3000000000 ns/op
+BenchmarkIndexBytes/n=100k/impl=storh-2             	 1000	 50000 ns/op	 104.5 B/entry	 230 B/record
+`
+
+// TestEvaluateQueryTargets: sizes inside longer names, targets judged at
+// one size and informative at the others, and the per-index insert steps.
+func TestEvaluateQueryTargets(t *testing.T) {
+	bs, _ := parse([]byte(querySample))
+	results := map[string][]Result{}
+	for _, r := range evaluate(bs) {
+		results[r.What] = append(results[r.What], r)
+	}
+	check := func(what, status string, value float64) {
+		t.Helper()
+		rs := results[what]
+		if len(rs) != 1 {
+			t.Fatalf("%d results %q", len(rs), what)
+		}
+		if r := rs[0]; r.Status != status || r.Value < value*0.999 || r.Value > value*1.001 {
+			t.Errorf("%s: %s %v, want %s %v", what, r.Status, r.Value, status, value)
+		}
+	}
+	check("indexed Eq on status (11%), limit 100, vs bolthold, n=100k (speed-up)", "not met", 8)
+	check("indexed Eq on status (11%), limit 100, vs bolthold, n=10k (speed-up)", "info", 20)
+	check("indexed Eq on status, limit 100: largest n vs smallest n (time ratio, flat ≤ 1.5)", "met", 1.25)
+	check("durable insert of 1000 with 3 indexes vs bolthold, n=100k records (speed-up)", "met", 100)
+	check("durable insert of 1000: 1 index vs none, n=100k records (time ratio)", "met", 1.2)
+	check("durable insert of 1000: 2 indexes vs 1, n=100k records (time ratio)", "not met", 20.0/12)
+	check("durable insert of 1000: 3 indexes vs 2, n=100k records (time ratio)", "met", 1.5)
+	check("bytes on disk per index entry, storh, n=100k", "info", 104.5)
+	if rs := results["indexed CountMatching of 1% vs the same count by scan, n=1M (speed-up)"]; len(rs) != 0 {
+		t.Errorf("a target for a size that was not run was expanded: %+v", rs)
+	}
+}
