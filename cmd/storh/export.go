@@ -65,6 +65,7 @@ pick part of the collection (--after for incremental exports).`,
 			prog.stop()
 			st.Seconds = time.Since(start).Seconds()
 			if err != nil {
+				err = f.runError(err, cs.Name)
 				return fmt.Errorf("export %s: %s (after %s)", qname(cs.Name), libMsg(err), plural(st.Exported, "record"))
 			}
 			if a.jsonOut && out != "-" {
