@@ -65,6 +65,10 @@ var (
 	// ErrNoIndex is returned by a query with RequireIndex that no index
 	// serves and that would read the whole collection.
 	ErrNoIndex = engine.ErrNoIndex
+	// ErrCursorNotFound is returned by a query whose keyset cursor (After
+	// or Before with OrderBy) names a record that no longer exists; it
+	// wraps ErrNotFound. AfterValue and BeforeValue need no record.
+	ErrCursorNotFound = engine.ErrCursorNotFound
 	// ErrInvalidIndex is returned when opening a collection with an index
 	// declaration that cannot be used (no paths, an empty path segment, a
 	// bad or duplicate name), or that contradicts the stored index of that
@@ -75,6 +79,11 @@ var (
 	// id generator, ...).
 	ErrInvalidOption = errors.New("storh: invalid option")
 )
+
+// UniqueViolation is the error a unique index gives a write whose value
+// another record holds: the index, its paths, the values and the id of that
+// record (Existing). It wraps ErrUniqueViolation; get it with errors.As.
+type UniqueViolation = engine.UniqueError
 
 // Error describes a failed operation: Op, Collection, ID, Index (position in
 // a batch, -1 otherwise), the wrapped sentinel Err and a Hint for the user.

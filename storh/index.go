@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/query"
 )
 
 // IndexSpec declares a secondary index: make one with Index, refine it with
@@ -23,6 +25,20 @@ func Index(paths ...string) IndexSpec {
 	s := IndexSpec{spec: engine.IndexSpec{Paths: make([][]string, len(paths))}}
 	for i, p := range paths {
 		s.spec.Paths[i] = strings.Split(p, ".")
+	}
+	return s
+}
+
+// IndexFields is Index for fields given as query.FieldRef values, such as
+// query.FieldPath("a.b") for a top-level key that contains a dot.
+func IndexFields(fields ...query.FieldRef) IndexSpec {
+	s := IndexSpec{spec: engine.IndexSpec{Paths: make([][]string, len(fields))}}
+	for i, f := range fields {
+		p, err := f.Path()
+		if err != nil && s.err == nil {
+			s.err = fmt.Errorf("%w: %v", ErrInvalidIndex, strings.TrimPrefix(err.Error(), "storh: invalid query: "))
+		}
+		s.spec.Paths[i] = p
 	}
 	return s
 }
@@ -51,7 +67,7 @@ func (s IndexSpec) Named(name string) IndexSpec {
 func (s IndexSpec) String() string {
 	names := make([]string, len(s.spec.Paths))
 	for i, p := range s.spec.Paths {
-		names[i] = strings.Join(p, ".")
+		names[i] = plan.PathString(p)
 	}
 	out := "Index(" + strings.Join(names, ", ") + ")"
 	if s.spec.Unique {
@@ -103,6 +119,7 @@ type IndexInfo struct {
 	Unique   bool
 	Entries  int64
 	Building bool
+	Built    int64 // while Building: records indexed so far
 }
 
 // Indexes lists the collection's indexes, by name.
@@ -117,7 +134,7 @@ func (c *coll) Indexes() ([]IndexInfo, error) {
 		}
 		infos, err := ec.Indexes()
 		for _, i := range infos {
-			out = append(out, IndexInfo{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building})
+			out = append(out, IndexInfo{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building, Built: i.Built})
 		}
 		return err
 	})

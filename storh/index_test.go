@@ -318,7 +318,7 @@ func TestIndexBuildResumes(t *testing.T) {
 			}
 		}
 		def, err := msgpack.Marshal(map[string]any{"paths": [][]string{{"n"}}, "unique": false, "building": true,
-			"mark": mark[:], "entries": 9000 - len(later)})
+			"mark": mark[:], "built": 3000, "entries": 9000 - len(later)})
 		if err != nil {
 			return err
 		}
@@ -328,6 +328,21 @@ func TestIndexBuildResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A read-only open leaves the build for a writer: the collection reads,
+	// queries do not use the unfinished index, and Indexes shows it.
+	ro := openAt(t, path, storh.ReadOnly())
+	rc, err := ro.Docs("c")
+	if err != nil {
+		t.Fatalf("read-only open with a build pending: %v", err)
+	}
+	if infos, _ := rc.Indexes(); len(infos) != 1 || !infos[0].Building || infos[0].Built != 3000 {
+		t.Errorf("Indexes while building = %+v; want building, 3000 records done", infos)
+	}
+	q42 := query.All().Where(query.Field("n").Eq(42))
+	if p, err := rc.Explain(q42); err != nil || len(p.Indexes) != 0 || p.Returned != 90 {
+		t.Errorf("Explain while building = %v, %v; want a scan returning 90", p, err)
+	}
+	ro.Close()
 	db = openAt(t, path)
 	c, err = db.Docs("c")
 	if err != nil {
@@ -454,5 +469,53 @@ func TestIndexedValueTooLarge(t *testing.T) {
 	}
 	if _, err := c.Put(storh.Map{"other": big}); err != nil {
 		t.Errorf("an unindexed large value: %v", err)
+	}
+}
+
+// TestIndexErrorsAndDottedKeys: a unique violation is a typed error with
+// the index, the values and the record that holds them; a keyset cursor
+// that is gone is ErrCursorNotFound (an ErrNotFound); a top-level key with a
+// dot in it can be ordered by and indexed through a FieldRef.
+func TestIndexErrorsAndDottedKeys(t *testing.T) {
+	db := openTemp(t)
+	c, err := db.Docs("c", storh.WithIndex(storh.Index("email", "org").Unique()),
+		storh.WithIndex(storh.IndexFields(query.FieldPath("http.status"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Put(storh.Map{"email": "a@x", "org": 7, "http.status": 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Put(storh.Map{"email": "a@x", "org": 7})
+	var uv *storh.UniqueViolation
+	if !errors.As(err, &uv) || !errors.Is(err, storh.ErrUniqueViolation) || uv.Index != "email,org" ||
+		uv.Existing != first.ID || len(uv.Values) != 2 || uv.Values[0] != "a@x" || uv.Values[1] != int64(7) {
+		t.Errorf("unique violation = %#v (%v); want the typed error with index, values and the existing id", uv, err)
+	}
+	for _, s := range []int{404, 500, 200, 301} {
+		if _, err := c.Put(storh.Map{"http.status": s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := query.All().OrderByField(query.FieldPath("http.status"), query.Desc).Limit(3)
+	recs, err := c.Find(q)
+	var got []any
+	for _, r := range recs {
+		got = append(got, r.Data()["http.status"])
+	}
+	if err != nil || fmt.Sprint(got) != "[500 404 301]" {
+		t.Errorf("OrderByField on a dotted key = %v, %v; want [500 404 301]", got, err)
+	}
+	if p, _ := c.Explain(q); !slices.Equal(p.Indexes, []string{`"http.status"`}) {
+		t.Errorf("Explain = %v; want the index on the dotted key", p)
+	}
+	gone, _ := c.Put(storh.Map{"http.status": 250})
+	if err := c.Delete(gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Find(q.After(gone.ID))
+	if !errors.Is(err, storh.ErrCursorNotFound) || !errors.Is(err, storh.ErrNotFound) {
+		t.Errorf("a cursor record that is gone = %v; want ErrCursorNotFound, an ErrNotFound", err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/query"
-	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 func (a *app) indexCmd() *cobra.Command {
@@ -46,6 +44,7 @@ type indexJSON struct {
 	Unique   bool     `json:"unique"`
 	Entries  int64    `json:"entries"`
 	Building bool     `json:"building"`
+	Built    int64    `json:"built,omitempty"` // records indexed so far, while building
 }
 
 func toIndexJSON(ix storh.IndexInfo) indexJSON {
@@ -53,7 +52,7 @@ func toIndexJSON(ix storh.IndexInfo) indexJSON {
 	for i, p := range ix.Paths {
 		paths[i] = pathString(p)
 	}
-	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building}
+	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built}
 }
 
 func (a *app) indexListCmd() *cobra.Command {
@@ -63,10 +62,10 @@ func (a *app) indexListCmd() *cobra.Command {
 		Long: `List shows each index of COLL: its name, its field paths (several for a
 compound index), whether it is unique, how many entries it holds (one per
 record, plus one per distinct element of a list value in a single-field
-index), and its state: ready, or building while a build is unfinished. An
-interrupted build keeps the commands that only read, list included, from
-opening the collection until 'storh index build COLL' (or any write)
-finishes it; they say so. With --json it prints one object,
+index), and its state: ready, or building while a build is unfinished (with
+how many records it has indexed). Queries do not use an index until it is
+ready; 'storh index build COLL' (or any write to the collection) finishes an
+interrupted build. With --json it prints one object,
 {"collection":…,"indexes":[{"name","paths","unique","entries","building"}]}.`,
 		Example: `  storh index list posts
   storh --json index list posts`,
@@ -107,7 +106,7 @@ finishes it; they say so. With --json it prints one object,
 					unique = "yes"
 				}
 				if ix.Building {
-					state = "building"
+					state = fmt.Sprintf("building (%s of %s records)", commas(ix.Built), commas(cs.Records))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ix.Name, strings.Join(j.Paths, ","), unique, commas(ix.Entries), state)
 			}
@@ -118,21 +117,16 @@ finishes it; they say so. With --json it prints one object,
 
 // parseIndexPaths reads the PATH[,PATH...] argument of index create: field
 // paths in the --where syntax, separated by commas.
-func parseIndexPaths(s string) ([]string, error) {
+func parseIndexPaths(s string) ([][]string, error) {
 	p := &whereParser{src: s}
-	var out []string
+	var out [][]string
 	for {
 		p.space()
 		path, err := p.path()
 		if err != nil {
 			return nil, indexPathError(s, err)
 		}
-		for _, seg := range path {
-			if strings.Contains(seg, ".") {
-				return nil, fmt.Errorf("field %s: an index cannot be on a key that contains a dot (%s) in this version; only nested paths like a.b", shellQuote(s), jsonQuote(seg))
-			}
-		}
-		out = append(out, strings.Join(path, "."))
+		out = append(out, path)
 		p.space()
 		if p.i == len(s) {
 			return out, nil
@@ -192,7 +186,11 @@ with another definition it fails: drop it first.`,
 			if err != nil {
 				return usageError{err}
 			}
-			spec := storh.Index(paths...)
+			fields := make([]query.FieldRef, len(paths))
+			for i, p := range paths {
+				fields[i] = query.FieldPath(p...)
+			}
+			spec := storh.IndexFields(fields...)
 			if unique {
 				spec = spec.Unique()
 			}
@@ -210,7 +208,7 @@ with another definition it fails: drop it first.`,
 	return cmd
 }
 
-func (a *app) createIndex(coll string, paths []string, spec storh.IndexSpec, unique bool, name string) error {
+func (a *app) createIndex(coll string, paths [][]string, spec storh.IndexSpec, unique bool, name string) error {
 	if name == "" {
 		name = defaultIndexName(paths)
 	}
@@ -237,7 +235,7 @@ func (a *app) createIndex(coll string, paths []string, spec storh.IndexSpec, uni
 	if err != nil {
 		return err
 	}
-	want := toIndexJSON(storh.IndexInfo{Name: name, Paths: splitPaths(paths), Unique: unique})
+	want := toIndexJSON(storh.IndexInfo{Name: name, Paths: paths, Unique: unique})
 	for _, ix := range before {
 		if ix.Name != name {
 			continue
@@ -276,10 +274,10 @@ func (a *app) createIndex(coll string, paths []string, spec storh.IndexSpec, uni
 // defaultIndexName is the name the library gives an index on paths: the
 // paths joined with commas, a segment with a dot, space, tab or quote in it
 // quoted (Go syntax).
-func defaultIndexName(paths []string) string {
+func defaultIndexName(paths [][]string) string {
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		segs := strings.Split(p, ".")
+		segs := slices.Clone(p)
 		for j, seg := range segs {
 			if seg == "" || strings.ContainsAny(seg, ". \t\"") {
 				segs[j] = fmt.Sprintf("%q", seg)
@@ -290,19 +288,11 @@ func defaultIndexName(paths []string) string {
 	return strings.Join(names, ",")
 }
 
-// pathTexts writes dotted paths as --where does.
-func pathTexts(paths []string) []string {
+// pathTexts writes paths as --where does.
+func pathTexts(paths [][]string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {
-		out[i] = pathString(strings.Split(p, "."))
-	}
-	return out
-}
-
-func splitPaths(paths []string) [][]string {
-	out := make([][]string, len(paths))
-	for i, p := range paths {
-		out[i] = strings.Split(p, ".")
+		out[i] = pathString(p)
 	}
 	return out
 }
@@ -374,12 +364,9 @@ func (a *app) indexProgress(r reader, name string) func() {
 	}
 }
 
-// uniqueRecord finds the record a unique violation names.
-var uniqueRecord = regexp.MustCompile(`for record ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
-
 // indexCreateError words a failed create: for a unique index over
 // duplicates, the value and the records that hold it.
-func (a *app) indexCreateError(err error, r reader, coll, name string, paths []string, unique bool) error {
+func (a *app) indexCreateError(err error, r reader, coll, name string, paths [][]string, unique bool) error {
 	switch {
 	case errors.Is(err, storh.ErrUniqueViolation):
 		what := fmt.Sprintf("cannot create the unique index %s on %s (%s)", qstr(name), qname(coll), strings.Join(pathTexts(paths), ","))
@@ -392,7 +379,6 @@ func (a *app) indexCreateError(err error, r reader, coll, name string, paths []s
 		if i := strings.Index(msg, "invalid index: "); i >= 0 {
 			msg = msg[i+len("invalid index: "):]
 		}
-		msg = strings.TrimSuffix(msg, fmt.Sprintf(" (in %v)", storh.Index(paths...)))
 		if i := strings.Index(msg, " (in Index("); i >= 0 {
 			msg = msg[:i]
 		}
@@ -404,24 +390,19 @@ func (a *app) indexCreateError(err error, r reader, coll, name string, paths []s
 // duplicates describes the records holding the value a unique violation
 // names: the value and up to three ids, with how many there are. It
 // returns "" when it cannot tell.
-func duplicates(err error, r reader, paths []string) string {
-	m := uniqueRecord.FindStringSubmatch(err.Error())
-	if m == nil {
+func duplicates(err error, r reader, paths [][]string) string {
+	var uv *storh.UniqueViolation
+	if !errors.As(err, &uv) {
 		return ""
 	}
-	id, perr := uuidv7.Parse(m[1])
-	if perr != nil {
-		return ""
-	}
-	rec, gerr := r.Get(id)
+	rec, gerr := r.Get(uv.Existing)
 	if gerr != nil {
 		return ""
 	}
 	data := rec.Data()
 	q := query.All()
 	var shown []string
-	for _, p := range paths {
-		segs := strings.Split(p, ".")
+	for _, segs := range paths {
 		v, ok := lookupPath(data, segs)
 		if !ok || v == nil {
 			return ""

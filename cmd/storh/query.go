@@ -106,7 +106,7 @@ func (f *queryFlags) build(now time.Time) (query.Query, error) {
 		if desc {
 			dir = query.Desc
 		}
-		q = q.OrderBy(strings.Join(path, "."), dir)
+		q = q.OrderByField(query.FieldPath(path...), dir)
 	}
 	if f.limit < 0 {
 		return q, usagef("--limit %d: must be 0 (no limit) or more", f.limit)
@@ -148,12 +148,7 @@ func parseOrder(s string) (path []string, desc bool, err error) {
 		}
 		return nil, false, fmt.Errorf("--order %q: %w", s, err)
 	}
-	for _, seg := range path {
-		if strings.Contains(seg, ".") {
-			return nil, false, fmt.Errorf("--order %q: cannot sort by a key that contains a dot (%s): only nested paths like a.b can be sorted by in this version", s, jsonQuote(seg))
-		}
-	}
-	if err := query.All().OrderBy(strings.Join(path, "."), query.Asc).Validate(); err != nil {
+	if err := query.All().OrderByField(query.FieldPath(path...), query.Asc).Validate(); err != nil {
 		return nil, false, fmt.Errorf("--order %q: %s", s, strings.TrimPrefix(libMsg(err), "invalid query: "))
 	}
 	return path, desc, nil
@@ -203,9 +198,6 @@ func (f *queryFlags) suggestIndex() string {
 		}
 	}
 	for _, n := range leaves {
-		if strings.Contains(strings.Join(n.path, ""), ".") {
-			continue // an index cannot be on a key with a dot
-		}
 		switch n.op {
 		case opEq, opIn:
 			if f.orderPath != nil && !slices.Equal(f.orderPath, n.path) {
@@ -234,7 +226,7 @@ func (f *queryFlags) runError(err error, coll string) error {
 			msg += fmt.Sprintf("; create one with 'storh index create %s FIELD',", shellQuote(coll))
 		}
 		return errors.New(msg + " or bound the query by id or time (--after/--before, --from/--until)")
-	case errors.Is(err, storh.ErrNotFound) && f.order != "" && strings.Contains(err.Error(), "cursor record"):
+	case errors.Is(err, storh.ErrCursorNotFound):
 		flag, id := "--after", strings.ToLower(f.after)
 		if f.before != "" && strings.Contains(err.Error(), strings.ToLower(f.before)) {
 			flag, id = "--before", strings.ToLower(f.before)

@@ -395,11 +395,6 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 	default:
 		return nil, cs, fmt.Errorf("collection %s is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", qname(name), cs.Kind, shellQuote(name))
 	}
-	if errors.Is(err, storh.ErrReadOnly) && strings.Contains(err.Error(), "needs index work") {
-		// The library finishes an interrupted index build when the
-		// collection is opened, which a read-only open cannot do.
-		return nil, cs, fmt.Errorf("collection %s has an index whose build was interrupted, and the commands that only read cannot open it until the build is finished: run 'storh index build %s'", qname(name), shellQuote(name))
-	}
 	return r, cs, err
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,9 @@ var (
 	// ErrNoIndex: a query with RequireIndex that would read the whole
 	// collection.
 	ErrNoIndex = errors.New("storh: no index for the query")
+	// ErrCursorNotFound: a keyset cursor (After or Before with OrderBy)
+	// names a record that does not exist. It wraps ErrNotFound.
+	ErrCursorNotFound = fmt.Errorf("%w: the cursor record does not exist", ErrNotFound)
 	// ErrInvalidIndex: an index declaration that cannot be used (no paths,
 	// an empty segment, a bad name), or one that contradicts the index of
 	// that name already stored.

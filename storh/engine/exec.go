@@ -232,7 +232,7 @@ func (r *Run) resolveCursors(c *Coll) error {
 		if p.cur.Lookup {
 			v := c.records.Get(p.cur.ID[:])
 			if v == nil {
-				return fmt.Errorf("%w: the cursor record %s does not exist (any more); continue from its value with AfterValue or BeforeValue", ErrNotFound, p.cur.ID)
+				return fmt.Errorf("%w: %s (any more); continue from its value with AfterValue or BeforeValue", ErrCursorNotFound, p.cur.ID)
 			}
 			payload, err := Payload(p.cur.ID[:], v)
 			if err != nil {

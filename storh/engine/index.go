@@ -62,6 +62,7 @@ type IndexInfo struct {
 	IndexSpec
 	Entries  int64 // index keys: one per record, plus one per distinct list element
 	Building bool  // still being built: queries do not use it yet
+	Built    int64 // while building: records indexed so far (of the collection's Count)
 }
 
 // indexDef is an index as stored.
@@ -69,7 +70,8 @@ type indexDef struct {
 	Paths    [][]string `msgpack:"paths"`
 	Unique   bool       `msgpack:"unique"`
 	Building bool       `msgpack:"building,omitempty"`
-	Mark     []byte     `msgpack:"mark,omitempty"` // while building: every record with an id <= Mark has its entries
+	Mark     []byte     `msgpack:"mark,omitempty"`  // while building: every record with an id <= Mark has its entries
+	Built    int64      `msgpack:"built,omitempty"` // while building: records the build has indexed
 	Entries  int64      `msgpack:"entries"`
 }
 
@@ -199,7 +201,7 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 	all, err := c.indexes()
 	out := make([]IndexInfo, 0, len(all))
 	for _, ix := range all {
-		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: ix.def.Entries + ix.delta, Building: ix.def.Building})
+		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: ix.def.Entries + ix.delta, Building: ix.def.Building, Built: ix.def.Built})
 	}
 	slices.SortFunc(out, func(a, b IndexInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
@@ -271,29 +273,44 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 	return buf, keys, null, nil
 }
 
-// errUnique is the ErrUniqueViolation of a record whose values, in
-// payload, another record holds in ix.
-func errUnique(ix *collIndex, payload []byte, other uuidv7.UUID) error {
-	return fmt.Errorf("%w: index %q already holds %s, for record %s", ErrUniqueViolation, ix.name, describeValues(ix, payload), other)
+// UniqueError is the error of a write (or of a unique index's build) that
+// met a value another record holds: the index, its paths, the values (in
+// the normalised form Record.Data gives; nil for a missing field) and the
+// id of the record that holds them. It wraps ErrUniqueViolation.
+type UniqueError struct {
+	Index    string
+	Paths    [][]string
+	Values   []any
+	Existing uuidv7.UUID
 }
 
-// describeValues renders the indexed values of a payload for messages,
-// shortened: a value may be up to MaxIndexValue bytes.
-func describeValues(ix *collIndex, payload []byte) string {
-	parts := make([]string, len(ix.def.Paths))
-	for i, path := range ix.def.Paths {
-		parts[i] = "null"
-		if raw, ok, err := mpack.FieldPath(payload, path); err == nil && ok {
-			if v, _, err := mpack.Decode(raw); err == nil {
-				parts[i] = fmt.Sprintf("%#v", v)
-				if len(parts[i]) > 80 {
-					parts[i] = parts[i][:77] + "..."
-				}
+func (e *UniqueError) Error() string {
+	parts := make([]string, len(e.Paths))
+	for i, path := range e.Paths {
+		v := "null"
+		if e.Values[i] != nil {
+			v = fmt.Sprintf("%#v", e.Values[i])
+			if len(v) > 80 {
+				v = v[:77] + "..."
 			}
 		}
-		parts[i] = plan.PathString(path) + " = " + parts[i]
+		parts[i] = plan.PathString(path) + " = " + v
 	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("%v: index %q already holds %s, for record %s", ErrUniqueViolation, e.Index, strings.Join(parts, ", "), e.Existing)
+}
+
+func (e *UniqueError) Unwrap() error { return ErrUniqueViolation }
+
+// errUnique is the UniqueError of a record whose values, in payload,
+// another record holds in ix.
+func errUnique(ix *collIndex, payload []byte, other uuidv7.UUID) error {
+	e := &UniqueError{Index: ix.name, Paths: ix.def.Paths, Values: make([]any, len(ix.def.Paths)), Existing: other}
+	for i, path := range ix.def.Paths {
+		if raw, ok, err := mpack.FieldPath(payload, path); err == nil && ok {
+			e.Values[i], _, _ = mpack.Decode(raw)
+		}
+	}
+	return e
 }
 
 // conflict returns the id of another record holding the whole-entry key's
@@ -545,11 +562,12 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 			ix.delta++
 		}
 		ix.def.Mark = append(ix.def.Mark[:0], k...)
+		ix.def.Built++
 		ix.changed = true
 		n++
 	}
 	if k == nil {
-		ix.def.Building, ix.def.Mark, ix.changed = false, nil, true
+		ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = false, nil, 0, true
 		return true, nil
 	}
 	return false, nil
@@ -614,7 +632,7 @@ func (db *DB) BuildIndexes(h Handle) error {
 // index still building. A collection not created yet gets its declared
 // indexes with its first write. The caller must hold Enter.
 func (db *DB) EnsureIndexes(h Handle) error {
-	pending := false
+	missing, building := false, false
 	err := db.ViewSafe(func(tx *Tx) error {
 		c, err := tx.Use(h, false)
 		if err != nil || c == nil {
@@ -627,19 +645,21 @@ func (db *DB) EnsureIndexes(h Handle) error {
 		for _, s := range h.Indexes {
 			ix, _ := c.index(s.Name)
 			if ix == nil || !slices.EqualFunc(ix.def.Paths, s.Paths, slices.Equal) || ix.def.Unique != s.Unique {
-				pending = true
+				missing = true
 			}
 		}
 		for _, ix := range all {
-			pending = pending || ix.def.Building
+			building = building || ix.def.Building
 		}
 		return nil
 	})
-	if err != nil || !pending {
+	switch {
+	case err != nil || !missing && !building:
 		return err
-	}
-	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: collection %q needs index work (a declared index is missing, or a build was interrupted) and the database is read-only", ErrReadOnly, h.Name)
+	case db.opts.ReadOnly && missing:
+		return fmt.Errorf("%w: collection %q lacks a declared index, and a read-only database cannot create it", ErrReadOnly, h.Name)
+	case db.opts.ReadOnly:
+		return nil // queries do not use an index still building; a writer finishes it
 	}
 	if err := db.UpdateSafe(func(tx *Tx) error {
 		c, err := tx.Use(h, false)

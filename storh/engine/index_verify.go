@@ -180,7 +180,7 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex) error {
 	b.FillPercent = indexFillPercent
 	ix.entries = b
 	ix.def.Entries, ix.delta = 0, 0
-	ix.def.Building, ix.def.Mark, ix.changed = true, nil, true
+	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true
 	for ix.def.Building {
 		if _, err := t.buildStep(c, ix, buildBatch); err != nil {
 			return err

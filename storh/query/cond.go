@@ -59,6 +59,14 @@ func fieldRef(path []string, text string) FieldRef {
 
 func (f FieldRef) name() string { return plan.PathString(f.path) }
 
+// Path returns the field's path segments (a copy), and the error that makes
+// the reference unusable (an empty name or segment), if any.
+func (f FieldRef) Path() ([]string, error) { return append([]string(nil), f.path...), f.err }
+
+// String renders the path: segments joined with dots, a segment that holds
+// a dot quoted.
+func (f FieldRef) String() string { return f.name() }
+
 // Cond is a condition on a record's fields, made by the methods of FieldRef
 // and combined with And, Or and Not. A Cond is an immutable value; the zero
 // Cond is invalid.

@@ -164,6 +164,16 @@ func (q Query) OrderBy(path string, d Direction) Query {
 	return q
 }
 
+// OrderByField is OrderBy for a field given as a FieldRef, such as
+// FieldPath("a.b") for a top-level key that contains a dot.
+func (q Query) OrderByField(f FieldRef, d Direction) Query {
+	q.orderPath, q.orderText, q.dir, q.hasOrder = f, f.name(), d, true
+	if len(f.path) == 0 {
+		q.orderText = ""
+	}
+	return q
+}
+
 // Limit stops the query after n records. n < 1 makes the query invalid: it
 // fails with ErrInvalidQuery when run.
 func (q Query) Limit(n int) Query {
