@@ -113,9 +113,10 @@ func (c *coll) First(q query.Query) (Record, error) {
 }
 
 // CountMatching counts the records Stream(q) would yield, its Limit
-// included. When an index decides the whole condition it counts index keys
-// and reads no record (Explain shows RecordsRead 0); otherwise it runs the
-// query. Unlike Count, it is not O(1).
+// included. When an index decides the whole condition (docs/indexes.md says
+// which conditions do) it counts distinct ids among the index keys and
+// reads no record; otherwise it runs the query. Unlike Count, it is not
+// O(1).
 func (c *coll) CountMatching(q query.Query) (int, error) {
 	op := c.opName("count matching")
 	spec, err := plan.Compile(q)
