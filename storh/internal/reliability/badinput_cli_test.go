@@ -77,7 +77,7 @@ func cliCases() []cliCase {
 		// queries
 		{name: "query-missing-collection", args: with("query", "nope"), exit: 1, stderr: `"nope" does not exist`},
 		{name: "query-negative-limit", args: with("query", "docs", "--limit", "-1"), exit: 2, stderr: "--limit -1"},
-		{name: "query-bad-where", args: with("query", "docs", "--where", "level"), exit: 2, stderr: "field=value"},
+		{name: "query-bad-where", args: with("query", "docs", "--where", "level"), exit: 2, stderr: "expected an operator after the field level"},
 		{name: "query-bad-time", args: with("query", "events", "--from", "garbage"), exit: 2, stderr: `invalid time "garbage"`},
 		{name: "query-inverted-window", args: with("query", "events", "--from", "2025-01-02", "--until", "2025-01-01"), exit: 2, stderr: "is after"},
 		{name: "tail-negative", args: with("tail", "events", "-n", "-1"), exit: 2, stderr: "-n -1"},
