@@ -510,7 +510,7 @@ func storhBulk(load func(db *storh.DB, docs *storh.Docs) error) func() bulkTarge
 		var docs *storh.Docs
 		return bulkTarget{
 			open: func(path string) (err error) {
-				if db, err = storh.Open(path, storh.UnsafeNoSync()); err != nil {
+				if db, err = storh.Open(path, storh.WithoutSync()); err != nil {
 					return err
 				}
 				docs, err = db.Docs(collName)

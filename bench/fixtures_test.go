@@ -225,7 +225,7 @@ func getFixture(tb testing.TB, n int) *fixture {
 
 // buildStorh writes the records under ids with PutStream, without fsync.
 func buildStorh(path string, ids []uuidv7.UUID) error {
-	db, err := storh.Open(path, storh.UnsafeNoSync())
+	db, err := storh.Open(path, storh.WithoutSync())
 	if err != nil {
 		return err
 	}

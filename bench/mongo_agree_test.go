@@ -593,7 +593,7 @@ func readRecords(t *testing.T, path string) []storh.Record {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	db, err := storh.Open(path, storh.ReadOnly())
+	db, err := storh.Open(path, storh.WithReadOnly())
 	if err != nil {
 		t.Fatalf("storh.Open(%s): %v", path, err)
 	}

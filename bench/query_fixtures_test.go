@@ -209,7 +209,7 @@ func (f *qFixture) storhFile(tb testing.TB, k int) string {
 }
 
 func buildQStorh(path string, ids []uuidv7.UUID, k int) error {
-	db, err := storh.Open(path, storh.UnsafeNoSync())
+	db, err := storh.Open(path, storh.WithoutSync())
 	if err != nil {
 		return err
 	}

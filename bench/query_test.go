@@ -297,7 +297,7 @@ func BenchmarkIndexBytes(b *testing.B) {
 					}
 					with, without, entries = s3.FileSize, s0.FileSize, 0
 					for _, ix := range ixs {
-						entries += ix.Entries
+						entries += int64(ix.Entries)
 					}
 				}
 				b.StopTimer()
@@ -451,7 +451,7 @@ func BenchmarkIndexedInsert(b *testing.B) {
 					b.Fatalf("%d indexes, %v; want %d", len(ixs), err, k)
 				}
 				for _, ix := range ixs {
-					if ix.Entries != int64(want) {
+					if int64(ix.Entries) != int64(want) {
 						b.Fatalf("index %s has %d entries, want %d", ix.Name, ix.Entries, want)
 					}
 				}

@@ -11,7 +11,7 @@ import (
 // callback only while some callback is open; this measures a Get with none
 // open and with a long View open on another goroutine.
 func BenchmarkGetWhileCallbackOpen(b *testing.B) {
-	db := openTemp(b, storh.UnsafeNoSync())
+	db := openTemp(b, storh.WithoutSync())
 	docs, _ := db.Docs("d")
 	r, err := docs.Put(storh.Map{"name": "x", "n": 1})
 	if err != nil {

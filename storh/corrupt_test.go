@@ -12,6 +12,16 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
+// got0 is the first record of a collection.
+func got0(t *testing.T, c *storh.Docs) storh.Record {
+	t.Helper()
+	recs := collect(t, c.Stream(query.All().Limit(1)))
+	if len(recs) != 1 {
+		t.Fatal("no record")
+	}
+	return recs[0]
+}
+
 // damage rewrites the stored value of id in collection coll of the closed
 // database at path through a raw bbolt handle.
 func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)) {
@@ -183,6 +193,12 @@ func TestUndecodableRecordWithValidChecksum(t *testing.T) {
 	}
 	if d := r.Data(); d != nil {
 		t.Errorf("Data of an undecodable record = %v; want nil", d)
+	}
+	if d, err := r.DataErr(); d != nil || !errors.Is(err, storh.ErrCorrupt) || !strings.Contains(err.Error(), bad.ID.String()) {
+		t.Errorf("DataErr of an undecodable record = %v, %v; want ErrCorrupt naming %s", d, err, bad.ID)
+	}
+	if d, err := got0(t, docs).DataErr(); d == nil || err != nil {
+		t.Errorf("DataErr of a sound record = %v, %v", d, err)
 	}
 	got, err := streamErr(docs.Stream(query.All()))
 	if err != nil || len(got) != 2 || got[1].Data() != nil {

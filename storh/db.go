@@ -33,7 +33,8 @@ func Open(path string, opts ...Option) (*DB, error) {
 }
 
 // Close commits queued writes, waits for running operations and
-// transactions, and closes the file. Every later call fails with ErrClosed.
+// transactions, and closes the file. Every later call fails with ErrClosed,
+// except Close itself, which returns nil (closing twice is harmless).
 func (db *DB) Close() error { return db.eng.Close() }
 
 // Path returns the file path.
@@ -147,7 +148,7 @@ func (db *DB) View(fn func(*Tx) error) error {
 type CollectionStats struct {
 	Name    string
 	Kind    string // "docs", "log" or "queue"
-	Records int64
+	Records int
 	Bytes   int64 // sum of stored value sizes; the file also holds keys, page overhead and free pages
 	FirstID uuidv7.UUID
 	LastID  uuidv7.UUID // both zero when empty

@@ -113,7 +113,7 @@ func opErr(op, coll string, id string, index int, err error) error {
 	case err == ErrClosed: // a wrapped ErrClosed (an ended transaction) says why itself
 		e.Hint = "the database was closed; open it again"
 	case errors.Is(err, ErrReadOnly):
-		e.Hint = "writes need a database opened without ReadOnly, and go inside Update, not View"
+		e.Hint = "writes need a database opened without WithReadOnly, and go inside Update, not View"
 	}
 	return e
 }

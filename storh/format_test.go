@@ -306,7 +306,7 @@ func TestFormat1FileReads(t *testing.T) {
 			}
 		}
 	}
-	db, err := storh.Open(path, storh.ReadOnly())
+	db, err := storh.Open(path, storh.WithReadOnly())
 	if err != nil {
 		t.Fatalf("open the format-1 file: %v", err)
 	}

@@ -34,7 +34,7 @@ func newPath(t testing.TB) string {
 // measure) and closes it when the test ends, unless the test closed it.
 func openAt(t testing.TB, path string, opts ...storh.Option) *storh.DB {
 	t.Helper()
-	db, err := storh.Open(path, append([]storh.Option{storh.UnsafeNoSync()}, opts...)...)
+	db, err := storh.Open(path, append([]storh.Option{storh.WithoutSync()}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}

@@ -117,9 +117,9 @@ type IndexInfo struct {
 	Name     string
 	Paths    [][]string
 	Unique   bool
-	Entries  int64
+	Entries  int
 	Building bool
-	Built    int64 // while Building: records indexed so far
+	Built    int // while Building: records indexed so far
 }
 
 // Indexes lists the collection's indexes, by name.

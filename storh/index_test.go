@@ -330,7 +330,7 @@ func TestIndexBuildResumes(t *testing.T) {
 	}
 	// A read-only open leaves the build for a writer: the collection reads,
 	// queries do not use the unfinished index, and Indexes shows it.
-	ro := openAt(t, path, storh.ReadOnly())
+	ro := openAt(t, path, storh.WithReadOnly())
 	rc, err := ro.Docs("c")
 	if err != nil {
 		t.Fatalf("read-only open with a build pending: %v", err)

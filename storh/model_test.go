@@ -116,7 +116,7 @@ type modelState struct {
 }
 
 func (s *modelState) open(t *rapid.T) {
-	db, err := storh.Open(s.path, storh.UnsafeNoSync())
+	db, err := storh.Open(s.path, storh.WithoutSync())
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 // not the internals that noticed it.
 func TestOpenMessages(t *testing.T) {
 	dir := t.TempDir()
-	for _, opts := range [][]storh.Option{nil, {storh.ReadOnly()}} {
+	for _, opts := range [][]storh.Option{nil, {storh.WithReadOnly()}} {
 		_, err := storh.Open(dir, opts...)
 		if !errors.Is(err, syscall.EISDIR) || errors.Is(err, storh.ErrCorrupt) ||
 			!strings.Contains(err.Error(), "is a directory") || strings.Contains(err.Error(), "backup") {
@@ -43,7 +43,7 @@ func TestOpenMessages(t *testing.T) {
 		if err := os.Truncate(path, size); err != nil {
 			t.Fatal(err)
 		}
-		for _, opts := range [][]storh.Option{nil, {storh.ReadOnly()}} {
+		for _, opts := range [][]storh.Option{nil, {storh.WithReadOnly()}} {
 			db, err := storh.Open(path, opts...)
 			if err == nil {
 				_, err = db.Verify(nil)

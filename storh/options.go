@@ -24,16 +24,16 @@ func WithLockTimeout(d time.Duration) Option {
 	}
 }
 
-// ReadOnly opens the database with a shared lock: several read-only
+// WithReadOnly opens the database with a shared lock: several read-only
 // processes may open it at once, and every write fails with ErrReadOnly.
-func ReadOnly() Option {
+func WithReadOnly() Option {
 	return func(o *engine.Options) error { o.ReadOnly = true; return nil }
 }
 
-// UnsafeNoSync skips fsync on commit. A crash (of the machine, not only the
-// process) can lose acknowledged writes or damage the file. Use it for tests
-// and data you can rebuild, never for data you keep.
-func UnsafeNoSync() Option {
+// WithoutSync skips fsync on commit: unsafe. A crash (of the machine, not
+// only the process) can lose acknowledged writes or damage the file. Use it
+// for tests and data you can rebuild, never for data you keep.
+func WithoutSync() Option {
 	return func(o *engine.Options) error { o.UnsafeNoSync = true; return nil }
 }
 

@@ -860,7 +860,7 @@ func (s *qmState) openColls(t *rapid.T, declare []mIndex) error {
 }
 
 func (s *qmState) open(t *rapid.T) {
-	db, err := storh.Open(s.path, storh.UnsafeNoSync())
+	db, err := storh.Open(s.path, storh.WithoutSync())
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -1405,7 +1405,7 @@ func (s *qmState) checkAll(t *rapid.T) {
 				t.Fatalf("index %s: paths %v", ix.name, in.Paths)
 			}
 		}
-		if want := qmEntries(ix, s.model); in.Entries != want {
+		if want := qmEntries(ix, s.model); int64(in.Entries) != want {
 			t.Fatalf("index %s has %d entries; want %d", ix.name, in.Entries, want)
 		}
 	}

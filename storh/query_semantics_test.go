@@ -1052,11 +1052,11 @@ func TestQueryIndexesAndDropIndex(t *testing.T) {
 	for _, in := range infos {
 		byName[in.Name] = in
 	}
-	n := int64(len(e.names))
+	n := len(e.names)
 	// One whole entry per record, one per distinct element of a list:
 	// tags: i1 [1 x]:2, f1 [x]:1, s1 []:0, u1 [[1 2]]:1, nan [NaN 1]:2, l12 3,
 	// l12f 1, tnull 1; a: l12 2, l12f 2, alist1 1, alist0 0.
-	for name, want := range map[string]int64{"a": n + 5, "kind": n, "n.x": n, "tags": n + 11} {
+	for name, want := range map[string]int{"a": n + 5, "kind": n, "n.x": n, "tags": n + 11} {
 		if got := byName[name].Entries; got != want {
 			t.Errorf("index %s has %d entries; want %d", name, got, want)
 		}

@@ -34,13 +34,21 @@ func (r Record) Time() time.Time { return r.ID.Time() }
 
 // Data decodes the record into a Map (see Map for the types). It decodes on
 // every call, so keep the result. It returns nil only for a record that fails
-// to decode; Decode reports that error.
+// to decode (a payload whose checksum is valid but that is not a record: a
+// bug or a forgery, which Verify reports); DataErr says why.
 func (r Record) Data() Map {
+	m, _ := r.DataErr()
+	return m
+}
+
+// DataErr is Data that also returns the error of a record that fails to
+// decode, an *Error wrapping ErrCorrupt.
+func (r Record) DataErr() (Map, error) {
 	m, err := engine.DecodeMap(r.payload)
 	if err != nil {
-		return nil
+		return nil, opErr("decode", "", r.ID.String(), -1, err)
 	}
-	return m
+	return m, nil
 }
 
 // Decode decodes the record into v: a pointer to a struct (msgpack tags

@@ -311,7 +311,7 @@ With --json it prints {"collection":…,"count":…,"kind":…}.`,
 					return err
 				}
 				defer db.Close()
-				return a.printCount(found[0], found[0].Records)
+				return a.printCount(found[0], int64(found[0].Records))
 			}
 			db, r, cs, err := a.openReader(args[0])
 			if err != nil {
@@ -356,7 +356,7 @@ reclaimed with 'storh compact'.`,
 			defer db.Close()
 			var total int64
 			for _, cs := range found {
-				total += cs.Records
+				total += int64(cs.Records)
 			}
 			if !yes {
 				return usagef("drop would delete %s with %s for good: add --yes to confirm", quoteArgs(args), plural(total, "record"))

@@ -265,7 +265,7 @@ func (a *app) runDemo(w io.Writer) error {
 		if c.Name != demoEvents && c.Name != demoPages {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, commas(c.Records), humanBytes(c.Bytes), clock(c.FirstTime()), clock(c.LastTime()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, commas(int64(c.Records)), humanBytes(c.Bytes), clock(c.FirstTime()), clock(c.LastTime()))
 	}
 	tw.Flush()
 

@@ -56,7 +56,7 @@ pick part of the collection (--after for incremental exports).`,
 			}
 			st := exportStats{Collection: cs.Name, Target: out}
 			start := time.Now()
-			prog := a.startProgress("exporting", total, false)
+			prog := a.startProgress("exporting", int64(total), false)
 			if out == "-" {
 				st.Exported, err = exportRows(a.ctx, r, q, a.stdout, prog)
 			} else {

@@ -52,7 +52,7 @@ func toIndexJSON(ix storh.IndexInfo) indexJSON {
 	for i, p := range ix.Paths {
 		paths[i] = pathString(p)
 	}
-	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built}
+	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: int64(ix.Entries), Building: ix.Building, Built: int64(ix.Built)}
 }
 
 func (a *app) indexListCmd() *cobra.Command {
@@ -106,9 +106,9 @@ interrupted build. With --json it prints one object,
 					unique = "yes"
 				}
 				if ix.Building {
-					state = fmt.Sprintf("building (%s of %s records)", commas(ix.Built), commas(cs.Records))
+					state = fmt.Sprintf("building (%s of %s records)", commas(int64(ix.Built)), commas(int64(cs.Records)))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ix.Name, strings.Join(j.Paths, ","), unique, commas(ix.Entries), state)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ix.Name, strings.Join(j.Paths, ","), unique, commas(int64(ix.Entries)), state)
 			}
 			return tw.Flush()
 		},
@@ -351,7 +351,7 @@ func (a *app) indexProgress(r reader, name string) func() {
 				}
 				for _, ix := range infos {
 					if ix.Name == name {
-						prog.records.Store(ix.Entries)
+						prog.records.Store(int64(ix.Entries))
 					}
 				}
 			}
@@ -487,7 +487,7 @@ names. With --json it prints {"collection":…,"dropped":…,"entries":…}.`,
 			for _, ix := range infos {
 				names = append(names, ix.Name)
 				if ix.Name == name {
-					n = ix.Entries
+					n = int64(ix.Entries)
 				}
 			}
 			if n < 0 {
@@ -514,7 +514,7 @@ names. With --json it prints {"collection":…,"dropped":…,"entries":…}.`,
 }
 
 // entries counts index entries.
-func entries(n int64) string {
+func entries[N ~int | ~int64](n N) string {
 	if n == 1 {
 		return "1 entry"
 	}

@@ -65,7 +65,7 @@ type collJSON struct {
 func statsJSON(st storh.Stats) any {
 	cols := make([]collJSON, 0, len(st.Collections))
 	for _, c := range st.Collections {
-		cj := collJSON{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
+		cj := collJSON{Name: c.Name, Kind: c.Kind, Records: int64(c.Records), Bytes: c.Bytes}
 		if !c.FirstID.IsZero() {
 			cj.FirstID, cj.LastID = c.FirstID.String(), c.LastID.String()
 			cj.FirstTime, cj.LastTime = fmtTime(c.FirstTime()), fmtTime(c.LastTime())

@@ -52,15 +52,15 @@ var libraryWords = []struct {
 	re  *regexp.Regexp
 	cli string
 }{
-	{regexp.MustCompile(`open it once without ReadOnly to create the database`),
+	{regexp.MustCompile(`open it once without WithReadOnly to create the database`),
 		"an empty file is not a database: remove it, or let a command that writes (storh put, storh import) make it one"},
-	{regexp.MustCompile(`writes need a database opened without ReadOnly, and go inside Update, not View`),
+	{regexp.MustCompile(`writes need a database opened without WithReadOnly, and go inside Update, not View`),
 		"this command opened the database only for reading"},
 	{regexp.MustCompile(`inside Update/View use the handles from tx\.Docs and tx\.Log`),
 		"an error in the storh command itself; please report it"},
 	{regexp.MustCompile(`the size limit set with WithMaxSize is reached`),
 		"the database's size limit is reached"},
-	{regexp.MustCompile(`open the database with ReadOnly`),
+	{regexp.MustCompile(`open the database with WithReadOnly`),
 		"only the commands that read (get, count, query, export, stats, verify, backup) work on it"},
 	{regexp.MustCompile(`open it with db\.(Docs|Log|Queue)\("(?:[^"\\]|\\.)*"\)`),
 		"'storh stats' shows the kind of each collection"},

@@ -39,7 +39,7 @@ func TestLibraryErrorsInCLITerms(t *testing.T) {
 	errs["nested call"] = db.Update(func(*storh.Tx) error { _, err := db.Stats(); return err })
 	db.Close()
 
-	ro, err := storh.Open(path, storh.ReadOnly())
+	ro, err := storh.Open(path, storh.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestLibraryErrorsInCLITerms(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errs["read-only open of an empty file"] = storh.Open(empty, storh.ReadOnly())
+	_, errs["read-only open of an empty file"] = storh.Open(empty, storh.WithReadOnly())
 
 	small, err := storh.Open(filepath.Join(dir, "small.db"), storh.WithMaxSize(1<<20))
 	if err != nil {

@@ -216,7 +216,7 @@ func (a *app) completeColl(n int) cobra.CompletionFunc {
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		db, err := storh.Open(a.dbPath, storh.ReadOnly(), storh.WithLockTimeout(100*time.Millisecond))
+		db, err := storh.Open(a.dbPath, storh.WithReadOnly(), storh.WithLockTimeout(100*time.Millisecond))
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -316,7 +316,7 @@ func (a *app) open(write bool) (*storh.DB, error) {
 		case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
 			return nil, fmt.Errorf("%s is an empty file, not a database: remove it, or let a command that writes (storh put, storh import) make it one", a.dbPath)
 		}
-		opts = append(opts, storh.ReadOnly())
+		opts = append(opts, storh.WithReadOnly())
 	} else if _, err := os.Lstat(a.dbPath); errors.Is(err, os.ErrNotExist) {
 		a.newFile = true
 	}
@@ -559,7 +559,7 @@ func humanBytes(n int64) string {
 }
 
 // plural formats a count with its noun: 1 record, 2 records.
-func plural(n int64, noun string) string {
+func plural[N ~int | ~int64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
@@ -567,7 +567,7 @@ func plural(n int64, noun string) string {
 }
 
 // commas formats an integer with thousands separators.
-func commas(n int64) string {
+func commas[N ~int | ~int64](n N) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
 	if neg {

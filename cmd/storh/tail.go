@@ -125,7 +125,7 @@ func (a *app) follow(name string, last uuidv7.UUID, interval time.Duration) erro
 
 // poll opens the database briefly and prints what is new after last.
 func (a *app) poll(name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
-	db, err := storh.Open(a.dbPath, storh.ReadOnly(), storh.WithLockTimeout(min(followLockWait, a.timeout)))
+	db, err := storh.Open(a.dbPath, storh.WithReadOnly(), storh.WithLockTimeout(min(followLockWait, a.timeout)))
 	if err != nil {
 		return last, err
 	}

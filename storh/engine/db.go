@@ -128,7 +128,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		if fi.Size() == 0 {
 			// bbolt would try to initialise it and fail on the read-only descriptor.
 			return nil, &Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: the file is empty, not a database", ErrCorrupt),
-				Hint: "open it once without ReadOnly to create the database"}
+				Hint: "open it once without WithReadOnly to create the database"}
 		}
 	}
 	if err := precheck(path); err != nil {
@@ -199,7 +199,7 @@ func openError(path string, opts Options, err error) error {
 		case errors.Is(err, fs.ErrPermission):
 			e.Hint = "check the permissions of the file and its directory"
 		case errors.Is(err, syscall.EROFS):
-			e.Hint = "the file system is read-only; open the database with ReadOnly"
+			e.Hint = "the file system is read-only; open the database with WithReadOnly"
 		}
 	default:
 		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database (bbolt: %v)", ErrCorrupt, err)
@@ -264,13 +264,13 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Options() Options { return db.opts }
 
 // Close waits for running operations, commits queued writes, and closes the
-// file. Calls after Close fail with ErrClosed.
+// file. Calls after Close fail with ErrClosed; a second Close returns nil.
 func (db *DB) Close() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
 		return &Error{Op: "close", Index: -1, Err: ErrNestedTx, Hint: "close the database after the transaction returns"}
 	}
 	if db.closed.Swap(true) {
-		return &Error{Op: "close", Index: -1, Err: ErrClosed}
+		return nil // closing twice is harmless, as in bbolt and database/sql
 	}
 	if db.active.Or(closedBit) != 0 {
 		<-db.drained // running operations finish; their queued writes commit

@@ -60,9 +60,9 @@ type IndexSpec struct {
 // IndexInfo describes an index of a collection.
 type IndexInfo struct {
 	IndexSpec
-	Entries  int64 // index keys: one per record, plus one per distinct list element
-	Building bool  // still being built: queries do not use it yet
-	Built    int64 // while building: records indexed so far (of the collection's Count)
+	Entries  int  // index keys: one per record, plus one per distinct list element
+	Building bool // still being built: queries do not use it yet
+	Built    int  // while building: records indexed so far (of the collection's Count)
 }
 
 // indexDef is an index as stored.
@@ -201,7 +201,7 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 	all, err := c.indexes()
 	out := make([]IndexInfo, 0, len(all))
 	for _, ix := range all {
-		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: ix.def.Entries + ix.delta, Building: ix.def.Building, Built: ix.def.Built})
+		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: int(ix.def.Entries + ix.delta), Building: ix.def.Building, Built: int(ix.def.Built)})
 	}
 	slices.SortFunc(out, func(a, b IndexInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, err

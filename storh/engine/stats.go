@@ -10,7 +10,7 @@ import (
 type CollStats struct {
 	Name    string
 	Kind    Kind
-	Records int64
+	Records int
 	Bytes   int64 // stored value bytes (headers included), not file pages
 	FirstID uuidv7.UUID
 	LastID  uuidv7.UUID // zero when the collection is empty
@@ -19,7 +19,7 @@ type CollStats struct {
 // CollStats reads c's statistics: counters from metadata, first and last id
 // from the two ends of the records bucket (O(log n), no scan).
 func (c *Coll) Stats() CollStats {
-	s := CollStats{Name: c.Name, Kind: c.Kind, Records: c.Count(), Bytes: c.Bytes()}
+	s := CollStats{Name: c.Name, Kind: c.Kind, Records: int(c.Count()), Bytes: c.Bytes()}
 	cur := c.records.Cursor()
 	if k, _ := cur.First(); len(k) == 16 {
 		copy(s.FirstID[:], k)

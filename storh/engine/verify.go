@@ -50,7 +50,7 @@ func (p Problem) String() string {
 // VerifyReport summarises a Verify or Repair run.
 type VerifyReport struct {
 	Collections int
-	Records     int64
+	Records     int
 	Problems    int
 	Quarantined int // Repair only: records moved out of the collection
 	Recounted   int // Repair only: collections whose counters were rewritten
@@ -99,7 +99,7 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 		rep.Collections++
 		err := containPanic(func() error {
 			f := checkColl(btx, name, emit)
-			rep.Records += f.records
+			rep.Records += int(f.records)
 			if f.layoutOK {
 				if c, err := openColl(btx, name); err == nil && c != nil {
 					checkIndexes(c, emit)
@@ -205,7 +205,7 @@ func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error)
 		for _, name := range names {
 			rep.Collections++
 			found := checkColl(tx.btx, name, emit)
-			rep.Records += found.records
+			rep.Records += int(found.records)
 			if !found.layoutOK {
 				continue // layout problems need a human: reported, not guessed at
 			}

@@ -527,12 +527,12 @@ func badCases() []badCase {
 		}, is: storh.ErrExists, msg: "item 1"},
 
 		// --- read-only database ----------------------------------------------------
-		{name: "readonly-put", opts: []storh.Option{storh.ReadOnly()}, run: func(e *badEnv) error { _, err := e.docs.Put(storh.Map{"a": 1}); return err }, is: storh.ErrReadOnly, msg: "read-only"},
-		{name: "readonly-update", opts: []storh.Option{storh.ReadOnly()}, run: func(e *badEnv) error {
+		{name: "readonly-put", opts: []storh.Option{storh.WithReadOnly()}, run: func(e *badEnv) error { _, err := e.docs.Put(storh.Map{"a": 1}); return err }, is: storh.ErrReadOnly, msg: "read-only"},
+		{name: "readonly-update", opts: []storh.Option{storh.WithReadOnly()}, run: func(e *badEnv) error {
 			return e.db.Update(func(*storh.Tx) error { return nil })
 		}, is: storh.ErrReadOnly, msg: "read-only"},
-		{name: "readonly-new-collection", opts: []storh.Option{storh.ReadOnly()}, run: func(e *badEnv) error { _, err := e.db.Docs("fresh"); return err }, is: storh.ErrNotFound, msg: "read-only"},
-		{name: "readonly-repair", opts: []storh.Option{storh.ReadOnly()}, run: func(e *badEnv) error { _, err := e.db.Repair(nil); return err }, is: storh.ErrReadOnly, msg: "read-only"},
+		{name: "readonly-new-collection", opts: []storh.Option{storh.WithReadOnly()}, run: func(e *badEnv) error { _, err := e.db.Docs("fresh"); return err }, is: storh.ErrNotFound, msg: "read-only"},
+		{name: "readonly-repair", opts: []storh.Option{storh.WithReadOnly()}, run: func(e *badEnv) error { _, err := e.db.Repair(nil); return err }, is: storh.ErrReadOnly, msg: "read-only"},
 
 		// --- options and files -------------------------------------------------------
 		{name: "option-lock-timeout-zero", noOpen: true, run: func(e *badEnv) error { _, err := storh.Open(e.path, storh.WithLockTimeout(0)); return err }, msg: "must be positive"},
@@ -540,7 +540,7 @@ func badCases() []badCase {
 		{name: "option-mmap-negative", noOpen: true, run: func(e *badEnv) error { _, err := storh.Open(e.path, storh.WithInitialMmapSize(-1)); return err }, msg: "must not be negative"},
 		{name: "option-deterministic-range", run: func(e *badEnv) error { _, err := e.db.Docs("docs", storh.WithDeterministicIDs(1, -1)); return err }, is: uuidv7.ErrTimestampRange, msg: "WithDeterministicIDs"},
 		{name: "open-readonly-missing", noOpen: true, run: func(e *badEnv) error {
-			_, err := storh.Open(e.path+".missing", storh.ReadOnly())
+			_, err := storh.Open(e.path+".missing", storh.WithReadOnly())
 			return err
 		}, is: storh.ErrNotFound, msg: "read-only open needs an existing database"},
 		{name: "open-not-a-database", noOpen: true, file: func(t *testing.T, path string) {

@@ -224,7 +224,7 @@ func (m manifest) total() int {
 // are minted in ascending time order like real ones.
 func buildDB(tb testing.TB, path string, nDocs, nLog, nBig int) manifest {
 	tb.Helper()
-	db, err := storh.Open(path, storh.UnsafeNoSync())
+	db, err := storh.Open(path, storh.WithoutSync())
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 // lists, MaxNameLength in bytes (also with multi-byte characters).
 func TestLimitsBoundaries(t *testing.T) {
 	t.Parallel()
-	db, err := storh.Open(scratch(t, "limits.db"), storh.UnsafeNoSync())
+	db, err := storh.Open(scratch(t, "limits.db"), storh.WithoutSync())
 	if err != nil {
 		t.Fatal(err)
 	}

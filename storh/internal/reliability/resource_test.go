@@ -45,7 +45,7 @@ func fsizeWriterChild() int {
 	}
 	var opts []storh.Option
 	if os.Getenv("STORH_REL_NOSYNC") == "1" {
-		opts = append(opts, storh.UnsafeNoSync())
+		opts = append(opts, storh.WithoutSync())
 	}
 	db, err := storh.Open(os.Getenv("STORH_REL_DB"), opts...)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestResourceMaxSize(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			opts := []storh.Option{storh.WithMaxSize(maxSizeCap)}
 			if mode == "nosync" {
-				opts = append(opts, storh.UnsafeNoSync())
+				opts = append(opts, storh.WithoutSync())
 			}
 			testMaxSize(t, opts...)
 		})
@@ -325,7 +325,7 @@ func lockOpenChild() int {
 	} else {
 		db.Close()
 	}
-	ro, err := storh.Open(path, storh.ReadOnly(), storh.WithLockTimeout(200*time.Millisecond))
+	ro, err := storh.Open(path, storh.WithReadOnly(), storh.WithLockTimeout(200*time.Millisecond))
 	if err != nil {
 		rep.ReadOnly, rep.ROLocked = err.Error(), errors.Is(err, storh.ErrLocked)
 	} else {

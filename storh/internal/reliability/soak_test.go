@@ -39,7 +39,7 @@ func TestRaceSoak(t *testing.T) {
 	seed := runSeed(t)
 	path := scratch(t, "soak.db")
 	s := &soak{t: t, path: path, stop: make(chan struct{}), maxStreams: int(20 * dur / (20 * time.Second))}
-	db, err := storh.Open(path, storh.UnsafeNoSync())
+	db, err := storh.Open(path, storh.WithoutSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func (s *soak) reopener(r *rand.Rand) {
 			s.fail("Close: %v", err)
 			return
 		}
-		db, err := storh.Open(s.path, storh.UnsafeNoSync())
+		db, err := storh.Open(s.path, storh.WithoutSync())
 		if err != nil {
 			s.fail("reopen: %v", err)
 			return
