@@ -1,6 +1,7 @@
 package storh
 
 import (
+	"context"
 	"fmt"
 	"iter"
 
@@ -38,6 +39,9 @@ func (c *coll) opName(op string) string {
 
 // Name returns the collection name.
 func (c *coll) Name() string { return c.name }
+
+// Kind returns the collection's kind: "docs", "log" or "queue".
+func (c *coll) Kind() string { return c.kind.String() }
 
 func (c *coll) newID() uuidv7.UUID {
 	if c.gen != nil {
@@ -349,6 +353,14 @@ func (c *coll) PutMany(items []any) ([]Record, error) {
 // failure may leave earlier items of the sequence written into it: return
 // the error from the callback to roll everything back.
 func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
+	return c.PutStreamContext(context.Background(), seq)
+}
+
+// PutStreamContext is PutStream that stops when ctx is done: before each
+// item it reads and before each commit. The batches committed before stay
+// (the count says how many records), the batch in progress is dropped, and
+// the error wraps ctx.Err().
+func (c *coll) PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, error) {
 	op := c.opName("put stream")
 	var b batch
 	committed, seen := 0, 0
@@ -375,6 +387,9 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 		return nil
 	}
 	for item := range seq {
+		if err := ctx.Err(); err != nil {
+			return committed, opErr(op, c.name, "", -1, err)
+		}
 		if err := b.add(item); err != nil {
 			return committed, opErr(op, c.name, "", seen, err)
 		}
@@ -384,6 +399,9 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 				return committed, err
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return committed, opErr(op, c.name, "", -1, err)
 	}
 	if len(b.ids) > 0 {
 		if err := flush(); err != nil {
@@ -434,8 +452,8 @@ func (c *coll) Count() (int, error) {
 }
 
 // Stats returns the collection's statistics.
-func (c *coll) Stats() (CollectionStats, error) {
-	s := CollectionStats{Name: c.name, Kind: c.kind.String()}
+func (c *coll) Stats() (CollectionInfo, error) {
+	s := CollectionInfo{Name: c.name, Kind: c.kind.String()}
 	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
 		if ec != nil {
 			s = convertStats(ec.Stats())

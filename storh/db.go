@@ -82,7 +82,7 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	defer db.eng.Exit()
-	h, err := db.eng.OpenHandle(name, kind)
+	h, err := db.eng.OpenHandle(name, kind, cfg.mustExist)
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
@@ -144,8 +144,8 @@ func (db *DB) View(fn func(*Tx) error) error {
 	})
 }
 
-// CollectionStats describes one collection.
-type CollectionStats struct {
+// CollectionInfo describes one collection.
+type CollectionInfo struct {
 	Name    string
 	Kind    string // "docs", "log" or "queue"
 	Records int
@@ -155,10 +155,10 @@ type CollectionStats struct {
 }
 
 // FirstTime is the creation time of the oldest record (zero when empty).
-func (s CollectionStats) FirstTime() time.Time { return idTime(s.FirstID) }
+func (s CollectionInfo) FirstTime() time.Time { return idTime(s.FirstID) }
 
 // LastTime is the creation time of the newest record (zero when empty).
-func (s CollectionStats) LastTime() time.Time { return idTime(s.LastID) }
+func (s CollectionInfo) LastTime() time.Time { return idTime(s.LastID) }
 
 func idTime(id uuidv7.UUID) time.Time {
 	if id.IsZero() {
@@ -171,7 +171,7 @@ func idTime(id uuidv7.UUID) time.Time {
 type Stats struct {
 	Path        string
 	FileSize    int64
-	Collections []CollectionStats // in name order
+	Collections []CollectionInfo // in name order
 
 	// Commits counts the write transactions this DB committed since Open:
 	// concurrent single writes share one (group commit), so Commits against
@@ -210,6 +210,6 @@ func (db *DB) Stats() (Stats, error) {
 	return s, opErr("stats", "", "", -1, err)
 }
 
-func convertStats(c engine.CollStats) CollectionStats {
-	return CollectionStats{Name: c.Name, Kind: c.Kind.String(), Records: c.Records, Bytes: c.Bytes, FirstID: c.FirstID, LastID: c.LastID}
+func convertStats(c engine.CollStats) CollectionInfo {
+	return CollectionInfo{Name: c.Name, Kind: c.Kind.String(), Records: c.Records, Bytes: c.Bytes, FirstID: c.FirstID, LastID: c.LastID}
 }

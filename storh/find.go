@@ -1,6 +1,7 @@
 package storh
 
 import (
+	"context"
 	"fmt"
 	"iter"
 	"strings"
@@ -26,14 +27,22 @@ import (
 // ContinueOnError, which skips and reports unreadable records. Breaking out
 // of the loop releases everything.
 func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
+	return c.StreamContext(context.Background(), q)
+}
+
+// StreamContext is Stream that stops when ctx is done: between chunks,
+// so within one chunk's work (at most ChunkExamined keys) even while no
+// record matches, it yields an error wrapping ctx.Err() and ends, with no
+// transaction left open.
+func (c *coll) StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		c.run(c.opName("stream"), q, func(r Record) bool { return yield(r, nil) }, func(err error) { yield(Record{}, err) })
+		c.run(ctx, c.opName("stream"), q, func(r Record) bool { return yield(r, nil) }, func(err error) { yield(Record{}, err) })
 	}
 }
 
 // run runs q, passing each record to each until it returns false, and a
 // failure to fail. It returns the run, for its statistics.
-func (c *coll) run(op string, q query.Query, each func(Record) bool, fail func(error)) *engine.Run {
+func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Record) bool, fail func(error)) *engine.Run {
 	spec, err := plan.Compile(q)
 	if err != nil {
 		fail(opErr(op, c.name, "", -1, err))
@@ -42,6 +51,10 @@ func (c *coll) run(op string, q query.Query, each func(Record) bool, fail func(e
 	r := engine.NewRun(spec)
 	items := make([]engine.Item, 0, min(max(spec.Limit, 1), engine.ChunkRecords))
 	for !r.Done {
+		if err := ctx.Err(); err != nil {
+			fail(opErr(op, c.name, "", -1, err))
+			return r
+		}
 		items, err = c.chunk(r, items[:0])
 		if err != nil {
 			fail(opErr(op, c.name, "", -1, err))
@@ -85,9 +98,14 @@ func (c *coll) chunk(r *engine.Run, dst []engine.Item) ([]engine.Item, error) {
 // Find returns every record q selects, in its order (see Stream). Bound it
 // with Limit: Find holds the whole result in memory.
 func (c *coll) Find(q query.Query) ([]Record, error) {
+	return c.FindContext(context.Background(), q)
+}
+
+// FindContext is Find that stops when ctx is done (see StreamContext).
+func (c *coll) FindContext(ctx context.Context, q query.Query) ([]Record, error) {
 	var out []Record
 	var err error
-	c.run(c.opName("find"), q, func(r Record) bool { out = append(out, r); return true }, func(e error) { err = e })
+	c.run(ctx, c.opName("find"), q, func(r Record) bool { out = append(out, r); return true }, func(e error) { err = e })
 	if err != nil {
 		return nil, err
 	}
@@ -96,13 +114,18 @@ func (c *coll) Find(q query.Query) ([]Record, error) {
 
 // First returns the first record q selects, or ErrNotFound when none does.
 func (c *coll) First(q query.Query) (Record, error) {
+	return c.FirstContext(context.Background(), q)
+}
+
+// FirstContext is First that stops when ctx is done (see StreamContext).
+func (c *coll) FirstContext(ctx context.Context, q query.Query) (Record, error) {
 	if err := q.Validate(); err != nil { // before Limit(1) replaces a bad limit
 		return Record{}, opErr(c.opName("first"), c.name, "", -1, err)
 	}
 	var out Record
 	found := false
 	var err error
-	c.run(c.opName("first"), q.Limit(1), func(r Record) bool { out, found = r, true; return false }, func(e error) { err = e })
+	c.run(ctx, c.opName("first"), q.Limit(1), func(r Record) bool { out, found = r, true; return false }, func(e error) { err = e })
 	switch {
 	case err != nil:
 		return Record{}, err
@@ -118,6 +141,12 @@ func (c *coll) First(q query.Query) (Record, error) {
 // reads no record; otherwise it runs the query. Unlike Count, it is not
 // O(1).
 func (c *coll) CountMatching(q query.Query) (int, error) {
+	return c.CountMatchingContext(context.Background(), q)
+}
+
+// CountMatchingContext is CountMatching that stops when ctx is done, within
+// one chunk of index keys or records.
+func (c *coll) CountMatchingContext(ctx context.Context, q query.Query) (int, error) {
 	op := c.opName("count matching")
 	spec, err := plan.Compile(q)
 	if err != nil {
@@ -125,12 +154,15 @@ func (c *coll) CountMatching(q query.Query) (int, error) {
 	}
 	r := engine.NewRun(spec)
 	for !r.Done {
+		if err := ctx.Err(); err != nil {
+			return 0, opErr(op, c.name, "", -1, err)
+		}
 		if err := c.countChunk(r); err != nil {
 			return 0, opErr(op, c.name, "", -1, err)
 		}
 		if !r.Done && !r.Countable() {
 			n := 0
-			c.run(op, q, func(Record) bool { n++; return true }, func(e error) { err = e })
+			c.run(ctx, op, q, func(Record) bool { n++; return true }, func(e error) { err = e })
 			return n, err
 		}
 	}
@@ -192,8 +224,13 @@ func quoteAll(ss []string) []string {
 // reports how: which indexes it read, whether it sorted in memory, and how
 // many index keys and records it read to return how many.
 func (c *coll) Explain(q query.Query) (Plan, error) {
+	return c.ExplainContext(context.Background(), q)
+}
+
+// ExplainContext is Explain that stops when ctx is done (see StreamContext).
+func (c *coll) ExplainContext(ctx context.Context, q query.Query) (Plan, error) {
 	var err error
-	r := c.run(c.opName("explain"), q, func(Record) bool { return true }, func(e error) { err = e })
+	r := c.run(ctx, c.opName("explain"), q, func(Record) bool { return true }, func(e error) { err = e })
 	if err != nil {
 		return Plan{}, err
 	}

@@ -82,8 +82,17 @@ func WithFileMode(mode os.FileMode) Option {
 type CollectionOption func(*collConfig) error
 
 type collConfig struct {
-	gen     func() uuidv7.UUID
-	indexes []engine.IndexSpec
+	gen       func() uuidv7.UUID
+	indexes   []engine.IndexSpec
+	mustExist bool
+}
+
+// WithoutCreate opens a collection only if it exists: a missing one fails
+// with ErrNotFound instead of being created by the first write. It is how to
+// open a collection by a name that came from outside (a request, a flag)
+// without making one.
+func WithoutCreate() CollectionOption {
+	return func(c *collConfig) error { c.mustExist = true; return nil }
 }
 
 // WithIDGenerator makes Put take ids from gen instead of uuidv7.New. Every id

@@ -13,4 +13,4 @@ func (q *Queue) Name() string { return q.c.name }
 func (q *Queue) Count() (int, error) { return q.c.Count() }
 
 // Stats returns the queue's statistics.
-func (q *Queue) Stats() (CollectionStats, error) { return q.c.Stats() }
+func (q *Queue) Stats() (CollectionInfo, error) { return q.c.Stats() }

@@ -59,7 +59,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		// through the handle, in this transaction; a View cannot write, so
 		// there it is not found.
 		c, err := tx.etx.Use(h, false)
-		if err == nil && !tx.writable {
+		if err == nil && (!tx.writable || cfg.mustExist) {
 			_, err = tx.etx.Coll(name, kind, false)
 		}
 		if err == nil && c != nil {

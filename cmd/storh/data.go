@@ -329,7 +329,7 @@ With --json it prints {"collection":…,"count":…,"kind":…}.`,
 	return cmd
 }
 
-func (a *app) printCount(cs storh.CollectionStats, n int64) error {
+func (a *app) printCount(cs storh.CollectionInfo, n int64) error {
 	if a.jsonOut {
 		return a.printJSON(map[string]any{"collection": cs.Name, "kind": cs.Kind, "count": n})
 	}

@@ -353,10 +353,10 @@ type writer interface {
 
 // lookup returns the statistics of an existing collection, or an error
 // naming the collections there are. Reads never create collections.
-func (a *app) lookup(db *storh.DB, name string) (storh.CollectionStats, error) {
+func (a *app) lookup(db *storh.DB, name string) (storh.CollectionInfo, error) {
 	st, err := db.Stats()
 	if err != nil {
-		return storh.CollectionStats{}, err
+		return storh.CollectionInfo{}, err
 	}
 	names := make([]string, 0, len(st.Collections))
 	for _, c := range st.Collections {
@@ -377,11 +377,11 @@ func (a *app) lookup(db *storh.DB, name string) (storh.CollectionStats, error) {
 	case len(names) > 0:
 		have = "it has " + strings.Join(names, ", ")
 	}
-	return storh.CollectionStats{}, fmt.Errorf("collection %s does not exist in %s (%s)", qname(name), a.dbPath, have)
+	return storh.CollectionInfo{}, fmt.Errorf("collection %s does not exist in %s (%s)", qname(name), a.dbPath, have)
 }
 
 // reader opens an existing collection with its own kind.
-func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, error) {
+func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionInfo, error) {
 	cs, err := a.lookup(db, name)
 	if err != nil {
 		return nil, cs, err
@@ -402,7 +402,7 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionStats, 
 // exists, so a misspelt name fails before any work; it returns their
 // statistics in the order named. The caller closes the database; on error
 // nothing is left open.
-func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.CollectionStats, error) {
+func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.CollectionInfo, error) {
 	if _, err := os.Stat(a.dbPath); write && errors.Is(err, os.ErrNotExist) {
 		// open(true) would create the file, only to find no collection.
 		return nil, nil, fmt.Errorf("no database at %s: pass --db PATH or set %s", a.dbPath, envDB)
@@ -411,7 +411,7 @@ func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.Coll
 	if err != nil {
 		return nil, nil, err
 	}
-	found := make([]storh.CollectionStats, 0, len(names))
+	found := make([]storh.CollectionInfo, 0, len(names))
 	for _, name := range names {
 		cs, err := a.lookup(db, name)
 		if err != nil {
@@ -425,10 +425,10 @@ func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.Coll
 
 // openReader opens the database read-only and an existing collection for
 // reading. The caller closes the database; on error nothing is left open.
-func (a *app) openReader(name string) (*storh.DB, reader, storh.CollectionStats, error) {
+func (a *app) openReader(name string) (*storh.DB, reader, storh.CollectionInfo, error) {
 	db, err := a.open(false)
 	if err != nil {
-		return nil, nil, storh.CollectionStats{}, err
+		return nil, nil, storh.CollectionInfo{}, err
 	}
 	r, cs, err := a.reader(db, name)
 	if err != nil {

@@ -36,14 +36,14 @@ func isNoColl(err error) bool {
 
 // OpenHandle checks that collection name can be used as kind want: it is
 // either stored with that kind, or missing and the database is writable (the
-// first write will create it). No transaction writes. The caller must hold
-// Enter.
-func (db *DB) OpenHandle(name string, want Kind) (Handle, error) {
+// first write will create it). With mustExist a missing collection is
+// ErrNotFound instead. No transaction writes. The caller must hold Enter.
+func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error) {
 	if err := ValidateName(name); err != nil {
 		return Handle{}, err
 	}
 	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load()}
-	if k, ok := db.kinds.Load(name); ok {
+	if k, ok := db.kinds.Load(name); ok && !mustExist {
 		return h, checkKind(&Coll{Name: name, Kind: k.(Kind)}, want)
 	}
 	db.collMu.Lock()
@@ -63,7 +63,10 @@ func (db *DB) OpenHandle(name string, want Kind) (Handle, error) {
 		return h, err
 	}
 	if kind == 0 {
-		if db.opts.ReadOnly {
+		switch {
+		case mustExist:
+			return h, errNoColl{name}
+		case db.opts.ReadOnly:
 			return h, fmt.Errorf("%w (the database is read-only, so it cannot be created)", errNoColl{name})
 		}
 		kind = want

@@ -158,7 +158,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := db.OpenHandle("c", 0)
+	h, err := db.OpenHandle("c", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := engine.NewRun(allPlan(t))
-	fresh, err := db.OpenHandle("not-yet", engine.KindDocs)
+	fresh, err := db.OpenHandle("not-yet", engine.KindDocs, false)
 	if err == nil {
 		items, err = db.RunChunk(fresh, run, 10, nil)
 	}
@@ -214,11 +214,11 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 	if err := db.Enter(); err != nil {
 		t.Fatal(err)
 	}
-	logH, err := db.OpenHandle("log", engine.KindLog)
+	logH, err := db.OpenHandle("log", engine.KindLog, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docsH, err := db.OpenHandle("docs", engine.KindDocs)
+	docsH, err := db.OpenHandle("docs", engine.KindDocs, false)
 	if err != nil {
 		t.Fatal(err)
 	}

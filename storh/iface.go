@@ -1,0 +1,59 @@
+package storh
+
+import (
+	"context"
+	"iter"
+
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Collection is what *Docs and *Log have in common: the methods of code
+// that works on either kind, such as an export, an import or an admin page.
+// Writes keep their kind's meaning (a Docs PutWithID replaces, a Log one
+// refuses an id it has); Delete is on *Docs only.
+type Collection interface {
+	Name() string
+	Kind() string
+
+	Put(data any) (Record, error)
+	PutWithID(id uuidv7.UUID, data any) (Record, error)
+	PutMany(items []any) ([]Record, error)
+	PutStream(seq iter.Seq[any]) (int, error)
+	PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, error)
+
+	Get(id uuidv7.UUID) (Record, error)
+	Stream(q query.Query) iter.Seq2[Record, error]
+	StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error]
+	Find(q query.Query) ([]Record, error)
+	FindContext(ctx context.Context, q query.Query) ([]Record, error)
+	First(q query.Query) (Record, error)
+	FirstContext(ctx context.Context, q query.Query) (Record, error)
+	CountMatching(q query.Query) (int, error)
+	CountMatchingContext(ctx context.Context, q query.Query) (int, error)
+	Explain(q query.Query) (Plan, error)
+	ExplainContext(ctx context.Context, q query.Query) (Plan, error)
+
+	Count() (int, error)
+	Stats() (CollectionInfo, error)
+	Indexes() ([]IndexInfo, error)
+	DropIndex(name string) error
+}
+
+var (
+	_ Collection = (*Docs)(nil)
+	_ Collection = (*Log)(nil)
+)
+
+// Collections lists the collections of the database, by name: each one's
+// name, kind, record count, size and first and last ids (whose times are
+// FirstTime and LastTime). It reads counters and the two ends of each
+// collection, not its records. A collection exists once its first record
+// is written.
+func (db *DB) Collections() ([]CollectionInfo, error) {
+	st, err := db.Stats()
+	if err != nil {
+		return nil, err
+	}
+	return st.Collections, nil
+}
