@@ -12,6 +12,8 @@ import "math"
 //	string         str, copied out of b
 //	[]byte         bin, copied out of b
 //	time.Time      timestamp extension, in UTC
+//	uuidv7.UUID    storh's UUID extension (ExtUUID)
+//	objectid.ObjectID  storh's ObjectID extension (ExtObjectID)
 //	[]any, map[string]any
 //
 // Decode applies the same rules as ValidateRecord to the value (string and
@@ -92,11 +94,11 @@ func (d *decoder) value(pos, depth int) (any, int, error) {
 	case kBin:
 		return append([]byte{}, b[p:p+h.n]...), p + h.n, nil
 	case kExt:
-		t, err := timestamp(h.ext, b[p:p+h.n], p)
+		v, err := extValue(h.ext, b[p:p+h.n], p)
 		if err != nil {
 			return nil, 0, err
 		}
-		return t, p + h.n, nil
+		return v, p + h.n, nil
 	}
 	if depth > MaxDepth {
 		return nil, 0, tooDeepAt(pos)

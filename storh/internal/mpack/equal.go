@@ -6,6 +6,9 @@ import (
 	"math"
 	"reflect"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Normalize maps a Go value, as a user would pass it to WhereEqual, into the
@@ -27,8 +30,18 @@ func Normalize(v any) (any, error) {
 
 func normalize(v any, depth int) (any, error) {
 	switch x := v.(type) {
-	case nil, bool, int64, float64, string:
+	case nil, bool, int64, float64, string, uuidv7.UUID, objectid.ObjectID:
 		return v, nil
+	case *uuidv7.UUID:
+		if x == nil {
+			return nil, nil
+		}
+		return *x, nil
+	case *objectid.ObjectID:
+		if x == nil {
+			return nil, nil
+		}
+		return *x, nil
 	case time.Time:
 		return x.UTC(), nil
 	}
@@ -153,6 +166,12 @@ func equal(a, b any, depth int) bool {
 	case time.Time:
 		y, ok := b.(time.Time)
 		return ok && x.Equal(y)
+	case uuidv7.UUID:
+		y, ok := b.(uuidv7.UUID)
+		return ok && x == y
+	case objectid.ObjectID:
+		y, ok := b.(objectid.ObjectID)
+		return ok && x == y
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) || depth > MaxDepth {
@@ -230,11 +249,15 @@ func equalRaw(b []byte, pos int, want any) (bool, int, error) {
 	case []byte:
 		return h.k == kBin && bytes.Equal(b[p:end], w), end, nil
 	case time.Time:
-		if h.k != kExt {
+		if h.k != kExt || h.ext != extTimestamp {
 			return false, end, nil
 		}
 		t, _ := timestamp(h.ext, b[p:end], p) // validated: a timestamp
 		return t.Equal(w), end, nil
+	case uuidv7.UUID:
+		return h.k == kExt && h.ext == ExtUUID && bytes.Equal(b[p:end], w[:]), end, nil
+	case objectid.ObjectID:
+		return h.k == kExt && h.ext == ExtObjectID && bytes.Equal(b[p:end], w[:]), end, nil
 	case []any:
 		if h.k != kArray || h.n != len(w) {
 			return false, end, nil

@@ -2,6 +2,7 @@ package mpack_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -49,6 +50,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		var lib any
 		if err := msgpack.Unmarshal(raw, &lib); err != nil {
+			if strings.Contains(err.Error(), "unknown ext id") {
+				return // storh's typed ids (ExtUUID, ExtObjectID): the library has no decoder registered here
+			}
 			t.Fatalf("library rejects %x that Decode accepts: %v", raw, err)
 		}
 		libNorm, err := mpack.Normalize(lib)

@@ -48,6 +48,9 @@ func TestReadHead(t *testing.T) {
 			case mpack.KindBin:
 				got = tc.in[h.Size : h.Size+h.N]
 			case mpack.KindExt:
+				if h.Ext != -1 {
+					return // storh's typed ids: no Timestamp to read
+				}
 				tm, err := h.Timestamp(tc.in, 0)
 				if err != nil {
 					t.Fatalf("Timestamp: %v", err)

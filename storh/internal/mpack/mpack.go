@@ -30,8 +30,17 @@ var (
 // map of a record is depth 1, so a record may hold 63 further levels.
 const MaxDepth = 64
 
-// extTimestamp is the msgpack-spec extension type of timestamps.
-const extTimestamp = -1
+// Extension types a record may hold: the msgpack specification's timestamp,
+// and storh's own typed ids, so that an id stored in a field keeps its type.
+const (
+	extTimestamp = -1
+	// ExtUUID holds a UUID (uuidv7.UUID): its 16 bytes, big-endian as in
+	// its text form. Decoded as uuidv7.UUID.
+	ExtUUID = 1
+	// ExtObjectID holds a MongoDB ObjectID (objectid.ObjectID): its 12
+	// bytes. Decoded as objectid.ObjectID.
+	ExtObjectID = 2
+)
 
 type kind uint8
 

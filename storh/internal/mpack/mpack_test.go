@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // hx turns "c4 02 0102" into bytes; spaces are for readability.
@@ -154,7 +156,11 @@ var codeTests = []struct {
 	{"timestamp32 as ext8", hx("c7 04 ff 00000001"), time.Unix(1, 0), nil, nil},
 	{"depth 63", nest(62, "90"), nestVal(63), nil, nil},
 
-	{"unsupported fixext", hx("d4 01 00"), nil, mpack.ErrUnsupported, nil},
+	{"unsupported fixext", hx("d4 07 00"), nil, mpack.ErrUnsupported, nil},
+	{"uuid", hx("d8 01 018bcfe568007abc8def0123456789ab"), uuidv7.MustParse("018bcfe5-6800-7abc-8def-0123456789ab"), nil, nil},
+	{"objectid", hx("c7 0c 02 507f1f77bcf86cd799439011"), objectid.MustParse("507f1f77bcf86cd799439011"), nil, nil},
+	{"uuid of 8 bytes", hx("d7 01 0102030405060708"), nil, mpack.ErrMalformed, nil},
+	{"objectid of 16 bytes", hx("d8 02 0102030405060708090a0b0c0d0e0f10"), nil, mpack.ErrMalformed, nil},
 	{"unsupported ext16", hx("c8 0001 05 00"), nil, mpack.ErrUnsupported, nil},
 	{"timestamp bad length", hx("d5 ff 0000"), nil, mpack.ErrMalformed, nil},
 	{"timestamp nsec too big", hx("c7 0c ff 3b9aca00 0000000000000000"), nil, mpack.ErrMalformed, nil},
@@ -186,6 +192,7 @@ func init() {
 	for i, tc := range codeTests {
 		switch tc.name {
 		case "unsupported fixext", "unsupported ext16", "timestamp bad length", "timestamp nsec too big",
+			"uuid of 8 bytes", "objectid of 16 bytes",
 			"timestamp64 nsec too big", "int key", "bin key", "nil key", "duplicate key", "nested duplicate":
 			codeTests[i].skipErr = errSkipAccepts
 		}

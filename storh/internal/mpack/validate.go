@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // ValidateRecord checks that b is exactly one msgpack map, with no trailing
@@ -68,7 +71,7 @@ func validate(b []byte, pos, depth int, unique bool) (int, bool, error) {
 	switch h.k {
 	case kExt:
 		p := pos + h.size
-		if _, err := timestamp(h.ext, b[p:p+h.n], p); err != nil {
+		if err := checkExt(h.ext, b[p:p+h.n], p); err != nil {
 			return 0, false, err
 		}
 	case kArray, kMap:
@@ -172,6 +175,38 @@ func uniqueKeys(b []byte, pos, n int) error {
 
 func duplicate(key []byte, pos int) error {
 	return fmt.Errorf("%w: duplicate map key %q at offset %d", ErrMalformed, key, pos)
+}
+
+// checkExt is extValue without the value (which would allocate).
+func checkExt(ext int8, p []byte, pos int) error {
+	switch {
+	case ext == ExtUUID && len(p) != 16:
+		return fmt.Errorf("%w: UUID of %d bytes at offset %d", ErrMalformed, len(p), pos)
+	case ext == ExtObjectID && len(p) != 12:
+		return fmt.Errorf("%w: ObjectID of %d bytes at offset %d", ErrMalformed, len(p), pos)
+	case ext == ExtUUID, ext == ExtObjectID:
+		return nil
+	}
+	_, err := timestamp(ext, p, pos)
+	return err
+}
+
+// extValue decodes an extension payload p (found at offset pos, for
+// messages): a timestamp, a UUID or an ObjectID.
+func extValue(ext int8, p []byte, pos int) (any, error) {
+	switch ext {
+	case ExtUUID:
+		if len(p) != 16 {
+			return nil, fmt.Errorf("%w: UUID of %d bytes at offset %d", ErrMalformed, len(p), pos)
+		}
+		return uuidv7.UUID(p), nil
+	case ExtObjectID:
+		if len(p) != 12 {
+			return nil, fmt.Errorf("%w: ObjectID of %d bytes at offset %d", ErrMalformed, len(p), pos)
+		}
+		return objectid.ObjectID(p), nil
+	}
+	return timestamp(ext, p, pos)
 }
 
 // timestamp decodes an extension payload p (found at offset pos, for

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Compare returns -1, 0 or +1 as a sorts before, equal to or after b in the
@@ -55,6 +57,10 @@ func rank(v any) int {
 		return 8
 	case map[string]any:
 		return 9
+	case uuidv7.UUID:
+		return 10
+	case objectid.ObjectID:
+		return 11
 	}
 	panic(fmt.Sprintf("order.Compare: %T is not normalised", v))
 }
@@ -83,6 +89,12 @@ func compareNorm(a, b any) int {
 		return bytes.Compare(x, b.([]byte))
 	case time.Time:
 		return x.Compare(b.(time.Time)) // Normalize dropped any monotonic reading
+	case uuidv7.UUID:
+		y := b.(uuidv7.UUID)
+		return bytes.Compare(x[:], y[:])
+	case objectid.ObjectID:
+		y := b.(objectid.ObjectID)
+		return bytes.Compare(x[:], y[:])
 	case []any:
 		y := b.([]any)
 		for i := 0; i < len(x) && i < len(y); i++ {

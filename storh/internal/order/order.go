@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Tag is the first byte of every key: the value's class. Keys of a lower
@@ -29,6 +31,12 @@ const (
 	TagTime   Tag = 0x07
 	TagList   Tag = 0x08
 	TagMap    Tag = 0x09
+	// Typed ids (mpack.ExtUUID, mpack.ExtObjectID) sort after every other
+	// class, each by its bytes, which for UUIDv7s and ObjectIDs is creation
+	// order. They came after the other classes were laid out on disk, so
+	// they take the next tags rather than renumbering any.
+	TagUUID     Tag = 0x0A
+	TagObjectID Tag = 0x0B
 )
 
 // The bytes of the layout that are not tags (see the package doc).
@@ -94,6 +102,10 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return append(dst, 0, term), nil
 	case time.Time:
 		return appendTime(dst, x.Unix(), x.Nanosecond()), nil
+	case uuidv7.UUID:
+		return append(append(dst, TagUUID), x[:]...), nil
+	case objectid.ObjectID:
+		return append(append(dst, TagObjectID), x[:]...), nil
 	case []any:
 		if x == nil {
 			return append(dst, TagNull), nil
@@ -221,6 +233,12 @@ func appendRaw(dst, b []byte, pos, depth int) ([]byte, int, error) {
 		dst = appendEscaped(append(dst, tag), b[p:p+h.N])
 		return append(dst, 0, term), p + h.N, nil
 	case mpack.KindExt:
+		switch {
+		case h.Ext == mpack.ExtUUID && h.N == 16:
+			return append(append(dst, TagUUID), b[p:p+16]...), p + 16, nil
+		case h.Ext == mpack.ExtObjectID && h.N == 12:
+			return append(append(dst, TagObjectID), b[p:p+12]...), p + 12, nil
+		}
 		t, err := h.Timestamp(b, pos)
 		if err != nil {
 			return dst, 0, err
@@ -486,6 +504,10 @@ func Class(v any) Tag {
 		return TagBytes
 	case time.Time:
 		return TagTime
+	case uuidv7.UUID:
+		return TagUUID
+	case objectid.ObjectID:
+		return TagObjectID
 	case []any:
 		if x == nil {
 			return TagNull
@@ -531,6 +553,12 @@ func ClassOfRaw(raw []byte) (Tag, error) {
 	case mpack.KindBin:
 		return TagBytes, nil
 	case mpack.KindExt:
+		switch {
+		case h.Ext == mpack.ExtUUID && h.N == 16:
+			return TagUUID, nil
+		case h.Ext == mpack.ExtObjectID && h.N == 12:
+			return TagObjectID, nil
+		}
 		if _, err := h.Timestamp(raw, 0); err != nil {
 			return 0, err
 		}
