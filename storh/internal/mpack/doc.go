@@ -17,19 +17,22 @@
 //   - ReadHead parses one value's header, for readers elsewhere that walk
 //     raw values without decoding them (the index key encoder).
 //
-// It imports only the standard library.
+// It imports only the standard library and storh's two id packages, whose
+// types it decodes.
 //
 // # Basics
 //
 // A payload is valid when it is one map whose keys, at every level, are
 // unique strings; whose maps and arrays nest at most MaxDepth levels; and
-// whose values are nil, bool, integers, floats, str, bin, arrays, maps or
-// timestamps (extension type -1). ValidateRecord, DecodeMap and EqualRaw
+// whose values are nil, bool, integers, floats, str, bin, arrays, maps,
+// timestamps (extension type -1), UUIDs (ExtUUID, 16 bytes) or ObjectIDs
+// (ExtObjectID, 12 bytes). ValidateRecord, DecodeMap and EqualRaw
 // enforce the same rules, so a payload accepted by one is accepted by all.
 //
 // Values are normalised to one Go type per kind: every integer becomes
 // int64 (uint64 only above math.MaxInt64), floats become float64, str becomes
-// string, bin becomes []byte, timestamps become time.Time in UTC. Comparison
+// string, bin becomes []byte, timestamps become time.Time in UTC, and the id
+// extensions become uuidv7.UUID and objectid.ObjectID. Comparison
 // is strictly typed: 1, 1.0 and "1" are three different values, while
 // integers of different msgpack widths and signedness compare by value.
 //
