@@ -1,6 +1,7 @@
 package storh
 
 import (
+	"context"
 	"io"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -24,11 +25,23 @@ type CompactReport = engine.CompactReport
 // healthy when the report's Problems is 0. It reads one consistent snapshot,
 // so it holds a read transaction for its whole run.
 func (db *DB) Verify(report func(Problem), collections ...string) (VerifyReport, error) {
+	return db.VerifyContext(context.Background(), report, collections...)
+}
+
+// VerifyContext is Verify that stops when ctx is done: it checks ctx every
+// few thousand keys (or few MiB of values) of its walks, the index checks
+// included, and before bbolt's page check. It then returns the report so
+// far (the problems found until then are passed to report as usual) and an
+// *Error wrapping ctx.Err(), with no transaction left open. bbolt's page
+// check cannot be interrupted: a cancel while it runs takes effect when it
+// ends (it reads each page once and decodes nothing, a small part of a
+// whole-database Verify).
+func (db *DB) VerifyContext(ctx context.Context, report func(Problem), collections ...string) (VerifyReport, error) {
 	if err := db.eng.Enter(); err != nil {
 		return VerifyReport{}, opErr("verify", "", "", -1, err)
 	}
 	defer db.eng.Exit()
-	rep, err := db.eng.Verify(collections, report)
+	rep, err := db.eng.Verify(ctx, collections, report)
 	return rep, opErr("verify", "", "", -1, err)
 }
 
@@ -39,11 +52,21 @@ func (db *DB) Verify(report func(Problem), collections ...string) (VerifyReport,
 // run bbolt's page check (run Verify for that). Damage to bbolt's own pages
 // cannot be repaired in place: restore a backup, or Compact what is readable.
 func (db *DB) Repair(report func(Problem), collections ...string) (VerifyReport, error) {
+	return db.RepairContext(context.Background(), report, collections...)
+}
+
+// RepairContext is Repair that stops when ctx is done: it checks ctx as
+// VerifyContext does, and also between the entries it moves, during
+// recounts and between steps of an index rebuild. Its one transaction then
+// rolls back, so nothing of the repair is kept: the error wraps ctx.Err()
+// and says so, and the report counts the problems found until then and no
+// repairs (Quarantined, Recounted and Reindexed are 0).
+func (db *DB) RepairContext(ctx context.Context, report func(Problem), collections ...string) (VerifyReport, error) {
 	if err := db.eng.Enter(); err != nil {
 		return VerifyReport{}, opErr("repair", "", "", -1, err)
 	}
 	defer db.eng.Exit()
-	rep, err := db.eng.Repair(collections, report)
+	rep, err := db.eng.Repair(ctx, collections, report)
 	return rep, opErr("repair", "", "", -1, err)
 }
 

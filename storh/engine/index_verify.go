@@ -21,25 +21,36 @@ const ProblemIndex ProblemKind = "index"
 // unique index holds each non-null value once; the entry counter is right.
 // It returns the indexes that need rebuilding.
 func checkIndexes(c *Coll, emit func(Problem)) []*collIndex {
+	bad, _ := checkIndexesPaced(c, emit, nil) // a nil pace never stops
+	return bad
+}
+
+// checkIndexesPaced is checkIndexes that stops with pace's error, part way
+// through an index and without its counter check, when the context is done.
+func checkIndexesPaced(c *Coll, emit func(Problem), pace *pace) ([]*collIndex, error) {
 	all, err := c.indexes()
 	if err != nil {
 		emit(Problem{Kind: ProblemIndex, Collection: c.Name, Detail: trim(err)})
-		return nil
+		return nil, nil
 	}
 	var bad []*collIndex
 	for _, ix := range all {
-		if !checkIndex(c, ix, emit) {
+		ok, err := checkIndex(c, ix, emit, pace)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			bad = append(bad, ix)
 		}
 	}
-	return bad
+	return bad, nil
 }
 
 // maxIndexProblems bounds the findings reported per index: past it the
 // index needs rebuilding anyway.
 const maxIndexProblems = 100
 
-func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
+func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, error) {
 	problems := 0
 	report := func(id uuidv7.UUID, key []byte, format string, args ...any) {
 		problems++
@@ -57,6 +68,9 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 	var keys [][]byte
 	cur := c.records.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return false, err
+		}
 		var id uuidv7.UUID
 		if len(k) != len(id) || v == nil {
 			continue // not a record: checkColl reports it
@@ -92,6 +106,9 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 	var prevID uuidv7.UUID
 	ec := ix.entries.Cursor()
 	for k, _ := ec.First(); k != nil; k, _ = ec.Next() {
+		if err := pace.step(0); err != nil {
+			return false, err
+		}
 		actual++
 		if len(k) < 18 || (k[0] != entryWhole && k[0] != entryElement) {
 			report(uuidv7.UUID{}, k, "an entry key of an unknown shape")
@@ -105,12 +122,14 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem)) bool {
 		prevValue, prevID = append(prevValue[:0], value...), id
 	}
 	if actual != expected || missingEntries > 0 {
-		findStrays(c, ix, report)
+		if err := findStrays(c, ix, report, pace); err != nil {
+			return false, err
+		}
 	}
 	if ix.def.Entries != actual {
 		report(uuidv7.UUID{}, nil, "the definition counts %d entries, the index holds %d", ix.def.Entries, actual)
 	}
-	return problems == 0
+	return problems == 0, nil
 }
 
 // hasKey is Get for a key that may hold an empty value (bbolt's Get cannot
@@ -137,11 +156,14 @@ func nullWhole(c *Coll, ix *collIndex, id uuidv7.UUID) bool {
 
 // findStrays reports the entries whose record is gone, or whose record's
 // values no longer call for them.
-func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any)) {
+func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any), pace *pace) error {
 	var buf []byte
 	var keys [][]byte
 	ec := ix.entries.Cursor()
 	for k, _ := ec.First(); k != nil; k, _ = ec.Next() {
+		if err := pace.step(0); err != nil {
+			return err
+		}
 		if len(k) < 18 {
 			continue
 		}
@@ -164,11 +186,13 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 			report(id, nil, "an entry for a value the record does not hold (key %x)", k)
 		}
 	}
+	return nil
 }
 
 // rebuildIndex empties an index and builds it again from the records, in
-// the caller's transaction.
-func (t *Tx) rebuildIndex(c *Coll, ix *collIndex) error {
+// the caller's transaction, checking pace's context between build steps
+// (every buildBatch records).
+func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 	entries := c.root.Bucket(bucketIndexEntries)
 	if err := entries.DeleteBucket([]byte(ix.name)); err != nil {
 		return mapBoltErr(err)
@@ -182,6 +206,9 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex) error {
 	ix.def.Entries, ix.delta = 0, 0
 	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true
 	for ix.def.Building {
+		if err := pace.check(); err != nil {
+			return err
+		}
 		if _, err := t.buildStep(c, ix, buildBatch); err != nil {
 			return err
 		}

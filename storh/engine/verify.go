@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -57,6 +58,60 @@ type VerifyReport struct {
 	Reindexed   int // Repair only: indexes rebuilt from the records
 }
 
+// pace checks a context while a long walk runs: every paceKeys steps or
+// paceBytes bytes of values, whichever comes first, so a cancel takes effect
+// within a few milliseconds of work while the check itself costs nothing
+// measurable. Once the context is done every later step returns its error,
+// so a walk that missed one check stops at the next. A nil *pace never
+// stops (for callers that have no context, such as the invariant checks).
+type pace struct {
+	ctx         context.Context
+	keys, bytes int
+	err         error // ctx.Err() once seen
+}
+
+const (
+	paceKeys  = 2048
+	paceBytes = 4 << 20
+)
+
+func newPace(ctx context.Context) *pace { return &pace{ctx: ctx} }
+
+// step counts one key of size value bytes and checks the context when
+// enough work has passed since the last check.
+func (p *pace) step(size int) error {
+	if p == nil {
+		return nil
+	}
+	if p.err != nil {
+		return p.err
+	}
+	p.keys++
+	p.bytes += size
+	if p.keys < paceKeys && p.bytes < paceBytes {
+		return nil
+	}
+	p.keys, p.bytes = 0, 0
+	return p.check()
+}
+
+// check checks the context now.
+func (p *pace) check() error {
+	if p == nil {
+		return nil
+	}
+	if p.err == nil {
+		p.err = p.ctx.Err()
+	}
+	return p.err
+}
+
+// stopped reports whether err is the context's error that stopped the walk
+// (and not a failure that happened to come first).
+func (p *pace) stopped(err error) bool {
+	return p != nil && p.err != nil && err != nil && errors.Is(err, p.err)
+}
+
 // Verify checks the database in one transaction (a consistent view, which
 // is what makes the counter check meaningful): bbolt's page check (skipped
 // when colls names specific collections), then each collection's layout,
@@ -68,24 +123,40 @@ type VerifyReport struct {
 // bbolt's page check reads the freelist, which writers change even while a
 // read transaction is open, so on a writable database Verify runs in a write
 // transaction that it rolls back: writers wait until it is done.
-func (db *DB) Verify(colls []string, report func(Problem)) (VerifyReport, error) {
+//
+// Verify checks ctx before it starts, every few thousand keys (or few MiB
+// of values) of its walks, and before bbolt's page check. A done ctx ends it
+// with an error wrapping ctx.Err(): the report and the problems delivered
+// cover what was checked until then. bbolt's page check cannot be
+// interrupted (it runs on a goroutine of bbolt's that reads the
+// transaction's pages until it is done): a cancel during it stops the
+// reporting, and Verify waits for the check to end before it rolls back,
+// so neither the goroutine nor the transaction outlives the call.
+func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
 	var found problems
 	emit := func(p Problem) { rep.Problems++; found.add(p) }
 	defer found.deliver(report)
-	err := containPanic(func() error {
-		btx, err := db.bolt.Begin(!db.opts.ReadOnly)
-		if err != nil {
-			return mapBoltErr(err)
-		}
-		defer btx.Rollback()
-		return db.verifyTx(btx, colls, emit, &rep)
-	})
+	pace := newPace(ctx)
+	err := pace.check()
+	if err == nil {
+		err = containPanic(func() error {
+			btx, err := db.bolt.Begin(!db.opts.ReadOnly)
+			if err != nil {
+				return mapBoltErr(err)
+			}
+			defer btx.Rollback()
+			return db.verifyTx(btx, colls, emit, &rep, pace)
+		})
+	}
+	if pace.stopped(err) {
+		return rep, fmt.Errorf("cancelled before the end: the report covers what was checked until then: %w", err)
+	}
 	return rep, err
 }
 
-func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport) error {
-	names, strays, err := topLevel(btx, colls)
+func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	names, strays, err := topLevel(btx, colls, pace)
 	if err != nil {
 		return err
 	}
@@ -96,17 +167,22 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 	// becomes a problem of its collection and the others are still checked.
 	damaged := false
 	for _, name := range names {
-		rep.Collections++
 		err := containPanic(func() error {
-			f := checkColl(btx, name, emit)
+			f, err := checkColl(btx, name, emit, pace)
 			rep.Records += int(f.records)
-			if f.layoutOK {
-				if c, err := openColl(btx, name); err == nil && c != nil {
-					checkIndexes(c, emit)
-				}
+			if err != nil || !f.layoutOK {
+				return err
+			}
+			if c, err := openColl(btx, name); err == nil && c != nil {
+				_, err := checkIndexesPaced(c, emit, pace)
+				return err
 			}
 			return nil
 		})
+		if pace.stopped(err) {
+			return err
+		}
+		rep.Collections++
 		if err != nil {
 			damaged = true
 			emit(Problem{Kind: ProblemFile, Collection: name, Detail: trim(err)})
@@ -124,7 +200,10 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", size, btx.Size())})
 		return nil
 	}
-	if err := containPanic(func() error { return walkAll(btx.Cursor(), 0) }); err != nil {
+	if err := containPanic(func() error { return walkAll(btx.Cursor(), 0, pace) }); err != nil {
+		if pace.stopped(err) {
+			return err
+		}
 		emit(Problem{Kind: ProblemFile, Detail: trim(err)})
 		damaged = true
 	}
@@ -132,20 +211,41 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 		emit(Problem{Kind: ProblemFile, Detail: "bbolt's page check skipped: pages above are unreadable"})
 		return nil
 	}
-	for err := range btx.Check() {
-		emit(Problem{Kind: ProblemFile, Detail: err.Error()})
+	if err := pace.check(); err != nil {
+		return err
 	}
-	return nil
+	return pageCheck(btx.Check(), emit, pace)
+}
+
+// pageCheck reads bbolt's page check to its end: the check's goroutine
+// reads the transaction's pages until it closes the channel, so the
+// transaction must not end before that, and a channel left unread would
+// block the goroutine forever. Once the context is done it stops reporting
+// (checking it every few thousand findings, on a badly damaged file) and
+// only drains; it returns the context's error if it saw one.
+func pageCheck(found <-chan error, emit func(Problem), pace *pace) error {
+	for err := range found {
+		if pace.step(0) == nil {
+			emit(Problem{Kind: ProblemFile, Detail: err.Error()})
+		}
+	}
+	if pace == nil {
+		return nil
+	}
+	return pace.err
 }
 
 // walkAll reads every page reachable from c: keys, values and nested
 // buckets, so that a fault shows up on this goroutine.
-func walkAll(c *bolt.Cursor, depth int) error {
+func walkAll(c *bolt.Cursor, depth int, pace *pace) error {
 	if depth > 8 {
 		return fmt.Errorf("%w: buckets nested deeper than storh ever writes", ErrCorrupt)
 	}
 	var sink byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return err
+		}
 		// bbolt's check compares keys byte by byte: a damaged element
 		// header can point a key past the mapping, so touch both ends
 		// here first (the mapping is contiguous, so the middle is mapped).
@@ -154,7 +254,7 @@ func walkAll(c *bolt.Cursor, depth int) error {
 		}
 		if v == nil {
 			if b := c.Bucket().Bucket(k); b != nil {
-				if err := walkAll(b.Cursor(), depth+1); err != nil {
+				if err := walkAll(b.Cursor(), depth+1, pace); err != nil {
 					return err
 				}
 			}
@@ -178,92 +278,129 @@ var walkSink atomic.Uint32
 // quarantine ("q"), under their own key; stray entries at the top level of
 // the file go to the database's quarantine ("\x00quarantine"). Missing
 // layout buckets are reported, not guessed at. The caller must hold Enter.
-func (db *DB) Repair(colls []string, report func(Problem)) (VerifyReport, error) {
+//
+// Repair checks ctx as Verify does, and also between the moves, the
+// recounts and each step of an index rebuild. A done ctx rolls the whole
+// transaction back, so nothing of the repair is kept: the error wraps
+// ctx.Err() and says so, and the report counts what was found until then
+// and no repairs.
+func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) (VerifyReport, error) {
 	var rep VerifyReport
 	var found problems
 	defer found.deliver(report)
-	err := db.UpdateSafe(func(tx *Tx) error {
-		rep, found = VerifyReport{}, problems{} // a retried transaction reports afresh
-		emit := func(p Problem) { rep.Problems++; found.add(p) }
-		names, strays, err := topLevel(tx.btx, colls)
+	pace := newPace(ctx)
+	err := pace.check()
+	if err == nil {
+		err = db.UpdateSafe(func(tx *Tx) error {
+			rep, found = VerifyReport{}, problems{} // a retried transaction reports afresh
+			return tx.repair(colls, func(p Problem) { rep.Problems++; found.add(p) }, &rep, pace)
+		})
+	}
+	if pace.stopped(err) {
+		rep.Quarantined, rep.Recounted, rep.Reindexed = 0, 0, 0
+		return rep, fmt.Errorf("cancelled: the transaction rolled back and nothing was repaired: %w", err)
+	}
+	return rep, err
+}
+
+// repair is Repair's transaction.
+func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	names, strays, err := topLevel(t.btx, colls, pace)
+	if err != nil {
+		return err
+	}
+	if len(strays) > 0 {
+		q, err := t.btx.CreateBucketIfNotExists(dbQuarantineBucket)
+		if err != nil {
+			return mapBoltErr(err)
+		}
+		for _, st := range strays {
+			if err := pace.step(0); err != nil {
+				return err
+			}
+			emit(st.problem)
+			if err := quarantine(t.btx.Cursor().Bucket(), st.entry, q); err != nil {
+				return err
+			}
+			rep.Quarantined++
+		}
+	}
+	for _, name := range names {
+		found, err := checkColl(t.btx, name, emit, pace)
+		rep.Records += int(found.records)
 		if err != nil {
 			return err
 		}
-		if len(strays) > 0 {
-			q, err := tx.btx.CreateBucketIfNotExists(dbQuarantineBucket)
+		rep.Collections++
+		if !found.layoutOK {
+			continue // layout problems need a human: reported, not guessed at
+		}
+		root := t.btx.Bucket([]byte(name))
+		recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
+		if len(found.bad)+len(found.strays) > 0 {
+			q, err := root.CreateBucketIfNotExists(bucketQuarantine)
 			if err != nil {
 				return mapBoltErr(err)
 			}
-			for _, st := range strays {
-				emit(st.problem)
-				if err := quarantine(tx.btx.Cursor().Bucket(), st.entry, q); err != nil {
+			for _, e := range found.bad {
+				if err := pace.step(0); err != nil {
 					return err
 				}
-				rep.Quarantined++
+				if err := quarantine(recs, e, q); err != nil {
+					return err
+				}
 			}
+			for _, e := range found.strays {
+				if err := pace.step(0); err != nil {
+					return err
+				}
+				if err := quarantine(root, e, q); err != nil {
+					return err
+				}
+			}
+			rep.Quarantined += len(found.bad) + len(found.strays)
 		}
-		for _, name := range names {
-			rep.Collections++
-			found := checkColl(tx.btx, name, emit)
-			rep.Records += int(found.records)
-			if !found.layoutOK {
-				continue // layout problems need a human: reported, not guessed at
-			}
-			root := tx.btx.Bucket([]byte(name))
-			recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
-			if len(found.bad)+len(found.strays) > 0 {
-				q, err := root.CreateBucketIfNotExists(bucketQuarantine)
-				if err != nil {
-					return mapBoltErr(err)
-				}
-				for _, e := range found.bad {
-					if err := quarantine(recs, e, q); err != nil {
-						return err
-					}
-				}
-				for _, e := range found.strays {
-					if err := quarantine(root, e, q); err != nil {
-						return err
-					}
-				}
-				rep.Quarantined += len(found.bad) + len(found.strays)
-			}
-			if len(found.bad) > 0 || !found.countersOK {
-				var count, size int64
-				c := recs.Cursor()
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					if v != nil { // every value; nested buckets are not records
-						count++
-						size += int64(len(v))
-					}
-				}
-				if err := putInt(meta, keyCount, count); err != nil {
+		if len(found.bad) > 0 || !found.countersOK {
+			var count, size int64
+			c := recs.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if err := pace.step(0); err != nil { // no values read: keys are what costs
 					return err
 				}
-				if err := putInt(meta, keyBytes, size); err != nil {
-					return err
+				if v != nil { // every value; nested buckets are not records
+					count++
+					size += int64(len(v))
 				}
-				rep.Recounted++
 			}
-			if err := tx.repairIndexes(name, emit, &rep); err != nil {
+			if err := putInt(meta, keyCount, count); err != nil {
 				return err
 			}
+			if err := putInt(meta, keyBytes, size); err != nil {
+				return err
+			}
+			rep.Recounted++
 		}
-		return nil
-	})
-	return rep, err
+		if err := t.repairIndexes(name, emit, rep, pace); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // repairIndexes rebuilds the indexes of collection name that fail their
 // check. A unique index whose records now hold duplicate values cannot be
 // rebuilt: it is dropped, and the problem says so.
-func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport) error {
+func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
 	c, err := openColl(t.btx, name)
 	if err != nil || c == nil {
 		return nil // the layout problem is already reported
 	}
-	for _, ix := range checkIndexes(c, emit) {
-		err := t.rebuildIndex(c, ix)
+	bad, err := checkIndexesPaced(c, emit, pace)
+	if err != nil {
+		return err
+	}
+	for _, ix := range bad {
+		err := t.rebuildIndex(c, ix, pace)
 		if errors.Is(err, ErrUniqueViolation) {
 			if err := t.DropIndex(c, ix.name); err != nil {
 				return err
@@ -363,7 +500,7 @@ type stray struct {
 // topLevel returns the collections to check: want, all of which must exist,
 // or every collection in the file. Without want it also returns the stray
 // top-level entries: values, and buckets whose names no collection can have.
-func topLevel(btx *bolt.Tx, want []string) ([]string, []stray, error) {
+func topLevel(btx *bolt.Tx, want []string, pace *pace) ([]string, []stray, error) {
 	if len(want) > 0 {
 		for _, n := range want {
 			if btx.Bucket([]byte(n)) == nil {
@@ -376,6 +513,9 @@ func topLevel(btx *bolt.Tx, want []string) ([]string, []stray, error) {
 	var strays []stray
 	c := btx.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return nil, nil, err
+		}
 		switch {
 		case bytes.Equal(k, dbMetaBucket), bytes.Equal(k, dbQuarantineBucket):
 		case v != nil:
@@ -406,12 +546,17 @@ type collFindings struct {
 // value whose checksum and encoding are sound; a short key, a foreign key or
 // a nested bucket is a problem, whatever it holds), and the counters, which
 // count the values in the records bucket (nested buckets are not records).
-func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
+// It returns early, with pace's error and without the counter check, when
+// the context is done.
+func checkColl(btx *bolt.Tx, name string, emit func(Problem), pace *pace) (collFindings, error) {
 	var f collFindings
 	root := btx.Bucket([]byte(name))
 	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
 	rc := root.Cursor()
 	for k, v := rc.First(); k != nil; k, v = rc.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return f, err
+		}
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
 			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries))
@@ -428,7 +573,7 @@ func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
 	if meta == nil || recs == nil {
 		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "missing its " + missing(meta, recs) + " bucket"})
 		f.strays = nil // moving entries out of a broken layout is for a human
-		return f
+		return f, nil
 	}
 	f.layoutOK = true
 	if k := meta.Get(keyKind); len(k) != 1 || Kind(k[0]) < KindDocs || Kind(k[0]) > KindQueue {
@@ -436,6 +581,9 @@ func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
 	}
 	c := recs.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return f, err
+		}
 		var id uuidv7.UUID
 		if len(k) == len(id) {
 			copy(id[:], k)
@@ -473,7 +621,7 @@ func checkColl(btx *bolt.Tx, name string, emit func(Problem)) collFindings {
 		emit(Problem{Kind: ProblemCounter, Collection: name,
 			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, f.records, f.bytes)})
 	}
-	return f
+	return f, nil
 }
 
 func trim(err error) string {
