@@ -75,22 +75,37 @@ func (db *DB) RepairContext(ctx context.Context, report func(Problem), collectio
 // the file open for writing meanwhile; a backup is therefore always taken
 // through the process that owns the database.)
 func (db *DB) Backup(w io.Writer) (int64, error) {
+	return db.BackupContext(context.Background(), w)
+}
+
+// BackupContext is Backup that stops when ctx is done: it checks ctx before
+// each write to w (the copy goes in writes of 32 KiB) and then returns the
+// bytes written and an *Error wrapping ctx.Err(), with its read transaction
+// ended. w holds an incomplete copy, which is not a database.
+func (db *DB) BackupContext(ctx context.Context, w io.Writer) (int64, error) {
 	if err := db.eng.Enter(); err != nil {
 		return 0, opErr("backup", "", "", -1, err)
 	}
 	defer db.eng.Exit()
-	n, err := db.eng.Backup(w)
+	n, err := db.eng.Backup(ctx, w)
 	return n, opErr("backup", "", "", -1, err)
 }
 
 // BackupFile writes a consistent copy to path, atomically: path holds either
 // the complete copy or whatever it held before.
 func (db *DB) BackupFile(path string) (int64, error) {
+	return db.BackupFileContext(context.Background(), path)
+}
+
+// BackupFileContext is BackupFile that stops when ctx is done, as
+// BackupContext does: it removes its temporary file and leaves path as it
+// was (absent, or the file it held), and the error wraps ctx.Err().
+func (db *DB) BackupFileContext(ctx context.Context, path string) (int64, error) {
 	if err := db.eng.Enter(); err != nil {
 		return 0, opErr("backup", "", "", -1, err)
 	}
 	defer db.eng.Exit()
-	n, err := db.eng.BackupFile(path)
+	n, err := db.eng.BackupFile(ctx, path)
 	return n, opErr("backup", "", "", -1, err)
 }
 

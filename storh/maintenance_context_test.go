@@ -1,8 +1,10 @@
 package storh_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -256,5 +258,75 @@ func TestRepairContextCancelled(t *testing.T) {
 	if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 {
 		t.Errorf("Verify after Repair = %+v, %v", rep, err)
 	}
+	returnsIn(t, "Close", db.Close)
+}
+
+// TestBackupContextCancelled: BackupContext stops at the write where its
+// context is done, with the bytes written so far; BackupFileContext then
+// removes its temporary file and leaves the target as it was, absent or
+// holding its old content. Both end their transaction, and a live context
+// gives the same copy as Backup.
+func TestBackupContextCancelled(t *testing.T) {
+	path, _ := maintenanceFixture(t)
+	db := openAt(t, path)
+	want := digest(t, db)
+
+	var whole bytes.Buffer
+	full := neverDone()
+	n, err := db.BackupContext(full, &whole)
+	if err != nil || n != int64(whole.Len()) {
+		t.Fatalf("BackupContext with a live context = %d, %v", n, err)
+	}
+	total := int(full.calls.Load())
+	if total < 10 {
+		t.Fatalf("a backup of %d bytes asked its context %d times; want once per write", n, total)
+	}
+	for _, k := range []int{0, 1, 2, 3, total / 2, total - 1} {
+		goroutines := runtime.NumGoroutine()
+		var buf bytes.Buffer
+		ctx := doneAfter(k)
+		n, err := db.BackupContext(ctx, &buf)
+		checkCancelled(t, "BackupContext", ctx, err, "backup", "incomplete")
+		if n != int64(buf.Len()) || n >= int64(whole.Len()) || !bytes.HasPrefix(whole.Bytes(), buf.Bytes()) {
+			t.Errorf("done after %d checks: %d bytes reported, %d written of %d", k, n, buf.Len(), whole.Len())
+		}
+		settled(t, goroutines)
+	}
+
+	dir := t.TempDir()
+	absent := filepath.Join(dir, "absent.db")
+	present := filepath.Join(dir, "present.db")
+	if err := os.WriteFile(present, []byte("the previous backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{0, 1, total / 2, total - 1} {
+		for _, target := range []string{absent, present} {
+			goroutines := runtime.NumGoroutine()
+			ctx := doneAfter(k)
+			n, err := db.BackupFileContext(ctx, target)
+			checkCancelled(t, "BackupFileContext", ctx, err, "backup", target, "as it was")
+			if n != 0 {
+				t.Errorf("BackupFileContext done after %d checks reported %d bytes; want 0, nothing was kept", k, n)
+			}
+			settled(t, goroutines)
+		}
+		if _, err := os.Stat(absent); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("done after %d checks: %s exists (%v); want it still absent", k, absent, err)
+		}
+		if b, err := os.ReadFile(present); err != nil || string(b) != "the previous backup" {
+			t.Errorf("done after %d checks: %s holds %q, %v; want its old content", k, present, b, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("done after %d checks: the directory holds %d files; want the temporary file removed", k, len(entries))
+		}
+	}
+	if _, err := db.BackupFileContext(neverDone(), absent); err != nil {
+		t.Fatal(err)
+	}
+	if got := digestFile(t, absent); got != want {
+		t.Errorf("BackupFileContext with a live context made a different copy")
+	}
+	c, _ := db.Docs("a")
+	returnsIn(t, "a write", func() error { _, err := c.Put(storh.Map{"n": 1}); return err })
 	returnsIn(t, "Close", db.Close)
 }

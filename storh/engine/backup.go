@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,20 +13,62 @@ import (
 
 // Backup writes a consistent copy of the whole file to w from one read
 // transaction, while writers go on. The caller must hold Enter.
-func (db *DB) Backup(w io.Writer) (int64, error) {
-	var n int64
-	err := db.ViewSafe(func(tx *Tx) error {
+//
+// Before it starts and before every write to w (bbolt copies in writes of
+// 32 KiB) it checks ctx: a done ctx stops the copy there and ends the
+// transaction, with an error wrapping ctx.Err(); w then holds an
+// incomplete copy.
+func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	n, cancel, err := db.writeTo(ctx, w)
+	if cancel != nil {
+		return n, fmt.Errorf("cancelled after %d bytes: the copy is incomplete: %w", n, cancel)
+	}
+	return n, err
+}
+
+// writeTo is Backup, returning the context's error apart: bbolt formats
+// some write errors with %s, so the error WriteTo returns may not wrap it.
+func (db *DB) writeTo(ctx context.Context, w io.Writer) (n int64, cancel, err error) {
+	cw := &ctxWriter{ctx: ctx, w: w}
+	if cw.check() != nil {
+		return 0, cw.err, nil
+	}
+	err = db.ViewSafe(func(tx *Tx) error {
 		var err error
-		n, err = tx.btx.WriteTo(w)
+		n, err = tx.btx.WriteTo(cw)
 		return err
 	})
-	return n, err
+	return n, cw.err, err
+}
+
+// ctxWriter is a writer that checks its context before each write. It has
+// only Write, so io.Copy cannot bypass it through a ReadFrom of w's.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+	err error // the context's error, once seen
+}
+
+func (cw *ctxWriter) check() error {
+	if cw.err == nil {
+		cw.err = cw.ctx.Err()
+	}
+	return cw.err
+}
+
+func (cw *ctxWriter) Write(p []byte) (int, error) {
+	if err := cw.check(); err != nil {
+		return 0, err
+	}
+	return cw.w.Write(p)
 }
 
 // BackupFile writes a consistent copy to path atomically: into a temporary
 // file in the same directory, synced, then renamed, so path never holds a
-// partial copy. path must not be the database itself.
-func (db *DB) BackupFile(path string) (int64, error) {
+// partial copy. path must not be the database itself. A done ctx stops the
+// copy as in Backup; the temporary file is removed and path is left as it
+// was.
+func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
 	if same, _ := sameFile(path, db.path); same {
 		return 0, fmt.Errorf("storh: backup target %s is the database file itself; choose another path", path)
 	}
@@ -34,7 +77,11 @@ func (db *DB) BackupFile(path string) (int64, error) {
 		return 0, err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	n, err := db.Backup(tmp)
+	n, cancel, err := db.writeTo(ctx, tmp)
+	if cancel != nil {
+		tmp.Close()
+		return 0, fmt.Errorf("cancelled after %d bytes: %s is as it was: %w", n, path, cancel)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}
