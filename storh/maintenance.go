@@ -113,13 +113,25 @@ func (db *DB) BackupFileContext(ctx context.Context, path string) (int64, error)
 // file dst, leaving freed pages behind, and reports both sizes. src is
 // opened read-only; a process holding it open for writing makes Compact fail
 // with ErrLocked after the lock timeout.
+//
+// Every bucket is copied, nested buckets and their sequences included, in
+// write transactions of at most 64 MiB; pages are packed full, except an
+// index's, which keep the room the engine leaves in them for inserts.
 func Compact(src, dst string, opts ...Option) (CompactReport, error) {
+	return CompactContext(context.Background(), src, dst, opts...)
+}
+
+// CompactContext is Compact that stops when ctx is done: it checks ctx
+// before it starts and every few thousand keys (or few MiB of values) of
+// the copy, and then removes dst (which did not exist before) and returns an
+// *Error wrapping ctx.Err(). src is only read, so it is as it was.
+func CompactContext(ctx context.Context, src, dst string, opts ...Option) (CompactReport, error) {
 	var o engine.Options
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return CompactReport{}, err
 		}
 	}
-	rep, err := engine.Compact(src, dst, o)
+	rep, err := engine.Compact(ctx, src, dst, o)
 	return rep, opErr("compact", "", "", -1, err)
 }

@@ -330,3 +330,49 @@ func TestBackupContextCancelled(t *testing.T) {
 	returnsIn(t, "a write", func() error { _, err := c.Put(storh.Map{"n": 1}); return err })
 	returnsIn(t, "Close", db.Close)
 }
+
+// TestCompactContextCancelled: CompactContext whose context is done after
+// any number of checks removes dst and leaves src as it was; with a live
+// context it copies every bucket, key and value, as Compact does.
+func TestCompactContextCancelled(t *testing.T) {
+	src, _ := maintenanceFixture(t)
+	want := digestFile(t, src)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "compact.db")
+
+	full := neverDone()
+	rep, err := storh.CompactContext(full, src, dst)
+	if err != nil || rep.DstInUse <= 0 {
+		t.Fatalf("CompactContext with a live context = %+v, %v", rep, err)
+	}
+	if got := digestFile(t, dst); got != want {
+		t.Fatal("the compacted copy differs from its source")
+	}
+	if err := os.Remove(dst); err != nil {
+		t.Fatal(err)
+	}
+	total := int(full.calls.Load())
+	if total < 8 {
+		t.Fatalf("a compaction of 15000 records and their index asked its context %d times; want every few thousand keys", total)
+	}
+	for n := range total {
+		goroutines := runtime.NumGoroutine()
+		ctx := doneAfter(n)
+		_, err := storh.CompactContext(ctx, src, dst)
+		checkCancelled(t, "CompactContext", ctx, err, "compact", "cancelled", dst)
+		if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("done after %d checks: %s exists (%v); want it removed", n, dst, err)
+		}
+		settled(t, goroutines)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the target directory holds %d files; want none", len(entries))
+	}
+	if got := digestFile(t, src); got != want {
+		t.Error("a cancelled compaction changed its source")
+	}
+	db := openAt(t, src)
+	c, _ := db.Docs("a")
+	returnsIn(t, "a write on the source", func() error { _, err := c.Put(storh.Map{"n": 1}); return err })
+	returnsIn(t, "Close", db.Close)
+}

@@ -6,9 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Backup writes a consistent copy of the whole file to w from one read
@@ -116,82 +113,4 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// CompactReport says what Compact did, for the source and the copy alike:
-// the apparent size (what ls shows), the space the file system allocated
-// for it (what du shows: bbolt grows a file sparsely, so the two differ),
-// and the bytes of pages that hold data rather than free space.
-type CompactReport struct {
-	SrcSize, SrcAllocated, SrcInUse int64
-	DstSize, DstAllocated, DstInUse int64
-}
-
-// Reclaimed is the disk space the compacted copy saves: the difference in
-// allocated space, never negative (a small, sparse source can take less
-// space than its packed copy).
-func (r CompactReport) Reclaimed() int64 { return max(0, r.SrcAllocated-r.DstAllocated) }
-
-// Compact copies the live data of the database at src into a new file dst
-// (which must not exist), leaving free pages behind. It opens src read-only,
-// so no process may have it open for writing (opts.LockTimeout bounds the
-// wait). Pages are packed full.
-func Compact(src, dst string, opts Options) (CompactReport, error) {
-	var rep CompactReport
-	if _, err := os.Stat(dst); err == nil {
-		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", ErrExists, dst)
-	}
-	opts.ReadOnly = true
-	in, err := Open(src, opts)
-	if err != nil {
-		return rep, err
-	}
-	defer in.Close()
-	mode := opts.FileMode
-	if mode == 0 {
-		mode = 0o600
-	}
-	out, err := bolt.Open(dst, mode, &bolt.Options{FreelistType: bolt.FreelistMapType})
-	if err != nil {
-		return rep, mapBoltErr(err)
-	}
-	err = containPanic(func() error { return bolt.Compact(out, in.bolt, 64<<20) })
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(dst)
-		return rep, mapBoltErr(err)
-	}
-	if rep.SrcSize, rep.SrcAllocated, err = diskUsage(src); err != nil {
-		return rep, err
-	}
-	if rep.SrcInUse, err = inUse(src, opts.LockTimeout); err != nil {
-		return rep, err
-	}
-	if rep.DstSize, rep.DstAllocated, err = diskUsage(dst); err != nil {
-		return rep, err
-	}
-	rep.DstInUse, err = inUse(dst, opts.LockTimeout)
-	return rep, err
-}
-
-// inUse returns the bytes of the pages of the database file at path that
-// hold data: every page below the high-water mark that is not free. It
-// opens the file read-only with the freelist loaded (a read-only open skips
-// it by default, and would count free pages as data).
-func inUse(path string, timeout time.Duration) (int64, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true,
-		FreelistType: bolt.FreelistMapType, Timeout: max(timeout, time.Nanosecond)})
-	if err != nil {
-		return 0, mapBoltErr(err)
-	}
-	defer db.Close()
-	var n int64
-	err = db.View(func(tx *bolt.Tx) error {
-		st := db.Stats()
-		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize)
-		return nil
-	})
-	return max(0, n), err
 }
