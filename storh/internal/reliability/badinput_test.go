@@ -332,10 +332,15 @@ func badCases() []badCase {
 		{name: "closed-view", run: func(e *badEnv) error { e.db.Close(); return e.db.View(func(*storh.Tx) error { return nil }) }, is: storh.ErrClosed, msg: "closed"},
 		{name: "closed-verify", run: func(e *badEnv) error { e.db.Close(); _, err := e.db.Verify(nil); return err }, is: storh.ErrClosed, msg: "closed"},
 		{name: "closed-twice", run: func(e *badEnv) error {
+			// A second Close is nil, as in bbolt; the database stays closed.
 			if err := e.db.Close(); err != nil {
 				return err
 			}
-			return e.db.Close()
+			if err := e.db.Close(); err != nil {
+				return fmt.Errorf("second Close: %w", errors.Join(err, errors.New("want nil")))
+			}
+			_, err := e.docs.Put(storh.Map{"a": 1})
+			return err
 		}, is: storh.ErrClosed, msg: "closed"},
 		{name: "closed-iterator-after-close", run: func(e *badEnv) error {
 			seq := e.docs.Stream(query.All())
