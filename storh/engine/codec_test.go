@@ -167,6 +167,33 @@ func TestDecodeInto(t *testing.T) {
 	if err := engine.DecodeInto([]byte{0xc1}, &m); !errors.Is(err, engine.ErrCorrupt) {
 		t.Errorf("DecodeInto(&map, garbage) = %v; want ErrCorrupt", err)
 	}
+	// A struct: garbage is ErrCorrupt, a record that does not fit is
+	// ErrType (naming the type and the field), and never the other way.
+	if err := engine.DecodeInto([]byte{0x81, 0xa4, 'n', 'a', 'm', 'e'}, &s); !errors.Is(err, engine.ErrCorrupt) || errors.Is(err, engine.ErrType) {
+		t.Errorf("DecodeInto(&struct, truncated) = %v; want ErrCorrupt", err)
+	}
+	var narrow struct {
+		N int8 `msgpack:"n"`
+	}
+	big, _ := appendSealed(nil, map[string]any{"n": 300})
+	p, _ = engine.Payload(testKey[:], big)
+	err := engine.DecodeInto(p, &narrow)
+	if !errors.Is(err, engine.ErrType) || errors.Is(err, engine.ErrCorrupt) || !strings.Contains(err.Error(), `field "n": 300 overflows int8`) {
+		t.Errorf("DecodeInto(300 into int8) = %v; want ErrType", err)
+	}
+	if err := engine.DecodeInto(p, narrow); !errors.Is(err, engine.ErrType) {
+		t.Errorf("DecodeInto(non-pointer) = %v; want ErrType", err)
+	}
+	// any fields get the normalised form, as DecodeMap gives it.
+	var loose struct {
+		N any            `msgpack:"n"`
+		M map[string]any `msgpack:"m"`
+	}
+	small, _ := appendSealed(nil, map[string]any{"n": int8(3), "m": map[string]any{"f": float32(0.5), "t": time.Unix(1, 0).In(time.FixedZone("x", 60))}})
+	p, _ = engine.Payload(testKey[:], small)
+	if err := engine.DecodeInto(p, &loose); err != nil || loose.N != int64(3) || loose.M["f"] != 0.5 || loose.M["t"].(time.Time).Location() != time.UTC {
+		t.Errorf("DecodeInto(any fields) = %#v, %v", loose, err)
+	}
 }
 
 // FuzzValueRoundTrip: any payload the decoder accepts is data that encodes;
