@@ -383,6 +383,33 @@ type prec2 struct{}
 func (prec2) MarshalText() ([]byte, error)     { return []byte("text"), nil }
 func (*prec2) MarshalMsgpack() ([]byte, error) { return []byte{0xa1, 'm'}, nil }
 
+// precTop is a record whose pointer type encodes it (a map), while the
+// value type only has MarshalText: as a top-level *precTop, the pointer's
+// method wins.
+type precTop struct{}
+
+func (precTop) MarshalText() ([]byte, error)     { return []byte("text"), nil }
+func (*precTop) MarshalMsgpack() ([]byte, error) { return []byte{0x81, 0xa1, 'k', 0x01}, nil }
+
+// binID is a foreign id type with its own binary form: it decodes from
+// storh's UUID extension too.
+type binID [16]byte
+
+func (b binID) MarshalBinary() ([]byte, error) { return b[:], nil }
+func (b *binID) UnmarshalBinary(p []byte) error {
+	if len(p) != 16 {
+		return errors.New("binID: not 16 bytes")
+	}
+	copy(b[:], p)
+	return nil
+}
+
+type asArray struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	A        int
+	B        string
+}
+
 type prec3 struct{ N int }
 
 func (p *prec3) MarshalMsgpack() ([]byte, error) {
@@ -411,6 +438,45 @@ func TestUserEncoders(t *testing.T) {
 	m, _ := mpack.DecodeMap(b)
 	if m["p"].(map[string]any)["z"] != int64(1) || m["pp"] != nil || m["a"].(map[string]any)["z"] != int64(3) {
 		t.Errorf("decoded %v", m)
+	}
+	if got := enc(t, &precTop{}); !bytes.Equal(got, hx("81a16b01")) {
+		t.Errorf("&precTop = %x, want the pointer's MarshalMsgpack", got)
+	}
+	if _, err := codec.AppendRecord(nil, precTop{}, 0); !errors.Is(err, codec.ErrUnsupported) {
+		t.Errorf("precTop (text, not a map) as a record: %v", err)
+	}
+}
+
+func TestUserDecoders(t *testing.T) {
+	type T struct {
+		Raw msgpack.RawMessage `msgpack:"raw"`
+		ID  binID              `msgpack:"id"`
+		Arr asArray            `msgpack:"arr"`
+		Txt *textOnly          `msgpack:"txt"`
+	}
+	u := uuidv7.New()
+	v := T{Raw: msgpack.RawMessage{0x92, 0x01, 0xa1, 'x'}, ID: binID(u), Arr: asArray{A: 1, B: "b"}, Txt: &textOnly{"t"}}
+	b := enc(t, v)
+	m, _ := mpack.DecodeMap(b)
+	want := map[string]any{"raw": []any{int64(1), "x"}, "id": u[:], "arr": []any{int64(1), "b"}, "txt": "t"}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("encoded %#v\nwant %#v", m, want)
+	}
+	var back T
+	if err := codec.Decode(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Raw, v.Raw) || back.ID != v.ID || back.Arr.A != 1 || back.Arr.B != "b" || back.Txt == nil || back.Txt.s != "t" {
+		t.Errorf("decoded %+v", back)
+	}
+	// A BinaryUnmarshaler reads storh's id extension's bytes.
+	if err := codec.Decode(enc(t, map[string]any{"id": u}), &back); err != nil || back.ID != binID(u) {
+		t.Errorf("binID from the UUID extension: %v, %v", back.ID, err)
+	}
+	// nil gives the zero value without calling the method.
+	back.Txt = &textOnly{"old"}
+	if err := codec.Decode(enc(t, map[string]any{"txt": nil, "raw": nil}), &back); err != nil || back.Txt != nil || back.Raw != nil {
+		t.Errorf("nil: %+v, %v", back, err)
 	}
 }
 

@@ -727,27 +727,28 @@ func (c *Codec) decodeAt(d *decState, p unsafe.Pointer, lv int) error {
 	return c.dec(d, p, lv)
 }
 
-// newArray allocates n elements of elem's type. Slices of the common
-// scalars are made directly, which costs one allocation where
-// reflect.MakeSlice costs two.
-func newArray(elem *Codec, n int) unsafe.Pointer {
-	switch elem.t.Kind() {
-	case reflect.String:
+// newArray allocates n elements of elem's type (sliceType is []elem).
+// Slices of strings, of any and of pointer-free scalars are made directly,
+// which costs one allocation where reflect.MakeSlice costs two.
+func newArray(elem *Codec, sliceType reflect.Type, n int) unsafe.Pointer {
+	switch k := elem.t.Kind(); {
+	case k == reflect.String:
 		return unsafe.Pointer(unsafe.SliceData(make([]string, n)))
-	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Float64, reflect.Uintptr:
-		return unsafe.Pointer(unsafe.SliceData(make([]uint64, n)))
-	case reflect.Int32, reflect.Uint32, reflect.Float32:
-		return unsafe.Pointer(unsafe.SliceData(make([]uint32, n)))
-	case reflect.Int16, reflect.Uint16:
-		return unsafe.Pointer(unsafe.SliceData(make([]uint16, n)))
-	case reflect.Bool, reflect.Int8:
-		return unsafe.Pointer(unsafe.SliceData(make([]uint8, n)))
-	case reflect.Interface:
-		if elem.t.NumMethod() == 0 {
-			return unsafe.Pointer(unsafe.SliceData(make([]any, n)))
+	case k == reflect.Interface && elem.t.NumMethod() == 0:
+		return unsafe.Pointer(unsafe.SliceData(make([]any, n)))
+	case k >= reflect.Bool && k <= reflect.Float64: // no pointers: only the size matters
+		switch elem.t.Size() {
+		case 8:
+			return unsafe.Pointer(unsafe.SliceData(make([]uint64, n)))
+		case 4:
+			return unsafe.Pointer(unsafe.SliceData(make([]uint32, n)))
+		case 2:
+			return unsafe.Pointer(unsafe.SliceData(make([]uint16, n)))
+		case 1:
+			return unsafe.Pointer(unsafe.SliceData(make([]uint8, n)))
 		}
 	}
-	return reflect.MakeSlice(reflect.SliceOf(elem.t), n, n).UnsafePointer()
+	return reflect.MakeSlice(sliceType, n, n).UnsafePointer()
 }
 
 func sliceDecoder(c *Codec) decFn {
@@ -765,7 +766,7 @@ func sliceDecoder(c *Codec) decFn {
 		if tooDeep(lv) {
 			return errTooDeep()
 		}
-		data := newArray(elem, n)
+		data := newArray(elem, t, n)
 		if err := d.decodeElems(elem, size, data, n, lv); err != nil {
 			return err
 		}
@@ -939,6 +940,9 @@ func userDecoder(t, iface reflect.Type, viaPtr bool) decFn {
 }
 
 func (d *decState) callDecoder(raw []byte, target any, t, iface reflect.Type) (err error) {
+	if target == nil {
+		return typeErrorf("cannot decode into a nil %s", t)
+	}
 	method := ""
 	defer func() {
 		if r := recover(); r != nil {
@@ -955,6 +959,7 @@ func (d *decState) callDecoder(raw []byte, target any, t, iface reflect.Type) (e
 			d.lib.Reset(&d.rd)
 		}
 		err = target.(msgpack.CustomDecoder).DecodeMsgpack(d.lib)
+		d.rd.Reset(nil) // keep no reference to the payload in the pool
 	case unmarshalerType:
 		method = "UnmarshalMsgpack"
 		err = target.(msgpack.Unmarshaler).UnmarshalMsgpack(bytes.Clone(raw))

@@ -115,7 +115,7 @@
 //   - an array decodes into [N]T when it has at most N elements, the rest
 //     of the Go array being zeroed; [N]byte needs exactly N bytes;
 //   - a float64 beyond the range of float32 is an error in a float32, and
-//     a string or bin map key is required (the library also takes others);
+//     map keys must be str (the library also reads bin keys);
 //   - values in an interface whose Marshaler has a pointer receiver are
 //     encoded with it (the library refuses them as not addressable);
 //   - types registered with msgpack.RegisterExt are not consulted, and
@@ -133,5 +133,5 @@
 //
 // Struct tags are parsed for the forms records use: name, comma-separated
 // options, and key:value options; the library's quoted values are not
-// supported.
+// supported, and json's string option is ignored.
 package codec

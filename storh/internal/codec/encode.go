@@ -124,16 +124,16 @@ func (c *Codec) CheckRecordType() error {
 // appendRecord checks the shape of the record at p (named outer in
 // messages) and encodes it.
 func (c *Codec) appendRecord(dst []byte, p unsafe.Pointer, limit int, outer reflect.Type) (out []byte, err error) {
-	top := c
+	top, tp := c, p
 	for top.t.Kind() == reflect.Pointer {
-		if p = *(*unsafe.Pointer)(p); p == nil {
+		if tp = *(*unsafe.Pointer)(tp); tp == nil {
 			return dst, unsupportedf("data is a nil %s", outer)
 		}
 		top = top.elem
 	}
 	switch top.t.Kind() {
 	case reflect.Map:
-		if *(*unsafe.Pointer)(p) == nil {
+		if *(*unsafe.Pointer)(tp) == nil {
 			return dst, unsupportedf("data is a nil map")
 		}
 		if top.t.Key().Kind() != reflect.String {
@@ -149,7 +149,17 @@ func (c *Codec) appendRecord(dst []byte, p unsafe.Pointer, limit int, outer refl
 			out, err = dst, unsupportedf("cannot encode %s: panic: %v", outer, r)
 		}
 	}()
-	b, err := top.enc(s, dst, p, level1)
+	// Pointers are followed as long as they have no encoding of their own
+	// (a pointer type's Marshaler takes precedence over its target's).
+	for c.plainPtr {
+		p = *(*unsafe.Pointer)(p)
+		c = c.elem
+	}
+	b, err := c.enc(s, dst, p, level1)
+	if err == nil && !mpack.IsMap(b[s.start:]) {
+		// A type with its own encoding (a Marshaler) wrote something else.
+		err = unsupportedf("data must encode as a map; %s's own encoding is not one", outer)
+	}
 	return s.finish(dst, b, err)
 }
 
