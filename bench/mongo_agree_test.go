@@ -392,7 +392,7 @@ func corpusLines(t *testing.T, root string) []corpusLine {
 	// FuzzDecodeMongo and FuzzDecodeRow seeds are JSON lines;
 	// FuzzAppendPayload seeds are msgpack, not JSON, and are left out.
 	for _, target := range []string{"FuzzDecodeMongo", "FuzzDecodeRow"} {
-		dir := filepath.Join(root, "cmd", "storh", "internal", "jsonl", "testdata", "fuzz", target)
+		dir := filepath.Join(root, "storh", "jsonl", "testdata", "fuzz", target)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -407,7 +407,7 @@ func corpusLines(t *testing.T, root string) []corpusLine {
 				t.Fatalf("%s/%s: %v", target, e.Name(), err)
 			}
 			name := target + "/" + e.Name()
-			out = append(out, corpusLine{name: name, src: "cmd/storh/internal/jsonl/testdata/fuzz/" + name, line: line})
+			out = append(out, corpusLine{name: name, src: "storh/jsonl/testdata/fuzz/" + name, line: line})
 		}
 	}
 	scripts, err := filepath.Glob(filepath.Join(root, "cmd", "storh", "testdata", "script", "*.txtar"))

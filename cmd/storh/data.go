@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 

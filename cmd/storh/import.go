@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 // maxLine bounds one input line. A record is at most storh.MaxRecordSize

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 // deepRow is a row the library rejects (nested deeper than storh.MaxDepth),

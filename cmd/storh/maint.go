@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 func (a *app) statsCmd() *cobra.Command {

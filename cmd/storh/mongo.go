@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 // The Mongo migration path is `storh import --mongo COLL FILE`: the row
-// decoding (Extended JSON, _id → UUIDv7, _oid) lives in internal/jsonl;
+// decoding (Extended JSON, _id → UUIDv7, _oid) lives in storh/jsonl;
 // this file recognises the usual ways a MongoDB export is not what import
 // reads, and says how to get the right one.
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/storhdb/storh-go/cmd/storh/internal/jsonl"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 func ExampleDecodeRow() {

@@ -1,4 +1,4 @@
-package jsonl
+package jsonv
 
 import (
 	"encoding/base64"
@@ -27,29 +27,40 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 // AppendRow appends the export form of a record, {"id":"…","data":{…}},
 // and a newline.
 func AppendRow(dst []byte, id uuidv7.UUID, payload []byte) ([]byte, error) {
-	dst = append(dst, `{"id":"`...)
-	dst, _ = id.AppendText(dst)
-	dst = append(dst, `","data":`...)
-	dst, err := AppendPayload(dst, payload)
+	dst, err := AppendObject(dst, id, payload, false)
 	if err != nil {
 		return dst, err
 	}
-	return append(dst, '}', '\n'), nil
+	return append(dst, '\n'), nil
 }
 
 // AppendRecord appends the display form of a record,
 // {"id":"…","time":"…","data":{…}}, and a newline. The time is the id's.
 func AppendRecord(dst []byte, id uuidv7.UUID, payload []byte) ([]byte, error) {
-	dst = append(dst, `{"id":"`...)
-	dst, _ = id.AppendText(dst)
-	dst = append(dst, `","time":"`...)
-	dst = id.Time().UTC().AppendFormat(dst, TimeLayout)
-	dst = append(dst, `","data":`...)
-	dst, err := AppendPayload(dst, payload)
+	dst, err := AppendObject(dst, id, payload, true)
 	if err != nil {
 		return dst, err
 	}
-	return append(dst, '}', '\n'), nil
+	return append(dst, '\n'), nil
+}
+
+// AppendObject appends a record as one JSON object, without a newline:
+// {"id":"…","time":"…","data":{…}}, or without the time when withTime is
+// false. On error dst comes back as it was given.
+func AppendObject(dst []byte, id uuidv7.UUID, payload []byte, withTime bool) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"id":"`...)
+	dst, _ = id.AppendText(dst)
+	if withTime {
+		dst = append(dst, `","time":"`...)
+		dst = id.Time().UTC().AppendFormat(dst, TimeLayout)
+	}
+	dst = append(dst, `","data":`...)
+	dst, err := AppendPayload(dst, payload)
+	if err != nil {
+		return dst[:start], err
+	}
+	return append(dst, '}'), nil
 }
 
 // AppendPayload transcodes a record payload (one msgpack map, as

@@ -21,7 +21,7 @@ import (
 // duplicate-key and UTF-8 checks a switch would need): below that, the
 // standard library's maintenance and scrutiny are worth more.
 //
-//	go test ./cmd/storh/internal/jsonl -run XXX -bench Decode/ -count 10 -cpu 1
+//	go test ./storh/jsonl -run XXX -bench Decode/ -count 10 -cpu 1
 //
 // The rows are a mix of what import meets: log events as bare objects,
 // export rows with ids and typed values, mongoexport documents with nested

@@ -1,6 +1,9 @@
-// Package jsonl reads and writes the JSON lines of the storh command: the rows
-// of `storh export` and `storh import`, the records printed by `storh get`
-// and `storh query`, and the Extended JSON written by MongoDB's mongoexport.
+// Package jsonl reads and writes storh's JSON lines: the rows of
+// `storh export` and `storh import`, the records printed by `storh get` and
+// `storh query`, and the Extended JSON written by MongoDB's mongoexport. It
+// is the library form of what the storh command does, for applications that
+// export and import themselves; the value mapping itself lives in
+// storh/internal/jsonv, which storh shares.
 //
 // # Basics
 //
