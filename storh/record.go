@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -72,3 +73,59 @@ func (r Record) Raw() []byte { return r.payload }
 
 // Size returns the encoded size of the data in bytes.
 func (r Record) Size() int { return len(r.payload) }
+
+// MarshalJSON writes the record as one JSON object,
+// {"id":"…","time":"…","data":{…}}: the line storh/jsonl's Export writes
+// for it (without the newline), and what `storh get` prints. The time is the
+// id's, RFC 3339 in UTC with milliseconds; the data is written straight from
+// the stored bytes, keys in stored (sorted) order, with MongoDB Extended
+// JSON wrappers for the values JSON has no type for ({"$date":…},
+// {"$binary":…}, {"$numberDouble":"NaN"}), and floats always with a fraction
+// or an exponent, so that UnmarshalJSON, and a JSONL import, give back the
+// same record. storh/jsonl documents the mapping.
+//
+// json.Marshal escapes <, > and & in the output of every MarshalJSON; a
+// json.Encoder with SetEscapeHTML(false) keeps them as they are.
+func (r Record) MarshalJSON() ([]byte, error) { return marshalRecordJSON(r.ID, r.payload) }
+
+// UnmarshalJSON reads what MarshalJSON writes: an object of the keys "id",
+// "data" and, not read (the id carries it), "time". The data is encoded as
+// a write would store it, so the record has the same id and data as the one
+// marshalled, and the same bytes (Raw) but where it held float32 values,
+// which JSON carries as float64. JSON null leaves the record as it is.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	id, payload, err := unmarshalRecordJSON(b)
+	if err != nil {
+		return err
+	}
+	r.ID, r.payload = id, payload
+	return nil
+}
+
+// marshalRecordJSON is the JSON of a record given as its id and payload
+// (msgpack, as Raw returns it): MarshalJSON's, for every type whose JSON is
+// a record's.
+func marshalRecordJSON(id uuidv7.UUID, payload []byte) ([]byte, error) {
+	b, err := jsonv.AppendObject(make([]byte, 0, 64+2*len(payload)), id, payload, true)
+	if err != nil {
+		return nil, opErr("marshal json", "", id.String(), -1, err)
+	}
+	return b, nil
+}
+
+// unmarshalRecordJSON reads the JSON of a record (see UnmarshalJSON) into
+// its id and payload, encoded as a write stores it.
+func unmarshalRecordJSON(b []byte) (uuidv7.UUID, []byte, error) {
+	row, err := new(jsonv.Decoder).DecodeRecord(b)
+	if err != nil {
+		return uuidv7.UUID{}, nil, opErr("unmarshal json", "", "", -1, err)
+	}
+	value, err := engine.AppendValue(nil, row.Data)
+	if err != nil {
+		return uuidv7.UUID{}, nil, opErr("unmarshal json", "", row.ID.String(), -1, err)
+	}
+	return row.ID, value[engine.HeaderSize:], nil
+}

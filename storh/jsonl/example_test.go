@@ -3,7 +3,9 @@ package jsonl_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +131,29 @@ func ExampleImport() {
 	// line 3 skipped: jsonl: invalid JSON at column 9: unexpected end of line, expected a value
 	// 3 written (2 new, 1 replaced), 1 skipped
 	// home, again
+}
+
+// A record's JSON is its line of Export: storh.Record implements
+// json.Marshaler and json.Unmarshaler.
+func Example_recordJSON() {
+	db, done := exampleDB()
+	defer done()
+	events, _ := db.Log("events")
+	rec, _ := events.PutWithID(uuidv7.MustParse("0190a4f4-5c3b-7def-8123-456789abcdef"),
+		storh.Map{"kind": "login", "raw": []byte("hi"), "nan": math.NaN()})
+
+	js, err := json.Marshal(rec)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(js))
+
+	var back storh.Record
+	if err := json.Unmarshal(js, &back); err != nil {
+		panic(err)
+	}
+	fmt.Println(back.ID == rec.ID, bytes.Equal(back.Raw(), rec.Raw()))
+	// Output:
+	// {"id":"0190a4f4-5c3b-7def-8123-456789abcdef","time":"2024-07-12T03:19:56.219Z","data":{"kind":"login","nan":{"$numberDouble":"NaN"},"raw":{"$binary":{"base64":"aGk=","subType":"00"}}}}
+	// true true
 }

@@ -141,6 +141,32 @@ func (d *Decoder) DecodeMongo(line []byte) (Row, error) {
 	return row, nil
 }
 
+// DecodeRecord decodes the JSON of one record as Record.MarshalJSON writes
+// it, {"id":"…","time":"…","data":{…}}: an object of those keys only, with
+// an id and an object as data. The time is not read (the id carries it) and
+// may be left out.
+func (d *Decoder) DecodeRecord(b []byte) (Row, error) {
+	m, err := d.top(b, false)
+	if err != nil {
+		return Row{}, err
+	}
+	for k := range m {
+		if k != "id" && k != "data" && k != "time" {
+			return Row{}, &Error{Err: ErrRow, Field: k, Reason: `a record's JSON has only the keys "id", "time" and "data"`}
+		}
+	}
+	switch id, has := m["id"]; {
+	case !has:
+		return Row{}, &Error{Err: ErrRow, Field: "id", Reason: "missing: a record's JSON needs its id"}
+	case id == nil:
+		return Row{}, &Error{Err: ErrRow, Field: "id", Reason: "must be a UUIDv7 string, got null"}
+	}
+	if _, ok := m["data"]; !ok {
+		return Row{}, &Error{Err: ErrRow, Field: "data", Reason: "missing: a record's JSON needs its data, an object"}
+	}
+	return envelope(m)
+}
+
 // DecodeObject decodes one JSON object with the row type mapping, without
 // looking for the id/data envelope.
 func (d *Decoder) DecodeObject(b []byte) (map[string]any, error) {
