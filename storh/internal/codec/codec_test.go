@@ -529,6 +529,7 @@ func TestEncodeErrors(t *testing.T) {
 		{[]any{1}, codec.ErrUnsupported, "data must be a map or a struct, got []interface {}"},
 		{map[int]any{}, codec.ErrUnsupported, "map keys must be strings, got int"},
 		{map[string]any{"m": map[int]int{1: 2}}, codec.ErrUnsupported, `field "m": map keys must be strings, got int`},
+		{map[string]any{"m": map[int]int{}, "n": map[int]int(nil)}, nil, ""}, // as the library wrote them
 		{map[string]any{"c": make(chan int)}, codec.ErrUnsupported, `field "c": cannot encode chan int`},
 		{map[string]any{"f": func() {}}, codec.ErrUnsupported, "func()"},
 		{map[string]any{"l": []any{1, 2i}}, codec.ErrUnsupported, `field "l[1]": cannot encode complex128`},

@@ -344,7 +344,14 @@ func (bd *builder) encoder(c *Codec) encFn {
 		return arrayEncoder(c.elem, n)
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
+			// As the library wrote them: nil and empty maps are fine.
 			return func(s *encState, b []byte, p unsafe.Pointer, lv int) ([]byte, error) {
+				switch {
+				case *(*unsafe.Pointer)(p) == nil:
+					return append(b, 0xc0), nil
+				case reflect.NewAt(t, p).Elem().Len() == 0:
+					return append(b, 0x80), nil
+				}
 				return b, unsupportedf("map keys must be strings, got %s", t.Key())
 			}
 		}
@@ -410,7 +417,18 @@ func (bd *builder) decoder(c *Codec) decFn {
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
 			return func(d *decState, p unsafe.Pointer, lv int) error {
-				return typeErrorf("cannot decode into %s: map keys must be strings", t)
+				n, isNil, err := d.mapHead(t)
+				switch {
+				case err != nil:
+					return err
+				case isNil:
+					reflect.NewAt(t, p).Elem().SetZero()
+				case n == 0:
+					reflect.NewAt(t, p).Elem().Set(reflect.MakeMap(t))
+				default:
+					return typeErrorf("cannot decode into %s: map keys must be strings", t)
+				}
+				return nil
 			}
 		}
 		return mapDecoder(c)
