@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -133,30 +132,14 @@ func exportFile(ctx context.Context, r reader, q query.Query, path, dbPath strin
 	return n, fi.Size(), os.Rename(tmp.Name(), path)
 }
 
-// exportRows writes the rows q selects to w, transcoding each record's
-// stored msgpack straight to JSON.
+// exportRows writes the rows q selects to w with jsonl.Export, in the
+// compact form {"id":…,"data":…}, transcoding each record's stored msgpack
+// straight to JSON.
 func exportRows(ctx context.Context, r reader, q query.Query, w io.Writer, prog *progress) (int64, error) {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	var n int64
-	var buf []byte
-	for rec, err := range r.Stream(q) {
-		if err != nil {
-			return n, err
-		}
-		if buf, err = jsonl.AppendRow(buf[:0], rec.ID, rec.Raw()); err != nil {
-			return n, fmt.Errorf("record %s: %w", rec.ID, err)
-		}
-		if _, err := bw.Write(buf); err != nil {
-			return n, err
-		}
-		n++
-		if n&1023 == 0 {
-			prog.records.Store(n)
-			if ctx.Err() != nil {
-				return n, errors.New("interrupted")
-			}
-		}
+	rep, err := jsonl.Export(ctx, w, r, q, jsonl.WithoutTime(),
+		jsonl.WithProgress(1024, 100*time.Millisecond, func(p jsonl.Progress) { prog.records.Store(int64(p.Records)) }))
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = errors.New("interrupted")
 	}
-	prog.records.Store(n)
-	return n, bw.Flush()
+	return int64(rep.Records), err
 }

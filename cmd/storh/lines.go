@@ -4,9 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
-// lineReader reads the lines of JSON lines input (import, put from stdin):
+// maxLine bounds one input line: the limit of jsonl.Import, which reads the
+// lines of storh import.
+const maxLine = jsonl.MaxLine
+
+// lineReader reads the lines of JSON lines input (put from stdin), as
+// jsonl.Import reads those of storh import:
 // without their line end, the byte order mark of the first line removed.
 // A line longer than maxLine is reported, not kept: memory stays bounded
 // whatever the input.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
 // libraryTerms are words of the library's Go API that mean nothing to a
@@ -86,7 +87,7 @@ func TestLibraryErrorsInCLITerms(t *testing.T) {
 			a.started = true
 			e := err
 			if wrapped {
-				e = &lineError{7, err} // a library error quoted inside one of the command's
+				e = &jsonl.LineError{Line: 7, Err: err} // a library error quoted inside another
 			}
 			a.report(&cobra.Command{Use: "storh"}, e)
 			if m := libraryTerms.FindString(stderr.String()); m != "" {

@@ -126,15 +126,3 @@ func shortCount(f float64) string {
 	}
 	return fmt.Sprintf("%.0f", f)
 }
-
-// countingReader counts the bytes read through it into a progress.
-type countingReader struct {
-	r io.Reader
-	p *progress
-}
-
-func (c countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.p.bytes.Add(int64(n))
-	return n, err
-}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 	"runtime"
 	"strings"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
-	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -330,26 +328,11 @@ func (a *app) open(write bool) (*storh.DB, error) {
 	return db, nil
 }
 
-// reader is what Docs and Log have in common for reading.
-type reader interface {
-	Name() string
-	Get(id uuidv7.UUID) (storh.Record, error)
-	Stream(q query.Query) iter.Seq2[storh.Record, error]
-	Count() (int, error)
-	CountMatching(q query.Query) (int, error)
-	Explain(q query.Query) (storh.Plan, error)
-	Indexes() ([]storh.IndexInfo, error)
-	DropIndex(name string) error
-}
+// reader is a collection a command reads: a *storh.Docs or *storh.Log.
+type reader = storh.Collection
 
-// writer adds the writes Docs and Log share.
-type writer interface {
-	reader
-	Put(data any) (storh.Record, error)
-	PutWithID(id uuidv7.UUID, data any) (storh.Record, error)
-	PutMany(items []any) ([]storh.Record, error)
-	PutStream(seq iter.Seq[any]) (int, error)
-}
+// writer is a collection a command writes: a *storh.Docs or *storh.Log.
+type writer = storh.Collection
 
 // lookup returns the statistics of an existing collection, or an error
 // naming the collections there are. Reads never create collections.
