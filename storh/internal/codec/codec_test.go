@@ -368,6 +368,25 @@ func TestAliasAndUnknownKeys(t *testing.T) {
 	if err := codec.Decode(enc(t, map[string]any{"title": "x", "z": []any{1, map[string]any{"q": 2}}, "a": 1}), &v); err != nil || v.Name != "x" {
 		t.Errorf("alias: %+v, %v", v, err)
 	}
+	// A field named by its json tag still reads the Go name, under which
+	// the library (which ignores json tags) stored it; unless another field
+	// has that name.
+	type J struct {
+		UserID string `json:"user_id"`
+		Count  int    `json:"count"`
+	}
+	var j J
+	if err := codec.Decode(libBytes(t, J{UserID: "u", Count: 3}), &j); err != nil || j != (J{UserID: "u", Count: 3}) {
+		t.Errorf("json-named fields from the library's records: %+v, %v", j, err)
+	}
+	type K struct {
+		A string `json:"B"`
+		B string `json:"b"`
+	}
+	var k K
+	if err := codec.Decode(enc(t, map[string]any{"B": "to A", "b": "to B"}), &k); err != nil || k != (K{"to A", "to B"}) {
+		t.Errorf("a real name wins over a Go-name alias: %+v, %v", k, err)
+	}
 }
 
 // The library's precedence: CustomEncoder, Marshaler, BinaryMarshaler,
@@ -468,6 +487,16 @@ func TestUserDecoders(t *testing.T) {
 	}
 	if !bytes.Equal(back.Raw, v.Raw) || back.ID != v.ID || back.Arr.A != 1 || back.Arr.B != "b" || back.Txt == nil || back.Txt.s != "t" {
 		t.Errorf("decoded %+v", back)
+	}
+	// omitempty on an as_array struct follows its fields, as the library's.
+	type holder struct {
+		Arr asArray `msgpack:"arr,omitempty"`
+	}
+	if got := keys(t, holder{}); got != "arr" {
+		t.Errorf("as_array struct with fields that are not omitempty was omitted: keys %q", got)
+	}
+	if got, want := enc(t, holder{asArray{A: 1}}), libBytes(t, holder{asArray{A: 1}}); !bytes.Equal(got, want) {
+		t.Errorf("as_array: %x, library %x", got, want)
 	}
 	// A BinaryUnmarshaler reads storh's id extension's bytes.
 	if err := codec.Decode(enc(t, map[string]any{"id": u}), &back); err != nil || back.ID != binID(u) {

@@ -51,7 +51,9 @@
 // and arrays, structs whose every field is left out, and values whose IsZero
 // method says so. omitzero (json's, honoured in either tag) leaves out the
 // zero value of the type, or what IsZero reports. An msgpack alias:name
-// option adds a name the decoder also accepts.
+// option adds a name the decoder also accepts; so does a json tag's name
+// for the field's Go name, under which the library (which ignores json
+// tags) stored it, unless another field has that name.
 //
 // Embedded structs, and pointers to structs, are inlined (their fields
 // promoted, a nil pointer contributing none) unless their tag says

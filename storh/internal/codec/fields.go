@@ -171,6 +171,11 @@ func structFields(t reflect.Type) []fieldInfo {
 				if alias, ok := tag.options["alias"]; ok && alias != "" && !fromJSON {
 					f.aliases = []string{alias}
 				}
+				if fromJSON && tag.name != "" && tag.name != sf.Name {
+					// The library ignored json tags: records it wrote have
+					// the Go name, which decoding still accepts.
+					f.aliases = append(f.aliases, sf.Name)
+				}
 				fields = append(fields, f)
 				if count[q.typ] > 1 {
 					// The same struct embedded twice at one depth: its

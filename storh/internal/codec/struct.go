@@ -44,10 +44,9 @@ type embedStep struct {
 }
 
 func (bd *builder) structPlan(t reflect.Type) *structPlan {
+	// Structs tagged as_array are encoded by the library, but their fields
+	// still decide whether one is empty (omitempty).
 	sp := &structPlan{t: t, asArray: structOptions(t)}
-	if sp.asArray {
-		return sp
-	}
 	infos := structFields(t)
 	sp.fields = make([]sfield, len(infos))
 	for i, fi := range infos {
