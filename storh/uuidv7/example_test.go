@@ -98,3 +98,14 @@ func ExampleNewBatch() {
 	// Output:
 	// -1 -1
 }
+
+func ExampleParseAny() {
+	// A foreign key from another system may be any version of UUID.
+	u, err := uuidv7.ParseAny("73ffd264-44b3-4c69-90e8-e7d1dfc035d4")
+	fmt.Println(u, u.Version(), u.IsV7(), err)
+	_, err = uuidv7.Parse("73ffd264-44b3-4c69-90e8-e7d1dfc035d4")
+	fmt.Println(err != nil)
+	// Output:
+	// 73ffd264-44b3-4c69-90e8-e7d1dfc035d4 4 false <nil>
+	// true
+}

@@ -113,7 +113,7 @@ var hexValue = func() (t [256]byte) {
 // decode parses the canonical form. On failure it returns the offset and
 // reason of the first problem instead of an error, so that [IsValid] can
 // reject input without allocating and the callers decide what an error costs.
-func decode[T string | []byte](s T) (u UUID, off int, reason string) {
+func decode[T string | []byte](s T, anyVersion bool) (u UUID, off int, reason string) {
 	if len(s) != 36 {
 		return Nil, len(s), ReasonLength
 	}
@@ -138,6 +138,9 @@ func decode[T string | []byte](s T) (u UUID, off int, reason string) {
 				}
 			}
 		}
+	}
+	if anyVersion {
+		return u, 0, ""
 	}
 	if u[6]>>4 != 7 {
 		return Nil, 14, ReasonVersion
@@ -166,7 +169,7 @@ func newParseError(input string, off int, reason string) *ParseError {
 // the first problem; layout and digits are checked before version and
 // variant. Parse does not allocate on success and allocates once on failure.
 func Parse(s string) (UUID, error) {
-	u, off, reason := decode(s)
+	u, off, reason := decode(s, false)
 	if reason != "" {
 		return Nil, newParseError(s, off, reason)
 	}
@@ -177,11 +180,24 @@ func Parse(s string) (UUID, error) {
 // It does not allocate on success and allocates twice on failure (the error
 // and a copy of at most 64 bytes of b).
 func ParseBytes(b []byte) (UUID, error) {
-	u, off, reason := decode(b)
+	u, off, reason := decode(b, false)
 	if reason != "" {
 		e := newParseError(string(b[:min(len(b), maxQuoted)]), off, reason)
 		e.truncated = len(b) > maxQuoted
 		return Nil, e
+	}
+	return u, nil
+}
+
+// ParseAny parses the canonical text form of a UUID of any version and
+// variant, by the layout rules of [Parse]: for UUIDs that are data, such as
+// a key from another system stored in a record, rather than ids. The result
+// is not necessarily a UUIDv7; [UUID.IsV7] says whether it is. It does not
+// allocate on success.
+func ParseAny(s string) (UUID, error) {
+	u, off, reason := decode(s, true)
+	if reason != "" {
+		return Nil, newParseError(s, off, reason)
 	}
 	return u, nil
 }
@@ -199,7 +215,7 @@ func MustParse(s string) UUID {
 // IsValid reports whether s is a UUIDv7 in canonical text form, by the rules
 // of [Parse]. It never allocates.
 func IsValid(s string) bool {
-	_, _, reason := decode(s)
+	_, _, reason := decode(s, false)
 	return reason == ""
 }
 

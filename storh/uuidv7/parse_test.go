@@ -137,6 +137,39 @@ func TestParseErrorMessages(t *testing.T) {
 	}
 }
 
+func TestParseAny(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		ok     bool
+		isV7   bool
+		reason string
+	}{
+		{rfcVector, true, true, ""},
+		{"73FFD264-44b3-4c69-90e8-e7d1dfc035d4", true, false, ""}, // version 4
+		{"00000000-0000-0000-0000-000000000000", true, false, ""},
+		{"017f22e2-79b0-7cc3-c8c4-dc0c0c07398f", true, false, ""}, // version 7, Microsoft variant
+		{"017f22e279b07cc398c4dc0c0c07398f", false, false, ReasonLength},
+		{"017f22e2-79b0-7cc3-98c4_dc0c0c07398f", false, false, ReasonDash},
+		{"017f22e2-79b0-7cc3-98c4-dc0c0c07398g", false, false, ReasonHex},
+	} {
+		u, err := ParseAny(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("ParseAny(%q) error = %v, want ok %v", tc.in, err, tc.ok)
+			continue
+		}
+		if !tc.ok {
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Reason != tc.reason || !errors.Is(err, ErrInvalid) {
+				t.Errorf("ParseAny(%q) = %v, want reason %s", tc.in, err, tc.reason)
+			}
+			continue
+		}
+		if u.String() != strings.ToLower(tc.in) || u.IsV7() != tc.isV7 {
+			t.Errorf("ParseAny(%q) = %s (v7 %v)", tc.in, u, u.IsV7())
+		}
+	}
+}
+
 func TestMustParsePanics(t *testing.T) {
 	defer func() {
 		err, ok := recover().(error)
@@ -198,6 +231,23 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		u, err := Parse(s)
+		// ParseAny accepts a superset: what Parse accepts, the same value,
+		// plus every other version and variant, and nothing of another
+		// layout.
+		au, aerr := ParseAny(s)
+		switch {
+		case err == nil && (aerr != nil || au != u):
+			t.Fatalf("ParseAny(%q) = %s, %v; Parse = %s", s, au, aerr, u)
+		case aerr == nil && au.String() != strings.ToLower(s):
+			t.Fatalf("ParseAny(%q) = %s: not the same text", s, au)
+		case aerr != nil && err != nil && !errors.Is(aerr, ErrInvalid):
+			t.Fatalf("ParseAny(%q): %v does not wrap ErrInvalid", s, aerr)
+		case aerr != nil && err != nil:
+			var pe *ParseError
+			if errors.As(aerr, &pe) && (pe.Reason == ReasonVersion || pe.Reason == ReasonVariant) {
+				t.Fatalf("ParseAny(%q) checked the %s", s, pe.Reason)
+			}
+		}
 		if IsValid(s) != (err == nil) {
 			t.Fatalf("IsValid(%q) = %v but Parse err = %v", s, IsValid(s), err)
 		}
