@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -793,7 +792,7 @@ func compareRecord(rec storh.Record, doc bson.D, line []byte) []difference {
 		}
 		top = slices.DeleteFunc(slices.Clone(doc), func(e bson.E) bool { return e.Key == "_id" })
 		if _, taken := m["_oid"]; !taken {
-			top = append(top, bson.E{Key: "_oid", Value: oid.Hex()})
+			top = append(top, bson.E{Key: "_oid", Value: oid})
 		}
 	}
 	compareValue(&diffs, line, "", data, top)
@@ -830,13 +829,13 @@ func expectValue(v any) (want any, ok bool) {
 		return b, true
 	case float64:
 		return b, true
-	case bson.ObjectID: // → 24 lowercase hex digits
-		return b.Hex(), true
+	case bson.ObjectID: // → a typed objectid.ObjectID
+		return objectid.ObjectID(b), true
 	case bson.DateTime: // → time.Time in UTC
 		return b.Time().UTC(), true
-	case bson.Binary: // → []byte; subtype 4 of 16 bytes → UUID text
+	case bson.Binary: // → []byte; subtype 4 of 16 bytes → a typed UUID
 		if b.Subtype == bson.TypeBinaryUUID && len(b.Data) == 16 {
-			return uuidText(b.Data), true
+			return uuidv7.UUID(b.Data), true
 		}
 		return slices.Clone(b.Data), true
 	case bson.Decimal128: // → the decimal string (every digit kept)
@@ -875,11 +874,6 @@ func expectValue(v any) (want any, ok bool) {
 // must parse to the same Decimal128 (the import keeps the literal, so
 // "19.990" stays "19.990", and parsing keeps the trailing zero too).
 type wantDecimal struct{ d bson.Decimal128 }
-
-func uuidText(b []byte) string {
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
 
 // compareValue appends to diffs every place where got (stored) differs from
 // b (the driver's value) after the type mapping.

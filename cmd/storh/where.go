@@ -10,7 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // A --where expression is one or more conditions combined with and, or,
@@ -31,12 +33,14 @@ import (
 //	cmp     = "=" | "!=" | ">" | ">=" | "<" | "<="
 //	path    = segment { "." segment }
 //	segment = a bare name | a JSON string ("a.b" is one key with a dot)
-//	value   = a JSON string, object or list | a bare word
+//	value   = a JSON string, object or list | a typed id | a bare word
+//	typed id = "uuid:" UUID text | "oid:" 24 hex digits
 //	list    = "[" [ value { "," value } ] "]"
 //
 // A bare name runs up to a space or one of . = ! < > ^ ~ * $ | ( ) [ ] { }
 // , " '. A bare word runs up to a space or one of ( ) [ ] { } , " and is
-// the JSON number, true, false or null it spells, else text (after ^= it
+// the JSON number, true, false or null it spells, a typed id when it starts
+// with uuid: or oid: (to match such text, quote it), else text (after ^= it
 // is always text). Operators are matched longest first, so >= is never >
 // followed by "=…". The words and, or and not are never names or bare
 // words: quote them ("not"=1, x="and").
@@ -379,7 +383,7 @@ func (p *whereParser) check(n *whereNode) error {
 	case opGt, opGte, opLt, opLte, opBetween:
 		for _, v := range n.vals {
 			if k, ok := rangeKind(v); !ok {
-				return p.errAt(n.at, "%s compares numbers, text, booleans, times or bytes, not %s (to find %s, use = or contains)", n.op, k, k)
+				return p.errAt(n.at, "%s compares numbers, text, booleans, times, bytes or ids, not %s (to find %s, use = or contains)", n.op, k, k)
 			}
 		}
 	}
@@ -402,6 +406,10 @@ func rangeKind(v any) (string, bool) {
 		return "a time", true
 	case []byte:
 		return "bytes", true
+	case uuidv7.UUID:
+		return "a UUID", true
+	case objectid.ObjectID:
+		return "an ObjectID", true
 	case nil:
 		return "null", false
 	case []any:
@@ -515,6 +523,12 @@ func (p *whereParser) value(c valueCtx) (any, error) {
 	if c.op == opPrefix {
 		return w, nil
 	}
+	if v, ok, err := typedID(w); ok {
+		if err != nil {
+			return nil, p.errAt(start, "%s (to match the text, quote it: %s%s)", err, c.prefix(), jsonQuote(w))
+		}
+		return v, nil
+	}
 	v, err := jsonl.DecodeValue([]byte(w))
 	switch {
 	case err == nil:
@@ -523,6 +537,27 @@ func (p *whereParser) value(c valueCtx) (any, error) {
 		return nil, p.errAt(start, "%s is JSON, but not a value storh can match: %s", w, jsonReason(err))
 	}
 	return w, nil
+}
+
+// typedID reads a bare word that names a typed id, uuid:<UUID text> or
+// oid:<24 hex digits>: ok reports whether w has one of those prefixes, err
+// whether what follows is no id.
+func typedID(w string) (v any, ok bool, err error) {
+	switch lw := strings.ToLower(w); {
+	case strings.HasPrefix(lw, "uuid:"):
+		u, err := uuidv7.ParseAny(w[len("uuid:"):])
+		if err != nil {
+			return nil, true, fmt.Errorf("%s is not a UUID: uuid: takes the 36-character text form, like uuid:0190a4f4-5c3b-7def-8123-456789abcdef", w)
+		}
+		return u, true, nil
+	case strings.HasPrefix(lw, "oid:"):
+		id, err := objectid.Parse(w[len("oid:"):])
+		if err != nil {
+			return nil, true, fmt.Errorf("%s is not an ObjectID: oid: takes 24 hex digits, like oid:5f1a2b3c4d5e6f7a8b9c0d1e", w)
+		}
+		return id, true, nil
+	}
+	return nil, false, nil
 }
 
 // what names the place of a value for messages.
@@ -835,6 +870,14 @@ func (n *whereNode) operand(b *strings.Builder) {
 }
 
 func writeValue(b *strings.Builder, v any) {
+	switch id := v.(type) {
+	case uuidv7.UUID:
+		b.WriteString("uuid:" + id.String())
+		return
+	case objectid.ObjectID:
+		b.WriteString("oid:" + id.Hex())
+		return
+	}
 	if list, ok := v.([]any); ok {
 		// Elements one by one, so that one the JSON writer cannot write
 		// spoils only itself.

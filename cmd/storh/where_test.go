@@ -9,7 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // TestParseWhereValues checks how one condition's value is typed.
@@ -57,6 +59,11 @@ func TestParseWhereValues(t *testing.T) {
 		{"android=1", []string{"android"}, int64(1)},
 		{"é=ü", []string{"é"}, "ü"},
 		{"_oid=5e0be232153bcf7c10df5e93", []string{"_oid"}, "5e0be232153bcf7c10df5e93"},
+		{"_oid=oid:5E0BE232153BCF7C10DF5E93", []string{"_oid"}, objectid.MustParse("5e0be232153bcf7c10df5e93")},
+		{"post=uuid:0190a4f4-5c3b-7def-8123-456789abcdef", []string{"post"}, uuidv7.MustParse("0190a4f4-5c3b-7def-8123-456789abcdef")},
+		{"ext=UUID:73ffd264-44b3-4c69-90e8-e7d1dfc035d4", []string{"ext"}, uuidv7.UUID{0x73, 0xff, 0xd2, 0x64, 0x44, 0xb3, 0x4c, 0x69, 0x90, 0xe8, 0xe7, 0xd1, 0xdf, 0xc0, 0x35, 0xd4}},
+		{`post={"$uuid":"0190a4f4-5c3b-7def-8123-456789abcdef"}`, []string{"post"}, uuidv7.MustParse("0190a4f4-5c3b-7def-8123-456789abcdef")},
+		{`label="uuid:x"`, []string{"label"}, "uuid:x"},
 	}
 	for _, tt := range tests {
 		n, err := parseWhere(tt.in)
@@ -180,10 +187,13 @@ func TestParseWhereErrors(t *testing.T) {
 		{"x between 1 5", `at column 13: expected and after the lower bound, as in x between 1 and 5; got "5"`},
 		{"x between 1 and", `at column 16: expected a value after between's and; got the end`},
 		{`x between 1 and "a"`, `at column 17: the bounds of between must be of one type; got a number and text`},
-		{"x>null", `at column 1: > compares numbers, text, booleans, times or bytes, not null (to find null, use = or contains)`},
-		{"x<=[1]", `at column 1: <= compares numbers, text, booleans, times or bytes, not a list`},
-		{`x>{"a":1}`, `at column 1: > compares numbers, text, booleans, times or bytes, not an object`},
+		{"x>null", `at column 1: > compares numbers, text, booleans, times, bytes or ids, not null (to find null, use = or contains)`},
+		{"x<=[1]", `at column 1: <= compares numbers, text, booleans, times, bytes or ids, not a list`},
+		{`x>{"a":1}`, `at column 1: > compares numbers, text, booleans, times, bytes or ids, not an object`},
 		{"x^=[a]", `at column 4: ^= needs text, not a list`},
+		{"p=uuid:0190a4f4", `at column 3: uuid:0190a4f4 is not a UUID: uuid: takes the 36-character text form, like uuid:0190a4f4-5c3b-7def-8123-456789abcdef (to match the text, quote it: p="uuid:0190a4f4")`},
+		{"p=oid:xyz", `at column 3: oid:xyz is not an ObjectID: oid: takes 24 hex digits, like oid:5f1a2b3c4d5e6f7a8b9c0d1e (to match the text, quote it: p="oid:xyz")`},
+		{"p in [oid:1]", `at column 7: oid:1 is not an ObjectID`},
 		{`x^={"a":1}`, `at column 4: ^= needs text, not an object`},
 		{`x^=5 and y^={"$date":"2024-05-01T00:00:00Z"}`, `at column 13: ^= needs text, not a time`},
 		{`"open=1`, `at column 8: invalid JSON in the field name: unterminated string`},
@@ -214,7 +224,7 @@ func TestParseWhereErrors(t *testing.T) {
 // TestWhereMatches runs conditions against records through the library:
 // the typed values reach the library as it expects them.
 func TestWhereConds(t *testing.T) {
-	for _, in := range []string{"n=5", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)"} {
+	for _, in := range []string{"n=5", "p=uuid:0190a4f4-5c3b-7def-8123-456789abcdef", "p>oid:5e0be232153bcf7c10df5e93", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)"} {
 		n, err := parseWhere(in)
 		if err != nil {
 			t.Fatal(err)

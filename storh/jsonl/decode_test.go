@@ -222,13 +222,13 @@ func TestWrappers(t *testing.T) {
 		{"numberDecimal 34 digits", `{"$numberDecimal":"1234567890123456789012345678901234"}`, "1234567890123456789012345678901234"},
 		{"numberDecimal NaN", `{"$numberDecimal":"NaN"}`, "NaN"},
 		{"numberDecimal -Infinity", `{"$numberDecimal":"-Infinity"}`, "-Infinity"},
-		{"uuid", `{"$uuid":"73FFD264-44b3-4c69-90e8-e7d1dfc035d4"}`, "73ffd264-44b3-4c69-90e8-e7d1dfc035d4"},
+		{"uuid", `{"$uuid":"73FFD264-44b3-4c69-90e8-e7d1dfc035d4"}`, anyUUID("73ffd264-44b3-4c69-90e8-e7d1dfc035d4")},
 		{"timestamp limits", `{"$timestamp":{"t":4294967295,"i":0}}`, map[string]any{"t": int64(4294967295), "i": int64(0)}},
 		{"binary", `{"$binary":{"base64":"AAEC/w==","subType":"00"}}`, []byte{0, 1, 2, 255}},
-		{"binary uuid", `{"$binary":{"base64":"AZCk9Fw7fe+BI0VniavN7w==","subType":"04"}}`, testID},
+		{"binary uuid", `{"$binary":{"base64":"AZCk9Fw7fe+BI0VniavN7w==","subType":"04"}}`, uuidv7.MustParse(testID)},
 		{"binary legacy", `{"$binary":"AAE=","$type":"0"}`, []byte{0, 1}},
 		{"binary empty", `{"$binary":{"base64":"","subType":"80"}}`, []byte{}},
-		{"oid", `{"$oid":"5F1A2B3C4D5E6F7A8B9C0D1E"}`, "5f1a2b3c4d5e6f7a8b9c0d1e"},
+		{"oid", `{"$oid":"5F1A2B3C4D5E6F7A8B9C0D1E"}`, objectid.MustParse("5f1a2b3c4d5e6f7a8b9c0d1e")},
 		{"timestamp", `{"$timestamp":{"t":1595586030,"i":7}}`, map[string]any{"t": int64(1595586030), "i": int64(7)}},
 		{"regex", `{"$regularExpression":{"pattern":"^a.*","options":"i"}}`, "/^a.*/i"},
 		{"regex legacy", `{"$regex":"^a","$options":""}`, "/^a/"},
@@ -237,8 +237,8 @@ func TestWrappers(t *testing.T) {
 		{"undefined", `{"$undefined":true}`, nil},
 		{"unknown $ key stays", `{"$foo":1}`, map[string]any{"$foo": int64(1)}},
 		{"two members stay", `{"$date":"x","note":1}`, map[string]any{"$date": "x", "note": int64(1)}},
-		{"dbref stays", `{"$ref":"users","$id":{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}}`, map[string]any{"$ref": "users", "$id": "5f1a2b3c4d5e6f7a8b9c0d1e"}},
-		{"in array", `[{"$numberLong":"1"},{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}]`, []any{int64(1), "5f1a2b3c4d5e6f7a8b9c0d1e"}},
+		{"dbref stays", `{"$ref":"users","$id":{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}}`, map[string]any{"$ref": "users", "$id": objectid.MustParse("5f1a2b3c4d5e6f7a8b9c0d1e")}},
+		{"in array", `[{"$numberLong":"1"},{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}]`, []any{int64(1), objectid.MustParse("5f1a2b3c4d5e6f7a8b9c0d1e")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestDecodeMongo(t *testing.T) {
 	if row.ID != wantID || row.ForeignID {
 		t.Errorf("ID = %v (foreign %v), want %v", row.ID, row.ForeignID, wantID)
 	}
-	want := map[string]any{"_oid": oid.Hex(), "name": "ana", "ref": map[string]any{"_id": "5f1a2b3c4d5e6f7a8b9c0d1f"}, "n": int64(3)}
+	want := map[string]any{"_oid": oid, "name": "ana", "ref": map[string]any{"_id": objectid.MustParse("5f1a2b3c4d5e6f7a8b9c0d1f")}, "n": int64(3)}
 	if !reflect.DeepEqual(row.Data, want) {
 		t.Errorf("Data = %#v, want %#v", row.Data, want)
 	}
@@ -338,9 +338,9 @@ func TestDecodeMongo(t *testing.T) {
 		t.Errorf("_oid clash: %v", err)
 	}
 
-	// The plain decoder keeps an ObjectID _id as its hex text.
+	// The plain decoder keeps an ObjectID _id as a typed field.
 	plain, err := DecodeRow([]byte(`{"_id":{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}}`))
-	if err != nil || plain.Data["_id"] != oid.Hex() || !plain.ID.IsZero() {
+	if err != nil || plain.Data["_id"] != oid || !plain.ID.IsZero() {
 		t.Errorf("plain decode of a Mongo row: %+v, %v", plain, err)
 	}
 }
@@ -453,4 +453,13 @@ func TestDecodeValuePrefix(t *testing.T) {
 	if !errors.As(err, &e) || !errors.Is(err, ErrSyntax) {
 		t.Errorf("unterminated string: %v", err)
 	}
+}
+
+// anyUUID parses a UUID of any version.
+func anyUUID(s string) uuidv7.UUID {
+	u, err := uuidv7.ParseAny(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }

@@ -29,7 +29,9 @@
 // An object is read as one of the first two forms only when its keys are
 // among "id", "data" and "time", and "data" is an object. With Mongo the
 // lines are mongoexport output: an ObjectID _id becomes the deterministic
-// UUIDv7 of objectid.ObjectID.UUIDv7 and is kept as the field "_oid".
+// UUIDv7 of objectid.ObjectID.UUIDv7 and is kept, typed, as the field
+// "_oid". Ids stay typed wherever they appear: {"$uuid":…} and a $binary of
+// subtype 04 become a uuidv7.UUID, {"$oid":…} an objectid.ObjectID.
 //
 // Exporting, importing into an empty collection and exporting again gives
 // the same bytes. JSON has one number type, no timestamps and no bytes, so
@@ -41,6 +43,8 @@
 //	NaN, ±Inf            {"$numberDouble":"NaN"}, "Infinity", "-Infinity"
 //	time.Time            {"$date":"2024-05-01T12:00:00.123456789Z"}
 //	[]byte               {"$binary":{"base64":"…","subType":"00"}}
+//	uuidv7.UUID          {"$uuid":"0190a4f4-5c3b-7def-8123-456789abcdef"}
+//	objectid.ObjectID    {"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}
 //
 // Reading, integers without fraction or exponent become int64, uint64 above
 // math.MaxInt64, and float64 beyond; every other number is a float64. A

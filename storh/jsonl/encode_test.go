@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -55,6 +56,9 @@ func TestAppendPayloadTypes(t *testing.T) {
 		{"nested", map[string]any{"m": map[string]any{"z": nil, "a": []any{true, false, []any{}, map[string]any{}}}},
 			`{"m":{"a":[true,false,[],{}],"z":null}}`},
 		{"key order", map[string]any{"b": 1, "a": 2, "A": 3, "é": 4, "": 5}, `{"":5,"A":3,"a":2,"b":1,"é":4}`},
+		{"ids", map[string]any{"u": uuidv7.MustParse("0190a4f4-5c3b-7def-8123-456789abcdef"), "o": objectid.MustParse("5f1a2b3c4d5e6f7a8b9c0d1e"),
+			"l": []any{uuidv7.UUID{}, objectid.ObjectID{}}},
+			`{"l":[{"$uuid":"00000000-0000-0000-0000-000000000000"},{"$oid":"000000000000000000000000"}],"o":{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"},"u":{"$uuid":"0190a4f4-5c3b-7def-8123-456789abcdef"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +161,8 @@ func genValue(depth int) *rapid.Generator[any] {
 			ns := rapid.Int64Range(0, 999_999_999).Draw(t, "ns")
 			return time.Unix(sec, ns).UTC()
 		}),
+		rapid.Map(rapid.SliceOfN(rapid.Byte(), 16, 16), func(v []byte) any { return uuidv7.UUID(v) }),
+		rapid.Map(rapid.SliceOfN(rapid.Byte(), 12, 12), func(v []byte) any { return objectid.ObjectID(v) }),
 	}
 	if depth == 0 {
 		return rapid.OneOf(scalars...)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/storhdb/storh-go/storh/objectid"
 )
 
 // The seed corpora live in testdata/fuzz/<target>/; go test runs them as
@@ -85,7 +87,7 @@ func FuzzDecodeMongo(f *testing.F) {
 			t.Fatalf("a foreign _id with an id: %+v", row)
 		}
 		if !row.ID.IsZero() {
-			if _, ok := row.Data["_oid"].(string); !ok {
+			if _, ok := row.Data["_oid"].(objectid.ObjectID); !ok {
 				t.Fatalf("ObjectID row without _oid: %+v", row)
 			}
 		}

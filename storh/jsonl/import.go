@@ -14,6 +14,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/jsonv"
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -524,8 +525,8 @@ func (im *importer) checkID(it *rowItem) (keep bool, err error) {
 		return true, nil
 	}
 	d := &DuplicateError{ID: id, First: int(first)}
-	if oid, ok := it.entry.Data.(map[string]any)["_oid"].(string); ok && im.cfg.mongo {
-		d.OID = oid
+	if oid, ok := it.entry.Data.(map[string]any)["_oid"].(objectid.ObjectID); ok && im.cfg.mongo {
+		d.OID = oid.Hex()
 	}
 	switch im.cfg.dup {
 	case DuplicateSkip:

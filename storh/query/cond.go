@@ -9,6 +9,8 @@ import (
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // FieldRef addresses one field of a record, possibly inside nested maps.
@@ -226,7 +228,7 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 			return Cond{err: fmt.Errorf("%w: %s on %q: a value of type %T cannot be stored, so cannot match", ErrInvalidQuery, name, f.name(), v)}
 		}
 		if !rangeClass(n) {
-			return Cond{err: fmt.Errorf("%w: %s on %q needs a number, string, bool, []byte or time.Time bound, not %s", ErrInvalidQuery, name, f.name(), show(n))}
+			return Cond{err: fmt.Errorf("%w: %s on %q needs a number, string, bool, []byte, time.Time, uuidv7.UUID or objectid.ObjectID bound, not %s", ErrInvalidQuery, name, f.name(), show(n))}
 		}
 		vals = append(vals, n)
 	}
@@ -303,7 +305,7 @@ func rangeClassOf(v any) order.Tag {
 
 func rangeClass(v any) bool {
 	switch v.(type) {
-	case int64, uint64, float64, string, bool, []byte, time.Time:
+	case int64, uint64, float64, string, bool, []byte, time.Time, uuidv7.UUID, objectid.ObjectID:
 		return true
 	}
 	return false
@@ -382,6 +384,10 @@ func show(v any) string {
 		return fmt.Sprintf("bytes(%x)", x)
 	case time.Time:
 		return x.Format(time.RFC3339Nano)
+	case uuidv7.UUID:
+		return "uuid:" + x.String() // as the CLI's --where writes typed ids
+	case objectid.ObjectID:
+		return "oid:" + x.Hex()
 	case []any:
 		return showList(x)
 	case map[string]any:

@@ -108,7 +108,7 @@ const (
 // DecodeRow decodes one line of storh JSONL (see the package doc for the
 // three row forms).
 func (d *Decoder) DecodeRow(line []byte) (Row, error) {
-	m, err := d.top(line, false)
+	m, err := d.top(line)
 	if err != nil {
 		return Row{}, err
 	}
@@ -118,7 +118,7 @@ func (d *Decoder) DecodeRow(line []byte) (Row, error) {
 // DecodeMongo decodes one line of mongoexport output (relaxed or canonical
 // Extended JSON v2, and the legacy v1 forms of $binary, $date and $regex).
 func (d *Decoder) DecodeMongo(line []byte) (Row, error) {
-	m, err := d.top(line, true)
+	m, err := d.top(line)
 	if err != nil {
 		return Row{}, err
 	}
@@ -136,7 +136,7 @@ func (d *Decoder) DecodeMongo(line []byte) (Row, error) {
 		return Row{}, &Error{Err: ErrRow, Field: "_oid", Reason: "the document already has an _oid field, where the import keeps the ObjectID; rename it first"}
 	}
 	delete(m, "_id")
-	m["_oid"] = oid.Hex()
+	m["_oid"] = oid
 	row.ID = uuidv7.UUID(oid.UUIDv7())
 	return row, nil
 }
@@ -146,7 +146,7 @@ func (d *Decoder) DecodeMongo(line []byte) (Row, error) {
 // an id and an object as data. The time is not read (the id carries it) and
 // may be left out.
 func (d *Decoder) DecodeRecord(b []byte) (Row, error) {
-	m, err := d.top(b, false)
+	m, err := d.top(b)
 	if err != nil {
 		return Row{}, err
 	}
@@ -170,18 +170,15 @@ func (d *Decoder) DecodeRecord(b []byte) (Row, error) {
 // DecodeObject decodes one JSON object with the row type mapping, without
 // looking for the id/data envelope.
 func (d *Decoder) DecodeObject(b []byte) (map[string]any, error) {
-	return d.top(b, false)
+	return d.top(b)
 }
 
 // DecodeValue decodes one JSON value of any kind with the row type mapping.
 func (d *Decoder) DecodeValue(b []byte) (any, error) {
-	p := d.reset(b, false)
+	p := d.reset(b)
 	v, err := p.value()
 	if err != nil {
 		return nil, err
-	}
-	if oid, ok := v.(objectid.ObjectID); ok {
-		v = oid.Hex()
 	}
 	p.ws()
 	if p.i < len(p.b) {
@@ -196,13 +193,10 @@ func (d *Decoder) DecodeValue(b []byte) (any, error) {
 // value inside a larger syntax, such as a --where expression. Error
 // columns count from the start of b.
 func (d *Decoder) DecodeValuePrefix(b []byte) (v any, n int, err error) {
-	p := d.reset(b, false)
+	p := d.reset(b)
 	v, err = p.value()
 	if err != nil {
 		return nil, 0, err
-	}
-	if oid, ok := v.(objectid.ObjectID); ok {
-		v = oid.Hex()
 	}
 	return v, p.i, nil
 }
@@ -216,13 +210,13 @@ func DecodeMongo(line []byte) (Row, error) { return new(Decoder).DecodeMongo(lin
 // DecodeValue decodes one JSON value with a fresh Decoder.
 func DecodeValue(b []byte) (any, error) { return new(Decoder).DecodeValue(b) }
 
-func (d *Decoder) reset(b []byte, mongo bool) *parser {
+func (d *Decoder) reset(b []byte) *parser {
 	p := &d.p
 	if p.keys == nil {
 		p.keys = make(map[string]string)
 		p.vals = make(map[string]any)
 	}
-	p.b, p.i, p.depth, p.keepID, p.path = b, 0, 0, mongo, p.path[:0]
+	p.b, p.i, p.depth, p.path = b, 0, 0, p.path[:0]
 	p.keepBad = d.KeepInvalidUTF8
 	clear(p.members)
 	clear(p.elems)
@@ -230,8 +224,8 @@ func (d *Decoder) reset(b []byte, mongo bool) *parser {
 	return p
 }
 
-func (d *Decoder) top(b []byte, mongo bool) (map[string]any, error) {
-	p := d.reset(b, mongo)
+func (d *Decoder) top(b []byte) (map[string]any, error) {
+	p := d.reset(b)
 	p.ws()
 	if p.i >= len(p.b) {
 		return nil, p.syntax("empty line, expected a JSON object")
@@ -298,7 +292,6 @@ type parser struct {
 	b       []byte
 	i       int
 	depth   int
-	keepID  bool // keep a top-level _id ObjectID typed (DecodeMongo)
 	keepBad bool // Decoder.KeepInvalidUTF8
 	keys    map[string]string
 	vals    map[string]any
@@ -496,9 +489,6 @@ func (p *parser) object() (any, error) {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
-		if oid, ok := v.(objectid.ObjectID); ok && !(p.keepID && p.depth == 1 && key == "_id") {
-			v = oid.Hex()
-		}
 		p.members = append(p.members, member{key, v, col})
 		if len(key) > 0 && key[0] == '$' {
 			dollar = true
@@ -571,9 +561,6 @@ func (p *parser) array() (any, error) {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
-		if oid, ok := v.(objectid.ObjectID); ok {
-			v = oid.Hex()
-		}
 		p.elems = append(p.elems, v)
 		p.ws()
 		if p.i >= len(p.b) {

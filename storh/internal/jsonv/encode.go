@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -199,8 +201,13 @@ func appendMsgpack(dst, b []byte, i, depth int) ([]byte, int, error) {
 	}
 	typ, data := int8(b[i]), b[i+1:i+1+n]
 	i += 1 + n
-	if typ != -1 {
-		return dst, i, fmt.Errorf("%w: msgpack extension type %d is not a storh type", ErrPayload, typ)
+	switch {
+	case typ == mpack.ExtUUID && n == 16:
+		return appendUUID(dst, uuidv7.UUID(data)), i, nil
+	case typ == mpack.ExtObjectID && n == 12:
+		return appendObjectID(dst, objectid.ObjectID(data)), i, nil
+	case typ != -1:
+		return dst, i, fmt.Errorf("%w: msgpack extension type %d of %d bytes is not a storh type", ErrPayload, typ, n)
 	}
 	t, err := decodeTimestamp(data)
 	if err != nil {
@@ -414,6 +421,21 @@ func appendBinary(dst, b []byte) []byte {
 // AppendValue writes a Go value of the kinds a storh record holds (as
 // storh.Record.Data returns them) as JSON with the same mapping as
 // AppendPayload. Map keys are written in sorted order, as stored.
+// appendUUID writes a typed UUID as {"$uuid":"<canonical text>"}, the
+// Extended JSON form, which import reads back as the same typed value.
+func appendUUID(dst []byte, u uuidv7.UUID) []byte {
+	dst = append(dst, `{"$uuid":"`...)
+	dst, _ = u.AppendText(dst)
+	return append(dst, `"}`...)
+}
+
+// appendObjectID writes a typed ObjectID as {"$oid":"<24 hex digits>"}.
+func appendObjectID(dst []byte, id objectid.ObjectID) []byte {
+	dst = append(dst, `{"$oid":"`...)
+	dst, _ = id.AppendText(dst)
+	return append(dst, `"}`...)
+}
+
 func AppendValue(dst []byte, v any) ([]byte, error) {
 	return appendValue(dst, v, 0)
 }
@@ -457,6 +479,10 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return appendBinary(dst, x), nil
 	case time.Time:
 		return appendTime(dst, x), nil
+	case uuidv7.UUID:
+		return appendUUID(dst, x), nil
+	case objectid.ObjectID:
+		return appendObjectID(dst, x), nil
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range x {

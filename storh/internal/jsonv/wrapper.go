@@ -2,7 +2,6 @@ package jsonv
 
 import (
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // wrapper converts an Extended JSON wrapper object, given as its members
@@ -67,11 +67,11 @@ func (p *parser) wrapper(ms []member, col int) (v any, ok bool, err error) {
 		v = s
 	case "$uuid":
 		s, ok := v.(string)
-		b, err := parseUUID(s)
+		u, err := uuidv7.ParseAny(s)
 		if !ok || err != nil {
 			return nil, true, p.rowErr(col, `$uuid must hold a UUID string like "73ffd264-44b3-4c69-90e8-e7d1dfc035d4"`)
 		}
-		v = uuidString(b)
+		v = u
 	case "$binary":
 		sub, ok := v.(map[string]any)
 		if !ok || len(sub) != 2 {
@@ -202,24 +202,10 @@ func (p *parser) binary(data, typ any, col int) (any, error) {
 		return nil, p.rowErr(col, fmt.Sprintf("$binary: subtype %q is not one or two hex digits", t))
 	}
 	if sub == 4 && len(b) == 16 {
-		// Subtype 4 is a standard UUID: its text form is what people query by.
-		return uuidString(b), nil
+		// Subtype 4 is a standard UUID, what $uuid abbreviates.
+		return uuidv7.UUID(b), nil
 	}
 	return b, nil
-}
-
-func uuidString(b []byte) string {
-	dst := make([]byte, 36)
-	hex.Encode(dst[0:8], b[0:4])
-	dst[8] = '-'
-	hex.Encode(dst[9:13], b[4:6])
-	dst[13] = '-'
-	hex.Encode(dst[14:18], b[6:8])
-	dst[18] = '-'
-	hex.Encode(dst[19:23], b[8:10])
-	dst[23] = '-'
-	hex.Encode(dst[24:], b[10:])
-	return string(dst)
 }
 
 func (p *parser) regex(pattern, options any, col int) (any, error) {
@@ -270,13 +256,4 @@ func decimal128(s string) string {
 		return "the exponent is out of range"
 	}
 	return ""
-}
-
-// parseUUID reads a UUID's 36-character text form, any case.
-func parseUUID(s string) ([]byte, error) {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return nil, fmt.Errorf("not a UUID")
-	}
-	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
-	return hex.DecodeString(h)
 }
