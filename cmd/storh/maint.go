@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -165,9 +166,9 @@ is 1 when there is any. It reads one consistent snapshot.`,
 			}
 			defer db.Close()
 			problems := &problemLog{a: a, label: "problem:"}
-			rep, err := db.Verify(problems.add, args...)
+			rep, err := db.VerifyContext(a.ctx, problems.add, args...)
 			if err != nil {
-				return err
+				return interrupted(err, fmt.Sprintf("verify stopped after %s, %s", plural(rep.Records, "record"), plural(int64(rep.Problems), "problem")))
 			}
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"ok": rep.Problems == 0, "collections": rep.Collections,
@@ -205,13 +206,13 @@ Take a backup first.`,
 			}
 			defer db.Close()
 			problems := &problemLog{a: a, label: "found:"}
-			rep, err := db.Repair(problems.add, args...)
+			rep, err := db.RepairContext(a.ctx, problems.add, args...)
 			if err != nil {
-				return err
+				return interrupted(err, "nothing was repaired")
 			}
-			after, err := db.Verify(nil, args...)
+			after, err := db.VerifyContext(a.ctx, nil, args...)
 			if err != nil {
-				return err
+				return interrupted(err, "the repair is committed; run 'storh verify' to check it")
 			}
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"found": rep.Problems, "quarantined": rep.Quarantined,
@@ -263,7 +264,10 @@ packed copy).`,
 			if _, err := os.Stat(out); err == nil {
 				return fmt.Errorf("%s already exists: compact never overwrites; remove it or choose another name", out)
 			}
-			rep, err := storh.Compact(a.dbPath, out, storh.WithLockTimeout(a.timeout))
+			rep, err := storh.CompactContext(a.ctx, a.dbPath, out, storh.WithLockTimeout(a.timeout))
+			if err != nil && a.ctx.Err() != nil {
+				return interrupted(err, out+" was removed; "+a.dbPath+" is unchanged")
+			}
 			if errors.Is(err, storh.ErrLocked) {
 				return fmt.Errorf("database %s is open for writing in another process (waited %v): compact needs it closed", a.dbPath, a.timeout)
 			}
@@ -355,12 +359,15 @@ DB.BackupFile: they copy while the program goes on writing.`,
 				if isTerminal(a.stdout) {
 					return usagef("stdout is a terminal: redirect the backup (storh backup - > copy.db) or name a file")
 				}
-				n, err = db.Backup(a.stdout)
+				n, err = db.BackupContext(a.ctx, a.stdout)
+				if err != nil {
+					return interrupted(err, "the backup on stdout is incomplete: do not use it")
+				}
 			} else {
-				n, err = db.BackupFile(args[0])
-			}
-			if err != nil {
-				return err
+				n, err = db.BackupFileContext(a.ctx, args[0])
+				if err != nil {
+					return interrupted(err, args[0]+" was left as it was")
+				}
 			}
 			if a.jsonOut && args[0] != "-" {
 				return a.printJSON(map[string]any{"src": a.dbPath, "dst": args[0], "bytes": n})
@@ -369,6 +376,15 @@ DB.BackupFile: they copy while the program goes on writing.`,
 			return nil
 		},
 	}
+}
+
+// interrupted turns an error from a maintenance command cancelled by Ctrl-C
+// (or SIGTERM) into "interrupted: <what was kept>"; other errors pass.
+func interrupted(err error, kept string) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: %s", kept)
+	}
+	return err
 }
 
 // remain says how many problems remain: "1 problem remains", "0 problems remain".

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +69,42 @@ func TestCompactReport(t *testing.T) {
 	}
 	if c.Reclaimed <= 0 || c.Reclaimed != c.Src.OnDisk-c.Dst.OnDisk || c.ReclaimedHuman != humanBytes(c.Reclaimed) {
 		t.Errorf("reclaimed %d (%s) from %d on disk to %d", c.Reclaimed, c.ReclaimedHuman, c.Src.OnDisk, c.Dst.OnDisk)
+	}
+}
+
+// TestMaintenanceInterrupted runs each maintenance command with a context
+// already cancelled, as Ctrl-C leaves it: each stops, says what it kept,
+// and leaves no partial file behind.
+func TestMaintenanceInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "put", "c", `{"n":1}`); code != 0 {
+		t.Fatal(stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+		gone string // a file the command must not leave
+	}{
+		{[]string{"verify"}, "interrupted: verify stopped after", ""},
+		{[]string{"repair"}, "interrupted: nothing was repaired", ""},
+		{[]string{"compact", "--out", filepath.Join(dir, "c.db")}, "was removed; " + db + " is unchanged", filepath.Join(dir, "c.db")},
+		{[]string{"backup", filepath.Join(dir, "b.db")}, "b.db was left as it was", filepath.Join(dir, "b.db")},
+	} {
+		_, stderr, code := runStorh(ctx, "", append([]string{"--db", db}, tc.args...)...)
+		if code != 1 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, code, stderr, tc.msg)
+		}
+		if tc.gone != "" {
+			if _, err := os.Stat(tc.gone); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%v left %s behind: %v", tc.args, tc.gone, err)
+			}
+		}
+	}
+	// The database is intact and usable.
+	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "verify"); code != 0 || !strings.Contains(out, "0 problems") {
+		t.Fatalf("verify after the interrupted commands: %s %s", out, stderr)
 	}
 }
