@@ -212,8 +212,7 @@ func (b *batch) reset() {
 	b.ids, b.values, b.arena, b.bytes = b.ids[:0], b.values[:0], b.arena[:0], 0
 }
 
-// add encodes one item (data or Entry) into the batch. Ids left zero are
-// filled in by fillIDs.
+// add encodes one untyped item (data or Entry) into the batch.
 func (b *batch) add(item any) error {
 	var id uuidv7.UUID
 	data := item
@@ -226,6 +225,12 @@ func (b *batch) add(item any) error {
 		}
 		id, data = e.ID, e.Data
 	}
+	return b.addWith(id, func(dst []byte) ([]byte, error) { return engine.AppendValue(dst, data) })
+}
+
+// addWith appends one record to the batch: id (zero: fillIDs assigns one)
+// and the value that encode appends to the arena.
+func (b *batch) addWith(id uuidv7.UUID, encode func(dst []byte) ([]byte, error)) error {
 	if !id.IsZero() {
 		if err := checkID(id, false); err != nil {
 			return err
@@ -237,7 +242,7 @@ func (b *batch) add(item any) error {
 		b.arena = make([]byte, 0, arenaBlock)
 	}
 	start := len(b.arena)
-	arena, err := engine.AppendValue(b.arena, data)
+	arena, err := encode(b.arena)
 	if err != nil {
 		return err
 	}
@@ -321,26 +326,34 @@ func (c *coll) writeBatch(b *batch) (int, error) {
 // Inside Update, a failed PutMany may have written part of its items into
 // the transaction: return the error from the callback to roll back.
 func (c *coll) PutMany(items []any) ([]Record, error) {
+	b, err := putMany(c, items, func(b *batch, item *any) error { return b.add(*item) })
+	if err != nil {
+		return nil, err
+	}
+	return b.records(c.tx != nil), nil
+}
+
+// putMany is PutMany over any item type: add encodes one item into the
+// batch. It returns the written batch, ids filled in.
+func putMany[I any](c *coll, items []I, add func(*batch, *I) error) (*batch, error) {
 	op := c.opName("put many")
-	var b batch
-	b.ids = make([]uuidv7.UUID, 0, len(items))
-	b.values = make([][]byte, 0, len(items))
-	for i, item := range items {
-		if err := b.add(item); err != nil {
+	b := &batch{ids: make([]uuidv7.UUID, 0, len(items)), values: make([][]byte, 0, len(items))}
+	for i := range items {
+		if err := add(b, &items[i]); err != nil {
 			return nil, opErr(op, c.name, "", i, err)
 		}
 	}
-	if i, err := c.fillIDs(&b, 0); err != nil {
+	if i, err := c.fillIDs(b, 0); err != nil {
 		return nil, opErr(op, c.name, b.ids[i].String(), i, err)
 	}
-	if i, err := c.writeBatch(&b); err != nil {
+	if i, err := c.writeBatch(b); err != nil {
 		id := ""
 		if i >= 0 {
 			id = b.ids[i].String()
 		}
 		return nil, opErr(op, c.name, id, i, err)
 	}
-	return b.records(c.tx != nil), nil
+	return b, nil
 }
 
 // PutStream stores an unbounded sequence of items (data or Entry) in
@@ -361,6 +374,12 @@ func (c *coll) PutStream(seq iter.Seq[any]) (int, error) {
 // (the count says how many records), the batch in progress is dropped, and
 // the error wraps ctx.Err().
 func (c *coll) PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, error) {
+	return putStream(ctx, c, seq, (*batch).add)
+}
+
+// putStream is PutStreamContext over any item type: add encodes one item
+// into the batch.
+func putStream[I any](ctx context.Context, c *coll, seq iter.Seq[I], add func(*batch, I) error) (int, error) {
 	op := c.opName("put stream")
 	var b batch
 	committed, seen := 0, 0
@@ -390,7 +409,7 @@ func (c *coll) PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, er
 		if err := ctx.Err(); err != nil {
 			return committed, opErr(op, c.name, "", -1, err)
 		}
-		if err := b.add(item); err != nil {
+		if err := add(&b, item); err != nil {
 			return committed, opErr(op, c.name, "", seen, err)
 		}
 		seen++
@@ -414,10 +433,20 @@ func (c *coll) PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, er
 // Get returns the record id. A valid id that is not stored is ErrNotFound;
 // an id that is not a UUIDv7 is ErrInvalidID; a damaged value is ErrCorrupt.
 func (c *coll) Get(id uuidv7.UUID) (Record, error) {
-	if !id.IsV7() {
-		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
-	}
 	var rec Record
+	err := c.get("get", id, func(p []byte) error {
+		rec = Record{ID: id, payload: append([]byte(nil), p...)}
+		return nil
+	})
+	return rec, err
+}
+
+// get reads the record id and hands its payload, valid only during the
+// call, to use.
+func (c *coll) get(op string, id uuidv7.UUID, use func(payload []byte) error) error {
+	if !id.IsV7() {
+		return opErr(c.opName(op), c.name, id.String(), -1, ErrInvalidID)
+	}
 	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec == nil {
 			return engine.ErrNotFound
@@ -426,13 +455,9 @@ func (c *coll) Get(id uuidv7.UUID) (Record, error) {
 		if err != nil {
 			return err
 		}
-		rec = Record{ID: id, payload: append([]byte(nil), p...)}
-		return nil
+		return use(p)
 	})
-	if err != nil {
-		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
-	}
-	return rec, nil
+	return opErr(c.opName(op), c.name, id.String(), -1, err)
 }
 
 // Count returns the number of records, from a counter kept in the same

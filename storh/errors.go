@@ -74,6 +74,12 @@ var (
 	// bad or duplicate name), or that contradicts the stored index of that
 	// name (other paths or uniqueness: drop it first).
 	ErrInvalidIndex = engine.ErrInvalidIndex
+	// ErrTypeMismatch is returned by Record.Decode and the reads of typed
+	// collections (DocsOf, LogOf) when a stored value does not fit the Go
+	// type asked for: a string for an int field, a number out of the
+	// field's range, a list for a struct. The record is intact; Data reads
+	// it.
+	ErrTypeMismatch = engine.ErrType
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...).

@@ -28,6 +28,15 @@ func exampleDB() (*storh.DB, func()) {
 	}
 }
 
+// exampleDir makes a temporary directory; the returned func removes it.
+func exampleDir() (string, func()) {
+	dir, err := os.MkdirTemp("", "storh-example")
+	if err != nil {
+		panic(err)
+	}
+	return dir, func() { os.RemoveAll(dir) }
+}
+
 func ExampleOpen() {
 	dir, err := os.MkdirTemp("", "storh-example")
 	if err != nil {

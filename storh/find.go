@@ -30,19 +30,21 @@ func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 	return c.StreamContext(context.Background(), q)
 }
 
-// StreamContext is Stream that stops when ctx is done: between chunks,
-// so within one chunk's work (at most ChunkExamined keys) even while no
-// record matches, it yields an error wrapping ctx.Err() and ends, with no
-// transaction left open.
+// StreamContext is Stream that stops when ctx is done: before each record
+// it yields, and between chunks, so within one chunk's work (at most 4096
+// keys examined) even while no record matches, it yields an error
+// wrapping ctx.Err() and ends, with no transaction left open.
 func (c *coll) StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		c.run(ctx, c.opName("stream"), q, func(r Record) bool { return yield(r, nil) }, func(err error) { yield(Record{}, err) })
+		c.run(ctx, c.opName("stream"), q, func(r Record) (bool, error) { return yield(r, nil), nil }, func(err error) { yield(Record{}, err) })
 	}
 }
 
 // run runs q, passing each record to each until it returns false, and a
-// failure to fail. It returns the run, for its statistics.
-func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Record) bool, fail func(error)) *engine.Run {
+// failure to fail. An error from each (a record that does not decode into
+// the caller's type) is a failure of that record, which ContinueOnError
+// skips. It returns the run, for its statistics.
+func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Record) (bool, error), fail func(error)) *engine.Run {
 	spec, err := plan.Compile(q)
 	if err != nil {
 		fail(opErr(op, c.name, "", -1, err))
@@ -61,6 +63,19 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Reco
 			return r
 		}
 		for _, it := range items {
+			// A consumer that cancels mid-chunk gets no further record.
+			if done := ctx.Done(); done != nil {
+				select {
+				case <-done:
+					fail(opErr(op, c.name, "", -1, ctx.Err()))
+					return r
+				default:
+				}
+			}
+			more := true
+			if it.Err == nil {
+				more, it.Err = each(Record{ID: it.ID, payload: it.Payload})
+			}
 			if it.Err != nil {
 				if spec.OnError != nil {
 					spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
@@ -69,7 +84,7 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Reco
 				fail(opErr(op, c.name, it.ID.String(), -1, it.Err))
 				return r
 			}
-			if !each(Record{ID: it.ID, payload: it.Payload}) {
+			if !more {
 				return r
 			}
 		}
@@ -104,12 +119,17 @@ func (c *coll) Find(q query.Query) ([]Record, error) {
 // FindContext is Find that stops when ctx is done (see StreamContext).
 func (c *coll) FindContext(ctx context.Context, q query.Query) ([]Record, error) {
 	var out []Record
-	var err error
-	c.run(ctx, c.opName("find"), q, func(r Record) bool { out = append(out, r); return true }, func(e error) { err = e })
-	if err != nil {
+	if err := c.find(ctx, "find", q, func(r Record) error { out = append(out, r); return nil }); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// find runs q to its end, handing each record to take.
+func (c *coll) find(ctx context.Context, op string, q query.Query, take func(Record) error) error {
+	var err error
+	c.run(ctx, c.opName(op), q, func(r Record) (bool, error) { return true, take(r) }, func(e error) { err = e })
+	return err
 }
 
 // First returns the first record q selects, or ErrNotFound when none does.
@@ -119,20 +139,32 @@ func (c *coll) First(q query.Query) (Record, error) {
 
 // FirstContext is First that stops when ctx is done (see StreamContext).
 func (c *coll) FirstContext(ctx context.Context, q query.Query) (Record, error) {
-	if err := q.Validate(); err != nil { // before Limit(1) replaces a bad limit
-		return Record{}, opErr(c.opName("first"), c.name, "", -1, err)
-	}
 	var out Record
+	err := c.first(ctx, q, func(r Record) error { out = r; return nil })
+	return out, err
+}
+
+// first runs q for its first record, handing it to take.
+func (c *coll) first(ctx context.Context, q query.Query, take func(Record) error) error {
+	if err := q.Validate(); err != nil { // before Limit(1) replaces a bad limit
+		return opErr(c.opName("first"), c.name, "", -1, err)
+	}
 	found := false
 	var err error
-	c.run(ctx, c.opName("first"), q.Limit(1), func(r Record) bool { out, found = r, true; return false }, func(e error) { err = e })
+	c.run(ctx, c.opName("first"), q.Limit(1), func(r Record) (bool, error) {
+		if err := take(r); err != nil {
+			return true, err
+		}
+		found = true
+		return false, nil
+	}, func(e error) { err = e })
 	switch {
 	case err != nil:
-		return Record{}, err
+		return err
 	case !found:
-		return Record{}, opErr(c.opName("first"), c.name, "", -1, fmt.Errorf("%w: no record matches %s", ErrNotFound, q))
+		return opErr(c.opName("first"), c.name, "", -1, fmt.Errorf("%w: no record matches %s", ErrNotFound, q))
 	}
-	return out, nil
+	return nil
 }
 
 // CountMatching counts the records Stream(q) would yield, its Limit
@@ -162,7 +194,7 @@ func (c *coll) CountMatchingContext(ctx context.Context, q query.Query) (int, er
 		}
 		if !r.Done && !r.Countable() {
 			n := 0
-			c.run(ctx, op, q, func(Record) bool { n++; return true }, func(e error) { err = e })
+			c.run(ctx, op, q, func(Record) (bool, error) { n++; return true, nil }, func(e error) { err = e })
 			return n, err
 		}
 	}
@@ -230,7 +262,7 @@ func (c *coll) Explain(q query.Query) (Plan, error) {
 // ExplainContext is Explain that stops when ctx is done (see StreamContext).
 func (c *coll) ExplainContext(ctx context.Context, q query.Query) (Plan, error) {
 	var err error
-	r := c.run(ctx, c.opName("explain"), q, func(Record) bool { return true }, func(e error) { err = e })
+	r := c.run(ctx, c.opName("explain"), q, func(Record) (bool, error) { return true, nil }, func(e error) { err = e })
 	if err != nil {
 		return Plan{}, err
 	}

@@ -12,7 +12,8 @@ import (
 //
 // Decoded values have one Go type per kind, whatever was stored: integers are
 // int64 (uint64 only above math.MaxInt64), floats float64, lists []any,
-// nested maps map[string]any, timestamps time.Time in UTC, binary []byte.
+// nested maps map[string]any, timestamps time.Time in UTC, binary []byte,
+// UUIDs uuidv7.UUID and ObjectIDs objectid.ObjectID.
 type Map = map[string]any
 
 // Entry is a record to write with an explicit id, for PutMany and PutStream.
@@ -52,18 +53,23 @@ func (r Record) DataErr() (Map, error) {
 	return m, nil
 }
 
-// Decode decodes the record into v: a pointer to a struct (msgpack tags
-// honoured, as when it was written) or to a Map. A Map gets the types
-// described under Map; struct fields get their declared types, except that a
-// field declared as any (or a map or slice of any) receives msgpack's own
-// types (int8, uint16, float32, ...): declare concrete field types, or use
-// Data, when the exact types matter.
+// Decode decodes the record into v: a pointer to a struct (fields named as
+// when it was written: msgpack tag, else json tag, else the Go name), to a
+// map with string keys, or to a Map. Fields get their declared types, and
+// a field declared as any (or a map or slice of any) gets the types of
+// Data: int64, float64, time.Time in UTC, uuidv7.UUID, ... (docs/types.md
+// has the table). A stored value that does not fit its field (text into an
+// int, 300 into an int8) is ErrTypeMismatch, naming the field.
 func (r Record) Decode(v any) error {
-	if err := engine.DecodeInto(r.payload, v); err != nil {
+	if err := decodeInto(r.payload, v); err != nil {
 		return opErr("decode", "", r.ID.String(), -1, err)
 	}
 	return nil
 }
+
+// decodeInto decodes a payload into v. A payload that is not a record at
+// all is ErrCorrupt; one that does not fit v is ErrTypeMismatch.
+func decodeInto(payload []byte, v any) error { return engine.DecodeInto(payload, v) }
 
 // Raw returns the record's msgpack bytes: one map whose keys, and the keys
 // of every map inside it, are in ascending byte order, whatever Go type

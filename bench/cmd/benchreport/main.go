@@ -406,6 +406,13 @@ var targets = []target{
 	{what: "bytes on disk per index entry, bolthold, {n}", num: "BenchmarkIndexBytes/{n}/impl=bolthold", unit: "B/entry"},
 	{what: "bytes per index entry after compaction, storh, {n}", num: "BenchmarkIndexBytes/{n}/impl=storh", unit: "B/entry-compact"},
 	{what: "bytes per index entry after compaction, bolthold, {n}", num: "BenchmarkIndexBytes/{n}/impl=bolthold", unit: "B/entry-compact"},
+
+	// Typed collections (typed_test.go).
+	{what: "typed page of 100 vs untyped page + Decode, {n} (time ratio)", num: "BenchmarkTypedPage/{n}/impl=typed", den: "BenchmarkTypedPage/{n}/impl=untyped-decode", unit: "ns/op", op: "<=", limit: 1.0},
+	{what: "untyped page + Decode vs + msgpack.Unmarshal, {n} (time ratio)", num: "BenchmarkTypedPage/{n}/impl=untyped-decode", den: "BenchmarkTypedPage/{n}/impl=untyped-msgpack", unit: "ns/op"},
+	{what: "typed page of 100, {n} (allocs per page)", num: "BenchmarkTypedPage/{n}/impl=typed", unit: "allocs/op"},
+	{what: "typed Get vs Get + Decode (time ratio)", num: "BenchmarkTypedGet/impl=typed", den: "BenchmarkTypedGet/impl=untyped-decode", unit: "ns/op"},
+	{what: "typed PutMany of 1000 structs vs untyped PutMany (time ratio)", num: "BenchmarkTypedEncode/impl=typed", den: "BenchmarkTypedEncode/impl=untyped", unit: "ns/op"},
 }
 
 // flatness targets: the largest size's time over the smallest size's.

@@ -1,0 +1,278 @@
+package storh_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Post is the struct of the typed examples. Fields without a msgpack tag
+// use their json tag's name, and Go's field name when they have neither.
+type Post struct {
+	Title  string      `json:"title"`
+	Views  int         `json:"views"`
+	Tags   []string    `json:"tags,omitempty"`
+	Author uuidv7.UUID `json:"author"` // a foreign key: stored as a typed UUID
+}
+
+func ExampleDocsOf() {
+	db, done := exampleDB()
+	defer done()
+
+	posts, err := storh.DocsOf[Post](db, "posts", storh.WithIndex(storh.Index("views")))
+	if err != nil {
+		panic(err)
+	}
+	ada, _ := uuidv7.Parse("01890a5d-ac96-774b-bcce-b302099a8057")
+	it, err := posts.Put(Post{Title: "Hello", Views: 3, Author: ada})
+	if err != nil {
+		panic(err)
+	}
+	got, err := posts.Get(it.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(got.Value.Title, got.Value.Views, got.Value.Author)
+
+	// The same record through the untyped API: ints are int64, and the
+	// foreign key is still a uuidv7.UUID.
+	rec, _ := posts.Untyped().Get(it.ID)
+	fmt.Printf("%T %T\n", rec.Data()["views"], rec.Data()["author"])
+	// Output:
+	// Hello 3 01890a5d-ac96-774b-bcce-b302099a8057
+	// int64 uuidv7.UUID
+}
+
+func ExampleLogOf() {
+	db, done := exampleDB()
+	defer done()
+
+	type reading struct {
+		Sensor  string  `msgpack:"sensor"`
+		Celsius float64 `msgpack:"celsius"`
+	}
+	readings, err := storh.LogOf[reading](db, "readings", storh.WithDeterministicIDs(1, 1_700_000_000_000))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := readings.PutMany([]reading{{"a", 20.5}, {"b", 21}, {"a", 20.75}}); err != nil {
+		panic(err)
+	}
+	for it, err := range readings.Stream(query.All().Where(query.Field("sensor").Eq("a"))) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(it.Time().UTC().Format(time.StampMilli), it.Value.Celsius)
+	}
+	// Output:
+	// Nov 14 22:13:20.000 20.5
+	// Nov 14 22:13:20.002 20.75
+}
+
+func ExampleTypedDocs_Find() {
+	db, done := exampleDB()
+	defer done()
+
+	posts, _ := storh.DocsOf[Post](db, "posts", storh.WithIndex(storh.Index("views")))
+	if _, err := posts.PutMany([]Post{{Title: "a", Views: 10}, {Title: "b", Views: 50}, {Title: "c", Views: 30}}); err != nil {
+		panic(err)
+	}
+	top, err := posts.Find(query.All().Where(query.Field("views").Gte(20)).OrderBy("views", query.Desc))
+	if err != nil {
+		panic(err)
+	}
+	for _, it := range top {
+		fmt.Println(it.Value.Title, it.Value.Views)
+	}
+	// Output:
+	// b 50
+	// c 30
+}
+
+func ExampleTypedDocs_PutItems() {
+	db, done := exampleDB()
+	defer done()
+
+	posts, _ := storh.DocsOf[Post](db, "posts")
+	fixed, _ := uuidv7.Parse("01890a5d-ac96-774b-bcce-b302099a8057")
+	// An item with an ID is stored under it; a zero ID gets a new one.
+	items, err := posts.PutItems([]storh.Item[Post]{{ID: fixed, Value: Post{Title: "imported"}}, {Value: Post{Title: "new"}}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(items[0].ID == fixed, items[1].ID.IsZero())
+	// Output: true false
+}
+
+// A record written by other code may not fit the struct: the read fails
+// with ErrTypeMismatch, and Data still reads it.
+func ExampleErrTypeMismatch() {
+	db, done := exampleDB()
+	defer done()
+
+	raw, _ := db.Docs("posts")
+	rec, _ := raw.Put(storh.Map{"title": "odd", "views": "lots"})
+	posts, _ := storh.DocsOf[Post](db, "posts")
+	_, err := posts.Get(rec.ID)
+	fmt.Println(errors.Is(err, storh.ErrTypeMismatch))
+	fmt.Println(rec.Data()["views"])
+	// Output:
+	// true
+	// lots
+}
+
+func ExampleTx_Docs_typed() {
+	db, done := exampleDB()
+	defer done()
+
+	// DocsOf takes a Tx as well as a DB: both writes commit, or neither.
+	err := db.Update(func(tx *storh.Tx) error {
+		posts, err := storh.DocsOf[Post](tx, "posts")
+		if err != nil {
+			return err
+		}
+		audit, err := storh.LogOf[storh.Map](tx, "audit")
+		if err != nil {
+			return err
+		}
+		it, err := posts.Put(Post{Title: "draft"})
+		if err != nil {
+			return err
+		}
+		_, err = audit.Put(storh.Map{"created": it.ID})
+		return err
+	})
+	if err != nil {
+		panic(err)
+	}
+	n, _ := db.Collections()
+	fmt.Println(len(n))
+	// Output: 2
+}
+
+func ExampleDB_Collections() {
+	db, done := exampleDB()
+	defer done()
+
+	users, _ := db.Docs("users")
+	events, _ := db.Log("events")
+	users.PutMany([]any{storh.Map{"n": 1}, storh.Map{"n": 2}})
+	events.Put(storh.Map{"kind": "signup"})
+
+	infos, err := db.Collections()
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range infos {
+		fmt.Println(c.Name, c.Kind, c.Records)
+	}
+	// Output:
+	// events log 1
+	// users docs 2
+}
+
+func ExampleWithoutCreate() {
+	db, done := exampleDB()
+	defer done()
+
+	_, err := db.Docs("users", storh.WithoutCreate())
+	fmt.Println(errors.Is(err, storh.ErrNotFound))
+	// Output: true
+}
+
+func ExampleWithReadOnly() {
+	db, done := exampleDB()
+	path := db.Path()
+	users, _ := db.Docs("users")
+	users.Put(storh.Map{"name": "Ada"})
+	db.Close()
+	defer done()
+
+	ro, err := storh.Open(path, storh.WithReadOnly())
+	if err != nil {
+		panic(err)
+	}
+	defer ro.Close()
+	users, _ = ro.Docs("users")
+	n, _ := users.Count()
+	_, err = users.Put(storh.Map{"name": "Bob"})
+	fmt.Println(n, errors.Is(err, storh.ErrReadOnly))
+	// Output: 1 true
+}
+
+func ExampleWithoutSync() {
+	dir, done := exampleDir()
+	defer done()
+
+	// For data that can be rebuilt (caches, tests, bulk loads checked
+	// afterwards): commits skip fsync, and a crash may lose recent commits
+	// or damage the file.
+	db, err := storh.Open(filepath.Join(dir, "scratch.db"), storh.WithoutSync())
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	fmt.Println(db.Path() != "")
+	// Output: true
+}
+
+func ExampleCollection() {
+	db, done := exampleDB()
+	defer done()
+
+	users, _ := db.Docs("users")
+	events, _ := db.Log("events")
+	users.Put(storh.Map{"n": 1})
+	events.PutMany([]any{storh.Map{"n": 1}, storh.Map{"n": 2}})
+
+	// Code that works on either kind takes a storh.Collection.
+	for _, c := range []storh.Collection{users, events} {
+		n, _ := c.Count()
+		fmt.Println(c.Name(), c.Kind(), n)
+	}
+	// Output:
+	// users docs 1
+	// events log 2
+}
+
+func ExampleDocs_StreamContext() {
+	db, done := exampleDB()
+	defer done()
+
+	logs, _ := db.Docs("logs")
+	for i := range 100 {
+		logs.Put(storh.Map{"n": i})
+	}
+	// A deadline or a cancel ends the stream with ctx.Err(), also while no
+	// record matches; the loop sees it as the stream's last error.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := 0
+	for _, err := range logs.StreamContext(ctx, query.All()) {
+		if err != nil {
+			fmt.Println(seen, errors.Is(err, context.Canceled))
+			break
+		}
+		if seen++; seen == 10 {
+			cancel()
+		}
+	}
+	// Output: 10 true
+}
+
+func ExampleRecord_DataErr() {
+	db, done := exampleDB()
+	defer done()
+
+	users, _ := db.Docs("users")
+	rec, _ := users.Put(storh.Map{"name": "Ada"})
+	m, err := rec.DataErr()
+	fmt.Println(m["name"], err)
+	// Output: Ada <nil>
+}
