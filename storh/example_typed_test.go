@@ -2,8 +2,10 @@ package storh_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -275,4 +277,117 @@ func ExampleRecord_DataErr() {
 	m, err := rec.DataErr()
 	fmt.Println(m["name"], err)
 	// Output: Ada <nil>
+}
+
+func ExampleItem_MarshalJSON() {
+	db, done := exampleDB()
+	defer done()
+
+	type note struct {
+		Text string      `json:"text"`
+		Ref  uuidv7.UUID `json:"ref"`
+	}
+	notes, _ := storh.DocsOf[note](db, "notes")
+	id, _ := uuidv7.Parse("01890a5d-ac96-774b-bcce-b302099a8057")
+	ref, _ := uuidv7.Parse("01890a5d-ac96-7000-8000-000000000001")
+	it, _ := notes.PutWithID(id, note{Text: "hi", Ref: ref})
+
+	// The JSON of an Item is that of its record: a line of a JSONL export,
+	// with the UUID field kept typed as {"$uuid": …}.
+	b, _ := json.Marshal(it)
+	fmt.Println(string(b))
+
+	var back storh.Item[note]
+	if err := json.Unmarshal(b, &back); err != nil {
+		panic(err)
+	}
+	fmt.Println(back.Value.Text, back.Value.Ref == ref)
+	// Output:
+	// {"id":"01890a5d-ac96-774b-bcce-b302099a8057","time":"2023-06-30T03:34:18.518Z","data":{"ref":{"$uuid":"01890a5d-ac96-7000-8000-000000000001"},"text":"hi"}}
+	// hi true
+}
+
+func ExampleRecord_Decode() {
+	db, done := exampleDB()
+	defer done()
+
+	events, _ := db.Log("events")
+	rec, _ := events.Put(storh.Map{"kind": "click", "n": 3, "meta": storh.Map{"x": 1.5}})
+
+	// Concrete fields get their own types; any gets the types of Data.
+	var ev struct {
+		Kind string         `msgpack:"kind"`
+		N    int8           `msgpack:"n"`
+		Meta map[string]any `msgpack:"meta"`
+	}
+	if err := rec.Decode(&ev); err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s %d %T\n", ev.Kind, ev.N, ev.Meta["x"])
+
+	// A value that does not fit its field is an error, not a silent wrap.
+	big, _ := events.Put(storh.Map{"n": 300})
+	err := big.Decode(&ev)
+	fmt.Println(errors.Is(err, storh.ErrTypeMismatch))
+	// Output:
+	// click 3 float64
+	// true
+}
+
+func ExampleDB_VerifyContext() {
+	db, done := exampleDB()
+	defer done()
+	users, _ := db.Docs("users")
+	users.Put(storh.Map{"name": "Ada"})
+
+	// A long check can be bounded: on timeout or cancel it returns what it
+	// found so far, with an error wrapping ctx.Err().
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := db.VerifyContext(ctx, func(p storh.Problem) { fmt.Println(p) })
+	fmt.Println(rep.Records, rep.Problems, err)
+	// Output: 1 0 <nil>
+}
+
+func ExampleDB_BackupFileContext() {
+	db, done := exampleDB()
+	defer done()
+	users, _ := db.Docs("users")
+	users.Put(storh.Map{"name": "Ada"})
+
+	dir, cleanup := exampleDir()
+	defer cleanup()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as if the user pressed Ctrl-C
+	_, err := db.BackupFileContext(ctx, filepath.Join(dir, "copy.db"))
+	fmt.Println(errors.Is(err, context.Canceled))
+	// An interrupted backup leaves no file behind.
+	_, statErr := os.Stat(filepath.Join(dir, "copy.db"))
+	fmt.Println(errors.Is(statErr, os.ErrNotExist))
+
+	n, err := db.BackupFileContext(context.Background(), filepath.Join(dir, "copy.db"))
+	fmt.Println(n > 0, err)
+	// Output:
+	// true
+	// true
+	// true <nil>
+}
+
+func ExampleCompactContext() {
+	dir, cleanup := exampleDir()
+	defer cleanup()
+	src, dst := filepath.Join(dir, "app.db"), filepath.Join(dir, "compact.db")
+	db, err := storh.Open(src)
+	if err != nil {
+		panic(err)
+	}
+	users, _ := db.Docs("users")
+	users.Put(storh.Map{"name": "Ada"})
+	db.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := storh.CompactContext(ctx, src, dst)
+	fmt.Println(err, rep.DstSize > 0)
+	// Output: <nil> true
 }

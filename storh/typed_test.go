@@ -1,16 +1,21 @@
 package storh_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -519,5 +524,135 @@ func TestItemJSON(t *testing.T) {
 	err = json.Unmarshal([]byte(`{"id":"`+it.ID.String()+`","data":{"views":"many"}}`), &bad)
 	if !errors.Is(err, storh.ErrTypeMismatch) {
 		t.Fatalf("unmarshal of data that does not fit = %v, want ErrTypeMismatch", err)
+	}
+}
+
+// linked is a struct with every kind of value JSON has no type for.
+type linked struct {
+	Name  string            `json:"name"`
+	At    time.Time         `json:"at"`
+	Post  uuidv7.UUID       `json:"post"`
+	Mongo objectid.ObjectID `json:"mongo"`
+	Blob  []byte            `json:"blob"`
+	Ratio float64           `json:"ratio"`
+	Refs  []uuidv7.UUID     `json:"refs"`
+}
+
+// TestTypedJSONLRoundTrip: typed → JSONL export → import → typed, and the
+// stored bytes of both collections are equal.
+func TestTypedJSONLRoundTrip(t *testing.T) {
+	db := openTemp(t)
+	src, err := storh.DocsOf[linked](db, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in []linked
+	for i := range 20 {
+		in = append(in, linked{
+			Name: "n" + strconv.Itoa(i), At: time.Unix(1_700_000_000+int64(i), int64(i)).UTC(),
+			Post: uuidv7.New(), Mongo: objectid.New(), Blob: []byte{byte(i), 0xff}, Ratio: float64(i) / 4,
+			Refs: []uuidv7.UUID{uuidv7.New()},
+		})
+	}
+	items, err := src.PutMany(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := jsonl.Export(context.Background(), &buf, src.Untyped(), query.All()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"post":{"$uuid":"`) || !strings.Contains(buf.String(), `"mongo":{"$oid":"`) {
+		t.Fatalf("ids not exported typed:\n%s", buf.String()[:300])
+	}
+	dst, err := storh.DocsOf[linked](db, "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jsonl.Import(context.Background(), &buf, dst.Untyped()); err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		got, err := dst.Get(it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Value, in[i]) {
+			t.Fatalf("item %d after the round trip = %+v, want %+v", i, got.Value, in[i])
+		}
+		a, _ := src.Untyped().Get(it.ID)
+		b, _ := dst.Untyped().Get(it.ID)
+		if !bytes.Equal(a.Raw(), b.Raw()) {
+			t.Fatalf("item %d stored as other bytes after the round trip", i)
+		}
+	}
+}
+
+// TestTypedIDQueries: a UUID or ObjectID field matches Eq, In and ranges
+// with the typed value, with and without an index on it, and never the same
+// id as text or bytes.
+func TestTypedIDQueries(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		t.Run("indexed="+strconv.FormatBool(indexed), func(t *testing.T) {
+			db := openTemp(t)
+			var opts []storh.CollectionOption
+			if indexed {
+				opts = append(opts, storh.WithIndex(storh.Index("post")), storh.WithIndex(storh.Index("mongo")))
+			}
+			c, err := storh.DocsOf[linked](db, "c", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			posts := []uuidv7.UUID{uuidv7.New(), uuidv7.New(), uuidv7.New()}
+			oids := []objectid.ObjectID{objectid.New(), objectid.New(), objectid.New()}
+			var in []linked
+			for i := range 9 {
+				in = append(in, linked{Name: strconv.Itoa(i), Post: posts[i%3], Mongo: oids[i%3]})
+			}
+			if _, err := c.PutMany(in); err != nil {
+				t.Fatal(err)
+			}
+			// Decoys: the same ids as text and as bytes.
+			if _, err := c.Untyped().PutMany([]any{
+				storh.Map{"post": posts[0].String(), "mongo": oids[0].Hex()},
+				storh.Map{"post": posts[0][:], "mongo": oids[0][:]},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			count := func(cond query.Cond) int {
+				t.Helper()
+				n, err := c.CountMatching(query.All().Where(cond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan, err := c.Untyped().Explain(query.All().Where(cond))
+				if err != nil || plan.Returned != n || (indexed && len(plan.Indexes) == 0) {
+					t.Fatalf("Explain = %v, %v; want %d returned, through an index: %v", plan, err, n, indexed)
+				}
+				return n
+			}
+			for _, tc := range []struct {
+				name string
+				cond query.Cond
+				want int
+			}{
+				{"uuid eq", query.Field("post").Eq(posts[1]), 3},
+				{"uuid in", query.Field("post").In(posts[0], posts[2]), 6},
+				{"uuid range", query.Field("post").Gt(posts[0]), 6},
+				{"uuid between", query.Field("post").Between(posts[0], posts[1]), 6},
+				{"oid eq", query.Field("mongo").Eq(oids[2]), 3},
+				{"oid range", query.Field("mongo").Lte(oids[1]), 6},
+				{"uuid as text", query.Field("post").Eq(posts[0].String()), 1},
+				{"uuid as bytes", query.Field("post").Eq(posts[0][:]), 1},
+			} {
+				if got := count(tc.cond); got != tc.want {
+					t.Errorf("%s: %d records, want %d", tc.name, got, tc.want)
+				}
+			}
+			first, err := c.First(query.All().Where(query.Field("post").Eq(posts[2])))
+			if err != nil || first.Value.Post != posts[2] {
+				t.Fatalf("First by uuid = %+v, %v", first, err)
+			}
+		})
 	}
 }
