@@ -66,7 +66,7 @@ func checkID(id uuidv7.UUID, generated bool) error {
 var errGeneratorID = fmt.Errorf("%w: the id generator returned an id that is not a UUIDv7", ErrInvalidID)
 
 // Put stores data under a new id from the collection's generator and returns
-// the stored record. data is a map or a struct (msgpack tags honoured) that
+// the stored record. data is a map or a struct (see the package doc) that
 // encodes to a map. On a DB-level handle concurrent Puts share commits; each
 // returns once its record is durable.
 func (c *coll) Put(data any) (Record, error) {

@@ -46,11 +46,29 @@
 //
 // # Data
 //
-// Data is a map[string]any (Map) or a struct (msgpack tags honoured) that
-// encodes to a map. Decoded data has one Go type per kind: int64 (uint64 only
-// above math.MaxInt64), float64, string, bool, nil, []byte, time.Time (UTC),
-// []any and map[string]any. Records are at most MaxRecordSize bytes encoded
-// and nest at most MaxDepth levels.
+// Data is a map[string]any (Map), another map with string keys, or a struct
+// (fields named by their msgpack tag, else their json tag, else their Go
+// name). Record.Data gives one Go type per kind: int64 (uint64 only above
+// math.MaxInt64), float64, string, bool, nil, []byte, time.Time (UTC),
+// uuidv7.UUID, objectid.ObjectID, []any and map[string]any; Record.Decode
+// fills a struct of your own. Records are at most MaxRecordSize bytes encoded
+// and nest at most MaxDepth levels. docs/types.md has the whole table.
+//
+// For records of one Go type, DocsOf[T] and LogOf[T] give collections that
+// take and return T:
+//
+//	posts, err := storh.DocsOf[Post](db, "posts")
+//	it, err := posts.Put(Post{Title: "Hello"})  // it.ID, it.Value
+//	got, err := posts.Get(it.ID)                // got.Value is a Post
+//
+// # Cancellation
+//
+// Long operations have a ...Context form that stops when its context is
+// done and returns an error wrapping ctx.Err(), with no transaction left
+// open: StreamContext, FindContext, FirstContext, CountMatchingContext,
+// ExplainContext, PutStreamContext, VerifyContext, RepairContext,
+// BackupContext, BackupFileContext and CompactContext (and storh/jsonl's
+// Export and Import). The plain forms use context.Background().
 //
 // # Caveats
 //

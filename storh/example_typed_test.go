@@ -391,3 +391,53 @@ func ExampleCompactContext() {
 	fmt.Println(err, rep.DstSize > 0)
 	// Output: <nil> true
 }
+
+// The README's quick start, runnable.
+func Example_quickStart() {
+	db, done := exampleDB()
+	defer done()
+
+	type Post struct {
+		Slug   string      `json:"slug"`
+		Score  int         `json:"score"`
+		Tags   []string    `json:"tags"`
+		Author uuidv7.UUID `json:"author"`
+	}
+	ada := uuidv7.MustParse("01890a5d-ac96-774b-bcce-b302099a8057")
+	posts, err := storh.DocsOf[Post](db, "posts",
+		storh.WithIndex(storh.Index("slug").Unique()),
+		storh.WithIndex(storh.Index("score")),
+		storh.WithIndex(storh.Index("author")))
+	if err != nil {
+		panic(err)
+	}
+	for i := range 25 {
+		if _, err := posts.Put(Post{Slug: fmt.Sprintf("p%02d", i), Score: i, Tags: []string{"go", "db"}[:1+i%2], Author: ada}); err != nil {
+			panic(err)
+		}
+	}
+	_, err = posts.Put(Post{Slug: "p03"})
+	fmt.Println(errors.Is(err, storh.ErrUniqueViolation))
+
+	got, _ := posts.First(query.All().Where(query.Field("slug").Eq("p07")))
+	fmt.Println(got.Value.Score)
+	byAda, _ := posts.CountMatching(query.All().Where(query.Field("author").Eq(ada)))
+	fmt.Println(byAda)
+
+	page := query.All().Where(query.Field("tags").Contains("db")).OrderBy("score", query.Desc).Limit(3)
+	first, _ := posts.Find(page)
+	next, _ := posts.Find(page.After(first[len(first)-1].ID))
+	var scores []int
+	for _, it := range append(first, next...) {
+		scores = append(scores, it.Value.Score)
+	}
+	fmt.Println(scores)
+	plan, _ := posts.Untyped().Explain(page)
+	fmt.Println(plan.Indexes, plan.Sorted)
+	// Output:
+	// true
+	// 7
+	// 25
+	// [23 21 19 17 15 13]
+	// [score] false
+}

@@ -1,10 +1,9 @@
 // Package mpack reads msgpack record payloads directly from their bytes.
 //
-// storh stores every record as a msgpack map (written by
-// github.com/vmihailenco/msgpack/v5 with sorted map keys). Decoding such a
-// payload with the library into map[string]any is the dominant cost of a
-// read, and most of that work is wasted when a query only needs one field or
-// a write only needs to know that the bytes are sound. This package offers
+// storh stores every record as a msgpack map with sorted keys (written by
+// storh/internal/codec). Decoding such a payload into map[string]any is the
+// dominant cost of a read, and most of that work is wasted when a query only
+// needs one field or a write only needs to know that the bytes are sound. This package offers
 // the cheap operations on the raw bytes and a leaner full decoder:
 //
 //   - ValidateRecord checks a payload against the record rules without
