@@ -129,7 +129,7 @@ func ExampleErrTypeMismatch() {
 	// lots
 }
 
-func ExampleTx_Docs_typed() {
+func ExampleOpener() {
 	db, done := exampleDB()
 	defer done()
 

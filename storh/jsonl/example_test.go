@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -156,4 +157,112 @@ func Example_recordJSON() {
 	// Output:
 	// {"id":"0190a4f4-5c3b-7def-8123-456789abcdef","time":"2024-07-12T03:19:56.219Z","data":{"kind":"login","nan":{"$numberDouble":"NaN"},"raw":{"$binary":{"base64":"aGk=","subType":"00"}}}}
 	// true true
+}
+
+func ExampleWithProgress() {
+	db, done := exampleDB()
+	defer done()
+	logs, _ := db.Log("logs")
+	var in strings.Builder
+	for i := range 250 {
+		fmt.Fprintf(&in, "{\"n\":%d}\n", i)
+	}
+	// Every 100 records (the interval trigger is off), and once at the end.
+	_, err := jsonl.Import(context.Background(), strings.NewReader(in.String()), logs,
+		jsonl.WithProgress(100, 0, func(p jsonl.Progress) { fmt.Println("imported", p.Records) }))
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// imported 100
+	// imported 200
+	// imported 250
+}
+
+func ExampleWithLineFunc() {
+	db, done := exampleDB()
+	defer done()
+	users, _ := db.Docs("users")
+	in := strings.NewReader(`{"email":"ADA@EXAMPLE.COM"}
+{"name":"no email"}
+`)
+	// Normalise a field on the way in, and refuse rows without it.
+	rep, err := jsonl.Import(context.Background(), in, users, jsonl.SkipInvalid(),
+		jsonl.OnSkip(func(line int, err error) { fmt.Printf("line %d: %v\n", line, err) }),
+		jsonl.WithLineFunc(func(line int, text []byte, row jsonl.Row, err error) (jsonl.Row, error) {
+			if err != nil {
+				return row, err
+			}
+			email, ok := row.Data["email"].(string)
+			if !ok {
+				return row, fmt.Errorf("no email")
+			}
+			row.Data["email"] = strings.ToLower(email)
+			return row, nil
+		}))
+	if err != nil {
+		panic(err)
+	}
+	recs, _ := users.Find(query.All())
+	fmt.Println(rep.Imported, recs[0].Data()["email"])
+	// Output:
+	// line 2: no email
+	// 1 ada@example.com
+}
+
+func ExampleMongo() {
+	db, done := exampleDB()
+	defer done()
+	users, _ := db.Docs("users")
+	in := strings.NewReader(`{"_id":{"$oid":"5e0be232153bcf7c10df5e93"},"name":"Lena","boss":{"$oid":"5e0be232153bcf7c10df5e94"}}
+`)
+	if _, err := jsonl.Import(context.Background(), in, users, jsonl.Mongo()); err != nil {
+		panic(err)
+	}
+	// The ObjectID _id became the record id (same creation second) and is
+	// kept, typed, as _oid; other ObjectIDs stay typed too.
+	rec, _ := users.First(query.All())
+	fmt.Println(rec.ID, rec.Time().UTC())
+	fmt.Printf("%v %T\n", rec.Data()["_oid"], rec.Data()["boss"])
+	// Output:
+	// 016f5e6b-9350-7153-af3d-f0437d7a4c00 2020-01-01 00:05:06 +0000 UTC
+	// 5e0be232153bcf7c10df5e93 objectid.ObjectID
+}
+
+func ExampleOnDuplicate() {
+	db, done := exampleDB()
+	defer done()
+	pages, _ := db.Docs("pages")
+	in := `{"id":"0190a4f4-5c3b-7def-8123-456789abcdef","data":{"v":1}}
+{"id":"0190a4f4-5c3b-7def-8123-456789abcdef","data":{"v":2}}
+`
+	// By default an id twice in one file stops the import before writing
+	// its batch; DuplicateSkip keeps the first, DuplicateLast the last.
+	_, err := jsonl.Import(context.Background(), strings.NewReader(in), pages)
+	var de *jsonl.DuplicateError
+	fmt.Println(errors.As(err, &de), de.First)
+	rep, _ := jsonl.Import(context.Background(), strings.NewReader(in), pages, jsonl.OnDuplicate(jsonl.DuplicateSkip))
+	rec, _ := pages.Get(uuidv7.MustParse("0190a4f4-5c3b-7def-8123-456789abcdef"))
+	fmt.Println(rep.Duplicates, rec.Data()["v"])
+	// Output:
+	// true 1
+	// 1 1
+}
+
+func ExampleInvalidUTF8AsBinary() {
+	db, done := exampleDB()
+	defer done()
+	raw, _ := db.Docs("raw")
+	in := strings.NewReader("{\"name\":\"caf\xe9\"}\n") // Latin-1, not UTF-8
+	_, err := jsonl.Import(context.Background(), in, raw)
+	fmt.Println(jsonl.InvalidUTF8(err))
+	in = strings.NewReader("{\"name\":\"caf\xe9\"}\n")
+	if _, err := jsonl.Import(context.Background(), in, raw, jsonl.InvalidUTF8AsBinary()); err != nil {
+		panic(err)
+	}
+	rec, _ := raw.First(query.All())
+	fmt.Printf("%q\n", rec.Data()["name"])
+	// Output:
+	// true
+	// "caf\xe9"
 }
