@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,12 +100,17 @@ func runChild(t testing.TB, role string, env ...string) childResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := childCmd(ctx, role, env...)
+	// A hung child is asked for its goroutines (SIGQUIT makes the Go
+	// runtime print them) before it is killed, so the failure shows where
+	// it hung.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	res := childResult{Stdout: stdout.String(), Stderr: stderr.String()}
 	if ctx.Err() != nil {
-		t.Fatalf("child %s hung for 2 minutes and was killed\nstderr:\n%s", role, tail(res.Stderr, 40))
+		t.Fatalf("child %s hung for 2 minutes and was killed\nstderr:\n%s", role, head(res.Stderr, 80))
 	}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -186,4 +192,14 @@ func envInt(t testing.TB, name string, def int) int {
 		t.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return v
+}
+
+// head returns the first n lines of s: where a goroutine dump puts the
+// goroutine that was running.
+func head(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
 }
