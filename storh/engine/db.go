@@ -54,6 +54,11 @@ type DB struct {
 	path string
 	opts Options
 
+	// broken holds the collections whose search paths Open found damaged,
+	// with what it found: they cannot be read or written without risking
+	// a search that never ends, so Tx.Coll refuses them.
+	broken map[string]string
+
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
 	// zero, and nothing new starts. Unlike an RWMutex, a nested Enter (from
@@ -160,7 +165,25 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1)}
+	// Before the first search: a damaged branch that points back up its
+	// tree would make one recurse until the stack overflows, which no
+	// recover can stop.
+	var broken map[string]string
+	err = containPanic(func() error {
+		return bdb.View(func(btx *bolt.Tx) error {
+			var err error
+			broken, err = checkSearchPaths(path, btx)
+			return err
+		})
+	})
+	if err == nil && broken[""] != "" {
+		err = fmt.Errorf("%w: the file is damaged: %s", ErrCorrupt, broken[""])
+	}
+	if err != nil {
+		bdb.Close()
+		return nil, openError(path, opts, err)
+	}
+	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1), broken: broken}
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/storhdb/storh-go/storh/internal/plan"
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/plan"
+)
 
 // Internals the external tests of this package use.
 var SealValue = sealValue
@@ -13,3 +17,13 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, budget int, dst []Item) 
 func NewCursor(s *plan.Spec) Cursor {
 	return Cursor{Lo: s.Lo, Hi: s.Hi, Reverse: s.Reverse, Done: s.Empty}
 }
+
+// CheckPages runs the whole structural page check on btx and returns its
+// findings as "top: detail" lines.
+func CheckPages(path string, btx *bolt.Tx) ([]string, error) {
+	var found []string
+	err := checkPages(path, btx, nil, nil, func(top, detail string) { found = append(found, top+": "+detail) })
+	return found, err
+}
+
+var CheckSearchPaths = checkSearchPaths

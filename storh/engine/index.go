@@ -540,6 +540,10 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 		if len(k) != len(id) || v == nil {
 			continue // not a record: Verify reports it
 		}
+		if len(ix.def.Mark) == 16 && bytes.Compare(k, ix.def.Mark) <= 0 {
+			// Resuming behind the mark would build forever.
+			return false, fmt.Errorf("building index %q: %w", ix.name, errOutOfOrder)
+		}
 		copy(id[:], k)
 		payload, err := Payload(k, v)
 		if err != nil {

@@ -22,9 +22,9 @@ const (
 )
 
 type boltMeta struct {
-	pageSize       uint32
-	freelist, pgid uint64
-	txid           uint64
+	pageSize             uint32
+	root, freelist, pgid uint64
+	txid                 uint64
 }
 
 // readBoltMeta parses one meta page; ok is false when it is not a valid one.
@@ -42,7 +42,7 @@ func readBoltMeta(p []byte) (m boltMeta, ok bool) {
 	if h.Sum64() != ne.Uint64(b[boltMetaSumFrom:]) {
 		return m, false
 	}
-	return boltMeta{pageSize: ne.Uint32(b[8:]), freelist: ne.Uint64(b[32:]), pgid: ne.Uint64(b[40:]), txid: ne.Uint64(b[48:])}, true
+	return boltMeta{pageSize: ne.Uint32(b[8:]), root: ne.Uint64(b[16:]), freelist: ne.Uint64(b[32:]), pgid: ne.Uint64(b[40:]), txid: ne.Uint64(b[48:])}, true
 }
 
 // precheck reads the meta pages of the existing database file at path and

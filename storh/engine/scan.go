@@ -75,11 +75,20 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		}
 		var id uuidv7.UUID
 		copy(id[:], k)
-		if !advance(cur, id) {
-			cur.Done = true
-		}
 		*examined++
-		item, keep := readItem(id, k, v, match, &arena)
+		var item Item
+		keep := true
+		if backwards(cur, k) {
+			// A damaged page put this key out of order. It is reported,
+			// and the resume point stays where it is: moving it back
+			// would walk the same keys again.
+			item = Item{ID: id, Err: errOutOfOrder}
+		} else {
+			if !advance(cur, id) {
+				cur.Done = true
+			}
+			item, keep = readItem(id, k, v, match, &arena)
+		}
 		if keep {
 			dst = append(dst, item)
 			taken++
@@ -98,6 +107,22 @@ func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
 		return c.Prev()
 	}
 	return c.Next()
+}
+
+// errOutOfOrder is the error of a key a walk meets out of order.
+var errOutOfOrder = fmt.Errorf("%w: the database file is damaged: a key out of order; run Verify", ErrCorrupt)
+
+// backwards reports whether record key k lies behind the cursor's open end,
+// where a healthy walk never goes. Keys that are not 16 bytes are reported
+// by readItem and skipped here.
+func backwards(cur *Cursor, k []byte) bool {
+	if len(k) != len(cur.Lo) {
+		return false
+	}
+	if cur.Reverse {
+		return bytes.Compare(k, cur.Hi[:]) > 0
+	}
+	return bytes.Compare(k, cur.Lo[:]) < 0
 }
 
 // advance moves the cursor's open end past id; false when nothing is left.

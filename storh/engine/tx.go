@@ -59,6 +59,9 @@ func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
+	if err := t.damaged(name); err != nil {
+		return nil, err
+	}
 	c, err := openColl(t.btx, name)
 	if err != nil {
 		return nil, err
@@ -189,6 +192,9 @@ func (t *Tx) DropColl(name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	if err := t.damaged(name); err != nil {
+		return err // freeing its pages would walk the damage
+	}
 	if err := t.btx.DeleteBucket([]byte(name)); err != nil {
 		if errors.Is(err, berrors.ErrBucketNotFound) {
 			return errNoColl{name}
@@ -207,4 +213,12 @@ func (t *Tx) flush() error {
 		}
 	}
 	return checkInvariants(t)
+}
+
+// damaged refuses a collection whose pages Open found damaged.
+func (t *Tx) damaged(name string) error {
+	if t.db == nil || t.db.broken[name] == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", ErrCorrupt, name, t.db.broken[name])
 }

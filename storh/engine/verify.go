@@ -156,6 +156,12 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 }
 
 func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	// The page structure first: a tree with a cycle or an element past its
+	// page would hang or fault the walks below and bbolt's check.
+	broken, err := damagedTrees(db.path, btx, colls, pace, emit)
+	if err != nil || broken[""] {
+		return err
+	}
 	names, strays, err := topLevel(btx, colls, pace)
 	if err != nil {
 		return err
@@ -165,8 +171,12 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 	}
 	// Collections first, each walk with faults contained: a damaged page
 	// becomes a problem of its collection and the others are still checked.
-	damaged := false
+	damaged := len(broken) > 0
 	for _, name := range names {
+		if broken[name] {
+			rep.Collections++
+			continue
+		}
 		err := containPanic(func() error {
 			f, err := checkColl(btx, name, emit, pace)
 			rep.Records += int(f.records)
@@ -198,6 +208,10 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 	// could read without faulting.
 	if size, err := fileSize(db.path); err == nil && size < btx.Size() {
 		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", size, btx.Size())})
+		return nil
+	}
+	if len(broken) > 0 {
+		emit(Problem{Kind: ProblemFile, Detail: "bbolt's page check skipped: damaged pages above"})
 		return nil
 	}
 	if err := containPanic(func() error { return walkAll(btx.Cursor(), 0, pace) }); err != nil {
@@ -305,6 +319,13 @@ func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) 
 
 // repair is Repair's transaction.
 func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	broken, err := damagedTrees(t.db.path, t.btx, colls, pace, emit)
+	if err != nil {
+		return err
+	}
+	if broken[""] {
+		return fmt.Errorf("%w: the file's root pages are damaged: Repair cannot fix them in place; restore a backup", ErrCorrupt)
+	}
 	names, strays, err := topLevel(t.btx, colls, pace)
 	if err != nil {
 		return err
@@ -319,6 +340,9 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 				return err
 			}
 			emit(st.problem)
+			if broken[string(st.entry.key)] {
+				continue // its pages are damaged: moving it would walk them
+			}
 			if err := quarantine(t.btx.Cursor().Bucket(), st.entry, q); err != nil {
 				return err
 			}
@@ -326,6 +350,10 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 		}
 	}
 	for _, name := range names {
+		if broken[name] {
+			rep.Collections++
+			continue // reported: its pages cannot be walked, let alone repaired
+		}
 		found, err := checkColl(t.btx, name, emit, pace)
 		rep.Records += int(found.records)
 		if err != nil {

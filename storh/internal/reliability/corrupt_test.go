@@ -774,6 +774,24 @@ func fileScenarios() []fileScenario {
 		}
 	}
 	zeros := func(_ *rand.Rand, n int) []byte { return make([]byte, n) }
+	// patch edits one page of a type in place, keeping the rest of it: the
+	// precise damage a bad sector or a stray write leaves in an element
+	// header (bbolt's layout: a 16-byte page header, then 16-byte element
+	// headers; a branch element is pos, key size, child page id, a leaf
+	// element flags, pos, key size, value size).
+	patch := func(typ string, edit func(p []byte, id int)) func(*testing.T, *os.File, fileInfo, *rand.Rand) {
+		return func(t *testing.T, f *os.File, info fileInfo, r *rand.Rand) {
+			ids := pagesOf(t, info, typ)
+			id := ids[r.IntN(len(ids))]
+			p := make([]byte, info.pageSize)
+			if _, err := f.ReadAt(p, int64(id*info.pageSize)); err != nil {
+				t.Fatal(err)
+			}
+			edit(p, id)
+			overwrite(t, f, int64(id*info.pageSize), p)
+		}
+	}
+	le := binary.LittleEndian
 	meta := func(which func(fileInfo) []int, fill func(*rand.Rand, int) []byte) func(*testing.T, *os.File, fileInfo, *rand.Rand) {
 		return func(t *testing.T, f *os.File, info fileInfo, r *rand.Rand) {
 			for _, i := range which(info) {
@@ -831,6 +849,16 @@ func fileScenarios() []fileScenario {
 		{name: "random-freelist-page", damage: page([]string{"freelist"}, randomBytes, false), detect: true, lost: -1},
 		{name: "random-overflow-page", damage: page([]string{"overflow"}, randomBytes, false), detect: true, lost: -1},
 		{name: "scatter-64-bytes", damage: scatter(64), lost: -1},
+		// A branch whose first child is the branch itself: a cycle that
+		// walks loop on, and a search recurses into without end.
+		{name: "branch-cycle", damage: patch("branch", func(p []byte, id int) { le.PutUint64(p[16+8:], uint64(id)) }), detect: true, lost: -1},
+		// A branch whose second child is its first again: a walk steps
+		// back to keys it already returned.
+		{name: "branch-shared-child", damage: patch("branch", func(p []byte, _ int) { copy(p[32+8:32+16], p[16+8:16+16]) }), detect: true, lost: -1},
+		// Element sizes that reach past the end of the file's mapping: a
+		// read there faults.
+		{name: "branch-key-past-file", damage: patch("branch", func(p []byte, _ int) { le.PutUint32(p[16+4:], 0x300010) }), detect: true, lost: -1},
+		{name: "leaf-value-past-file", damage: patch("leaf", func(p []byte, _ int) { le.PutUint32(p[16+12:], 0x7ffff000) }), detect: true, lost: -1},
 	}
 }
 

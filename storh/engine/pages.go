@@ -1,0 +1,468 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The structural page check. bbolt trusts its pages: a damaged element
+// header sends its cursors past the end of the mapping (a fault), and a
+// branch that points back at one of its ancestors makes them loop forever.
+// Faults on the caller's goroutine are contained (containPanic), loops are
+// not, and bbolt's own page check runs on a goroutine of its own where a
+// fault is fatal. So before anything walks a tree whose health is unknown,
+// checkPages reads the pages a transaction can reach through the file (not
+// the mapping, so it cannot fault) and checks what every walk relies on:
+// each page lies below the high-water mark and is reached once, is a
+// branch or a leaf, and every element, key and value lies inside its page.
+// A tree that passes can be walked, and checked by bbolt, without a fault
+// or a cycle.
+
+// bbolt's page layout (version 2 of its format): a 16-byte header (page
+// id, flags, element count, overflow page count), then the element headers
+// of 16 bytes each; an element's key starts pos bytes after the element's
+// own header, and a leaf element's value follows its key.
+const (
+	boltBranchPage = 0x01
+	boltLeafPage   = 0x02
+	boltBucketLeaf = 0x01 // a leaf element that is a nested bucket
+	boltElemSize   = 16
+	boltBucketHead = 16 // a bucket value: root page id and sequence, then the inline page when root is 0
+	// maxTreeDepth bounds the descent: bbolt trees of any real size are a
+	// handful of levels, and storh nests buckets three deep.
+	maxTreeDepth = 64
+)
+
+// pageChecker walks one transaction's page graph.
+type pageChecker struct {
+	f        *os.File
+	pageSize uint64
+	hwm      uint64   // pages below this id exist
+	seen     []uint64 // one bit per page id
+	buf      []byte
+	want     map[string]bool // top-level buckets to descend into; nil: all
+	shallow  bool            // nested buckets get searchTree, not tree
+	report   func(top, detail string)
+	// loops, when set, takes the findings that can make a search or walk
+	// go on forever (a page reached twice, a tree too deep) instead of
+	// report, which then gets the rest.
+	loops func(top, detail string)
+	pace  *pace
+}
+
+// checkPages checks the pages btx can reach, reporting each problem with the
+// top-level bucket it lies under ("" for the root tree itself). When only
+// is not empty, the root tree is checked whole but only the named
+// top-level buckets are descended into. It returns the first error that is
+// not a finding: a file that cannot be read, or pace's.
+func checkPages(path string, btx *bolt.Tx, only []string, pace *pace, report func(top, detail string)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("storh: the page check cannot read the file: %w", err)
+	}
+	defer f.Close()
+	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize), report: report, pace: pace}
+	pc.hwm = uint64(btx.Size()) / pc.pageSize
+	pc.seen = make([]uint64, (pc.hwm+63)/64)
+	if len(only) > 0 {
+		pc.want = map[string]bool{}
+		for _, n := range only {
+			pc.want[n] = true
+		}
+	}
+	for _, id := range []uint64{0, 1} {
+		pc.mark(id)
+	}
+	if fl, ok := pc.freelist(btx); ok {
+		pc.reach("", fl, "the freelist")
+	}
+	return pc.tree("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+}
+
+// freelist finds the freelist page of btx's meta page: the valid meta whose
+// root and high-water mark are the transaction's.
+func (pc *pageChecker) freelist(btx *bolt.Tx) (uint64, bool) {
+	root := uint64(btx.Cursor().Bucket().RootPage())
+	for _, id := range []uint64{0, 1} {
+		b := make([]byte, pc.pageSize)
+		if _, err := pc.f.ReadAt(b, int64(id*pc.pageSize)); err != nil {
+			continue
+		}
+		m, ok := readBoltMeta(b)
+		if !ok || m.root != root || m.pgid != pc.hwm {
+			continue
+		}
+		const noFreelist = ^uint64(0) // a file written with NoFreelistSync
+		return m.freelist, m.freelist != noFreelist
+	}
+	return 0, false
+}
+
+func (pc *pageChecker) loop(top, detail string) {
+	if pc.loops != nil {
+		pc.loops(top, detail)
+		return
+	}
+	pc.report(top, detail)
+}
+
+func (pc *pageChecker) mark(id uint64) (fresh bool) {
+	if id >= pc.hwm {
+		return false
+	}
+	w, bit := id/64, uint64(1)<<(id%64)
+	fresh = pc.seen[w]&bit == 0
+	pc.seen[w] |= bit
+	return fresh
+}
+
+// reach reads page id (with its overflow pages) and claims its ids; ok is
+// false when it lies past the high-water mark, overlaps a page already
+// reached, or cannot be read: those are reported here.
+func (pc *pageChecker) reach(top string, id uint64, what string) (page []byte, ok bool) {
+	if id < 2 || id >= pc.hwm {
+		pc.report(top, fmt.Sprintf("%s points at page %d, outside the file's pages 2 to %d", what, id, pc.hwm-1))
+		return nil, false
+	}
+	// One read for the usual page without overflow; a second for the rest.
+	page = pc.read(id*pc.pageSize, int(pc.pageSize))
+	if page == nil {
+		pc.report(top, fmt.Sprintf("page %d (%s) cannot be read", id, what))
+		return nil, false
+	}
+	overflow := uint64(binary.NativeEndian.Uint32(page[12:]))
+	if overflow >= pc.hwm-id {
+		pc.report(top, fmt.Sprintf("page %d (%s) claims %d overflow pages, past the file's last page %d", id, what, overflow, pc.hwm-1))
+		return nil, false
+	}
+	for i := uint64(0); i <= overflow; i++ {
+		if !pc.mark(id + i) {
+			pc.loop(top, fmt.Sprintf("page %d (%s) is reached twice: the tree has a cycle or shares a page", id+i, what))
+			return nil, false
+		}
+	}
+	if overflow > 0 {
+		if page = pc.read(id*pc.pageSize, int((overflow+1)*pc.pageSize)); page == nil {
+			pc.report(top, fmt.Sprintf("page %d (%s) cannot be read", id, what))
+			return nil, false
+		}
+	}
+	if got := binary.NativeEndian.Uint64(page); got != id {
+		pc.report(top, fmt.Sprintf("page %d (%s) says it is page %d", id, what, got))
+		return nil, false
+	}
+	return page, true
+}
+
+func (pc *pageChecker) read(off uint64, n int) []byte {
+	if cap(pc.buf) < n {
+		pc.buf = make([]byte, n)
+	}
+	b := pc.buf[:n]
+	if _, err := pc.f.ReadAt(b, int64(off)); err != nil {
+		return nil
+	}
+	return b
+}
+
+// tree checks the tree rooted at page id and the buckets nested in it.
+// In the root tree (root), each nested bucket is a top-level one.
+func (pc *pageChecker) tree(top string, id uint64, depth int, what string, root bool) error {
+	if err := pc.pace.step(int(pc.pageSize)); err != nil {
+		return err
+	}
+	if depth > maxTreeDepth {
+		pc.loop(top, fmt.Sprintf("%s is nested more than %d pages deep", what, maxTreeDepth))
+		return nil
+	}
+	page, ok := pc.reach(top, id, what)
+	if !ok {
+		return nil
+	}
+	where := fmt.Sprintf("page %d (%s)", id, what)
+	switch flags := binary.NativeEndian.Uint16(page[8:]); flags {
+	case boltBranchPage:
+		children, ok := pc.branch(top, page, where)
+		if !ok {
+			return nil
+		}
+		for _, child := range children {
+			if err := pc.tree(top, child, depth+1, what, root); err != nil {
+				return err
+			}
+		}
+		return nil
+	case boltLeafPage:
+		return pc.leaf(top, page, depth, where, what, root)
+	default:
+		pc.report(top, fmt.Sprintf("%s has page type %#x where a branch or leaf belongs", where, flags))
+		return nil
+	}
+}
+
+// elements returns the element count of page, if its headers fit in it.
+func (pc *pageChecker) elements(top string, page []byte, where string) (int, bool) {
+	n := int(binary.NativeEndian.Uint16(page[10:]))
+	if boltPageHeader+n*boltElemSize > len(page) {
+		pc.report(top, fmt.Sprintf("%s claims %d elements, more than fit in it", where, n))
+		return 0, false
+	}
+	return n, true
+}
+
+// span returns page[off : off+n] when it lies inside the page.
+func span(page []byte, off, n uint64) ([]byte, bool) {
+	if off > uint64(len(page)) || n > uint64(len(page))-off {
+		return nil, false
+	}
+	return page[off : off+n], true
+}
+
+func (pc *pageChecker) branch(top string, page []byte, where string) ([]uint64, bool) {
+	n, ok := pc.elements(top, page, where)
+	if !ok {
+		return nil, false
+	}
+	if n == 0 {
+		pc.report(top, where+" is a branch with no elements")
+		return nil, false
+	}
+	children := make([]uint64, 0, n)
+	ne := binary.NativeEndian
+	for i := range n {
+		at := uint64(boltPageHeader + i*boltElemSize)
+		e := page[at : at+boltElemSize]
+		if _, ok := span(page, at+uint64(ne.Uint32(e[0:])), uint64(ne.Uint32(e[4:]))); !ok {
+			pc.report(top, fmt.Sprintf("%s: element %d's key lies outside the page", where, i))
+			return nil, false
+		}
+		children = append(children, ne.Uint64(e[8:]))
+	}
+	return children, true
+}
+
+// leaf checks a leaf page's elements and descends into the buckets it
+// holds. The page may be the read buffer, which the descent reuses, so the
+// bucket values are copied out first.
+func (pc *pageChecker) leaf(top string, page []byte, depth int, where, what string, root bool) error {
+	n, ok := pc.elements(top, page, where)
+	if !ok {
+		return nil
+	}
+	ne := binary.NativeEndian
+	type nested struct {
+		key, value []byte
+	}
+	var buckets []nested
+	for i := range n {
+		at := uint64(boltPageHeader + i*boltElemSize)
+		e := page[at : at+boltElemSize]
+		flags, pos, ksize, vsize := ne.Uint32(e[0:]), uint64(ne.Uint32(e[4:])), uint64(ne.Uint32(e[8:])), uint64(ne.Uint32(e[12:]))
+		kv, ok := span(page, at+pos, ksize+vsize)
+		if !ok {
+			pc.report(top, fmt.Sprintf("%s: element %d's key or value lies outside the page", where, i))
+			return nil
+		}
+		if flags&boltBucketLeaf != 0 {
+			buckets = append(buckets, nested{bytes.Clone(kv[:ksize]), bytes.Clone(kv[ksize:])})
+		}
+	}
+	for _, b := range buckets {
+		name, sub := top, fmt.Sprintf("%s, bucket %q", what, b.key)
+		if root {
+			name, sub = string(b.key), fmt.Sprintf("bucket %q", b.key)
+			if pc.want != nil && !pc.want[name] {
+				continue
+			}
+		}
+		if err := pc.bucket(name, b.value, depth+1, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucket checks a nested bucket from its value in the parent's leaf: a
+// root page, or an inline leaf page inside the value itself.
+func (pc *pageChecker) bucket(top string, value []byte, depth int, what string) error {
+	if len(value) < boltBucketHead {
+		pc.report(top, fmt.Sprintf("%s: its bucket header is %d bytes, not %d", what, len(value), boltBucketHead))
+		return nil
+	}
+	if root := binary.NativeEndian.Uint64(value); root != 0 {
+		if pc.shallow {
+			return pc.searchTree(top, root, depth, what)
+		}
+		return pc.tree(top, root, depth, what, false)
+	}
+	inline := value[boltBucketHead:]
+	where := what + " (inline)"
+	if len(inline) < boltPageHeader {
+		pc.report(top, where+": its page is shorter than a page header")
+		return nil
+	}
+	if flags := binary.NativeEndian.Uint16(inline[8:]); flags != boltLeafPage {
+		pc.report(top, fmt.Sprintf("%s has page type %#x where a leaf belongs", where, flags))
+		return nil
+	}
+	if depth > maxTreeDepth {
+		pc.loop(top, fmt.Sprintf("%s is nested more than %d buckets deep", what, maxTreeDepth))
+		return nil
+	}
+	return pc.leaf(top, inline, depth, where, what, false)
+}
+
+// damagedTrees runs checkPages for Verify and Repair and reports each
+// finding as a problem of the top-level bucket it lies under. It returns
+// the top-level buckets whose pages are damaged ("" when the root tree
+// itself is): nothing may walk them.
+func damagedTrees(path string, btx *bolt.Tx, only []string, pace *pace, emit func(Problem)) (map[string]bool, error) {
+	var bad map[string]bool
+	err := checkPages(path, btx, only, pace, func(top, detail string) {
+		if bad == nil {
+			bad = map[string]bool{}
+		}
+		p := Problem{Kind: ProblemFile, Detail: "damaged pages: " + detail}
+		if top != "" && ValidateName(top) == nil {
+			p.Collection = top
+		} else if top != "" {
+			p.Key = []byte(top)
+		}
+		if !bad[top] {
+			p.Detail += treeHint(top)
+		}
+		bad[top] = true
+		emit(p)
+	})
+	return bad, err
+}
+
+func treeHint(top string) string {
+	if top == "" {
+		return "; the file's root is damaged, so nothing else is checked: restore a backup"
+	}
+	return "; its records are not checked and cannot be repaired in place: restore a backup, or export the records Get can still read"
+}
+
+// smallTree is the most leaves a tree of one branch level may have for
+// checkSearchPaths to read them: a collection's own bucket and its list of
+// indexes are this small, and they are where the nested buckets are.
+const smallTree = 64
+
+// checkSearchPaths is the part of the page check that Open can afford on
+// every file, and the part it needs: it reads the branch pages of every tree (about one page in a
+// hundred of a large one), and the leaves only of small trees, to find the
+// nested buckets. That is enough to guarantee what a bbolt search needs not
+// to recurse forever: no branch points back at a page already on a path.
+// (Walks that step back over a damaged leaf level are caught as they go:
+// the scans check that keys keep ascending.) It returns the top-level
+// buckets whose paths are damaged, each with what was found first; "" is
+// the root tree itself.
+func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("storh: the page check cannot read the file: %w", err)
+	}
+	defer f.Close()
+	var broken map[string]string
+	// Only what can loop matters here: a fault on a damaged page is
+	// contained where it happens, and Verify reports the rest.
+	ignore := func(string, string) {}
+	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize), shallow: true, report: ignore, loops: func(top, detail string) {
+		if broken == nil {
+			broken = map[string]string{}
+		}
+		if _, ok := broken[top]; !ok {
+			broken[top] = detail
+		}
+	}}
+	pc.hwm = uint64(btx.Size()) / pc.pageSize
+	pc.seen = make([]uint64, (pc.hwm+63)/64)
+	pc.mark(0)
+	pc.mark(1)
+	err = pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+	return broken, err
+}
+
+// searchTree checks the search paths of the tree rooted at id: every
+// branch page is read and checked; the leaves are read only in small trees
+// (one branch level of at most smallTree leaves, or none), where nested
+// buckets live, and otherwise only claimed: in range, and reached once.
+func (pc *pageChecker) searchTree(top string, id uint64, depth int, what string) error {
+	return pc.searchPaths(top, id, depth, what, false)
+}
+
+// searchPaths is searchTree; in the root tree (root) every leaf is read,
+// since each top-level bucket must be found.
+func (pc *pageChecker) searchPaths(top string, id uint64, depth int, what string, root bool) error {
+	height, ok := pc.height(id)
+	if !ok {
+		pc.loop(top, fmt.Sprintf("%s is more than %d pages deep", what, maxTreeDepth))
+		return nil
+	}
+	if depth+height > maxTreeDepth {
+		pc.loop(top, fmt.Sprintf("%s is nested more than %d pages deep", what, maxTreeDepth))
+		return nil
+	}
+	return pc.searchPage(top, id, 0, height, depth, what, root)
+}
+
+// height counts the branch levels on the leftmost path of the tree rooted
+// at id; ok is false when the path is longer than any healthy tree's. A
+// path that leaves the file ends the count: the walk reports it.
+func (pc *pageChecker) height(id uint64) (h int, ok bool) {
+	for ; h <= maxTreeDepth; h++ {
+		if id < 2 || id >= pc.hwm {
+			return h, true
+		}
+		p := pc.read(id*pc.pageSize, boltPageHeader+boltElemSize)
+		if p == nil || binary.NativeEndian.Uint16(p[8:]) != boltBranchPage || binary.NativeEndian.Uint16(p[10:]) == 0 {
+			return h, true
+		}
+		id = binary.NativeEndian.Uint64(p[boltPageHeader+8:])
+	}
+	return h, false
+}
+
+func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth int, what string, root bool) error {
+	page, ok := pc.reach(top, id, what)
+	if !ok {
+		return nil
+	}
+	where := fmt.Sprintf("page %d (%s)", id, what)
+	switch flags := binary.NativeEndian.Uint16(page[8:]); flags {
+	case boltBranchPage:
+		children, ok := pc.branch(top, page, where)
+		if !ok {
+			return nil
+		}
+		if level+1 >= height && !root && (height > 1 || len(children) > smallTree) {
+			for _, c := range children {
+				if c < 2 || c >= pc.hwm {
+					pc.report(top, fmt.Sprintf("%s points at page %d, outside the file's pages 2 to %d", where, c, pc.hwm-1))
+					return nil
+				}
+				if !pc.mark(c) {
+					pc.loop(top, fmt.Sprintf("page %d (%s) is reached twice: the tree has a cycle or shares a page", c, what))
+					return nil
+				}
+			}
+			return nil
+		}
+		for _, c := range children {
+			if err := pc.searchPage(top, c, level+1, height, depth, what, root); err != nil {
+				return err
+			}
+		}
+		return nil
+	case boltLeafPage:
+		return pc.leaf(top, page, depth+level, where, what, root)
+	default:
+		pc.report(top, fmt.Sprintf("%s has page type %#x where a branch or leaf belongs", where, flags))
+		return nil
+	}
+}
