@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 )
 
@@ -61,20 +60,26 @@ func precheck(path string) error {
 	if err != nil || fi.Size() == 0 {
 		return nil
 	}
-	buf := make([]byte, 2*64<<10) // two pages of the largest page size bbolt supports
-	n, _ := io.ReadFull(f, buf)
-	buf = buf[:n]
+	// A meta page's fields fit in its first 128 bytes; the second meta page
+	// is one page size in, which the first one gives.
+	readMeta := func(off int64) (boltMeta, bool) {
+		var b [128]byte
+		if _, err := f.ReadAt(b[:], off); err != nil {
+			return boltMeta{}, false
+		}
+		return readBoltMeta(b[:])
+	}
 	best, found := boltMeta{}, false
-	m0, ok0 := readBoltMeta(buf)
+	m0, ok0 := readMeta(0)
 	if ok0 {
 		best, found = m0, true
 	}
-	pageSize := int(m0.pageSize)
+	pageSize := int64(m0.pageSize)
 	if !ok0 {
-		pageSize = os.Getpagesize()
+		pageSize = int64(os.Getpagesize())
 	}
-	if pageSize > 0 && pageSize < len(buf) {
-		if m1, ok1 := readBoltMeta(buf[pageSize:]); ok1 && (!found || m1.txid > best.txid) {
+	if pageSize > 0 {
+		if m1, ok1 := readMeta(pageSize); ok1 && (!found || m1.txid > best.txid) {
 			best, found = m1, true
 		}
 	}
