@@ -131,6 +131,20 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 	return c.db.eng.Submit(op)
 }
 
+// submitFn hands fn to the group-commit writer as one op and waits until
+// its transaction is durable. fn may run more than once (see
+// engine.WriteOp.Fn).
+func (c *coll) submitFn(fn func(*engine.Tx, *engine.Coll) error) error {
+	if err := c.db.eng.Enter(); err != nil {
+		return err
+	}
+	defer c.db.eng.Exit()
+	op := engine.NewWriteOp()
+	defer op.Release()
+	op.Coll, op.Fn = c.h, fn
+	return c.db.eng.Submit(op)
+}
+
 // inTx runs fn on the collection inside the handle's transaction, with
 // bbolt's panics on damaged pages contained (the transaction then cannot
 // commit). For a read of a collection not created yet ec is nil.

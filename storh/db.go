@@ -61,22 +61,20 @@ func (db *DB) Log(name string, opts ...CollectionOption) (*Log, error) {
 	return &Log{c}, nil
 }
 
-// Queue opens the durable job queue name, creating it if needed. The name
-// and kind are reserved now; the queue operations arrive in a later release.
+// Queue opens the durable job queue name, creating it if needed. See Queue
+// for its operations; WithMaxAttempts sets how many claims a job gets.
 func (db *DB) Queue(name string, opts ...CollectionOption) (*Queue, error) {
 	c, err := db.open("queue", name, engine.KindQueue, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{c}, nil
+	return newQueue(c, opts)
 }
 
 func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (coll, error) {
-	var cfg collConfig
-	for _, opt := range opts {
-		if err := opt(&cfg); err != nil {
-			return coll{}, err
-		}
+	cfg, err := collOptions(kind, opts)
+	if err != nil {
+		return coll{}, err
 	}
 	if err := db.eng.Enter(); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)

@@ -62,6 +62,13 @@ var (
 	// opening a collection with a unique index over data that holds
 	// duplicates (the index is not created).
 	ErrUniqueViolation = engine.ErrUniqueViolation
+	// ErrEmpty is returned by Queue.Claim and ClaimMany when no job is
+	// pending.
+	ErrEmpty = engine.ErrEmpty
+	// ErrNotClaimed is returned by Queue.Complete, Fail, Extend and Release
+	// for a job that is not claimed (it is pending, done or dead), and by
+	// Retry for a job that is not dead.
+	ErrNotClaimed = engine.ErrNotClaimed
 	// ErrNoIndex is returned by a query with RequireIndex that no index
 	// serves and that would read the whole collection.
 	ErrNoIndex = engine.ErrNoIndex

@@ -82,9 +82,37 @@ func WithFileMode(mode os.FileMode) Option {
 type CollectionOption func(*collConfig) error
 
 type collConfig struct {
-	gen       func() uuidv7.UUID
-	indexes   []engine.IndexSpec
-	mustExist bool
+	gen         func() uuidv7.UUID
+	indexes     []engine.IndexSpec
+	mustExist   bool
+	maxAttempts int
+}
+
+// WithMaxAttempts sets how many claims a job of the queue gets (n >= 1;
+// default DefaultMaxAttempts): a job that fails, or whose lease ends, on its
+// nth claim is dead. It applies to the operations through this handle.
+// Only queues take it: Docs and Log refuse it with ErrInvalidOption.
+func WithMaxAttempts(n int) CollectionOption {
+	return func(c *collConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: WithMaxAttempts(%d): a job needs at least one attempt", ErrInvalidOption, n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// WithClock makes the database read the time from now instead of time.Now:
+// queue leases, lease ends and completion times follow it. For tests that
+// need time to pass on command.
+func WithClock(now func() time.Time) Option {
+	return func(o *engine.Options) error {
+		if now == nil {
+			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
+		}
+		o.Clock = now
+		return nil
+	}
 }
 
 // WithoutCreate opens a collection only if it exists: a missing one fails
@@ -120,4 +148,18 @@ func WithDeterministicIDs(seed uint64, startMs int64) CollectionOption {
 		c.gen = uuidv7.NewDeterministic(seed, startMs, 1).New
 		return nil
 	}
+}
+
+// collOptions applies opts for a collection of kind.
+func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) {
+	var cfg collConfig
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.maxAttempts != 0 && kind != engine.KindQueue {
+		return cfg, fmt.Errorf("%w: WithMaxAttempts is for queues, not a %s collection", ErrInvalidOption, kind)
+	}
+	return cfg, nil
 }

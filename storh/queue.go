@@ -1,16 +1,559 @@
 package storh
 
-// Queue is a durable job queue. This release reserves the collection kind,
-// so that a name created as a queue cannot be reopened as Docs or Log and
-// vice versa; the enqueue, lease and acknowledge operations arrive in a later
-// release. Count and Stats work today.
-type Queue struct{ c coll }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Queue is a durable job queue in the database file, for handing work from
+// producers to worker goroutines. A job is a payload (a map or a struct, as
+// a record's data) under a UUIDv7 id, and a state: pending, claimed (leased
+// to one worker until its lease ends), done, or dead.
+//
+//   - Enqueue adds a pending job at the end of the enqueue order.
+//   - Claim leases the oldest pending job, in enqueue order (not id order: a
+//     job enqueued with an explicit older id still waits its turn).
+//   - Complete ends a claim in success; Fail ends it in failure, and the job
+//     is pending again, or dead once it has used its attempts
+//     (WithMaxAttempts, default DefaultMaxAttempts). Release gives a claim
+//     back without using an attempt; Extend prolongs a lease.
+//   - A claim whose lease ended is pending again at the next Claim (or
+//     RequeueExpired): the jobs of a crashed worker are never lost. A job
+//     that comes back to pending, by Release, Fail or an expired lease,
+//     takes back its own place in the order, ahead of every job enqueued
+//     after it.
+//
+// An attempt is a claim: Attempts counts the claims of the job that were not
+// released, so a job whose worker keeps crashing dies like one that keeps
+// failing. Every operation is durable when it returns; on a DB-level handle
+// concurrent single operations share commits, as Puts do. Claims in one
+// process never hand a job to two workers while its lease holds.
+//
+// A claim is known by the job's id alone: a worker that lets its lease end
+// may find its job claimed by another, and its Complete then completes the
+// other's claim. Extend the lease of a long job rather than let it end.
+type Queue struct {
+	c           coll
+	maxAttempts int
+}
+
+// DefaultMaxAttempts is how many claims a job gets when the queue was opened
+// without WithMaxAttempts.
+const DefaultMaxAttempts = 5
+
+// JobState is where a job is in its life.
+type JobState = engine.JobState
+
+// The states of a job.
+const (
+	JobPending = engine.JobPending
+	JobClaimed = engine.JobClaimed
+	JobDone    = engine.JobDone
+	JobDead    = engine.JobDead
+)
+
+// Job is a job as a claim (or Lookup) returned it: the record of its
+// payload (ID, Time, Data, Decode…) and its state at that moment.
+type Job struct {
+	Record
+	State      JobState
+	Attempts   int       // claims not given back with Release, this one included
+	LeaseUntil time.Time // while claimed: when the lease ends
+	Changed    time.Time // when the job last changed state
+	LastError  string    // the reason of the last Fail, or "lease expired"
+}
+
+// QueueStats is a queue's statistics: its collection's, and its jobs by
+// state.
+type QueueStats struct {
+	CollectionInfo
+	Pending, Claimed, Done, Dead int
+}
+
+func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
+	var cfg collConfig
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	q := &Queue{c: c, maxAttempts: cfg.maxAttempts}
+	if q.maxAttempts == 0 {
+		q.maxAttempts = DefaultMaxAttempts
+	}
+	return q, nil
+}
+
+func newJob(j engine.Job) Job {
+	out := Job{Record: Record{ID: j.ID, payload: j.Payload}, State: j.State, Attempts: j.Attempts,
+		Changed: time.UnixMilli(j.Changed).UTC(), LastError: j.Reason}
+	if j.State == engine.JobClaimed {
+		out.LeaseUntil = time.UnixMilli(j.LeaseUntil).UTC()
+	}
+	return out
+}
 
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.c.name }
 
-// Count returns the number of jobs in the queue.
+// Count returns the number of jobs in the queue, in every state.
 func (q *Queue) Count() (int, error) { return q.c.Count() }
 
+func (q *Queue) now() int64 { return q.c.db.eng.Now().UnixMilli() }
+
+// do runs fn on the queue: in the handle's transaction, or as one op of a
+// group commit.
+func (q *Queue) do(op, id string, fn func(*engine.Tx, *engine.Coll) error) error {
+	var err error
+	if q.c.tx != nil {
+		err = q.c.inTx(true, fn)
+	} else {
+		err = q.c.submitFn(fn)
+	}
+	return opErr("queue "+op, q.c.name, id, -1, err)
+}
+
+// batch runs fn on the queue in one transaction of its own (or the
+// handle's): many jobs, all or nothing.
+func (q *Queue) batch(op string, fn func(*engine.Tx, *engine.Coll) error) error {
+	c := &q.c
+	if c.tx != nil {
+		return opErr("queue "+op, c.name, "", -1, c.inTx(true, fn))
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return opErr("queue "+op, c.name, "", -1, err)
+	}
+	defer c.db.eng.Exit()
+	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Use(c.h, true)
+		if err != nil {
+			return err
+		}
+		return fn(etx, ec)
+	})
+	return opErr("queue "+op, c.name, "", -1, err)
+}
+
+// Enqueue adds a pending job with payload (a map or a struct) under a new
+// id from the queue's generator, and returns the id.
+func (q *Queue) Enqueue(payload any) (uuidv7.UUID, error) {
+	value, err := engine.AppendValue(nil, payload)
+	if err != nil {
+		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, "", -1, err)
+	}
+	id := q.c.newID()
+	if err := checkID(id, true); err != nil {
+		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, id.String(), -1, err)
+	}
+	return id, q.enqueue(id, value)
+}
+
+// EnqueueWithID adds a pending job under an explicit id, which must be a
+// UUIDv7; an id already in the queue, in any state, fails with ErrExists.
+func (q *Queue) EnqueueWithID(id uuidv7.UUID, payload any) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue enqueue", q.c.name, id.String(), -1, err)
+	}
+	value, err := engine.AppendValue(nil, payload)
+	if err != nil {
+		return opErr("queue enqueue", q.c.name, id.String(), -1, err)
+	}
+	return q.enqueue(id, value)
+}
+
+func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
+	now := q.now()
+	return q.do("enqueue", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		return etx.Enqueue(ec, id, value, now)
+	})
+}
+
+// EnqueueMany adds jobs in one transaction, in order, all or none, and
+// returns their ids. An item is a payload, or an Entry carrying an explicit
+// id. A bad item fails the whole call with an *Error whose Index names it.
+func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
+	ids := make([]uuidv7.UUID, len(payloads))
+	values := make([][]byte, len(payloads))
+	for i, p := range payloads {
+		explicit := false
+		if e, ok := p.(Entry); ok {
+			ids[i], p, explicit = e.ID, e.Data, true
+		}
+		if explicit {
+			if err := checkID(ids[i], false); err != nil {
+				return nil, opErr("queue enqueue", q.c.name, ids[i].String(), i, err)
+			}
+		}
+		v, err := engine.AppendValue(nil, p)
+		if err != nil {
+			return nil, opErr("queue enqueue", q.c.name, "", i, err)
+		}
+		values[i] = v
+		if !explicit {
+			ids[i] = q.c.newID()
+			if err := checkID(ids[i], true); err != nil {
+				return nil, opErr("queue enqueue", q.c.name, ids[i].String(), i, err)
+			}
+		}
+	}
+	now := q.now()
+	failed := -1
+	err := q.batch("enqueue", func(etx *engine.Tx, ec *engine.Coll) error {
+		for i, id := range ids {
+			if err := etx.Enqueue(ec, id, values[i], now); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var e *Error
+		if failed >= 0 && errors.As(err, &e) {
+			e.Index, e.ID = failed, ids[failed].String()
+		}
+		return nil, err
+	}
+	return ids, nil
+}
+
+func leaseMs(lease time.Duration) (int64, error) {
+	if lease <= 0 {
+		return 0, fmt.Errorf("%w: a lease must be positive, got %v", ErrInvalidOption, lease)
+	}
+	return max(1, lease.Milliseconds()), nil
+}
+
+// Claim leases the oldest pending job until lease from now. None pending is
+// ErrEmpty.
+func (q *Queue) Claim(lease time.Duration) (Job, error) {
+	jobs, err := q.ClaimMany(1, lease)
+	if err != nil {
+		return Job{}, err
+	}
+	return jobs[0], nil
+}
+
+// ClaimMany leases up to n of the oldest pending jobs, in enqueue order,
+// in one transaction. None pending is ErrEmpty.
+func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
+	ms, err := leaseMs(lease)
+	if err == nil && n < 1 {
+		err = fmt.Errorf("%w: ClaimMany(%d): n must be at least 1", ErrInvalidOption, n)
+	}
+	if err != nil {
+		return nil, opErr("queue claim", q.c.name, "", -1, err)
+	}
+	now := q.now()
+	var claimed []engine.Job
+	err = q.do("claim", "", func(etx *engine.Tx, ec *engine.Coll) error {
+		var err error
+		claimed, err = etx.Claim(ec, now, ms, n, q.maxAttempts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Job, len(claimed))
+	for i, j := range claimed {
+		out[i] = newJob(j)
+	}
+	return out, nil
+}
+
+// ClaimWait is Claim that waits while no job is pending, until one is or
+// ctx ends (then it returns ctx's error). It is woken by the commits of this
+// process that make a job pending (enqueues, releases, failures) and by the
+// end of the earliest lease, never by polling the file. It needs a DB-level
+// handle: inside a transaction nothing could arrive.
+func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error) {
+	if q.c.tx != nil {
+		return Job{}, opErr("queue claim", q.c.name, "", -1, fmt.Errorf("%w: ClaimWait cannot wait inside a transaction; use Claim", ErrNestedTx))
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Job{}, opErr("queue claim", q.c.name, "", -1, err)
+		}
+		// Taken before the claim: a wake after it closes this channel.
+		woken := q.c.db.eng.JobSignal(q.c.name)
+		job, err := q.Claim(lease)
+		if !errors.Is(err, ErrEmpty) {
+			return job, err
+		}
+		end, ok, err := q.nextLeaseEnd()
+		if err != nil {
+			return Job{}, err
+		}
+		var expiry <-chan time.Time
+		var timer *time.Timer
+		if ok {
+			timer = time.NewTimer(time.Duration(max(1, end-q.now())) * time.Millisecond)
+			expiry = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			err = opErr("queue claim", q.c.name, "", -1, ctx.Err())
+		case <-woken:
+		case <-expiry:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return Job{}, err
+		}
+	}
+}
+
+func (q *Queue) nextLeaseEnd() (int64, bool, error) {
+	var end int64
+	var ok bool
+	err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec != nil {
+			end, ok = etx.NextLeaseEnd(ec)
+		}
+		return nil
+	})
+	return end, ok, opErr("queue claim", q.c.name, "", -1, err)
+}
+
+// Complete marks a claimed job done. A job that is not claimed (pending,
+// done, dead) fails with ErrNotClaimed, an unknown one with ErrNotFound. A
+// claim whose lease ended but that no other claim took still completes.
+func (q *Queue) Complete(id uuidv7.UUID) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue complete", q.c.name, id.String(), -1, err)
+	}
+	now := q.now()
+	return q.do("complete", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		return etx.Complete(ec, id, now)
+	})
+}
+
+// CompleteMany completes the claimed jobs among ids in one transaction and
+// returns how many it completed; ids that are not claimed, or not in the
+// queue, are left as they are.
+func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
+	for i, id := range ids {
+		if err := checkID(id, false); err != nil {
+			return 0, opErr("queue complete", q.c.name, id.String(), i, err)
+		}
+	}
+	now := q.now()
+	var n int
+	err := q.batch("complete", func(etx *engine.Tx, ec *engine.Coll) error {
+		n = 0
+		for _, id := range ids {
+			err := etx.Complete(ec, id, now)
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, ErrNotClaimed), errors.Is(err, ErrNotFound):
+			default:
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Fail ends a claim in failure, keeping reason (cut at 1 KiB) as the job's
+// LastError: the job is pending again at its place, or dead if it has used
+// its attempts.
+func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue fail", q.c.name, id.String(), -1, err)
+	}
+	now := q.now()
+	return q.do("fail", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
+		return err
+	})
+}
+
+// Extend moves a claimed job's lease end to lease from now and returns it.
+func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
+	ms, err := leaseMs(lease)
+	if err == nil {
+		err = checkID(id, false)
+	}
+	if err != nil {
+		return time.Time{}, opErr("queue extend", q.c.name, id.String(), -1, err)
+	}
+	now := q.now()
+	var until int64
+	err = q.do("extend", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		var err error
+		until, err = etx.Extend(ec, id, now, ms)
+		return err
+	})
+	return time.UnixMilli(until).UTC(), err
+}
+
+// Release gives a claim back: the job is pending again at its place, and
+// the claim does not count as an attempt.
+func (q *Queue) Release(id uuidv7.UUID) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue release", q.c.name, id.String(), -1, err)
+	}
+	now := q.now()
+	return q.do("release", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		return etx.Release(ec, id, now)
+	})
+}
+
+// Retry makes a dead job pending again, at its place, with no attempts
+// used. A job that is not dead fails with ErrNotClaimed.
+func (q *Queue) Retry(id uuidv7.UUID) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue retry", q.c.name, id.String(), -1, err)
+	}
+	now := q.now()
+	return q.do("retry", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+		return etx.Retry(ec, id, now)
+	})
+}
+
+// RequeueExpired returns every claim whose lease has ended to pending (or
+// to dead, if it used its last attempt) and says how many. Claims do it
+// anyway; this is for a queue nobody claims from for a while, so that its
+// counts show the truth.
+func (q *Queue) RequeueExpired() (int, error) {
+	now := q.now()
+	var n int
+	err := q.do("requeue", "", func(etx *engine.Tx, ec *engine.Coll) error {
+		var err error
+		n, err = etx.RequeueExpired(ec, now, q.maxAttempts)
+		return err
+	})
+	return n, err
+}
+
+// purgeBatch is how many done jobs one PurgeDone transaction deletes.
+const purgeBatch = 5000
+
+// PurgeDone deletes the jobs completed more than olderThan ago, payloads
+// included, and says how many. On a DB-level handle it deletes in
+// transactions of a few thousand, so a large purge never holds the writers
+// for long; each is durable, so an error leaves the ones before it purged.
+// The file does not shrink: its free pages are reused by later writes, and
+// `storh compact` gives them back.
+func (q *Queue) PurgeDone(olderThan time.Duration) (int, error) {
+	before := q.now() - olderThan.Milliseconds()
+	total := 0
+	for {
+		var n int
+		var more bool
+		limit := purgeBatch
+		if q.c.tx != nil {
+			limit = int(^uint(0) >> 1)
+		}
+		err := q.batch("purge", func(etx *engine.Tx, ec *engine.Coll) error {
+			var err error
+			n, more, err = etx.PurgeDone(ec, before, limit)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+// Counts returns the number of jobs in each state. It reads four counters:
+// it costs the same for any queue size.
+func (q *Queue) Counts() (pending, claimed, done, dead int, err error) {
+	var n [5]int64
+	err = q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec != nil {
+			n = etx.JobCounts(ec)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, 0, 0, opErr("queue counts", q.c.name, "", -1, err)
+	}
+	return int(n[engine.JobPending]), int(n[engine.JobClaimed]), int(n[engine.JobDone]), int(n[engine.JobDead]), nil
+}
+
 // Stats returns the queue's statistics.
-func (q *Queue) Stats() (CollectionInfo, error) { return q.c.Stats() }
+func (q *Queue) Stats() (QueueStats, error) {
+	info, err := q.c.Stats()
+	if err != nil {
+		return QueueStats{}, err
+	}
+	s := QueueStats{CollectionInfo: info}
+	s.Pending, s.Claimed, s.Done, s.Dead, err = q.Counts()
+	return s, err
+}
+
+// Lookup returns job id as it is now, payload and state.
+func (q *Queue) Lookup(id uuidv7.UUID) (Job, error) {
+	if err := checkID(id, false); err != nil {
+		return Job{}, opErr("queue lookup", q.c.name, id.String(), -1, err)
+	}
+	var j engine.Job
+	err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			return fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		}
+		var err error
+		j, err = etx.LookupJob(ec, id)
+		return err
+	})
+	if err != nil {
+		return Job{}, opErr("queue lookup", q.c.name, id.String(), -1, err)
+	}
+	return newJob(j), nil
+}
+
+// jobsChunk is how many jobs one read transaction of Jobs lists.
+const jobsChunk = 256
+
+// Jobs lists the jobs in state, without their payloads (Lookup reads one):
+// pending jobs in the order Claim takes them, claimed ones by lease end,
+// done and dead ones by the time they got there. It reads in short
+// transactions, so it never holds up writers; a job that changes state
+// meanwhile may be listed twice or not at all.
+func (q *Queue) Jobs(state JobState) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		var after []byte
+		for {
+			var chunk []engine.Job
+			err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+				if ec == nil {
+					after = nil
+					return nil
+				}
+				var err error
+				after, err = etx.JobsIn(ec, state, after, jobsChunk, func(j engine.Job) { chunk = append(chunk, j) })
+				return err
+			})
+			if err != nil {
+				yield(Job{}, opErr("queue jobs", q.c.name, "", -1, err))
+				return
+			}
+			for _, j := range chunk {
+				if !yield(newJob(j), nil) {
+					return
+				}
+			}
+			if after == nil {
+				return
+			}
+		}
+	}
+}

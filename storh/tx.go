@@ -42,19 +42,29 @@ func (tx *Tx) Log(name string, opts ...CollectionOption) (*Log, error) {
 	return &Log{c}, nil
 }
 
+// Queue returns a handle on the queue name bound to tx, creating the queue
+// inside an Update if needed. Its operations are part of the transaction:
+// a claim there is made, and a job enqueued there is pending, only if the
+// transaction commits.
+func (tx *Tx) Queue(name string, opts ...CollectionOption) (*Queue, error) {
+	c, err := tx.open("queue", name, engine.KindQueue, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newQueue(c, opts)
+}
+
 func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (coll, error) {
-	var cfg collConfig
-	for _, opt := range opts {
-		if err := opt(&cfg); err != nil {
-			return coll{}, err
-		}
+	cfg, err := collOptions(kind, opts)
+	if err != nil {
+		return coll{}, err
 	}
 	if err := tx.usable(false); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	h := tx.etx.Handle(name, kind)
 	h.Indexes = cfg.indexes
-	err := tx.etx.Protect(func() error {
+	err = tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
 		// there it is not found.

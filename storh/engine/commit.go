@@ -15,6 +15,12 @@ type WriteOp struct {
 	Value      []byte // stored value; nil with Delete
 	Delete     bool
 	InsertOnly bool
+	// Fn, when set, is the op instead of a put or delete: it runs on the
+	// collection inside the group's transaction, and may run again if
+	// another op of the group fails, so it must set its results afresh
+	// each time. An error it returns must be one ownFault accepts, or it
+	// must have changed nothing (the group is then redone without it).
+	Fn func(*Tx, *Coll) error
 
 	err  error
 	done chan struct{}
@@ -96,7 +102,8 @@ const maxYields = 8
 // untouched, so the rest of the batch can still commit.
 func ownFault(err error) bool {
 	return errors.Is(err, ErrExists) || errors.Is(err, ErrWrongKind) ||
-		errors.Is(err, ErrInvalidName) || errors.Is(err, ErrNotFound)
+		errors.Is(err, ErrInvalidName) || errors.Is(err, ErrNotFound) ||
+		errors.Is(err, ErrEmpty) || errors.Is(err, ErrNotClaimed)
 }
 
 // commit applies a batch in one transaction. An op whose apply fails in a
@@ -141,6 +148,9 @@ func apply(tx *Tx, op *WriteOp) error {
 	c, err := tx.Use(op.Coll, !op.Delete)
 	if err != nil || c == nil {
 		return err
+	}
+	if op.Fn != nil {
+		return op.Fn(tx, c)
 	}
 	if op.Delete {
 		_, err = tx.Delete(c, op.ID)

@@ -37,6 +37,9 @@ type Options struct {
 	MaxBatch int
 	// FileMode is used when the file is created (default 0600).
 	FileMode os.FileMode
+	// Clock is the time source of queue leases and retention (default
+	// time.Now).
+	Clock func() time.Time
 }
 
 // defaultAllocSize is bbolt's file growth step (not exported by bbolt).
@@ -58,6 +61,8 @@ type DB struct {
 	// with what it found: they cannot be read or written without risking
 	// a search that never ends, so Tx.Coll refuses them.
 	broken map[string]string
+
+	signals signals // per queue: closed when jobs become pending
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
@@ -361,6 +366,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if err == nil {
 		for _, c := range tx.created {
 			db.kinds.Store(c.Name, c.Kind)
+		}
+		for name := range tx.woken {
+			db.signals.wake(name)
 		}
 	}
 	return db.commitErr(err)

@@ -17,7 +17,8 @@ type Tx struct {
 	db      *DB // nil for transactions outside a DB (tests of the layout)
 	btx     *bolt.Tx
 	colls   map[string]*Coll
-	created []*Coll // collections this transaction created
+	created []*Coll             // collections this transaction created
+	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
 
 	scratch indexScratch
 

@@ -587,7 +587,7 @@ func checkColl(btx *bolt.Tx, name string, emit func(Problem), pace *pace) (collF
 		}
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
-			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries))
+			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketJobs))
 		if own {
 			continue
 		}

@@ -1,0 +1,571 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// A queue is a collection of kind KindQueue: its records bucket holds the
+// jobs' payloads, checksummed like any record, and a jobs bucket beside it
+// ("j") holds each job's state and the indexes that make every queue
+// operation a seek:
+//
+//	j/s  id → state: format, state, attempts, sequence, lease end, last
+//	          change, last failure reason, CRC-32C of all that ‖ id
+//	j/p  pending: sequence (8 bytes, big-endian) → id
+//	j/c  claimed: lease end (ms, 8 bytes) ‖ id
+//	j/d  done:    completion time (ms) ‖ id
+//	j/x  dead:    time of death (ms) ‖ id
+//
+// The sequence is given at enqueue and kept for the job's life: pending
+// jobs leave in enqueue order, and a job that comes back (released, failed,
+// or its lease expired) goes back to its own place, ahead of every job
+// enqueued after it. The state record is the truth; the indexes and the
+// counters in the metadata bucket follow it in the same transaction, and
+// Repair rebuilds them from it.
+var (
+	bucketJobs     = []byte("j")
+	bucketJobState = []byte("s")
+	bucketPending  = []byte("p")
+	bucketClaimed  = []byte("c")
+	bucketDone     = []byte("d")
+	bucketDead     = []byte("x")
+
+	keyJobSeq = []byte("qseq")
+	// counters, one per state
+	keyJobCount = [...][]byte{JobPending: []byte("qn:p"), JobClaimed: []byte("qn:c"), JobDone: []byte("qn:d"), JobDead: []byte("qn:x")}
+)
+
+// JobState is where a job is in its life.
+type JobState uint8
+
+const (
+	JobPending JobState = 1 // waiting to be claimed
+	JobClaimed JobState = 2 // leased to a worker until LeaseUntil
+	JobDone    JobState = 3 // completed; kept until purged
+	JobDead    JobState = 4 // failed its last allowed attempt
+)
+
+func (s JobState) String() string {
+	switch s {
+	case JobPending:
+		return "pending"
+	case JobClaimed:
+		return "claimed"
+	case JobDone:
+		return "done"
+	case JobDead:
+		return "dead"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// ErrEmpty is returned by a claim when no job is pending.
+var ErrEmpty = errors.New("storh: queue is empty")
+
+// ErrNotClaimed is returned by Complete, Fail, Extend and Release for a job
+// that is not claimed (pending, done or dead).
+var ErrNotClaimed = errors.New("storh: job is not claimed")
+
+// Job is one job's state, and its payload when an operation returns it.
+type Job struct {
+	ID         uuidv7.UUID
+	State      JobState
+	Attempts   int    // claims not given back with Release
+	Seq        uint64 // place in the enqueue order
+	LeaseUntil int64  // ms; while claimed
+	Changed    int64  // ms of the last change of state
+	Reason     string // the reason given by the last Fail, or "lease expired"
+	Payload    []byte // the checked msgpack payload, owned by the caller
+}
+
+const (
+	jobFormat   = 1
+	jobFixed    = 30 // format, state, attempts(4), seq(8), lease(8), changed(8)
+	jobCRC      = 4
+	maxJobNotes = 1024 // a failure reason longer than this is cut
+)
+
+func encodeJob(j Job) []byte {
+	reason := j.Reason
+	if len(reason) > maxJobNotes {
+		reason = reason[:maxJobNotes]
+	}
+	b := make([]byte, jobFixed, jobFixed+len(reason)+jobCRC)
+	b[0], b[1] = jobFormat, byte(j.State)
+	binary.BigEndian.PutUint32(b[2:], uint32(j.Attempts))
+	binary.BigEndian.PutUint64(b[6:], j.Seq)
+	binary.BigEndian.PutUint64(b[14:], uint64(j.LeaseUntil))
+	binary.BigEndian.PutUint64(b[22:], uint64(j.Changed))
+	b = append(b, reason...)
+	return binary.BigEndian.AppendUint32(b, crc32.Update(crc32.Checksum(b, castagnoli), castagnoli, j.ID[:]))
+}
+
+func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
+	if len(b) < jobFixed+jobCRC || b[0] != jobFormat {
+		return Job{}, fmt.Errorf("%w: job %s: state of %d bytes is not a job state", ErrCorrupt, id, len(b))
+	}
+	body := b[:len(b)-jobCRC]
+	if crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, id[:]) != binary.BigEndian.Uint32(b[len(body):]) {
+		return Job{}, fmt.Errorf("%w: job %s: state checksum mismatch", ErrCorrupt, id)
+	}
+	j := Job{
+		ID:         id,
+		State:      JobState(b[1]),
+		Attempts:   int(binary.BigEndian.Uint32(b[2:])),
+		Seq:        binary.BigEndian.Uint64(b[6:]),
+		LeaseUntil: int64(binary.BigEndian.Uint64(b[14:])),
+		Changed:    int64(binary.BigEndian.Uint64(b[22:])),
+		Reason:     string(body[jobFixed:]),
+	}
+	if j.State < JobPending || j.State > JobDead {
+		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", ErrCorrupt, id, j.State)
+	}
+	return j, nil
+}
+
+// timeKey is an index key: ms ‖ id.
+func timeKey(ms int64, id uuidv7.UUID) []byte {
+	k := make([]byte, 8, 24)
+	binary.BigEndian.PutUint64(k, uint64(ms))
+	return append(k, id[:]...)
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// jobs is a queue's jobs bucket and its sub-buckets in one transaction.
+type jobs struct {
+	root, state, pending, claimed, done, dead *bolt.Bucket
+}
+
+// jobsOf opens the jobs buckets of queue c; with create (in a write
+// transaction) it makes the ones missing. Without, a queue nothing was ever
+// enqueued to has none: nil, nil.
+func (t *Tx) jobsOf(c *Coll, create bool) (*jobs, error) {
+	if c.Kind != KindQueue {
+		return nil, fmt.Errorf("%w: %q is a %s, not a queue", ErrWrongKind, c.Name, c.Kind)
+	}
+	root := c.root.Bucket(bucketJobs)
+	if root == nil {
+		if !create {
+			return nil, nil
+		}
+		var err error
+		if root, err = c.root.CreateBucket(bucketJobs); err != nil {
+			return nil, mapBoltErr(err)
+		}
+	}
+	j := &jobs{root: root}
+	for _, sub := range []struct {
+		b    **bolt.Bucket
+		name []byte
+	}{{&j.state, bucketJobState}, {&j.pending, bucketPending}, {&j.claimed, bucketClaimed}, {&j.done, bucketDone}, {&j.dead, bucketDead}} {
+		*sub.b = root.Bucket(sub.name)
+		if *sub.b == nil {
+			if !create {
+				return nil, fmt.Errorf("%w: queue %q lacks its %q jobs bucket", ErrCorrupt, c.Name, sub.name)
+			}
+			var err error
+			if *sub.b, err = root.CreateBucket(sub.name); err != nil {
+				return nil, mapBoltErr(err)
+			}
+		}
+	}
+	return j, nil
+}
+
+func (j *jobs) load(id uuidv7.UUID) (Job, error) {
+	v := j.state.Get(id[:])
+	if v == nil {
+		return Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+	}
+	return decodeJob(id, v)
+}
+
+// indexKey is the job's key in the index of its state.
+func (j *jobs) index(job Job) (*bolt.Bucket, []byte) {
+	switch job.State {
+	case JobPending:
+		return j.pending, seqKey(job.Seq)
+	case JobClaimed:
+		return j.claimed, timeKey(job.LeaseUntil, job.ID)
+	case JobDone:
+		return j.done, timeKey(job.Changed, job.ID)
+	default:
+		return j.dead, timeKey(job.Changed, job.ID)
+	}
+}
+
+// move stores job in its new state: out of the old state's index, into the
+// new one's, counters moved. old is the state as stored (zero for a new
+// job).
+func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
+	if old.State != 0 {
+		b, k := j.index(old)
+		if err := b.Delete(k); err != nil {
+			return mapBoltErr(err)
+		}
+		if err := addInt(c.meta, keyJobCount[old.State], -1); err != nil {
+			return err
+		}
+	}
+	b, k := j.index(job)
+	v := []byte(nil)
+	if job.State == JobPending {
+		v = job.ID[:]
+	}
+	if err := b.Put(k, v); err != nil {
+		return mapBoltErr(err)
+	}
+	if err := addInt(c.meta, keyJobCount[job.State], 1); err != nil {
+		return err
+	}
+	if job.State == JobPending {
+		t.wake(c)
+	}
+	return mapBoltErr(j.state.Put(job.ID[:], encodeJob(job)))
+}
+
+func addInt(b *bolt.Bucket, key []byte, d int64) error { return putInt(b, key, getInt(b, key)+d) }
+
+// Enqueue adds a pending job under id with value (from AppendValue) as its
+// payload, at the end of the enqueue order. An id already in the queue, in
+// any state, fails with ErrExists and nothing changes.
+func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
+	j, err := t.jobsOf(c, true)
+	if err != nil {
+		return err
+	}
+	if j.state.Get(id[:]) != nil || c.records.Get(id[:]) != nil {
+		return fmt.Errorf("%w: a job with this id is in the queue", ErrExists)
+	}
+	if err := t.Put(c, id, value, true); err != nil {
+		return err
+	}
+	seq := uint64(getInt(c.meta, keyJobSeq))
+	if err := putInt(c.meta, keyJobSeq, int64(seq+1)); err != nil {
+		return err
+	}
+	return t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: seq, Changed: now})
+}
+
+// Claim leases up to n of the oldest pending jobs, in enqueue order, until
+// now+lease, after returning to pending (or dead) the claims whose lease
+// ended by now. It returns the claimed jobs with their payloads; none
+// pending is ErrEmpty.
+func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error) {
+	j, err := t.jobsOf(c, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.requeueExpired(c, j, now, maxAttempts); err != nil {
+		return nil, err
+	}
+	var ids []uuidv7.UUID
+	cur := j.pending.Cursor()
+	for k, v := cur.First(); k != nil && len(ids) < n; k, v = cur.Next() {
+		if len(v) != 16 {
+			return nil, fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", ErrCorrupt, c.Name, k, len(v))
+		}
+		ids = append(ids, uuidv7.UUID(v))
+	}
+	if len(ids) == 0 {
+		return nil, ErrEmpty
+	}
+	out := make([]Job, 0, len(ids))
+	for _, id := range ids {
+		old, err := j.load(id)
+		if err != nil {
+			return nil, err
+		}
+		if old.State != JobPending {
+			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", ErrCorrupt, c.Name, id, old.State)
+		}
+		job := old
+		payload, err := t.Get(c, id)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+			// A job no worker can read would stop the queue at its
+			// place forever: it goes to the dead letters, saying why.
+			job.State, job.Changed, job.Reason = JobDead, now, "payload unreadable: "+err.Error()
+			if err := t.move(c, j, old, job); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
+		}
+		job.State, job.Attempts, job.LeaseUntil, job.Changed = JobClaimed, old.Attempts+1, now+lease, now
+		if err := t.move(c, j, old, job); err != nil {
+			return nil, err
+		}
+		job.Payload = bytes.Clone(payload)
+		out = append(out, job)
+	}
+	if len(out) == 0 {
+		return nil, ErrEmpty
+	}
+	return out, nil
+}
+
+// RequeueExpired returns to pending every claim whose lease ended by now,
+// or to dead when it has used maxAttempts claims, and says how many.
+func (t *Tx) RequeueExpired(c *Coll, now int64, maxAttempts int) (int, error) {
+	j, err := t.jobsOf(c, false)
+	if err != nil || j == nil {
+		return 0, err
+	}
+	return t.requeueExpired(c, j, now, maxAttempts)
+}
+
+func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+	var ids []uuidv7.UUID
+	cur := j.claimed.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if len(k) != 24 {
+			return 0, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", ErrCorrupt, c.Name, k)
+		}
+		if int64(binary.BigEndian.Uint64(k)) > now {
+			break
+		}
+		ids = append(ids, uuidv7.UUID(k[8:]))
+	}
+	for _, id := range ids {
+		old, err := j.load(id)
+		if err != nil {
+			return 0, err
+		}
+		job := old
+		job.Changed, job.LeaseUntil, job.Reason = now, 0, "lease expired"
+		job.State = JobPending
+		if job.Attempts >= maxAttempts {
+			job.State = JobDead
+		}
+		if err := t.move(c, j, old, job); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// claimed loads job id and checks that it is claimed.
+func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
+	j, err := t.jobsOf(c, false)
+	if err != nil {
+		return nil, Job{}, err
+	}
+	if j == nil {
+		return nil, Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+	}
+	job, err := j.load(id)
+	if err != nil {
+		return nil, Job{}, err
+	}
+	if job.State != JobClaimed {
+		return nil, Job{}, fmt.Errorf("%w: job %s is %s", ErrNotClaimed, id, job.State)
+	}
+	return j, job, nil
+}
+
+// Complete marks a claimed job done. A claim whose lease ended but that no
+// claim has taken back yet still completes.
+func (t *Tx) Complete(c *Coll, id uuidv7.UUID, now int64) error {
+	j, old, err := t.claimed(c, id)
+	if err != nil {
+		return err
+	}
+	job := old
+	job.State, job.LeaseUntil, job.Changed = JobDone, 0, now
+	return t.move(c, j, old, job)
+}
+
+// Fail ends a claim in failure: the job goes back to pending, or to dead
+// once it has used maxAttempts claims. It reports whether it died.
+func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts int) (bool, error) {
+	j, old, err := t.claimed(c, id)
+	if err != nil {
+		return false, err
+	}
+	job := old
+	job.State, job.LeaseUntil, job.Changed, job.Reason = JobPending, 0, now, reason
+	if job.Attempts >= maxAttempts {
+		job.State = JobDead
+	}
+	return job.State == JobDead, t.move(c, j, old, job)
+}
+
+// Extend moves a claimed job's lease end to now+lease and returns it.
+func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
+	j, old, err := t.claimed(c, id)
+	if err != nil {
+		return 0, err
+	}
+	job := old
+	job.LeaseUntil, job.Changed = now+lease, now
+	return job.LeaseUntil, t.move(c, j, old, job)
+}
+
+// Release gives a claim back: the job is pending again, at its place, and
+// the claim does not count as an attempt.
+func (t *Tx) Release(c *Coll, id uuidv7.UUID, now int64) error {
+	j, old, err := t.claimed(c, id)
+	if err != nil {
+		return err
+	}
+	job := old
+	job.State, job.LeaseUntil, job.Changed = JobPending, 0, now
+	job.Attempts = max(0, old.Attempts-1)
+	return t.move(c, j, old, job)
+}
+
+// Retry puts a dead job back to pending, at its place, with its attempts
+// reset.
+func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
+	j, err := t.jobsOf(c, false)
+	if err != nil {
+		return err
+	}
+	if j == nil {
+		return fmt.Errorf("%w: no job %s", ErrNotFound, id)
+	}
+	old, err := j.load(id)
+	if err != nil {
+		return err
+	}
+	if old.State != JobDead {
+		return fmt.Errorf("%w: job %s is %s, not dead", ErrNotClaimed, id, old.State)
+	}
+	job := old
+	job.State, job.Attempts, job.Changed = JobPending, 0, now
+	return t.move(c, j, old, job)
+}
+
+// LookupJob returns job id's state, with its payload (owned by the caller).
+func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
+	j, err := t.jobsOf(c, false)
+	if err != nil {
+		return Job{}, err
+	}
+	if j == nil {
+		return Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+	}
+	job, err := j.load(id)
+	if err != nil {
+		return Job{}, err
+	}
+	payload, err := t.Get(c, id)
+	if err != nil {
+		return Job{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	job.Payload = bytes.Clone(payload)
+	return job, nil
+}
+
+// PurgeDone deletes up to max jobs completed before the time before (ms),
+// oldest first, payloads included; more reports that others remain.
+func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err error) {
+	j, err := t.jobsOf(c, false)
+	if err != nil || j == nil {
+		return 0, false, err
+	}
+	var keys [][]byte
+	cur := j.done.Cursor()
+	k, _ := cur.First()
+	for ; k != nil && len(keys) < max; k, _ = cur.Next() {
+		if len(k) != 24 {
+			return 0, false, fmt.Errorf("%w: queue %q: done entry %x is not a time key", ErrCorrupt, c.Name, k)
+		}
+		if int64(binary.BigEndian.Uint64(k)) >= before {
+			break
+		}
+		keys = append(keys, bytes.Clone(k))
+	}
+	more = k != nil && len(k) == 24 && int64(binary.BigEndian.Uint64(k)) < before
+	for _, key := range keys {
+		id := uuidv7.UUID(key[8:])
+		if err := j.done.Delete(key); err != nil {
+			return 0, false, mapBoltErr(err)
+		}
+		if err := j.state.Delete(id[:]); err != nil {
+			return 0, false, mapBoltErr(err)
+		}
+		if _, err := t.Delete(c, id); err != nil {
+			return 0, false, err
+		}
+		if err := addInt(c.meta, keyJobCount[JobDone], -1); err != nil {
+			return 0, false, err
+		}
+	}
+	return len(keys), more, nil
+}
+
+// JobCounts returns the number of jobs in each state (index by JobState).
+func (t *Tx) JobCounts(c *Coll) [5]int64 {
+	var n [5]int64
+	for s := JobPending; s <= JobDead; s++ {
+		n[s] = getInt(c.meta, keyJobCount[s])
+	}
+	return n
+}
+
+// NextLeaseEnd returns the earliest lease end among claimed jobs (ms).
+func (t *Tx) NextLeaseEnd(c *Coll) (int64, bool) {
+	j, err := t.jobsOf(c, false)
+	if err != nil || j == nil {
+		return 0, false
+	}
+	k, _ := j.claimed.Cursor().First()
+	if len(k) != 24 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k)), true
+}
+
+// JobsIn calls fn for the jobs in state, in that state's index order
+// (pending: enqueue order; claimed: lease end; done and dead: time), from
+// the position after, up to max of them, without payloads. It returns the
+// index key to resume after.
+func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)) ([]byte, error) {
+	j, err := t.jobsOf(c, false)
+	if err != nil || j == nil {
+		return nil, err
+	}
+	b, _ := j.index(Job{State: state})
+	cur := b.Cursor()
+	var k, v []byte
+	if after == nil {
+		k, v = cur.First()
+	} else if k, v = cur.Seek(after); k != nil && bytes.Equal(k, after) {
+		k, v = cur.Next()
+	}
+	var last []byte
+	for n := 0; k != nil && n < max; k, v = cur.Next() {
+		var id uuidv7.UUID
+		switch {
+		case state == JobPending && len(v) == 16:
+			id = uuidv7.UUID(v)
+		case state != JobPending && len(k) == 24:
+			id = uuidv7.UUID(k[8:])
+		default:
+			return nil, fmt.Errorf("%w: queue %q: %s index entry %x is malformed", ErrCorrupt, c.Name, state, k)
+		}
+		job, err := j.load(id)
+		if err != nil {
+			return nil, err
+		}
+		fn(job)
+		last = append(last[:0], k...)
+		n++
+	}
+	if k == nil {
+		return nil, nil
+	}
+	return last, nil
+}
