@@ -7,10 +7,24 @@ import (
 	"github.com/storhdb/storh-go/storh/engine"
 )
 
-// Problem is one finding of Verify or Repair: its Kind ("file", "layout",
-// "key", "checksum", "decode", "counter"), the collection and record id
-// where it applies, and a readable Detail.
+// Problem is one finding of Verify or Repair: its Kind, the collection and
+// record id where it applies, and a readable Detail.
 type Problem = engine.Problem
+
+// ProblemKind classifies a Problem.
+type ProblemKind = engine.ProblemKind
+
+// The kinds of Problem.
+const (
+	ProblemFile     = engine.ProblemFile     // the file's pages (bbolt's page check, damaged pages)
+	ProblemLayout   = engine.ProblemLayout   // a collection's buckets, kind or strays beside them
+	ProblemKey      = engine.ProblemKey      // a record key that is not a 16-byte UUIDv7
+	ProblemChecksum = engine.ProblemChecksum // a value whose header or checksum does not match
+	ProblemDecode   = engine.ProblemDecode   // a payload that is not a valid record
+	ProblemCounter  = engine.ProblemCounter  // record count or bytes disagree with the records
+	ProblemIndex    = engine.ProblemIndex    // a secondary index disagrees with the records
+	ProblemQueue    = engine.ProblemQueue    // a queue's job states, indexes or counters disagree
+)
 
 // VerifyReport summarises Verify and Repair.
 type VerifyReport = engine.VerifyReport

@@ -184,7 +184,10 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 				return err
 			}
 			if c, err := openColl(btx, name); err == nil && c != nil {
-				_, err := checkIndexesPaced(c, emit, pace)
+				if _, err := checkIndexesPaced(c, emit, pace); err != nil || c.Kind != KindQueue {
+					return err
+				}
+				_, err := checkQueue(c, emit, pace)
 				return err
 			}
 			return nil
@@ -411,7 +414,28 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 		if err := t.repairIndexes(name, emit, rep, pace); err != nil {
 			return err
 		}
+		if err := t.checkRepairQueue(name, emit, rep, pace); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// checkRepairQueue checks a queue's jobs and rebuilds their indexes when
+// they disagree with the states.
+func (t *Tx) checkRepairQueue(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	c, err := openColl(t.btx, name)
+	if err != nil || c == nil || c.Kind != KindQueue {
+		return nil
+	}
+	bad, err := checkQueue(c, emit, pace)
+	if err != nil || !bad {
+		return err
+	}
+	if err := t.repairQueue(c, pace); err != nil {
+		return err
+	}
+	rep.Reindexed++
 	return nil
 }
 

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// ProblemQueue: a queue's job states, indexes, payloads or counters
+// disagree.
+const ProblemQueue ProblemKind = "queue"
+
+// checkQueue checks queue c's jobs: every job has a sound state record and
+// its payload, sits in the index of its state under the key its state says
+// and in no other, every payload has a job, the counters count the states,
+// and the sequence counter is past every job's place. It reports each
+// problem and whether there was one.
+func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
+	bad := false
+	report := func(id uuidv7.UUID, format string, args ...any) {
+		bad = true
+		emit(Problem{Kind: ProblemQueue, Collection: c.Name, ID: id, Detail: fmt.Sprintf(format, args...)})
+	}
+	root := c.root.Bucket(bucketJobs)
+	if root == nil {
+		if c.Count() > 0 {
+			report(uuidv7.UUID{}, "%d payloads and no job states", c.Count())
+		}
+		return bad, nil
+	}
+	j := &jobs{root: root, state: root.Bucket(bucketJobState), pending: root.Bucket(bucketPending),
+		claimed: root.Bucket(bucketClaimed), done: root.Bucket(bucketDone), dead: root.Bucket(bucketDead)}
+	if j.state == nil || j.pending == nil || j.claimed == nil || j.done == nil || j.dead == nil {
+		report(uuidv7.UUID{}, "a jobs bucket is missing")
+		return bad, nil
+	}
+	var counts [5]int64
+	var maxSeq uint64
+	seqSeen := false
+	sc := j.state.Cursor()
+	for k, v := sc.First(); k != nil; k, v = sc.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return bad, err
+		}
+		if len(k) != 16 {
+			report(uuidv7.UUID{}, "a job state under key %x, not a job id", k)
+			continue
+		}
+		id := uuidv7.UUID(k)
+		job, err := decodeJob(id, v)
+		if err != nil {
+			report(id, "%s", trim(err))
+			continue
+		}
+		counts[job.State]++
+		if !seqSeen || job.Seq > maxSeq {
+			maxSeq, seqSeen = job.Seq, true
+		}
+		if c.records.Get(k) == nil {
+			report(id, "a %s job without its payload", job.State)
+		}
+		b, key := j.index(job)
+		got := b.Get(key)
+		switch {
+		case got == nil && !bucketHas(b, key):
+			report(id, "a %s job missing from the %s index", job.State, job.State)
+		case job.State == JobPending && !bytes.Equal(got, id[:]):
+			report(id, "pending job's place %d holds another job", job.Seq)
+		}
+	}
+	for s := JobPending; s <= JobDead; s++ {
+		b, _ := j.index(Job{State: s})
+		cur := b.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if err := pace.step(0); err != nil {
+				return bad, err
+			}
+			var id uuidv7.UUID
+			switch {
+			case s == JobPending && len(k) == 8 && len(v) == 16:
+				id = uuidv7.UUID(v)
+			case s != JobPending && len(k) == 24 && v != nil:
+				id = uuidv7.UUID(k[8:])
+			default:
+				report(uuidv7.UUID{}, "a malformed entry %x in the %s index", k, s)
+				continue
+			}
+			job, err := j.load(id)
+			if err != nil {
+				report(id, "in the %s index but %s", s, trim(err))
+				continue
+			}
+			if _, want := j.index(job); job.State != s || !bytes.Equal(k, want) {
+				report(id, "in the %s index under %x, but the job is %s", s, k, job.State)
+			}
+		}
+	}
+	rc := c.records.Cursor()
+	for k, _ := rc.First(); k != nil; k, _ = rc.Next() {
+		if err := pace.step(0); err != nil {
+			return bad, err
+		}
+		if len(k) == 16 && j.state.Get(k) == nil {
+			report(uuidv7.UUID(k), "a payload without a job state")
+		}
+	}
+	for s := JobPending; s <= JobDead; s++ {
+		if got := getInt(c.meta, keyJobCount[s]); got != counts[s] {
+			report(uuidv7.UUID{}, "the %s counter says %d, the states %d", s, got, counts[s])
+		}
+	}
+	if next := uint64(getInt(c.meta, keyJobSeq)); seqSeen && next <= maxSeq {
+		report(uuidv7.UUID{}, "the next place %d is not past the last job's %d", next, maxSeq)
+	}
+	return bad, nil
+}
+
+// bucketHas tells a present key with an empty value from a missing one.
+func bucketHas(b *bolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
+
+// repairQueue rebuilds queue c's indexes and counters from its job states,
+// which are the truth: a state that cannot be read, or whose payload is
+// gone, is dropped; a payload without a state becomes a pending job at the
+// end of the order.
+func (t *Tx) repairQueue(c *Coll, pace *pace) error {
+	j, err := t.jobsOf(c, true)
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketPending, bucketClaimed, bucketDone, bucketDead} {
+		if err := j.root.DeleteBucket(name); err != nil {
+			return mapBoltErr(err)
+		}
+	}
+	if j, err = t.jobsOf(c, true); err != nil {
+		return err
+	}
+	var drop [][]byte
+	var keep []Job
+	var next uint64
+	sc := j.state.Cursor()
+	for k, v := sc.First(); k != nil; k, v = sc.Next() {
+		if err := pace.step(0); err != nil {
+			return err
+		}
+		if len(k) != 16 {
+			drop = append(drop, bytes.Clone(k))
+			continue
+		}
+		job, err := decodeJob(uuidv7.UUID(k), v)
+		if err != nil || c.records.Get(k) == nil {
+			drop = append(drop, bytes.Clone(k))
+			continue
+		}
+		keep = append(keep, job)
+		next = max(next, job.Seq+1)
+	}
+	for _, k := range drop {
+		if err := j.state.Delete(k); err != nil {
+			return mapBoltErr(err)
+		}
+	}
+	for s := JobPending; s <= JobDead; s++ {
+		if err := putInt(c.meta, keyJobCount[s], 0); err != nil {
+			return err
+		}
+	}
+	for _, job := range keep {
+		if err := t.move(c, j, Job{}, job); err != nil {
+			return err
+		}
+	}
+	rc := c.records.Cursor()
+	var orphans []uuidv7.UUID
+	for k, _ := rc.First(); k != nil; k, _ = rc.Next() {
+		if len(k) == 16 && j.state.Get(k) == nil {
+			orphans = append(orphans, uuidv7.UUID(k))
+		}
+	}
+	now := int64(0)
+	if t.db != nil {
+		now = t.db.Now().UnixMilli()
+	}
+	for _, id := range orphans {
+		if err := t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: next, Changed: now, Reason: "restored by repair"}); err != nil {
+			return err
+		}
+		next++
+	}
+	var seq [8]byte
+	binary.BigEndian.PutUint64(seq[:], next)
+	return mapBoltErr(c.meta.Put(keyJobSeq, seq[:]))
+}
