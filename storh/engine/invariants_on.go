@@ -44,6 +44,18 @@ func checkInvariants(t *Tx) error {
 		if first != nil {
 			return fmt.Errorf("invariant: %v", first)
 		}
+		if c.Kind == KindQueue {
+			if _, err := checkQueue(c, func(p Problem) {
+				if first == nil {
+					first = &p
+				}
+			}, nil); err != nil {
+				return err
+			}
+			if first != nil {
+				return fmt.Errorf("invariant: %v", first)
+			}
+		}
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 			switch {
 			case s == JobPending && len(k) == 8 && len(v) == 16:
 				id = uuidv7.UUID(v)
-			case s != JobPending && len(k) == 24 && v != nil:
+			case s != JobPending && len(k) == 24 && (v != nil || cur.Bucket().Bucket(k) == nil):
 				id = uuidv7.UUID(k[8:])
 			default:
 				report(uuidv7.UUID{}, "a malformed entry %x in the %s index", k, s)
