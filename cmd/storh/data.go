@@ -233,7 +233,7 @@ a usage error, and nothing is deleted.`,
 			case "log":
 				return fmt.Errorf("collection %s is a log: its records are immutable and cannot be deleted", qname(name))
 			case "queue":
-				return fmt.Errorf("collection %s is a queue: queue commands arrive in a later release", qname(name))
+				return fmt.Errorf("collection %s is a queue: use 'storh queue complete' or 'storh queue purge'", qname(name))
 			}
 			var deleted, missing int64
 			err = db.Update(func(tx *storh.Tx) error {

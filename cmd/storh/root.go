@@ -154,7 +154,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.indexCmd())
+	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.indexCmd(), a.queueCmd())
 	add("bulk", a.exportCmd(), a.importCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
@@ -376,7 +376,7 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionInfo, e
 	case "log":
 		r, err = db.Log(name)
 	default:
-		return nil, cs, fmt.Errorf("collection %s is a %s: its commands arrive in a later release ('storh stats %s' shows its size)", qname(name), cs.Kind, shellQuote(name))
+		return nil, cs, fmt.Errorf("collection %s is a %s: use 'storh queue' (storh queue stats %s)", qname(name), cs.Kind, shellQuote(name))
 	}
 	return r, cs, err
 }
@@ -438,7 +438,7 @@ func (a *app) writer(db *storh.DB, name string, asLog bool) (w writer, kind stri
 	case kind == "docs" && asLog:
 		return nil, kind, false, fmt.Errorf("collection %s is a docs collection, not a log: drop --log, or choose another name", qname(name))
 	case kind == "queue":
-		return nil, kind, false, fmt.Errorf("collection %s is a queue: queue commands arrive in a later release", qname(name))
+		return nil, kind, false, fmt.Errorf("collection %s is a queue: use 'storh queue enqueue'", qname(name))
 	case kind == "":
 		created, kind = true, "docs"
 		if asLog {

@@ -1,0 +1,426 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+func (a *app) queueCmd() *cobra.Command {
+	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, stats, purge",
+		a.queueEnqueueCmd(), a.queueClaimCmd(), a.queueCompleteCmd(), a.queueFailCmd(),
+		a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
+	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
+collections. A job is a JSON object and a state: pending, claimed (leased to
+one worker until its lease ends), done, or dead (it failed its last allowed
+attempt). Claims take the oldest pending jobs in enqueue order; a claim whose
+lease ends is pending again at the next claim, so the jobs of a worker that
+died are not lost. Programs use the library (db.Queue); these commands are
+for scripts, inspection and repair by hand. See docs/queue.md.`
+	cmd.Example = `  storh queue enqueue emails '{"to":"ann@example.com"}'
+  storh queue claim emails --lease 5m
+  storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue fail emails 0190a4f4-5c3b-7def-8123-456789abcdef --reason "smtp timeout"
+  storh queue jobs emails --state dead
+  storh queue stats emails
+  storh queue purge emails --older-than 168h`
+	for _, sub := range cmd.Commands() {
+		sub.ValidArgsFunction = a.completeColl(1)
+	}
+	return cmd
+}
+
+// openQueue opens the database and the queue name. With create a missing
+// queue is made (by the first enqueue); without, it must exist. Another
+// kind of collection by that name is an error.
+func (a *app) openQueue(name string, write, create bool) (*storh.DB, *storh.Queue, error) {
+	if err := checkCollNames([]string{name}); err != nil {
+		return nil, nil, err
+	}
+	var db *storh.DB
+	var err error
+	if create {
+		db, err = a.open(true)
+	} else {
+		var found []storh.CollectionInfo
+		db, found, err = a.openExisting(write, name)
+		if err == nil && found[0].Kind != "queue" {
+			db.Close()
+			return nil, nil, fmt.Errorf("collection %s is a %s, not a queue", qname(name), found[0].Kind)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := db.Queue(name)
+	if err != nil {
+		db.Close()
+		if errors.Is(err, storh.ErrWrongKind) {
+			return nil, nil, fmt.Errorf("collection %s is not a queue: choose another name", qname(name))
+		}
+		return nil, nil, err
+	}
+	return db, q, nil
+}
+
+type jobJSON struct {
+	ID         string          `json:"id"`
+	Time       string          `json:"time"`
+	State      string          `json:"state"`
+	Attempts   int             `json:"attempts"`
+	LeaseUntil string          `json:"lease_until,omitempty"`
+	LastError  string          `json:"last_error,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+const jsonTime = "2006-01-02T15:04:05.000Z07:00"
+
+func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
+	out := jobJSON{ID: j.ID.String(), Time: j.Time().UTC().Format(jsonTime), State: j.State.String(), Attempts: j.Attempts, LastError: j.LastError}
+	if !j.LeaseUntil.IsZero() {
+		out.LeaseUntil = j.LeaseUntil.UTC().Format(jsonTime)
+	}
+	if withData {
+		b, err := j.Record.MarshalJSON()
+		if err != nil {
+			return out, err
+		}
+		var rec struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return out, err
+		}
+		out.Data = rec.Data
+	}
+	return out, nil
+}
+
+func (a *app) queueEnqueueCmd() *cobra.Command {
+	var invalidUTF8 string
+	cmd := &cobra.Command{
+		Use:   "enqueue QUEUE [JSON]",
+		Short: "Add jobs: one JSON object, or JSON lines on stdin",
+		Long: `Enqueue adds the JSON object given as an argument, or each JSON object
+read from stdin (one per line, all in one transaction: all or none), as
+pending jobs at the end of the queue, and prints their ids, one per line (with
+--json, {"id":…} objects). A queue that does not exist is created. Values use
+the import type mapping ({"$date":…} stores a time).`,
+		Example: `  storh queue enqueue emails '{"to":"ann@example.com"}'
+  printf '{"n":1}\n{"n":2}\n' | storh queue enqueue work`,
+		Args: args(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keepBad, err := keepInvalidUTF8(invalidUTF8)
+			if err != nil {
+				return err
+			}
+			items, lines, err := a.putInput(args, keepBad)
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], true, true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ids, err := q.EnqueueMany(items)
+			if err != nil {
+				a.removeIfNew(db)
+				var e *storh.Error
+				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
+					return fmt.Errorf("stdin line %d: %s (nothing was enqueued)", lines[e.Index], libMsg(e.Err))
+				}
+				return err
+			}
+			for _, id := range ids {
+				if a.jsonOut {
+					if err := a.printJSON(struct {
+						ID string `json:"id"`
+					}{id.String()}); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintln(a.stdout, id)
+			}
+			return nil
+		},
+	}
+	addInvalidUTF8Flag(cmd, &invalidUTF8)
+	return cmd
+}
+
+func (a *app) queueClaimCmd() *cobra.Command {
+	var lease time.Duration
+	var n int
+	cmd := &cobra.Command{
+		Use:   "claim QUEUE",
+		Short: "Lease the oldest pending jobs and print them",
+		Long: `Claim leases up to --n of the oldest pending jobs (default 1), in enqueue
+order, until --lease from now (default 5m), and prints each as one JSON
+line: {"id","time","state","attempts","lease_until","last_error","data"}.
+Complete a job with 'storh queue complete', or fail it; a claim whose lease
+ends is pending again at the next claim. No job pending exits with 1 and
+says so on stderr.`,
+		Example: `  storh queue claim emails
+  storh queue claim emails --n 10 --lease 30s`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 {
+				return usagef("--n must be at least 1, got %d", n)
+			}
+			if lease <= 0 {
+				return usagef("--lease must be positive, got %v", lease)
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			jobs, err := q.ClaimMany(n, lease)
+			if errors.Is(err, storh.ErrEmpty) {
+				return fmt.Errorf("queue %s has no pending job", qname(args[0]))
+			}
+			if err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				out, err := toJobJSON(j, true)
+				if err != nil {
+					return err
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&lease, "lease", 5*time.Minute, "how long the claim holds")
+	cmd.Flags().IntVar(&n, "n", 1, "claim up to `N` jobs")
+	return cmd
+}
+
+func parseIDs(args []string) ([]uuidv7.UUID, error) {
+	ids := make([]uuidv7.UUID, len(args))
+	for i, s := range args {
+		id, err := parseID("job id", s)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+func (a *app) queueCompleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "complete QUEUE ID...",
+		Short: "Mark claimed jobs done",
+		Long: `Complete marks the claimed jobs among the ids done, in one transaction, and
+prints how many it completed. An id that is not claimed (pending, done, dead,
+or not in the queue) is left alone and named on stderr; if none completed
+the exit code is 1.`,
+		Example: `  storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var claimed []uuidv7.UUID
+			for _, id := range ids {
+				j, err := q.Lookup(id)
+				switch {
+				case errors.Is(err, storh.ErrNotFound):
+					a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
+				case err != nil:
+					return err
+				case j.State != storh.JobClaimed:
+					a.diag("storh: job %s is %s, not claimed", id, j.State)
+				default:
+					claimed = append(claimed, id)
+				}
+			}
+			n, err := q.CompleteMany(claimed)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "completed %d of %d\n", n, len(ids))
+			if n == 0 {
+				return errors.New("no job completed")
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) queueFailCmd() *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "fail QUEUE ID",
+		Short: "End a claim in failure: the job is pending again, or dead",
+		Long: `Fail ends the claim of the job ID in failure, keeping --reason as its last
+error: the job is pending again at its place in the queue, or dead if it has
+used its attempts (5 unless the program that claims set another limit). It
+prints the job's state afterwards.`,
+		Example: `  storh queue fail emails 0190a4f4-5c3b-7def-8123-456789abcdef --reason "smtp timeout"`,
+		Args:    args(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if err := q.Fail(ids[0], reason); err != nil {
+				return err
+			}
+			j, err := q.Lookup(ids[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %s is %s after %d attempts\n", j.ID, j.State, j.Attempts)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the job failed (kept as its last error)")
+	return cmd
+}
+
+func (a *app) queueJobsCmd() *cobra.Command {
+	var state string
+	var withData bool
+	cmd := &cobra.Command{
+		Use:   "jobs QUEUE",
+		Short: "List the jobs in one state",
+		Long: `Jobs lists the jobs of QUEUE in --state (pending, claimed, done or dead;
+default pending), one JSON line each: pending jobs in the order claims take
+them, claimed ones by lease end, done and dead ones by when they got there.
+--data adds each job's data.`,
+		Example: `  storh queue jobs emails --state dead
+  storh queue jobs emails --state claimed --data`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, ok := map[string]storh.JobState{"pending": storh.JobPending, "claimed": storh.JobClaimed, "done": storh.JobDone, "dead": storh.JobDead}[state]
+			if !ok {
+				return usagef("--state %q: want pending, claimed, done or dead", state)
+			}
+			db, q, err := a.openQueue(args[0], false, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			for j, err := range q.Jobs(st) {
+				if err != nil {
+					return err
+				}
+				if withData {
+					if j, err = q.Lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
+						continue // purged since it was listed
+					} else if err != nil {
+						return err
+					}
+				}
+				out, err := toJobJSON(j, withData)
+				if err != nil {
+					return err
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "pending", "pending, claimed, done or dead")
+	cmd.Flags().BoolVar(&withData, "data", false, "print each job's data too")
+	return cmd
+}
+
+func (a *app) queueStatsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats QUEUE",
+		Short: "Count the jobs of a queue by state",
+		Long: `Stats prints how many jobs QUEUE holds in each state (with --json, one
+object {"queue","pending","claimed","done","dead","bytes"}). Claims whose
+lease has ended count as claimed until the next claim takes them back.`,
+		Example: `  storh queue stats emails
+  storh --json queue stats emails`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, q, err := a.openQueue(args[0], false, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			s, err := q.Stats()
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(struct {
+					Queue   string `json:"queue"`
+					Pending int    `json:"pending"`
+					Claimed int    `json:"claimed"`
+					Done    int    `json:"done"`
+					Dead    int    `json:"dead"`
+					Bytes   int64  `json:"bytes"`
+				}{s.Name, s.Pending, s.Claimed, s.Done, s.Dead, s.Bytes})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PENDING\tCLAIMED\tDONE\tDEAD\tSIZE")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", commas(s.Pending), commas(s.Claimed), commas(s.Done), commas(s.Dead), humanBytes(s.Bytes))
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) queuePurgeCmd() *cobra.Command {
+	var olderThan time.Duration
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE",
+		Short: "Delete the done jobs older than --older-than",
+		Long: `Purge deletes the jobs of QUEUE that were completed more than --older-than
+ago (default 0: all done jobs), data included, in transactions of a few
+thousand, and prints how many. Pending, claimed and dead jobs stay. The file
+does not shrink: its free pages are reused by later writes, and
+'storh compact' gives them back to the file system.`,
+		Example: `  storh queue purge emails
+  storh queue purge emails --older-than 168h`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if olderThan < 0 {
+				return usagef("--older-than must not be negative, got %v", olderThan)
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			n, err := q.PurgeDone(olderThan)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "purged %s\n", plural(n, "done job"))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only jobs completed longer ago than this")
+	return cmd
+}
