@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -19,6 +20,8 @@ type coll struct {
 	name string
 	kind engine.Kind
 	gen  func() uuidv7.UUID // nil: uuidv7.New
+
+	retention time.Duration // logs: WithRetention; 0: none
 }
 
 // StreamBatch is how many records PutStream commits per transaction. Larger

@@ -88,7 +88,7 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err := db.eng.EnsureIndexes(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen}, nil
+	return coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention}, nil
 }
 
 // Drop deletes the collection name and all its records. Dropping a missing
@@ -167,8 +167,13 @@ func idTime(id uuidv7.UUID) time.Time {
 
 // Stats describes the database.
 type Stats struct {
-	Path        string
-	FileSize    int64
+	Path     string
+	FileSize int64
+	// FreeBytes is how much of the file is free pages: bbolt never
+	// shrinks its file, so deleted records (Delete, DeleteMatching,
+	// DeleteBefore, PurgeDone) leave free pages that later writes reuse
+	// before the file grows, and that `storh compact` gives back.
+	FreeBytes   int64
 	Collections []CollectionInfo // in name order
 
 	// Commits counts the write transactions this DB committed since Open:
@@ -203,6 +208,7 @@ func (db *DB) Stats() (Stats, error) {
 	if s.FileSize, err = db.eng.FileSize(); err != nil {
 		return s, opErr("stats", "", "", -1, err)
 	}
+	s.FreeBytes = db.eng.FreeBytes()
 	cs, err := db.eng.CommitStats()
 	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
 	return s, opErr("stats", "", "", -1, err)

@@ -86,6 +86,20 @@ type collConfig struct {
 	indexes     []engine.IndexSpec
 	mustExist   bool
 	maxAttempts int
+	retention   time.Duration
+}
+
+// WithRetention gives a log a retention: ApplyRetention deletes its records
+// older than d, by the database's clock. Only logs take it: Docs and Queue
+// refuse it with ErrInvalidOption.
+func WithRetention(d time.Duration) CollectionOption {
+	return func(c *collConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithRetention(%v): a retention must be positive", ErrInvalidOption, d)
+		}
+		c.retention = d
+		return nil
+	}
 }
 
 // WithMaxAttempts sets how many claims a job of the queue gets (n >= 1;
@@ -160,6 +174,9 @@ func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) 
 	}
 	if cfg.maxAttempts != 0 && kind != engine.KindQueue {
 		return cfg, fmt.Errorf("%w: WithMaxAttempts is for queues, not a %s collection", ErrInvalidOption, kind)
+	}
+	if cfg.retention != 0 && kind != engine.KindLog {
+		return cfg, fmt.Errorf("%w: WithRetention is for logs, not a %s collection", ErrInvalidOption, kind)
 	}
 	return cfg, nil
 }

@@ -196,23 +196,43 @@ with 1 ("not found"); an id that is not a UUIDv7 is a usage error (2).`,
 }
 
 func (a *app) deleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete COLL ID...",
-		Short: "Delete records from a docs collection (a missing id is not an error)",
+	var f queryFlags
+	cmd := &cobra.Command{
+		Use:   "delete COLL [ID...]",
+		Short: "Delete records from a docs collection: by id, or those --where selects",
 		Long: `Delete removes the records with the given ids from a docs collection, in one
 transaction. An id that is not there is not an error, as with the library's
 Docs.Delete: the record is gone either way, so deleting twice is safe and a
 retried script does not fail. The summary (and --json) counts the records
 deleted and the ids that were not there; the exit code is 0 for both.
 
+Without ids, it deletes the records that --where and the other selection
+flags pick, exactly as 'storh query' with them would list them (indexes
+make it a seek). A large deletion runs in transactions of a few thousand
+records, each reading and deleting together; --limit (with --order: the
+first N in that order) bounds it. The file does not shrink: later writes
+reuse the freed pages, and 'storh compact' gives them back.
+
 A record whose stored bytes are damaged can be deleted too. Logs are
-append-only: their records cannot be deleted. An id that is not a UUIDv7 is
-a usage error, and nothing is deleted.`,
+append-only: their records cannot be deleted one by one ('storh retain'
+trims a log by time). An id that is not a UUIDv7 is a usage error, and
+nothing is deleted.`,
 		Example: `  storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef
   storh delete pages 0190a4f4-5c3b-7def-8123-456789abcdef 0190a4f4-5c3b-7def-8123-456789abcdee
-  storh --json delete pages 0190a4f4-5c3b-7def-8123-456789abcdef   # {"collection":"pages","deleted":1,"not_found":0}`,
-		Args: args(2, -1),
+  storh --json delete pages 0190a4f4-5c3b-7def-8123-456789abcdef   # {"collection":"pages","deleted":1,"not_found":0}
+  storh delete sessions --where 'expired=true'
+  storh delete posts --where 'kind=draft' --until -720h`,
+		Args: args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if !f.selective() {
+					return usagef("nothing to delete: give ids, or select records with --where (or --from, --until, --after, --before)")
+				}
+				return a.deleteMatching(args[0], &f)
+			}
+			if f.selective() || f.order != "" {
+				return usagef("give either ids or selection flags (--where and the like), not both")
+			}
 			ids := make([]uuidv7.UUID, 0, len(args)-1)
 			for _, s := range args[1:] {
 				id, err := parseID("id", s)
@@ -277,6 +297,101 @@ a usage error, and nothing is deleted.`,
 			return nil
 		},
 	}
+	f.register(cmd.Flags(), false)
+	return cmd
+}
+
+// deleteMatching deletes what the query flags select from the docs
+// collection name.
+func (a *app) deleteMatching(name string, f *queryFlags) error {
+	if err := checkCollNames([]string{name}); err != nil {
+		return err
+	}
+	q, err := f.build(a.now())
+	if err != nil {
+		return err
+	}
+	db, found, err := a.openExisting(true, name)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch found[0].Kind {
+	case "log":
+		return fmt.Errorf("collection %s is a log: its records cannot be deleted by query; 'storh retain %s --before TIME' trims it by time", qname(name), shellQuote(name))
+	case "queue":
+		return fmt.Errorf("collection %s is a queue: use 'storh queue complete' or 'storh queue purge'", qname(name))
+	}
+	d, err := db.Docs(name)
+	if err != nil {
+		return err
+	}
+	n, err := d.DeleteMatchingContext(a.ctx, q)
+	if err != nil {
+		if n > 0 {
+			a.diag("storh: deleted %s from %s before the error", plural(n, "record"), qname(name))
+		}
+		return f.runError(err, name)
+	}
+	if a.jsonOut {
+		return a.printJSON(map[string]any{"collection": name, "deleted": n})
+	}
+	a.diag("storh: deleted %s from %s", plural(n, "record"), qname(name))
+	return nil
+}
+
+func (a *app) retainCmd() *cobra.Command {
+	var before string
+	cmd := &cobra.Command{
+		Use:   "retain LOG --before TIME",
+		Short: "Trim a log: delete its records created before a time",
+		Long: `Retain deletes the records of the log LOG created strictly before --before
+(RFC 3339, Unix milliseconds, or relative to now: -720h is thirty days ago),
+by the time their ids carry: a seek to the oldest record and a walk to the
+cutoff, in transactions of a few thousand records. It prints how many it
+deleted. Records at or after the cutoff are never touched. The file does not
+shrink: later writes reuse the freed pages, and 'storh compact' gives them
+back.`,
+		Example: `  storh retain events --before -720h
+  storh retain events --before 2024-01-01T00:00:00Z`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if before == "" {
+				return usagef("--before is required: the time before which records go")
+			}
+			t, err := parseTime(before, a.now())
+			if err != nil {
+				return usagef("--before: %v", err)
+			}
+			name := args[0]
+			if err := checkCollNames([]string{name}); err != nil {
+				return err
+			}
+			db, found, err := a.openExisting(true, name)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if found[0].Kind != "log" {
+				return fmt.Errorf("collection %s is a %s, not a log: 'storh delete %s --until TIME' deletes by time", qname(name), found[0].Kind, shellQuote(name))
+			}
+			l, err := db.Log(name)
+			if err != nil {
+				return err
+			}
+			n, err := l.DeleteBeforeContext(a.ctx, t)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"collection": name, "deleted": n, "before": t.UTC().Format(jsonTime)})
+			}
+			fmt.Fprintf(a.stdout, "deleted %s created before %s\n", plural(n, "record"), t.UTC().Format(jsonTime))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&before, "before", "", "delete records created before `TIME`")
+	return cmd
 }
 
 func (a *app) countCmd() *cobra.Command {

@@ -154,7 +154,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.indexCmd(), a.queueCmd())
+	add("data", a.putCmd(), a.getCmd(), a.deleteCmd(), a.countCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.retainCmd(), a.indexCmd(), a.queueCmd())
 	add("bulk", a.exportCmd(), a.importCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
@@ -201,7 +201,7 @@ func helpTexts(root *cobra.Command) {
 // import and export.
 var collArgs = map[string]int{
 	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "explain": 1, "tail": 1, "export": 1, "import": 1,
-	"drop": -1, "stats": 1, "verify": -1, "repair": -1,
+	"drop": -1, "stats": 1, "verify": -1, "repair": -1, "retain": 1,
 }
 
 // completeColl completes collection names from the database, for shell

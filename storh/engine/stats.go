@@ -52,6 +52,15 @@ func (t *Tx) Collections() ([]CollStats, error) {
 // FileSize returns the database file's apparent size.
 func (db *DB) FileSize() (int64, error) { return fileSize(db.path) }
 
+// FreeBytes is how much of the file is free pages (and pages freed by
+// recent commits that readers may still see): room later writes reuse
+// before the file grows, and what a compaction gives back. It reads
+// bbolt's freelist counters, in memory.
+func (db *DB) FreeBytes() int64 {
+	st := db.bolt.Stats()
+	return int64(st.FreePageN+st.PendingPageN) * int64(db.bolt.Info().PageSize)
+}
+
 // CommitStats counts the write transactions this DB has committed since it
 // was opened, with bbolt's page writes and the time spent in them.
 type CommitStats struct {

@@ -1,0 +1,157 @@
+package storh
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/query"
+)
+
+// deleteBatch is about how many records one transaction of a large
+// deletion removes: enough to amortise the commit's two fsyncs, few enough
+// that writers wait briefly and the file grows by little (bbolt frees a
+// transaction's pages only once no reader needs them).
+const deleteBatch = 5000
+
+// deleteMatching deletes the records q selects and returns how many. On a
+// DB-level handle it reads and deletes in the same write transactions, of
+// about deleteBatch records each, so every record it deletes matched q when
+// it was deleted, and a huge deletion never holds one giant transaction; an
+// error or a done ctx leaves the transactions before it committed. A query
+// with an order (and so a Limit that picks by it) runs in one transaction.
+// The file does not shrink; later writes reuse the freed pages and
+// `storh compact` gives them back.
+func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query) (int, error) {
+	spec, err := plan.Compile(q)
+	if err != nil {
+		return 0, opErr(op, c.name, "", -1, err)
+	}
+	r := engine.NewRun(spec)
+	total := 0
+	var items []engine.Item
+	step := func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			r.Done = true
+			return nil
+		}
+		n := 0
+		for !r.Done && (n < deleteBatch || c.tx != nil || spec.Order != nil) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if items, err = r.Next(ec, engine.ChunkRecords, items[:0]); err != nil {
+				return err
+			}
+			for _, it := range items {
+				if it.Err != nil {
+					if spec.OnError != nil {
+						spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+						continue
+					}
+					return fmt.Errorf("record %s: %w", it.ID, it.Err)
+				}
+				deleted, err := etx.Delete(ec, it.ID)
+				if err != nil {
+					return err
+				}
+				if deleted {
+					n++
+				}
+			}
+		}
+		total += n
+		return nil
+	}
+	for !r.Done {
+		if err := ctx.Err(); err != nil {
+			return total, opErr(op, c.name, "", -1, err)
+		}
+		before := total
+		if c.tx != nil {
+			err = c.inTx(true, step)
+		} else {
+			err = c.update(step)
+		}
+		if err != nil {
+			return before, opErr(op, c.name, "", -1, err)
+		}
+	}
+	return total, nil
+}
+
+// update runs fn on the collection in a write transaction of its own.
+func (c *coll) update(fn func(*engine.Tx, *engine.Coll) error) error {
+	if err := c.db.eng.Enter(); err != nil {
+		return err
+	}
+	defer c.db.eng.Exit()
+	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Use(c.h, false)
+		if err != nil {
+			return err
+		}
+		return fn(etx, ec)
+	})
+}
+
+// DeleteMatching deletes the documents q selects (using its indexes, as
+// Stream does) and returns how many. A Limit bounds the deletion; with
+// OrderBy it deletes the first Limit in that order. On a DB-level handle a
+// large deletion runs in transactions of a few thousand records, each
+// reading and deleting together, so every deleted record matched q at
+// that moment; if it fails part way, the transactions before the failure
+// stay committed and the count says how many were deleted. bbolt never
+// shrinks its file: later writes reuse the freed pages, and `storh
+// compact` returns them to the file system (Stats.FreeBytes shows how
+// much is free).
+func (d *Docs) DeleteMatching(q query.Query) (int, error) {
+	return d.coll.deleteMatching(context.Background(), "delete", q)
+}
+
+// DeleteMatchingContext is DeleteMatching that stops when ctx is done,
+// between records: what was deleted before stays deleted.
+func (d *Docs) DeleteMatchingContext(ctx context.Context, q query.Query) (int, error) {
+	return d.coll.deleteMatching(ctx, "delete", q)
+}
+
+// DeleteBefore removes the log records created strictly before t (by the
+// time their ids carry) and returns how many: a seek to the first record
+// and a walk to the cutoff, in transactions of a few thousand records, so
+// a huge trim never holds one giant write transaction. Indexes and
+// counters follow. It is the one way log records leave a log. The file does
+// not shrink (see DeleteMatching).
+func (l *Log) DeleteBefore(t time.Time) (int, error) {
+	return l.DeleteBeforeContext(context.Background(), t)
+}
+
+// DeleteBeforeContext is DeleteBefore that stops when ctx is done.
+func (l *Log) DeleteBeforeContext(ctx context.Context, t time.Time) (int, error) {
+	ms := t.UnixMilli()
+	if ms <= 0 {
+		return 0, nil // no id carries a time before the epoch
+	}
+	// Ids carry whole milliseconds: a record of t's own millisecond is not
+	// before t unless t is past that millisecond's start, which the time
+	// range rounds away; strictly before means up to the millisecond
+	// before t's, or t's own when t has a fraction of a millisecond.
+	until := ms - 1
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		until = ms
+	}
+	return l.coll.deleteMatching(ctx, "log delete", query.All().TimeRangeMs(0, until))
+}
+
+// ApplyRetention deletes the records older than the retention the log was
+// opened with (WithRetention), by the database's clock, and returns how
+// many. Without a retention it deletes nothing. Run it from a ticker, or at
+// start-up: a retention never deletes a record newer than its cutoff.
+func (l *Log) ApplyRetention() (int, error) {
+	if l.coll.retention <= 0 {
+		return 0, nil
+	}
+	return l.DeleteBefore(l.coll.db.eng.Now().Add(-l.coll.retention))
+}
