@@ -34,6 +34,8 @@ type Collection interface {
 	Explain(q query.Query) (Plan, error)
 	ExplainContext(ctx context.Context, q query.Query) (Plan, error)
 
+	Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, error]
+
 	Count() (int, error)
 	Stats() (CollectionInfo, error)
 	Indexes() ([]IndexInfo, error)

@@ -62,7 +62,8 @@ type DB struct {
 	// a search that never ends, so Tx.Coll refuses them.
 	broken map[string]string
 
-	signals signals // per queue: closed when jobs become pending
+	signals signals  // per queue: closed when jobs become pending
+	watch   watchers // per collection: the feeds of Watch
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
@@ -351,8 +352,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	}
 	var own error // from fn or from our own bookkeeping: returned as is
 	var tx *Tx
+	var txid int // bbolt clears the transaction's meta once it commits
 	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		tx = newTx(db, btx)
+		tx, txid = newTx(db, btx), btx.ID()
 		if own = fn(tx); own == nil {
 			if own = tx.poisoned; own == nil {
 				own = tx.flush()
@@ -369,6 +371,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 		}
 		for name := range tx.woken {
 			db.signals.wake(name)
+		}
+		if len(tx.changes) > 0 {
+			db.publish(txid, tx.changes)
 		}
 	}
 	return db.commitErr(err)

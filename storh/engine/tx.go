@@ -19,6 +19,7 @@ type Tx struct {
 	colls   map[string]*Coll
 	created []*Coll             // collections this transaction created
 	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
+	changes []collChange        // records written to watched collections
 
 	scratch indexScratch
 
@@ -141,6 +142,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 		return mapBoltErr(err)
 	}
 	c.raiseLast(id)
+	t.noteChange(c, id, value[HeaderSize:])
 	if old == nil {
 		c.countDelta++
 	} else {
