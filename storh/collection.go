@@ -136,15 +136,16 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 
 // submitFn hands fn to the group-commit writer as one op and waits until
 // its transaction is durable. fn may run more than once (see
-// engine.WriteOp.Fn).
-func (c *coll) submitFn(fn func(*engine.Tx, *engine.Coll) error) error {
+// engine.WriteOp.Fn); without create it gets a nil Coll for a collection
+// not in the file.
+func (c *coll) submitFn(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
 		return err
 	}
 	defer c.db.eng.Exit()
 	op := engine.NewWriteOp()
 	defer op.Release()
-	op.Coll, op.Fn = c.h, fn
+	op.Coll, op.Fn, op.Create = c.h, fn, create
 	return c.db.eng.Submit(op)
 }
 

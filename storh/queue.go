@@ -108,34 +108,58 @@ func (q *Queue) Count() (int, error) { return q.c.Count() }
 func (q *Queue) now() int64 { return q.c.db.eng.Now().UnixMilli() }
 
 // do runs fn on the queue: in the handle's transaction, or as one op of a
-// group commit.
-func (q *Queue) do(op, id string, fn func(*engine.Tx, *engine.Coll) error) error {
+// group commit. Only an enqueue creates the queue: on a queue not in the
+// file the other operations fail with missing, and change nothing.
+func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
+	create := missing == nil
+	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			return missing
+		}
+		return fn(etx, ec)
+	}
 	var err error
 	if q.c.tx != nil {
-		err = q.c.inTx(true, fn)
+		if err = q.c.tx.usable(true); err == nil {
+			err = q.c.inTx(create, guarded)
+		}
 	} else {
-		err = q.c.submitFn(fn)
+		err = q.c.submitFn(create, guarded)
 	}
 	return opErr("queue "+op, q.c.name, id, -1, err)
 }
 
+// noJob is the error of an operation on a job of a queue not in the file.
+func noJob(id uuidv7.UUID) error { return fmt.Errorf("%w: no job %s", ErrNotFound, id) }
+
 // batch runs fn on the queue in one transaction of its own (or the
 // handle's): many jobs, all or nothing.
-func (q *Queue) batch(op string, fn func(*engine.Tx, *engine.Coll) error) error {
+// With create a missing queue is made; without, fn is not called for it.
+func (q *Queue) batch(op string, create bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	c := &q.c
+	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			return nil
+		}
+		return fn(etx, ec)
+	}
 	if c.tx != nil {
-		return opErr("queue "+op, c.name, "", -1, c.inTx(true, fn))
+		err := c.tx.usable(true)
+		if err == nil {
+			err = c.inTx(create, guarded)
+		}
+		return opErr("queue "+op, c.name, "", -1, err)
 	}
 	if err := c.db.eng.Enter(); err != nil {
 		return opErr("queue "+op, c.name, "", -1, err)
 	}
 	defer c.db.eng.Exit()
 	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Use(c.h, true)
+		ec, err := etx.Use(c.h, create)
 		if err != nil {
 			return err
 		}
-		return fn(etx, ec)
+		return guarded(etx, ec)
 	})
 	return opErr("queue "+op, c.name, "", -1, err)
 }
@@ -169,7 +193,7 @@ func (q *Queue) EnqueueWithID(id uuidv7.UUID, payload any) error {
 
 func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
 	now := q.now()
-	return q.do("enqueue", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.do("enqueue", id.String(), nil, func(etx *engine.Tx, ec *engine.Coll) error {
 		return etx.Enqueue(ec, id, value, now)
 	})
 }
@@ -182,8 +206,14 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 	values := make([][]byte, len(payloads))
 	for i, p := range payloads {
 		explicit := false
-		if e, ok := p.(Entry); ok {
-			ids[i], p, explicit = e.ID, e.Data, true
+		switch e := p.(type) {
+		case Entry:
+			ids[i], p, explicit = e.ID, e.Data, !e.ID.IsZero()
+		case *Entry:
+			if e == nil {
+				return nil, opErr("queue enqueue", q.c.name, "", i, fmt.Errorf("%w: nil *Entry", ErrInvalidData))
+			}
+			ids[i], p, explicit = e.ID, e.Data, !e.ID.IsZero()
 		}
 		if explicit {
 			if err := checkID(ids[i], false); err != nil {
@@ -204,7 +234,25 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 	}
 	now := q.now()
 	failed := -1
-	err := q.batch("enqueue", func(etx *engine.Tx, ec *engine.Coll) error {
+	seen := make(map[uuidv7.UUID]int, len(ids))
+	for i, id := range ids {
+		if first, dup := seen[id]; dup {
+			return nil, opErr("queue enqueue", q.c.name, id.String(), i, fmt.Errorf("%w: the batch holds this id twice (items %d and %d)", ErrExists, first, i))
+		}
+		seen[id] = i
+	}
+	err := q.batch("enqueue", true, func(etx *engine.Tx, ec *engine.Coll) error {
+		// Every id is checked before anything is written, so inside an
+		// Update too a refused batch leaves nothing behind.
+		for i, id := range ids {
+			if exists, err := etx.JobExists(ec, id); err != nil || exists {
+				failed = i
+				if err == nil {
+					err = fmt.Errorf("%w: a job with this id is in the queue", ErrExists)
+				}
+				return err
+			}
+		}
 		for i, id := range ids {
 			if err := etx.Enqueue(ec, id, values[i], now); err != nil {
 				failed = i
@@ -252,7 +300,7 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 	}
 	now := q.now()
 	var claimed []engine.Job
-	err = q.do("claim", "", func(etx *engine.Tx, ec *engine.Coll) error {
+	err = q.do("claim", "", ErrEmpty, func(etx *engine.Tx, ec *engine.Coll) error {
 		var err error
 		claimed, err = etx.Claim(ec, now, ms, n, q.maxAttempts)
 		return err
@@ -299,6 +347,8 @@ func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error)
 		select {
 		case <-ctx.Done():
 			err = opErr("queue claim", q.c.name, "", -1, ctx.Err())
+		case <-q.c.db.eng.Closing():
+			err = opErr("queue claim", q.c.name, "", -1, ErrClosed)
 		case <-woken:
 		case <-expiry:
 		}
@@ -331,7 +381,7 @@ func (q *Queue) Complete(id uuidv7.UUID) error {
 		return opErr("queue complete", q.c.name, id.String(), -1, err)
 	}
 	now := q.now()
-	return q.do("complete", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.do("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		return etx.Complete(ec, id, now)
 	})
 }
@@ -347,7 +397,7 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 	}
 	now := q.now()
 	var n int
-	err := q.batch("complete", func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.batch("complete", false, func(etx *engine.Tx, ec *engine.Coll) error {
 		n = 0
 		for _, id := range ids {
 			err := etx.Complete(ec, id, now)
@@ -367,6 +417,10 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 	return n, nil
 }
 
+// errNoQueue is RequeueExpired's signal that the queue is not in the file
+// yet: nothing to requeue.
+var errNoQueue = fmt.Errorf("%w: the queue holds no job", ErrNotFound)
+
 // Fail ends a claim in failure, keeping reason (cut at 1 KiB) as the job's
 // LastError: the job is pending again at its place, or dead if it has used
 // its attempts.
@@ -375,7 +429,7 @@ func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)
 	}
 	now := q.now()
-	return q.do("fail", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.do("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
 		return err
 	})
@@ -392,12 +446,15 @@ func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
 	}
 	now := q.now()
 	var until int64
-	err = q.do("extend", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	err = q.do("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		var err error
 		until, err = etx.Extend(ec, id, now, ms)
 		return err
 	})
-	return time.UnixMilli(until).UTC(), err
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(until).UTC(), nil
 }
 
 // Release gives a claim back: the job is pending again at its place, and
@@ -407,7 +464,7 @@ func (q *Queue) Release(id uuidv7.UUID) error {
 		return opErr("queue release", q.c.name, id.String(), -1, err)
 	}
 	now := q.now()
-	return q.do("release", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.do("release", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		return etx.Release(ec, id, now)
 	})
 }
@@ -419,7 +476,7 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 		return opErr("queue retry", q.c.name, id.String(), -1, err)
 	}
 	now := q.now()
-	return q.do("retry", id.String(), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.do("retry", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		return etx.Retry(ec, id, now)
 	})
 }
@@ -431,11 +488,14 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 func (q *Queue) RequeueExpired() (int, error) {
 	now := q.now()
 	var n int
-	err := q.do("requeue", "", func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.do("requeue", "", errNoQueue, func(etx *engine.Tx, ec *engine.Coll) error {
 		var err error
 		n, err = etx.RequeueExpired(ec, now, q.maxAttempts)
 		return err
 	})
+	if errors.Is(err, errNoQueue) {
+		return 0, nil
+	}
 	return n, err
 }
 
@@ -458,7 +518,7 @@ func (q *Queue) PurgeDone(olderThan time.Duration) (int, error) {
 		if q.c.tx != nil {
 			limit = int(^uint(0) >> 1)
 		}
-		err := q.batch("purge", func(etx *engine.Tx, ec *engine.Coll) error {
+		err := q.batch("purge", false, func(etx *engine.Tx, ec *engine.Coll) error {
 			var err error
 			n, more, err = etx.PurgeDone(ec, before, limit)
 			return err

@@ -83,6 +83,9 @@ func (c *coll) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, er
 			case <-ctx.Done():
 				yield(Record{}, opErr(op, c.name, "", -1, ctx.Err()))
 				return
+			case <-c.db.eng.Closing():
+				yield(Record{}, opErr(op, c.name, "", -1, ErrClosed))
+				return
 			case <-sub.Ready():
 			}
 		}

@@ -21,6 +21,9 @@ type WriteOp struct {
 	// each time. An error it returns must be one ownFault accepts, or it
 	// must have changed nothing (the group is then redone without it).
 	Fn func(*Tx, *Coll) error
+	// Create lets Fn's op create the collection when it is missing; without
+	// it Fn gets a nil Coll there, so an op that fails changes nothing.
+	Create bool
 
 	err  error
 	done chan struct{}
@@ -145,12 +148,16 @@ func apply(tx *Tx, op *WriteOp) error {
 	// A put creates the collection when it is not there yet; a delete never
 	// does (there is nothing to delete). Both fail with ErrNotFound through
 	// a handle opened before the collection was dropped.
+	if op.Fn != nil {
+		c, err := tx.Use(op.Coll, op.Create)
+		if err != nil {
+			return err
+		}
+		return op.Fn(tx, c)
+	}
 	c, err := tx.Use(op.Coll, !op.Delete)
 	if err != nil || c == nil {
 		return err
-	}
-	if op.Fn != nil {
-		return op.Fn(tx, c)
 	}
 	if op.Delete {
 		_, err = tx.Delete(c, op.ID)

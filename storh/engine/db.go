@@ -62,7 +62,8 @@ type DB struct {
 	// a search that never ends, so Tx.Coll refuses them.
 	broken map[string]string
 
-	signals signals  // per queue: closed when jobs become pending
+	closing chan struct{} // closed when Close starts: waiters stop waiting
+	signals signals       // per queue: closed when jobs become pending
 	watch   watchers // per collection: the feeds of Watch
 
 	// active counts running operations (Enter to Exit) in its low bits, and
@@ -189,7 +190,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		bdb.Close()
 		return nil, openError(path, opts, err)
 	}
-	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1), broken: broken}
+	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1), broken: broken, closing: make(chan struct{})}
 	if err := db.initMeta(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
@@ -301,6 +302,7 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil // closing twice is harmless, as in bbolt and database/sql
 	}
+	close(db.closing)
 	if db.active.Or(closedBit) != 0 {
 		<-db.drained // running operations finish; their queued writes commit
 	}

@@ -107,6 +107,13 @@ type Coll struct {
 	last      uuidv7.UUID
 	lastKnown bool
 	empty     bool
+
+	// A queue's jobs buckets, opened once per transaction, and its job
+	// counters and next sequence as this transaction changed them: written
+	// back once, by flush, instead of once per job.
+	jobs     *jobs
+	jobDelta [5]int64
+	jobSeq   int64 // -1 until read
 }
 
 func (c *Coll) beyondLast(id uuidv7.UUID) bool {
@@ -144,7 +151,7 @@ func openColl(tx *bolt.Tx, name string) (*Coll, error) {
 	if len(kind) != 1 {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
-	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable()}
+	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
 	c.baseCount = getInt(meta, keyCount)
 	c.baseBytes = getInt(meta, keyBytes)
 	if tx.Writable() {
@@ -186,6 +193,9 @@ func createColl(tx *bolt.Tx, name string, kind Kind) (*Coll, error) {
 
 func (c *Coll) flush() error {
 	if err := c.flushIndexes(); err != nil {
+		return err
+	}
+	if err := c.flushJobs(); err != nil {
 		return err
 	}
 	if c.countDelta == 0 && c.bytesDelta == 0 {

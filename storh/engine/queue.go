@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -96,7 +97,12 @@ const (
 func encodeJob(j Job) []byte {
 	reason := j.Reason
 	if len(reason) > maxJobNotes {
-		reason = reason[:maxJobNotes]
+		// Cut at a character boundary: the reason stays valid UTF-8.
+		cut := maxJobNotes
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut]
 	}
 	b := make([]byte, jobFixed, jobFixed+len(reason)+jobCRC)
 	b[0], b[1] = jobFormat, byte(j.State)
@@ -152,6 +158,9 @@ func (t *Tx) jobsOf(c *Coll, create bool) (*jobs, error) {
 	if c.Kind != KindQueue {
 		return nil, fmt.Errorf("%w: %q is a %s, not a queue", ErrWrongKind, c.Name, c.Kind)
 	}
+	if c.jobs != nil {
+		return c.jobs, nil
+	}
 	root := c.root.Bucket(bucketJobs)
 	if root == nil {
 		if !create {
@@ -178,7 +187,37 @@ func (t *Tx) jobsOf(c *Coll, create bool) (*jobs, error) {
 			}
 		}
 	}
+	c.jobs = j
 	return j, nil
+}
+
+// flushJobs writes back the job counters and sequence this transaction
+// changed.
+func (c *Coll) flushJobs() error {
+	for s := JobPending; s <= JobDead; s++ {
+		if d := c.jobDelta[s]; d != 0 {
+			if err := putInt(c.meta, keyJobCount[s], getInt(c.meta, keyJobCount[s])+d); err != nil {
+				return err
+			}
+			c.jobDelta[s] = 0
+		}
+	}
+	if c.jobSeq >= 0 {
+		if err := putInt(c.meta, keyJobSeq, c.jobSeq); err != nil {
+			return err
+		}
+		c.jobSeq = -1
+	}
+	return nil
+}
+
+// nextSeq hands out the next place in the enqueue order.
+func (c *Coll) nextSeq() uint64 {
+	if c.jobSeq < 0 {
+		c.jobSeq = getInt(c.meta, keyJobSeq)
+	}
+	c.jobSeq++
+	return uint64(c.jobSeq - 1)
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
@@ -212,9 +251,7 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 		if err := b.Delete(k); err != nil {
 			return mapBoltErr(err)
 		}
-		if err := addInt(c.meta, keyJobCount[old.State], -1); err != nil {
-			return err
-		}
+		c.jobDelta[old.State]--
 	}
 	b, k := j.index(job)
 	v := []byte(nil)
@@ -224,16 +261,12 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	if err := b.Put(k, v); err != nil {
 		return mapBoltErr(err)
 	}
-	if err := addInt(c.meta, keyJobCount[job.State], 1); err != nil {
-		return err
-	}
+	c.jobDelta[job.State]++
 	if job.State == JobPending {
 		t.wake(c)
 	}
 	return mapBoltErr(j.state.Put(job.ID[:], encodeJob(job)))
 }
-
-func addInt(b *bolt.Bucket, key []byte, d int64) error { return putInt(b, key, getInt(b, key)+d) }
 
 // Enqueue adds a pending job under id with value (from AppendValue) as its
 // payload, at the end of the enqueue order. An id already in the queue, in
@@ -243,17 +276,15 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 	if err != nil {
 		return err
 	}
-	if j.state.Get(id[:]) != nil || c.records.Get(id[:]) != nil {
+	// A job's state and payload share its id: an id past the largest
+	// payload key is new, and needs no lookup.
+	if !c.beyondLast(id) && (c.records.Get(id[:]) != nil || j.state.Get(id[:]) != nil) {
 		return fmt.Errorf("%w: a job with this id is in the queue", ErrExists)
 	}
 	if err := t.Put(c, id, value, true); err != nil {
 		return err
 	}
-	seq := uint64(getInt(c.meta, keyJobSeq))
-	if err := putInt(c.meta, keyJobSeq, int64(seq+1)); err != nil {
-		return err
-	}
-	return t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: seq, Changed: now})
+	return t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: c.nextSeq(), Changed: now})
 }
 
 // Claim leases up to n of the oldest pending jobs, in enqueue order, until
@@ -261,9 +292,12 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 // ended by now. It returns the claimed jobs with their payloads; none
 // pending is ErrEmpty.
 func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error) {
-	j, err := t.jobsOf(c, true)
+	j, err := t.jobsOf(c, false)
 	if err != nil {
 		return nil, err
+	}
+	if j == nil {
+		return nil, ErrEmpty // nothing was ever enqueued
 	}
 	if _, err := t.requeueExpired(c, j, now, maxAttempts); err != nil {
 		return nil, err
@@ -408,7 +442,7 @@ func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
 		return 0, err
 	}
 	job := old
-	job.LeaseUntil, job.Changed = now+lease, now
+	job.LeaseUntil = now + lease // Changed stays: the state did not change
 	return job.LeaseUntil, t.move(c, j, old, job)
 }
 
@@ -499,9 +533,7 @@ func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err er
 		if _, err := t.Delete(c, id); err != nil {
 			return 0, false, err
 		}
-		if err := addInt(c.meta, keyJobCount[JobDone], -1); err != nil {
-			return 0, false, err
-		}
+		c.jobDelta[JobDone]--
 	}
 	return len(keys), more, nil
 }
@@ -510,7 +542,7 @@ func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err er
 func (t *Tx) JobCounts(c *Coll) [5]int64 {
 	var n [5]int64
 	for s := JobPending; s <= JobDead; s++ {
-		n[s] = getInt(c.meta, keyJobCount[s])
+		n[s] = getInt(c.meta, keyJobCount[s]) + c.jobDelta[s]
 	}
 	return n
 }
@@ -533,6 +565,9 @@ func (t *Tx) NextLeaseEnd(c *Coll) (int64, bool) {
 // the position after, up to max of them, without payloads. It returns the
 // index key to resume after.
 func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)) ([]byte, error) {
+	if state < JobPending || state > JobDead {
+		return nil, fmt.Errorf("%w: no job state %d", ErrInvalidQuery, state)
+	}
 	j, err := t.jobsOf(c, false)
 	if err != nil || j == nil {
 		return nil, err

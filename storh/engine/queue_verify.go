@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -109,11 +108,15 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 		}
 	}
 	for s := JobPending; s <= JobDead; s++ {
-		if got := getInt(c.meta, keyJobCount[s]); got != counts[s] {
+		if got := getInt(c.meta, keyJobCount[s]) + c.jobDelta[s]; got != counts[s] {
 			report(uuidv7.UUID{}, "the %s counter says %d, the states %d", s, got, counts[s])
 		}
 	}
-	if next := uint64(getInt(c.meta, keyJobSeq)); seqSeen && next <= maxSeq {
+	next := uint64(getInt(c.meta, keyJobSeq))
+	if c.jobSeq >= 0 {
+		next = uint64(c.jobSeq)
+	}
+	if seqSeen && next <= maxSeq {
 		report(uuidv7.UUID{}, "the next place %d is not past the last job's %d", next, maxSeq)
 	}
 	return bad, nil
@@ -139,6 +142,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 			return mapBoltErr(err)
 		}
 	}
+	c.jobs = nil // its buckets are gone
 	if j, err = t.jobsOf(c, true); err != nil {
 		return err
 	}
@@ -171,6 +175,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		if err := putInt(c.meta, keyJobCount[s], 0); err != nil {
 			return err
 		}
+		c.jobDelta[s] = 0
 	}
 	for _, job := range keep {
 		if err := t.move(c, j, Job{}, job); err != nil {
@@ -194,7 +199,6 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		}
 		next++
 	}
-	var seq [8]byte
-	binary.BigEndian.PutUint64(seq[:], next)
-	return mapBoltErr(c.meta.Put(keyJobSeq, seq[:]))
+	c.jobSeq = int64(next)
+	return c.flushJobs() // c is not the transaction's: nothing else flushes it
 }
