@@ -64,7 +64,7 @@ type DB struct {
 
 	closing chan struct{} // closed when Close starts: waiters stop waiting
 	signals signals       // per queue: closed when jobs become pending
-	watch   watchers // per collection: the feeds of Watch
+	watch   watchers      // per collection: the feeds of Watch
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
