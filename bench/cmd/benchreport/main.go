@@ -413,6 +413,15 @@ var targets = []target{
 	{what: "typed page of 100, {n} (allocs per page)", num: "BenchmarkTypedPage/{n}/impl=typed", unit: "allocs/op"},
 	{what: "typed Get vs Get + Decode (time ratio)", num: "BenchmarkTypedGet/impl=typed", den: "BenchmarkTypedGet/impl=untyped-decode", unit: "ns/op"},
 	{what: "typed PutMany of 1000 structs vs untyped PutMany (time ratio)", num: "BenchmarkTypedEncode/impl=typed", den: "BenchmarkTypedEncode/impl=untyped", unit: "ns/op"},
+
+	// The durable job queue (queue_test.go); every measured operation fsyncs.
+	{what: "queue: durable Enqueue, 1 goroutine (jobs/s)", num: "BenchmarkQueueEnqueue/impl=storh", unit: "jobs/s"},
+	{what: "queue: durable Claim + Complete, 1 goroutine (jobs/s)", num: "BenchmarkQueueClaimComplete/impl=storh-1g", unit: "jobs/s"},
+	{what: "queue: durable Claim + Complete, 64 goroutines (jobs/s)", num: "BenchmarkQueueClaimComplete/impl=storh-64g", unit: "jobs/s"},
+	{what: "queue: Claim + Complete, 64 goroutines vs 1 goroutine (throughput ratio)", num: "BenchmarkQueueClaimComplete/impl=storh-64g", den: "BenchmarkQueueClaimComplete/impl=storh-1g", unit: "jobs/s", op: ">=", limit: 10},
+	{what: "queue: durable EnqueueMany of 1000 (jobs/s, 2 × 191k)", num: "BenchmarkQueueEnqueueMany/impl=storh-batch1000", unit: "jobs/s", op: ">=", limit: 382_000},
+	{what: "queue: durable EnqueueMany of 1000 vs Docs.PutMany of 1000 (time ratio)", num: "BenchmarkQueueEnqueueMany/impl=storh-batch1000", den: "BenchmarkQueueEnqueueMany/impl=docs-putmany-batch1000", unit: "ns/op"},
+	{what: "queue: durable ClaimMany(100) + CompleteMany (jobs/s, 2 × 6.8k)", num: "BenchmarkQueueClaimCompleteMany/impl=storh-batch100", unit: "jobs/s", op: ">=", limit: 13_600},
 }
 
 // flatness targets: the largest size's time over the smallest size's.
