@@ -108,7 +108,10 @@ func (q *Queue) Count() (int, error) { return q.c.Count() }
 func (q *Queue) now() int64 { return q.c.db.eng.Now().UnixMilli() }
 
 // do runs fn on the queue: in the handle's transaction, or as one op of a
-// group commit. Only an enqueue creates the queue: on a queue not in the
+// group commit. Every fn reads the clock itself, inside the transaction: an
+// op that waited for its commit must not be stamped with the time it was
+// called (a lease handed out already over, a claim dated before the requeue
+// that freed its job). Only an enqueue creates the queue: on a queue not in the
 // file the other operations fail with missing, and change nothing.
 func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
 	create := missing == nil
@@ -192,8 +195,8 @@ func (q *Queue) EnqueueWithID(id uuidv7.UUID, payload any) error {
 }
 
 func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
-	now := q.now()
 	return q.do("enqueue", id.String(), nil, func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		return etx.Enqueue(ec, id, value, now)
 	})
 }
@@ -232,7 +235,6 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 			}
 		}
 	}
-	now := q.now()
 	failed := -1
 	seen := make(map[uuidv7.UUID]int, len(ids))
 	for i, id := range ids {
@@ -242,6 +244,7 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 		seen[id] = i
 	}
 	err := q.batch("enqueue", true, func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		// Every id is checked before anything is written, so inside an
 		// Update too a refused batch leaves nothing behind.
 		for i, id := range ids {
@@ -298,9 +301,9 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 	if err != nil {
 		return nil, opErr("queue claim", q.c.name, "", -1, err)
 	}
-	now := q.now()
 	var claimed []engine.Job
 	err = q.do("claim", "", ErrEmpty, func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		var err error
 		claimed, err = etx.Claim(ec, now, ms, n, q.maxAttempts)
 		return err
@@ -380,8 +383,8 @@ func (q *Queue) Complete(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue complete", q.c.name, id.String(), -1, err)
 	}
-	now := q.now()
 	return q.do("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		return etx.Complete(ec, id, now)
 	})
 }
@@ -395,9 +398,9 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 			return 0, opErr("queue complete", q.c.name, id.String(), i, err)
 		}
 	}
-	now := q.now()
 	var n int
 	err := q.batch("complete", false, func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		n = 0
 		for _, id := range ids {
 			err := etx.Complete(ec, id, now)
@@ -428,8 +431,8 @@ func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)
 	}
-	now := q.now()
 	return q.do("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
 		return err
 	})
@@ -444,9 +447,9 @@ func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, opErr("queue extend", q.c.name, id.String(), -1, err)
 	}
-	now := q.now()
 	var until int64
 	err = q.do("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		var err error
 		until, err = etx.Extend(ec, id, now, ms)
 		return err
@@ -463,8 +466,8 @@ func (q *Queue) Release(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue release", q.c.name, id.String(), -1, err)
 	}
-	now := q.now()
 	return q.do("release", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		return etx.Release(ec, id, now)
 	})
 }
@@ -475,8 +478,8 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue retry", q.c.name, id.String(), -1, err)
 	}
-	now := q.now()
 	return q.do("retry", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		return etx.Retry(ec, id, now)
 	})
 }
@@ -486,9 +489,9 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 // anyway; this is for a queue nobody claims from for a while, so that its
 // counts show the truth.
 func (q *Queue) RequeueExpired() (int, error) {
-	now := q.now()
 	var n int
 	err := q.do("requeue", "", errNoQueue, func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
 		var err error
 		n, err = etx.RequeueExpired(ec, now, q.maxAttempts)
 		return err

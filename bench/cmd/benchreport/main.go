@@ -422,6 +422,12 @@ var targets = []target{
 	{what: "queue: durable EnqueueMany of 1000 (jobs/s, 2 × 191k)", num: "BenchmarkQueueEnqueueMany/impl=storh-batch1000", unit: "jobs/s", op: ">=", limit: 382_000},
 	{what: "queue: durable EnqueueMany of 1000 vs Docs.PutMany of 1000 (time ratio)", num: "BenchmarkQueueEnqueueMany/impl=storh-batch1000", den: "BenchmarkQueueEnqueueMany/impl=docs-putmany-batch1000", unit: "ns/op"},
 	{what: "queue: durable ClaimMany(100) + CompleteMany (jobs/s, 2 × 6.8k)", num: "BenchmarkQueueClaimCompleteMany/impl=storh-batch100", unit: "jobs/s", op: ">=", limit: 13_600},
+	// Watch (watch_test.go): the feed's cost to a durable Put, and delivery.
+	{what: "Watch: durable Put watched vs unwatched (time ratio)", num: "BenchmarkWatchPut/impl=storh-watched", den: "BenchmarkWatchPut/impl=storh-unwatched", unit: "ns/op", op: "<=", limit: 1.05},
+	{what: "Watch: commit to delivery, median (µs)", num: "BenchmarkWatchLatency/impl=storh", unit: "p50-µs"},
+	{what: "Watch: commit to delivery, 99th percentile (µs)", num: "BenchmarkWatchLatency/impl=storh", unit: "p99-µs"},
+	{what: "retention: DeleteBefore half of 200k, durable batches (records/s)", num: "BenchmarkRetention/n=200k/impl=storh", unit: "records/s"},
+	{what: "retention: DeleteBefore half of 2M, durable batches (records/s)", num: "BenchmarkRetention/n=2M/impl=storh", unit: "records/s"},
 }
 
 // flatness targets: the largest size's time over the smallest size's.

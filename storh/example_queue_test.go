@@ -1,0 +1,229 @@
+package storh_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// A worker loop: claim the oldest pending job, do it, complete it; stop
+// when the queue is empty.
+func ExampleQueue() {
+	db, done := exampleDB()
+	defer done()
+
+	type email struct {
+		To      string `msgpack:"to"`
+		Subject string `msgpack:"subject"`
+	}
+	jobs, err := db.Queue("emails")
+	if err != nil {
+		panic(err)
+	}
+	for _, to := range []string{"ada@example.com", "alan@example.com", "grace@example.com"} {
+		if _, err := jobs.Enqueue(email{To: to, Subject: "Welcome"}); err != nil {
+			panic(err)
+		}
+	}
+
+	for {
+		job, err := jobs.Claim(time.Minute) // ours for a minute
+		if errors.Is(err, storh.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			panic(err)
+		}
+		var e email
+		if err := job.Decode(&e); err != nil {
+			panic(err)
+		}
+		fmt.Printf("sending %q to %s (attempt %d)\n", e.Subject, e.To, job.Attempts)
+		if err := jobs.Complete(job.ID); err != nil {
+			panic(err)
+		}
+	}
+	pending, claimed, completed, dead, _ := jobs.Counts()
+	fmt.Println("pending", pending, "claimed", claimed, "done", completed, "dead", dead)
+
+	// Done jobs stay until purged: a periodic PurgeDone keeps a day of them.
+	n, _ := jobs.PurgeDone(24 * time.Hour)
+	fmt.Println("purged", n)
+	// Output:
+	// sending "Welcome" to ada@example.com (attempt 1)
+	// sending "Welcome" to alan@example.com (attempt 1)
+	// sending "Welcome" to grace@example.com (attempt 1)
+	// pending 0 claimed 0 done 3 dead 0
+	// purged 0
+}
+
+// ClaimWait blocks until a job is pending: here a producer enqueues one a
+// moment later. A context bounds the wait.
+func ExampleQueue_ClaimWait() {
+	db, done := exampleDB()
+	defer done()
+	jobs, err := db.Queue("thumbnails")
+	if err != nil {
+		panic(err)
+	}
+
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		if _, err := jobs.Enqueue(storh.Map{"image": "cat.png"}); err != nil {
+			panic(err)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	job, err := jobs.ClaimWait(ctx, time.Minute)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("got", job.Data()["image"])
+	if err := jobs.Complete(job.ID); err != nil {
+		panic(err)
+	}
+
+	// Nothing else comes: the wait ends with the context.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err = jobs.ClaimWait(ctx, time.Minute)
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// got cat.png
+	// true
+}
+
+// A job that keeps failing ends in the dead letters, with the reason of
+// its last failure; Retry gives it another round.
+func ExampleQueue_Fail() {
+	db, done := exampleDB()
+	defer done()
+	jobs, err := db.Queue("payments", storh.WithMaxAttempts(2))
+	if err != nil {
+		panic(err)
+	}
+	id, err := jobs.Enqueue(storh.Map{"amount": 42})
+	if err != nil {
+		panic(err)
+	}
+
+	for _, reason := range []string{"card declined", "card declined again"} {
+		job, err := jobs.Claim(time.Minute)
+		if err != nil {
+			panic(err)
+		}
+		if err := jobs.Fail(job.ID, reason); err != nil {
+			panic(err)
+		}
+		job, _ = jobs.Lookup(id)
+		fmt.Println(job.State, job.Attempts, job.LastError)
+	}
+	_, err = jobs.Claim(time.Minute)
+	fmt.Println("claim:", errors.Is(err, storh.ErrEmpty))
+
+	for job, err := range jobs.Jobs(storh.JobDead) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("dead letter:", job.ID == id, job.LastError)
+	}
+
+	if err := jobs.Retry(id); err != nil {
+		panic(err)
+	}
+	job, _ := jobs.Lookup(id)
+	fmt.Println(job.State, job.Attempts)
+	// Output:
+	// pending 1 card declined
+	// dead 2 card declined again
+	// claim: true
+	// dead letter: true card declined again
+	// pending 0
+}
+
+// Jobs lists the jobs of one state: pending ones in the order claims take
+// them (enqueue order, whatever their ids), claimed ones by lease end.
+func ExampleQueue_Jobs() {
+	db, done := exampleDB()
+	defer done()
+	jobs, err := db.Queue("reports")
+	if err != nil {
+		panic(err)
+	}
+	names := map[uuidv7.UUID]string{}
+	for _, name := range []string{"daily", "weekly", "monthly", "yearly"} {
+		id, err := jobs.Enqueue(storh.Map{"name": name})
+		if err != nil {
+			panic(err)
+		}
+		names[id] = name
+	}
+	// Two claims: the longer lease first.
+	if _, err := jobs.Claim(time.Hour); err != nil {
+		panic(err)
+	}
+	if _, err := jobs.Claim(time.Minute); err != nil {
+		panic(err)
+	}
+
+	for _, state := range []storh.JobState{storh.JobPending, storh.JobClaimed} {
+		fmt.Print(state, ":")
+		for job, err := range jobs.Jobs(state) {
+			if err != nil {
+				panic(err)
+			}
+			// Listings carry no payload; Lookup reads one.
+			fmt.Print(" ", names[job.ID])
+		}
+		fmt.Println()
+	}
+	// Output:
+	// pending: monthly yearly
+	// claimed: weekly daily
+}
+
+// WithMaxAttempts sets how many claims a job gets. An expired lease uses
+// an attempt, as a failure does (a crashed worker's job does not come back
+// forever); Release gives the claim back without using one.
+func ExampleWithMaxAttempts() {
+	db, done := exampleDB()
+	defer done()
+	jobs, err := db.Queue("fragile", storh.WithMaxAttempts(1))
+	if err != nil {
+		panic(err)
+	}
+	id, err := jobs.Enqueue(storh.Map{"task": "resize"})
+	if err != nil {
+		panic(err)
+	}
+
+	// Released: the attempt does not count.
+	job, _ := jobs.Claim(time.Minute)
+	if err := jobs.Release(job.ID); err != nil {
+		panic(err)
+	}
+	job, _ = jobs.Lookup(id)
+	fmt.Println(job.State, job.Attempts)
+
+	// A lease that ends uses the one attempt: dead.
+	if _, err := jobs.Claim(time.Millisecond); err != nil {
+		panic(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	n, _ := jobs.RequeueExpired()
+	job, _ = jobs.Lookup(id)
+	fmt.Println(n, job.State, job.Attempts, job.LastError)
+
+	_, err = db.Docs("users", storh.WithMaxAttempts(3))
+	fmt.Println(errors.Is(err, storh.ErrInvalidOption))
+	// Output:
+	// pending 0
+	// 1 dead 1 lease expired
+	// true
+}

@@ -1,0 +1,601 @@
+package storh_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// The queue model test drives one queue with random operations on a fake
+// clock and checks every result, the counts and the listing of every state
+// after each step against a plain in-memory state machine: jobs with their
+// place in the enqueue order, state, attempts, lease end, last change and
+// last error.
+
+type qumJob struct {
+	id       uuidv7.UUID
+	seq      int
+	state    storh.JobState
+	attempts int
+	lease    int64 // ms, while claimed
+	changed  int64 // ms
+	reason   string
+	n        int64 // the payload is {"n": n}
+}
+
+type qumState struct {
+	path    string
+	clk     *testClock
+	db      *storh.DB
+	q       *storh.Queue
+	max     int
+	jobs    map[uuidv7.UUID]*qumJob
+	used    []uuidv7.UUID // every id ever enqueued, purged ones too
+	nextSeq int
+	nextN   int64
+}
+
+func (s *qumState) open(t *rapid.T) {
+	db, err := storh.Open(s.path, storh.WithoutSync(), storh.WithClock(s.clk.Now))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.db = db
+	if s.q, err = db.Queue("q", storh.WithMaxAttempts(s.max)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *qumState) now() int64 { return s.clk.Ms() }
+
+func (s *qumState) clone() map[uuidv7.UUID]*qumJob {
+	out := make(map[uuidv7.UUID]*qumJob, len(s.jobs))
+	for id, j := range s.jobs {
+		c := *j
+		out[id] = &c
+	}
+	return out
+}
+
+// in lists the model's jobs in state in the order Jobs lists them.
+func (s *qumState) in(state storh.JobState) []*qumJob {
+	var out []*qumJob
+	for _, j := range s.jobs {
+		if j.state == state {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b *qumJob) int {
+		switch state {
+		case storh.JobPending:
+			return a.seq - b.seq
+		case storh.JobClaimed:
+			if a.lease != b.lease {
+				return int(a.lease - b.lease)
+			}
+		default:
+			if a.changed != b.changed {
+				return int(a.changed - b.changed)
+			}
+		}
+		return a.id.Compare(b.id)
+	})
+	return out
+}
+
+func (s *qumState) requeueExpired() int {
+	now := s.now()
+	n := 0
+	for _, j := range s.in(storh.JobClaimed) {
+		if j.lease > now {
+			break
+		}
+		j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, now, "lease expired"
+		if j.attempts >= s.max {
+			j.state = storh.JobDead
+		}
+		n++
+	}
+	return n
+}
+
+func (s *qumState) claim(n int, leaseMs int64) []*qumJob {
+	s.requeueExpired()
+	pending := s.in(storh.JobPending)
+	if len(pending) > n {
+		pending = pending[:n]
+	}
+	now := s.now()
+	for _, j := range pending {
+		j.state, j.attempts, j.lease, j.changed = storh.JobClaimed, j.attempts+1, now+leaseMs, now
+	}
+	return pending
+}
+
+func (s *qumState) add(id uuidv7.UUID, n int64) {
+	s.jobs[id] = &qumJob{id: id, seq: s.nextSeq, state: storh.JobPending, changed: s.now(), n: n}
+	s.nextSeq++
+	s.used = append(s.used, id)
+}
+
+// freshID mints an id that was never used, at one of a few milliseconds
+// well before the ids Enqueue generates: explicit ids are older.
+func (s *qumState) freshID(t *rapid.T) uuidv7.UUID {
+	for {
+		id, err := uuidv7.NewAt(1_700_000_000_000 + rapid.Int64Range(0, 20).Draw(t, "ms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(s.used, id) {
+			return id
+		}
+	}
+}
+
+// pickID picks an id to operate on: mostly a job's, sometimes one never
+// used, sometimes a purged one, now and then one that is not a UUIDv7.
+func (s *qumState) pickID(t *rapid.T) uuidv7.UUID {
+	switch k := rapid.IntRange(0, 19).Draw(t, "id kind"); {
+	case k == 0:
+		return v4ID
+	case k <= 2 || len(s.used) == 0:
+		return s.freshID(t)
+	case k <= 5:
+		return rapid.SampledFrom(s.used).Draw(t, "used id")
+	default:
+		// Prefer the jobs of a state, so that every transition is tried.
+		state := rapid.SampledFrom([]storh.JobState{storh.JobPending, storh.JobClaimed, storh.JobClaimed, storh.JobDone, storh.JobDead}).Draw(t, "of state")
+		if js := s.in(state); len(js) > 0 {
+			return rapid.SampledFrom(js).Draw(t, "job").id
+		}
+		return rapid.SampledFrom(s.used).Draw(t, "used id")
+	}
+}
+
+// expectClaimed returns the error an operation on a claimed job gives for
+// id, or nil with the job when it is claimed.
+func (s *qumState) expectClaimed(id uuidv7.UUID) (*qumJob, error) {
+	if !id.IsV7() {
+		return nil, storh.ErrInvalidID
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, storh.ErrNotFound
+	}
+	if j.state != storh.JobClaimed {
+		return nil, storh.ErrNotClaimed
+	}
+	return j, nil
+}
+
+func qumWant(t *rapid.T, op string, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%s: %v", op, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("%s = %v; want %v", op, err, want)
+	}
+}
+
+func (s *qumState) checkJobs(t *rapid.T, op string, got []storh.Job, want []*qumJob) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d jobs; want %d", op, len(got), len(want))
+	}
+	for i, g := range got {
+		s.checkJob(t, fmt.Sprintf("%s[%d]", op, i), g, want[i], g.Raw() != nil)
+	}
+}
+
+// checkJob compares a job with the model's. Changed is compared except
+// while claimed: Extend moves it (see TestQueueExtendKeepsChanged).
+func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, payload bool) {
+	t.Helper()
+	var lease int64
+	if !g.LeaseUntil.IsZero() {
+		lease = g.LeaseUntil.UnixMilli()
+	}
+	if g.ID != w.id || g.State != w.state || g.Attempts != w.attempts || lease != w.lease || g.LastError != w.reason ||
+		(w.state != storh.JobClaimed && g.Changed.UnixMilli() != w.changed) {
+		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q; want %v %v attempts=%d lease=%d changed=%d err=%q", op,
+			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError,
+			w.id, w.state, w.attempts, w.lease, w.changed, w.reason)
+	}
+	if payload {
+		if d := g.Data(); len(d) != 1 || d["n"] != w.n {
+			t.Fatalf("%s: payload %v; want {n: %d}", op, d, w.n)
+		}
+	}
+}
+
+func (s *qumState) check(t *rapid.T) {
+	p, c, d, x, err := s.q.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [4]int{len(s.in(storh.JobPending)), len(s.in(storh.JobClaimed)), len(s.in(storh.JobDone)), len(s.in(storh.JobDead))}
+	if got := [4]int{p, c, d, x}; got != want {
+		t.Fatalf("Counts = %v; want %v", got, want)
+	}
+	if n, err := s.q.Count(); err != nil || n != len(s.jobs) {
+		t.Fatalf("Count = %d, %v; want %d", n, err, len(s.jobs))
+	}
+	for _, state := range []storh.JobState{storh.JobPending, storh.JobClaimed, storh.JobDone, storh.JobDead} {
+		var got []storh.Job
+		for j, err := range s.q.Jobs(state) {
+			if err != nil {
+				t.Fatalf("Jobs(%v): %v", state, err)
+			}
+			got = append(got, j)
+		}
+		s.checkJobs(t, fmt.Sprintf("Jobs(%v)", state), got, s.in(state))
+	}
+}
+
+var qumReasons = []string{"", "boom", "timeout", strings.Repeat("r", 1100)}
+
+func qumCut(reason string) string {
+	if len(reason) > 1024 {
+		return reason[:1024]
+	}
+	return reason
+}
+
+func (s *qumState) drawLease(t *rapid.T) (time.Duration, int64) {
+	ms := rapid.Int64Range(1, 40).Draw(t, "lease ms")
+	return time.Duration(ms) * time.Millisecond, ms
+}
+
+func TestQueueModel(t *testing.T) {
+	dir := t.TempDir()
+	run := 0
+	rapid.Check(t, func(t *rapid.T) {
+		run++
+		s := &qumState{
+			path: filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run)),
+			clk:  newTestClock(),
+			max:  rapid.IntRange(1, 4).Draw(t, "max attempts"),
+			jobs: map[uuidv7.UUID]*qumJob{},
+		}
+		defer os.Remove(s.path)
+		s.open(t)
+		defer func() { s.db.Close() }()
+
+		t.Repeat(map[string]func(*rapid.T){
+			"enqueue": func(t *rapid.T) {
+				s.nextN++
+				id, err := s.q.Enqueue(storh.Map{"n": s.nextN})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := s.jobs[id]; ok || !id.IsV7() {
+					t.Fatalf("Enqueue returned %v, taken or not a UUIDv7", id)
+				}
+				s.add(id, s.nextN)
+			},
+			"enqueue with id": func(t *rapid.T) {
+				id := s.pickID(t)
+				s.nextN++
+				err := s.q.EnqueueWithID(id, storh.Map{"n": s.nextN})
+				var want error
+				if !id.IsV7() {
+					want = storh.ErrInvalidID
+				} else if _, ok := s.jobs[id]; ok {
+					want = storh.ErrExists
+				}
+				qumWant(t, "EnqueueWithID", err, want)
+				if want == nil {
+					s.add(id, s.nextN)
+				}
+			},
+			"enqueue many": func(t *rapid.T) {
+				k := rapid.IntRange(0, 4).Draw(t, "batch size")
+				items := make([]any, k)
+				explicit := make([]uuidv7.UUID, k)
+				ns := make([]int64, k)
+				for i := range items {
+					s.nextN++
+					ns[i] = s.nextN
+					payload := storh.Map{"n": s.nextN}
+					pointer := false
+					switch rapid.IntRange(0, 9).Draw(t, "item kind") {
+					case 0, 1:
+						items[i] = payload
+						continue
+					case 2:
+						items[i] = storh.Entry{Data: payload} // no id: a new one
+						continue
+					case 3:
+						pointer = true
+						explicit[i] = s.freshID(t)
+					case 4:
+						explicit[i] = s.pickID(t) // maybe taken, maybe bad
+					case 5:
+						if i > 0 && !explicit[i-1].IsZero() {
+							explicit[i] = explicit[i-1] // twice in the batch
+						} else {
+							explicit[i] = s.freshID(t)
+						}
+					default:
+						explicit[i] = s.freshID(t)
+					}
+					if pointer {
+						items[i] = &storh.Entry{ID: explicit[i], Data: payload}
+					} else {
+						items[i] = storh.Entry{ID: explicit[i], Data: payload}
+					}
+				}
+				// A bad id fails the batch, else a taken one: an id in the
+				// queue, or one the batch holds twice (either item may be
+				// named). The error names a bad item and its id.
+				var wantErr error
+				bad := map[int]bool{}
+				for i, id := range explicit {
+					if !id.IsZero() && !id.IsV7() {
+						wantErr, bad[i] = storh.ErrInvalidID, true
+					}
+				}
+				if wantErr == nil {
+					for i, id := range explicit {
+						if id.IsZero() {
+							continue
+						}
+						_, taken := s.jobs[id]
+						for j, other := range explicit {
+							taken = taken || (j != i && other == id)
+						}
+						if taken {
+							wantErr, bad[i] = storh.ErrExists, true
+						}
+					}
+				}
+				got, err := s.q.EnqueueMany(items)
+				qumWant(t, "EnqueueMany", err, wantErr)
+				if err != nil {
+					var e *storh.Error
+					if !errors.As(err, &e) || !bad[e.Index] || e.ID != explicit[e.Index].String() {
+						t.Fatalf("EnqueueMany error %v; want one naming a bad item of %v", err, bad)
+					}
+					return
+				}
+				if len(got) != k {
+					t.Fatalf("EnqueueMany returned %d ids for %d items", len(got), k)
+				}
+				for i, id := range got {
+					if !explicit[i].IsZero() && id != explicit[i] {
+						t.Fatalf("EnqueueMany item %d: id %v; want %v", i, id, explicit[i])
+					}
+					if _, ok := s.jobs[id]; ok {
+						t.Fatalf("EnqueueMany item %d: id %v taken", i, id)
+					}
+					s.add(id, ns[i])
+				}
+			},
+			"claim": func(t *rapid.T) {
+				lease, ms := s.drawLease(t)
+				want := s.claim(1, ms)
+				job, err := s.q.Claim(lease)
+				if len(want) == 0 {
+					qumWant(t, "Claim", err, storh.ErrEmpty)
+					return
+				}
+				qumWant(t, "Claim", err, nil)
+				s.checkJob(t, "Claim", job, want[0], true)
+				if job.Changed.UnixMilli() != s.now() {
+					t.Fatalf("Claim: Changed %v; want now", job.Changed)
+				}
+			},
+			"claim many": func(t *rapid.T) {
+				lease, ms := s.drawLease(t)
+				n := rapid.IntRange(1, 5).Draw(t, "n")
+				want := s.claim(n, ms)
+				jobs, err := s.q.ClaimMany(n, lease)
+				if len(want) == 0 {
+					qumWant(t, "ClaimMany", err, storh.ErrEmpty)
+					return
+				}
+				qumWant(t, "ClaimMany", err, nil)
+				s.checkJobs(t, "ClaimMany", jobs, want)
+			},
+			"bad claim": func(t *rapid.T) {
+				lease := rapid.SampledFrom([]time.Duration{0, -time.Millisecond}).Draw(t, "lease")
+				_, err := s.q.ClaimMany(rapid.IntRange(-1, 2).Draw(t, "n"), lease)
+				qumWant(t, "ClaimMany with a bad lease", err, storh.ErrInvalidOption)
+			},
+			"complete": func(t *rapid.T) {
+				id := s.pickID(t)
+				j, want := s.expectClaimed(id)
+				qumWant(t, "Complete", s.q.Complete(id), want)
+				if want == nil {
+					j.state, j.lease, j.changed = storh.JobDone, 0, s.now()
+				}
+			},
+			"complete many": func(t *rapid.T) {
+				var list []uuidv7.UUID
+				for range rapid.IntRange(0, 5).Draw(t, "k") {
+					id := s.pickID(t)
+					if !id.IsV7() {
+						id = s.freshID(t)
+					}
+					list = append(list, id)
+				}
+				wantN := 0
+				for _, id := range list {
+					if j, err := s.expectClaimed(id); err == nil {
+						j.state, j.lease, j.changed = storh.JobDone, 0, s.now()
+						wantN++
+					}
+				}
+				n, err := s.q.CompleteMany(list)
+				if err != nil || n != wantN {
+					t.Fatalf("CompleteMany(%v) = %d, %v; want %d", list, n, err, wantN)
+				}
+			},
+			"fail": func(t *rapid.T) {
+				id := s.pickID(t)
+				reason := rapid.SampledFrom(qumReasons).Draw(t, "reason")
+				j, want := s.expectClaimed(id)
+				qumWant(t, "Fail", s.q.Fail(id, reason), want)
+				if want == nil {
+					j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), qumCut(reason)
+					if j.attempts >= s.max {
+						j.state = storh.JobDead
+					}
+				}
+			},
+			"extend": func(t *rapid.T) {
+				id := s.pickID(t)
+				lease, ms := s.drawLease(t)
+				j, want := s.expectClaimed(id)
+				until, err := s.q.Extend(id, lease)
+				qumWant(t, "Extend", err, want)
+				if want == nil {
+					j.lease = s.now() + ms
+					if until.UnixMilli() != j.lease {
+						t.Fatalf("Extend = %v; want %d ms", until, j.lease)
+					}
+				}
+			},
+			"release": func(t *rapid.T) {
+				id := s.pickID(t)
+				j, want := s.expectClaimed(id)
+				qumWant(t, "Release", s.q.Release(id), want)
+				if want == nil {
+					j.state, j.lease, j.changed, j.attempts = storh.JobPending, 0, s.now(), max(0, j.attempts-1)
+				}
+			},
+			"retry": func(t *rapid.T) {
+				id := s.pickID(t)
+				var want error
+				j, ok := s.jobs[id]
+				switch {
+				case !id.IsV7():
+					want = storh.ErrInvalidID
+				case !ok:
+					want = storh.ErrNotFound
+				case j.state != storh.JobDead:
+					want = storh.ErrNotClaimed
+				}
+				qumWant(t, "Retry", s.q.Retry(id), want)
+				if want == nil {
+					j.state, j.attempts, j.changed = storh.JobPending, 0, s.now()
+				}
+			},
+			"requeue expired": func(t *rapid.T) {
+				want := s.requeueExpired()
+				if n, err := s.q.RequeueExpired(); err != nil || n != want {
+					t.Fatalf("RequeueExpired = %d, %v; want %d", n, err, want)
+				}
+			},
+			"purge done": func(t *rapid.T) {
+				older := rapid.Int64Range(0, 60).Draw(t, "older than ms")
+				before := s.now() - older
+				want := 0
+				for id, j := range s.jobs {
+					if j.state == storh.JobDone && j.changed < before {
+						delete(s.jobs, id)
+						want++
+					}
+				}
+				if n, err := s.q.PurgeDone(time.Duration(older) * time.Millisecond); err != nil || n != want {
+					t.Fatalf("PurgeDone(%d ms) = %d, %v; want %d", older, n, err, want)
+				}
+			},
+			"lookup": func(t *rapid.T) {
+				id := s.pickID(t)
+				got, err := s.q.Lookup(id)
+				j, ok := s.jobs[id]
+				switch {
+				case !id.IsV7():
+					qumWant(t, "Lookup", err, storh.ErrInvalidID)
+				case !ok:
+					qumWant(t, "Lookup", err, storh.ErrNotFound)
+				default:
+					qumWant(t, "Lookup", err, nil)
+					s.checkJob(t, "Lookup", got, j, true)
+				}
+			},
+			"advance clock": func(t *rapid.T) {
+				s.clk.Advance(time.Duration(rapid.Int64Range(0, 30).Draw(t, "ms")) * time.Millisecond)
+			},
+			"update": func(t *rapid.T) {
+				// A few operations in one transaction, committed or
+				// rolled back: the model follows only a commit.
+				saved, savedSeq, savedUsed := s.clone(), s.nextSeq, slices.Clone(s.used)
+				commit := rapid.Bool().Draw(t, "commit")
+				errRollback := errors.New("roll back")
+				err := s.db.Update(func(tx *storh.Tx) error {
+					tq, err := tx.Queue("q", storh.WithMaxAttempts(s.max))
+					if err != nil {
+						return err
+					}
+					s.nextN++
+					id, err := tq.Enqueue(storh.Map{"n": s.nextN})
+					if err != nil {
+						return err
+					}
+					s.add(id, s.nextN)
+					lease, ms := s.drawLease(t)
+					want := s.claim(2, ms)
+					got, err := tq.ClaimMany(2, lease)
+					if err != nil {
+						return err
+					}
+					s.checkJobs(t, "ClaimMany in Update", got, want)
+					if rapid.Bool().Draw(t, "complete one") {
+						if err := tq.Complete(got[0].ID); err != nil {
+							return err
+						}
+						want[0].state, want[0].lease, want[0].changed = storh.JobDone, 0, s.now()
+					}
+					if !commit {
+						return errRollback
+					}
+					return nil
+				})
+				if !commit {
+					if !errors.Is(err, errRollback) {
+						t.Fatalf("Update = %v", err)
+					}
+					s.jobs, s.nextSeq, s.used = saved, savedSeq, savedUsed
+					return
+				}
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+			},
+			"reopen": func(t *rapid.T) {
+				if err := s.db.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				s.open(t)
+				var problems []string
+				rep, err := s.db.Verify(func(p storh.Problem) { problems = append(problems, p.String()) })
+				if err != nil || rep.Problems != 0 {
+					t.Fatalf("Verify after reopen: %v, %d problems: %v", err, rep.Problems, problems)
+				}
+			},
+			"": s.check,
+		})
+		// Every payload the model holds is still the job's.
+		for _, id := range slices.SortedFunc(maps.Keys(s.jobs), uuidv7.UUID.Compare) {
+			got, err := s.q.Lookup(id)
+			if err != nil {
+				t.Fatalf("Lookup(%v): %v", id, err)
+			}
+			s.checkJob(t, "final Lookup", got, s.jobs[id], true)
+		}
+	})
+}
