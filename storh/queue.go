@@ -205,36 +205,30 @@ func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
 // returns their ids. An item is a payload, or an Entry carrying an explicit
 // id. A bad item fails the whole call with an *Error whose Index names it.
 func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
-	ids := make([]uuidv7.UUID, len(payloads))
-	values := make([][]byte, len(payloads))
-	for i, p := range payloads {
-		explicit := false
-		switch e := p.(type) {
-		case Entry:
-			ids[i], p, explicit = e.ID, e.Data, !e.ID.IsZero()
-		case *Entry:
-			if e == nil {
-				return nil, opErr("queue enqueue", q.c.name, "", i, fmt.Errorf("%w: nil *Entry", ErrInvalidData))
+	// Encoded into the arena of a put batch, as PutMany does, with the
+	// same handling of Entry, *Entry and missing ids.
+	b := &batch{ids: make([]uuidv7.UUID, 0, len(payloads)), values: make([][]byte, 0, len(payloads))}
+	for i := range payloads {
+		if err := b.add(payloads[i]); err != nil {
+			id := ""
+			switch e := payloads[i].(type) {
+			case Entry:
+				id = e.ID.String()
+			case *Entry:
+				if e != nil {
+					id = e.ID.String()
+				}
 			}
-			ids[i], p, explicit = e.ID, e.Data, !e.ID.IsZero()
-		}
-		if explicit {
-			if err := checkID(ids[i], false); err != nil {
-				return nil, opErr("queue enqueue", q.c.name, ids[i].String(), i, err)
+			if id == (uuidv7.UUID{}).String() {
+				id = ""
 			}
-		}
-		v, err := engine.AppendValue(nil, p)
-		if err != nil {
-			return nil, opErr("queue enqueue", q.c.name, "", i, err)
-		}
-		values[i] = v
-		if !explicit {
-			ids[i] = q.c.newID()
-			if err := checkID(ids[i], true); err != nil {
-				return nil, opErr("queue enqueue", q.c.name, ids[i].String(), i, err)
-			}
+			return nil, opErr("queue enqueue", q.c.name, id, i, err)
 		}
 	}
+	if i, err := q.c.fillIDs(b, 0); err != nil {
+		return nil, opErr("queue enqueue", q.c.name, b.ids[i].String(), i, err)
+	}
+	ids, values := b.ids, b.values
 	failed := -1
 	seen := make(map[uuidv7.UUID]int, len(ids))
 	for i, id := range ids {

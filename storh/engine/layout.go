@@ -113,7 +113,8 @@ type Coll struct {
 	// back once, by flush, instead of once per job.
 	jobs     *jobs
 	jobDelta [5]int64
-	jobSeq   int64 // -1 until read
+	jobSeq   int64  // -1 until read
+	jobArena []byte // see scratch
 }
 
 func (c *Coll) beyondLast(id uuidv7.UUID) bool {

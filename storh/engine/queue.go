@@ -94,7 +94,25 @@ const (
 	maxJobNotes = 1024 // a failure reason longer than this is cut
 )
 
-func encodeJob(j Job) []byte {
+// scratch returns n bytes for a key or value of this transaction's job
+// writes, cut from blocks shared by many jobs: bbolt keeps what it is given
+// until the commit, so nothing cut is ever reused, but a batch of jobs
+// costs a few allocations instead of several per job.
+func (c *Coll) scratch(n int) []byte {
+	const block = 64 << 10
+	if n > block/4 {
+		return make([]byte, n)
+	}
+	if cap(c.jobArena)-len(c.jobArena) < n {
+		c.jobArena = make([]byte, 0, block)
+	}
+	start := len(c.jobArena)
+	c.jobArena = c.jobArena[:start+n]
+	return c.jobArena[start : start+n : start+n]
+}
+
+// appendJob appends the stored form of j to dst.
+func appendJob(dst []byte, j Job) []byte {
 	reason := j.Reason
 	if len(reason) > maxJobNotes {
 		// Cut at a character boundary: the reason stays valid UTF-8.
@@ -104,15 +122,18 @@ func encodeJob(j Job) []byte {
 		}
 		reason = reason[:cut]
 	}
-	b := make([]byte, jobFixed, jobFixed+len(reason)+jobCRC)
-	b[0], b[1] = jobFormat, byte(j.State)
-	binary.BigEndian.PutUint32(b[2:], uint32(j.Attempts))
-	binary.BigEndian.PutUint64(b[6:], j.Seq)
-	binary.BigEndian.PutUint64(b[14:], uint64(j.LeaseUntil))
-	binary.BigEndian.PutUint64(b[22:], uint64(j.Changed))
-	b = append(b, reason...)
-	return binary.BigEndian.AppendUint32(b, crc32.Update(crc32.Checksum(b, castagnoli), castagnoli, j.ID[:]))
+	start := len(dst)
+	dst = append(dst, jobFormat, byte(j.State))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(j.Attempts))
+	dst = binary.BigEndian.AppendUint64(dst, j.Seq)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.LeaseUntil))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Changed))
+	dst = append(dst, reason...)
+	body := dst[start:]
+	return binary.BigEndian.AppendUint32(dst, crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, j.ID[:]))
 }
+
+func jobSize(j Job) int { return jobFixed + min(len(j.Reason), maxJobNotes) + jobCRC }
 
 func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 	if len(b) < jobFixed+jobCRC || b[0] != jobFormat {
@@ -136,15 +157,6 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 	}
 	return j, nil
 }
-
-// timeKey is an index key: ms ‖ id.
-func timeKey(ms int64, id uuidv7.UUID) []byte {
-	k := make([]byte, 8, 24)
-	binary.BigEndian.PutUint64(k, uint64(ms))
-	return append(k, id[:]...)
-}
-
-func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 // jobs is a queue's jobs bucket and its sub-buckets in one transaction.
 type jobs struct {
@@ -228,18 +240,28 @@ func (j *jobs) load(id uuidv7.UUID) (Job, error) {
 	return decodeJob(id, v)
 }
 
-// indexKey is the job's key in the index of its state.
-func (j *jobs) index(job Job) (*bolt.Bucket, []byte) {
+// index returns the index of the job's state and its key there.
+func (j *jobs) index(job Job) (*bolt.Bucket, []byte) { return j.indexIn(job, make([]byte, 24)) }
+
+// indexIn is index with the key written into buf (24 bytes).
+func (j *jobs) indexIn(job Job, buf []byte) (*bolt.Bucket, []byte) {
 	switch job.State {
 	case JobPending:
-		return j.pending, seqKey(job.Seq)
+		binary.BigEndian.PutUint64(buf, job.Seq)
+		return j.pending, buf[:8]
 	case JobClaimed:
-		return j.claimed, timeKey(job.LeaseUntil, job.ID)
+		return j.claimed, putTimeKey(buf, job.LeaseUntil, job.ID)
 	case JobDone:
-		return j.done, timeKey(job.Changed, job.ID)
+		return j.done, putTimeKey(buf, job.Changed, job.ID)
 	default:
-		return j.dead, timeKey(job.Changed, job.ID)
+		return j.dead, putTimeKey(buf, job.Changed, job.ID)
 	}
+}
+
+func putTimeKey(buf []byte, ms int64, id uuidv7.UUID) []byte {
+	binary.BigEndian.PutUint64(buf, uint64(ms))
+	copy(buf[8:24], id[:])
+	return buf[:24]
 }
 
 // move stores job in its new state: out of the old state's index, into the
@@ -253,10 +275,10 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 		}
 		c.jobDelta[old.State]--
 	}
-	b, k := j.index(job)
+	b, k := j.indexIn(job, c.scratch(24))
 	v := []byte(nil)
 	if job.State == JobPending {
-		v = job.ID[:]
+		v = append(c.scratch(16)[:0], job.ID[:]...)
 	}
 	if err := b.Put(k, v); err != nil {
 		return mapBoltErr(err)
@@ -265,7 +287,8 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	if job.State == JobPending {
 		t.wake(c)
 	}
-	return mapBoltErr(j.state.Put(job.ID[:], encodeJob(job)))
+	key := append(c.scratch(16)[:0], job.ID[:]...)
+	return mapBoltErr(j.state.Put(key, appendJob(c.scratch(jobSize(job))[:0], job)))
 }
 
 // Enqueue adds a pending job under id with value (from AppendValue) as its
