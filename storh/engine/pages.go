@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -45,7 +46,7 @@ type pageChecker struct {
 	seen     []uint64 // one bit per page id
 	buf      []byte
 	want     map[string]bool // top-level buckets to descend into; nil: all
-	shallow  bool            // nested buckets get searchTree, not tree
+	shallow  bool            // leaves of large trees are claimed, not read
 	report   func(top, detail string)
 	// loops, when set, takes the findings that can make a search or walk
 	// go on forever (a page reached twice, a tree too deep) instead of
@@ -80,7 +81,7 @@ func checkPages(path string, btx *bolt.Tx, only []string, pace *pace, report fun
 	if fl, ok := pc.freelist(btx); ok {
 		pc.reach("", fl, "the freelist")
 	}
-	return pc.tree("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+	return pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
 }
 
 // freelist finds the freelist page of btx's meta page: the valid meta whose
@@ -167,41 +168,6 @@ func (pc *pageChecker) read(off uint64, n int) []byte {
 		return nil
 	}
 	return b
-}
-
-// tree checks the tree rooted at page id and the buckets nested in it.
-// In the root tree (root), each nested bucket is a top-level one.
-func (pc *pageChecker) tree(top string, id uint64, depth int, what string, root bool) error {
-	if err := pc.pace.step(int(pc.pageSize)); err != nil {
-		return err
-	}
-	if depth > maxTreeDepth {
-		pc.loop(top, fmt.Sprintf("%s is nested more than %d pages deep", what, maxTreeDepth))
-		return nil
-	}
-	page, ok := pc.reach(top, id, what)
-	if !ok {
-		return nil
-	}
-	where := fmt.Sprintf("page %d (%s)", id, what)
-	switch flags := binary.NativeEndian.Uint16(page[8:]); flags {
-	case boltBranchPage:
-		children, ok := pc.branch(top, page, where)
-		if !ok {
-			return nil
-		}
-		for _, child := range children {
-			if err := pc.tree(top, child, depth+1, what, root); err != nil {
-				return err
-			}
-		}
-		return nil
-	case boltLeafPage:
-		return pc.leaf(top, page, depth, where, what, root)
-	default:
-		pc.report(top, fmt.Sprintf("%s has page type %#x where a branch or leaf belongs", where, flags))
-		return nil
-	}
 }
 
 // elements returns the element count of page, if its headers fit in it.
@@ -294,10 +260,7 @@ func (pc *pageChecker) bucket(top string, value []byte, depth int, what string) 
 		return nil
 	}
 	if root := binary.NativeEndian.Uint64(value); root != 0 {
-		if pc.shallow {
-			return pc.searchTree(top, root, depth, what)
-		}
-		return pc.tree(top, root, depth, what, false)
+		return pc.searchPaths(top, root, depth, what, false)
 	}
 	inline := value[boltBucketHead:]
 	where := what + " (inline)"
@@ -388,20 +351,16 @@ func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
 	return broken, err
 }
 
-// searchTree checks the search paths of the tree rooted at id: every
-// branch page is read and checked; the leaves are read only in small trees
-// (one branch level of at most smallTree leaves, or none), where nested
-// buckets live, and otherwise only claimed: in range, and reached once.
-func (pc *pageChecker) searchTree(top string, id uint64, depth int, what string) error {
-	return pc.searchPaths(top, id, depth, what, false)
-}
-
-// searchPaths is searchTree; in the root tree (root) every leaf is read,
-// since each top-level bucket must be found.
+// searchPaths checks the tree rooted at id and the buckets nested in it.
+// Every branch page is read and checked. The leaves are read too, except
+// in the shallow check, which reads them only in the root tree (where the
+// top-level buckets are) and in small trees (one branch level of at most
+// smallTree leaves, or none: where nested buckets live), and otherwise
+// only claims them: in range, and reached once.
 func (pc *pageChecker) searchPaths(top string, id uint64, depth int, what string, root bool) error {
-	height, ok := pc.height(id)
-	if !ok {
-		pc.loop(top, fmt.Sprintf("%s is more than %d pages deep", what, maxTreeDepth))
+	height, again := pc.height(id)
+	if again != 0 {
+		pc.loop(top, fmt.Sprintf("page %d (%s) is reached twice: the tree has a cycle or shares a page", again, what))
 		return nil
 	}
 	if depth+height > maxTreeDepth {
@@ -412,23 +371,32 @@ func (pc *pageChecker) searchPaths(top string, id uint64, depth int, what string
 }
 
 // height counts the branch levels on the leftmost path of the tree rooted
-// at id; ok is false when the path is longer than any healthy tree's. A
-// path that leaves the file ends the count: the walk reports it.
-func (pc *pageChecker) height(id uint64) (h int, ok bool) {
-	for ; h <= maxTreeDepth; h++ {
+// at id. A path that comes back to a page it passed has no end: again is
+// that page. A path that leaves the file ends the count: the walk reports
+// it.
+func (pc *pageChecker) height(id uint64) (h int, again uint64) {
+	var path []uint64
+	for {
 		if id < 2 || id >= pc.hwm {
-			return h, true
+			return h, 0
 		}
+		if slices.Contains(path, id) {
+			return h, id
+		}
+		path = append(path, id)
 		p := pc.read(id*pc.pageSize, boltPageHeader+boltElemSize)
 		if p == nil || binary.NativeEndian.Uint16(p[8:]) != boltBranchPage || binary.NativeEndian.Uint16(p[10:]) == 0 {
-			return h, true
+			return h, 0
 		}
 		id = binary.NativeEndian.Uint64(p[boltPageHeader+8:])
+		h++
 	}
-	return h, false
 }
 
 func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth int, what string, root bool) error {
+	if err := pc.pace.step(int(pc.pageSize)); err != nil {
+		return err
+	}
 	page, ok := pc.reach(top, id, what)
 	if !ok {
 		return nil
@@ -440,7 +408,7 @@ func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth in
 		if !ok {
 			return nil
 		}
-		if level+1 >= height && !root && (height > 1 || len(children) > smallTree) {
+		if pc.shallow && level+1 >= height && !root && (height > 1 || len(children) > smallTree) {
 			for _, c := range children {
 				if c < 2 || c >= pc.hwm {
 					pc.report(top, fmt.Sprintf("%s points at page %d, outside the file's pages 2 to %d", where, c, pc.hwm-1))
