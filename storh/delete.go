@@ -24,7 +24,12 @@ const deleteBatch = 5000
 // with an order (and so a Limit that picks by it) runs in one transaction.
 // The file does not shrink; later writes reuse the freed pages and
 // `storh compact` gives them back.
-func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query) (int, error) {
+//
+// With damaged, records that cannot be read are deleted too (a deletion by
+// id range needs nothing of their content); else they fail the deletion,
+// or go to the query's ContinueOnError function, called once their
+// transaction has ended (it may use the database).
+func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, damaged bool) (int, error) {
 	spec, err := plan.Compile(q)
 	if err != nil {
 		return 0, opErr(op, c.name, "", -1, err)
@@ -32,7 +37,9 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query) (in
 	r := engine.NewRun(spec)
 	total := 0
 	var items []engine.Item
+	var skipped []engine.Item
 	step := func(etx *engine.Tx, ec *engine.Coll) error {
+		skipped = skipped[:0]
 		if ec == nil {
 			r.Done = true
 			return nil
@@ -47,9 +54,9 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query) (in
 				return err
 			}
 			for _, it := range items {
-				if it.Err != nil {
+				if it.Err != nil && !damaged {
 					if spec.OnError != nil {
-						spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+						skipped = append(skipped, it)
 						continue
 					}
 					return fmt.Errorf("record %s: %w", it.ID, it.Err)
@@ -79,6 +86,9 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query) (in
 		if err != nil {
 			return before, opErr(op, c.name, "", -1, err)
 		}
+		for _, it := range skipped {
+			spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+		}
 	}
 	return total, nil
 }
@@ -99,7 +109,9 @@ func (c *coll) update(fn func(*engine.Tx, *engine.Coll) error) error {
 }
 
 // DeleteMatching deletes the documents q selects (using its indexes, as
-// Stream does) and returns how many. A Limit bounds the deletion; with
+// Stream does) and returns how many. A record that cannot be read fails it,
+// unless q has ContinueOnError: its function then gets each such record,
+// after the transaction that met it has ended. A Limit bounds the deletion; with
 // OrderBy it deletes the first Limit in that order. On a DB-level handle a
 // large deletion runs in transactions of a few thousand records, each
 // reading and deleting together, so every deleted record matched q at
@@ -109,21 +121,22 @@ func (c *coll) update(fn func(*engine.Tx, *engine.Coll) error) error {
 // compact` returns them to the file system (Stats.FreeBytes shows how
 // much is free).
 func (d *Docs) DeleteMatching(q query.Query) (int, error) {
-	return d.coll.deleteMatching(context.Background(), "delete", q)
+	return d.coll.deleteMatching(context.Background(), "delete", q, false)
 }
 
 // DeleteMatchingContext is DeleteMatching that stops when ctx is done,
 // between records: what was deleted before stays deleted.
 func (d *Docs) DeleteMatchingContext(ctx context.Context, q query.Query) (int, error) {
-	return d.coll.deleteMatching(ctx, "delete", q)
+	return d.coll.deleteMatching(ctx, "delete", q, false)
 }
 
 // DeleteBefore removes the log records created strictly before t (by the
 // time their ids carry) and returns how many: a seek to the first record
 // and a walk to the cutoff, in transactions of a few thousand records, so
 // a huge trim never holds one giant write transaction. Indexes and
-// counters follow. It is the one way log records leave a log. The file does
-// not shrink (see DeleteMatching).
+// counters follow. It is the one way log records leave a log. A record
+// whose stored bytes are damaged is deleted like the others: the cut is by
+// id, not by content. The file does not shrink (see DeleteMatching).
 func (l *Log) DeleteBefore(t time.Time) (int, error) {
 	return l.DeleteBeforeContext(context.Background(), t)
 }
@@ -142,7 +155,7 @@ func (l *Log) DeleteBeforeContext(ctx context.Context, t time.Time) (int, error)
 	if t.Sub(time.UnixMilli(ms)) > 0 {
 		until = ms
 	}
-	return l.coll.deleteMatching(ctx, "log delete", query.All().TimeRangeMs(0, until))
+	return l.coll.deleteMatching(ctx, "log delete", query.All().TimeRangeMs(0, until), true)
 }
 
 // ApplyRetention deletes the records older than the retention the log was

@@ -27,8 +27,12 @@
 //	}
 //
 // Collections come in kinds: Docs (upsert and delete), Log (append-only,
-// immutable records) and Queue (reserved for the job queue). A name keeps the
-// kind it was created with.
+// immutable records) and Queue (a durable job queue: Enqueue, Claim with a
+// lease, Complete, Fail to the dead letters). A name keeps the kind it was
+// created with. Docs.DeleteMatching deletes what a query selects, and
+// Log.DeleteBefore (or a WithRetention and ApplyRetention) trims a log by
+// time. Watch follows a Docs or Log collection, yielding each record as its
+// commit lands.
 //
 // Single writes (Put, PutWithID, Delete) are durable when they return.
 // Concurrent single writes from many goroutines share commits (group commit),
@@ -66,9 +70,11 @@
 // Long operations have a ...Context form that stops when its context is
 // done and returns an error wrapping ctx.Err(), with no transaction left
 // open: StreamContext, FindContext, FirstContext, CountMatchingContext,
-// ExplainContext, PutStreamContext, VerifyContext, RepairContext,
-// BackupContext, BackupFileContext and CompactContext (and storh/jsonl's
-// Export and Import). The plain forms use context.Background().
+// ExplainContext, PutStreamContext, DeleteMatchingContext,
+// DeleteBeforeContext, VerifyContext, RepairContext, BackupContext,
+// BackupFileContext and CompactContext (and storh/jsonl's Export and
+// Import). The plain forms use context.Background(). Watch and
+// Queue.ClaimWait take a context and end with it.
 //
 // # Caveats
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -140,7 +141,7 @@ func qEnqueueN(t *testing.T, q *storh.Queue, n int) []uuidv7.UUID {
 // not end: each job is delivered once and completed once.
 func TestQueueConcurrentClaimOnce(t *testing.T) {
 	n := 10_000
-	if testing.Short() {
+	if smallRun() {
 		n = 1_000
 	}
 	db := openTemp(t)
@@ -214,7 +215,7 @@ func TestQueueConcurrentClaimOnce(t *testing.T) {
 // back when their short lease ends, and only then.
 func TestQueueConcurrentAbandonedClaims(t *testing.T) {
 	n := 2_000
-	if testing.Short() {
+	if smallRun() {
 		n = 400
 	}
 	db := openTemp(t)
@@ -289,7 +290,7 @@ func TestQueueConcurrentAbandonedClaims(t *testing.T) {
 // job reaches one consumer once.
 func TestQueueConcurrentProducersAndWaiters(t *testing.T) {
 	perProducer := 500
-	if testing.Short() {
+	if smallRun() {
 		perProducer = 100
 	}
 	const producers, consumers = 4, 8
@@ -416,3 +417,8 @@ func (d *qDeliveries) completedAndCount(id uuidv7.UUID) int64 {
 	d.mu.Unlock()
 	return d.total.Add(1)
 }
+
+// smallRun says to run the concurrency tests at a small size: with -short,
+// and under the storh_invariants build, which checks the whole queue at
+// every commit (the full size would take minutes there).
+func smallRun() bool { return testing.Short() || engine.Invariants }

@@ -222,3 +222,97 @@ func TestWatchEnds(t *testing.T) {
 		break
 	}
 }
+
+// TestWatchFromCursorInFlight starts watches from a cursor while writers
+// keep committing: a write transaction that wrote before the watch
+// subscribed but commits after it must still reach the watcher (it once
+// did not, in a few percent of starts, when the catch-up had already read
+// past its ids).
+func TestWatchFromCursorInFlight(t *testing.T) {
+	db := openTemp(t)
+	d, err := db.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Put(storh.Map{"x": 0}); err != nil {
+		t.Fatal(err)
+	}
+	var gate sync.RWMutex // writers hold it for reading while they write
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for range 8 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				gate.RLock()
+				_, err := d.Put(storh.Map{"w": 1})
+				gate.RUnlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); writers.Wait() }()
+	rounds := 60
+	if testing.Short() {
+		rounds = 15
+	}
+	for round := range rounds {
+		last, err := d.First(query.All().Reverse())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		got := map[uuidv7.UUID]bool{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for r, err := range d.Watch(ctx, last.ID) {
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got[r.ID] = true
+				mu.Unlock()
+			}
+		}()
+		time.Sleep(5 * time.Millisecond)
+		gate.Lock() // no write in flight from here
+		want, err := d.Find(query.All().After(last.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			mu.Lock()
+			missing := 0
+			for _, r := range want {
+				if !got[r.ID] {
+					missing++
+				}
+			}
+			mu.Unlock()
+			if missing == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				gate.Unlock()
+				cancel()
+				t.Fatalf("round %d: %d of %d records committed after the cursor never reached the watcher", round, missing, len(want))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		gate.Unlock()
+	}
+}

@@ -69,6 +69,18 @@ func (db *DB) Subscribe(name string) *Sub {
 	w.subs[name][s] = struct{}{}
 	w.any.Add(1)
 	w.mu.Unlock()
+	// A write transaction notes its changes when it writes, if someone
+	// watches then. One that wrote before this subscription may commit
+	// after it, unseen by the feed and, if the caller's catch-up had read
+	// past its ids already, by the catch-up too. Taking bbolt's writer
+	// lock once (a write transaction rolled back: nothing is written)
+	// waits for it to commit; every write transaction after this sees the
+	// watcher.
+	if !db.opts.ReadOnly {
+		if btx, err := db.bolt.Begin(true); err == nil {
+			_ = btx.Rollback()
+		}
+	}
 	return s
 }
 
