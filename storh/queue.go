@@ -506,6 +506,16 @@ const purgeBatch = 5000
 // The file does not shrink: its free pages are reused by later writes, and
 // `storh compact` gives them back.
 func (q *Queue) PurgeDone(olderThan time.Duration) (int, error) {
+	return q.purge("purge", olderThan, (*engine.Tx).PurgeDone)
+}
+
+// PurgeDead deletes the dead jobs (dead letters) that died more than
+// olderThan ago, payloads included, as PurgeDone does for done ones.
+func (q *Queue) PurgeDead(olderThan time.Duration) (int, error) {
+	return q.purge("purge dead", olderThan, (*engine.Tx).PurgeDead)
+}
+
+func (q *Queue) purge(op string, olderThan time.Duration, purge func(*engine.Tx, *engine.Coll, int64, int) (int, bool, error)) (int, error) {
 	before := q.now() - olderThan.Milliseconds()
 	total := 0
 	for {
@@ -515,9 +525,9 @@ func (q *Queue) PurgeDone(olderThan time.Duration) (int, error) {
 		if q.c.tx != nil {
 			limit = int(^uint(0) >> 1)
 		}
-		err := q.batch("purge", false, func(etx *engine.Tx, ec *engine.Coll) error {
+		err := q.batch(op, false, func(etx *engine.Tx, ec *engine.Coll) error {
 			var err error
-			n, more, err = etx.PurgeDone(ec, before, limit)
+			n, more, err = purge(etx, ec, before, limit)
 			return err
 		})
 		if err != nil {

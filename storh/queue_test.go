@@ -2226,3 +2226,49 @@ func TestQueueClaimTimeIsCommitTime(t *testing.T) {
 		t.Errorf("a claim right after the late one took the job again (%v, attempt %d): the late worker's lease was over before it began", j.ID, j.Attempts)
 	}
 }
+
+// TestQueuePurgeDead: dead letters leave by PurgeDead, by the time they
+// died; other states stay.
+func TestQueuePurgeDead(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	db := openTemp(t, storh.WithClock(func() time.Time { return now }))
+	q, err := db.Queue("q", storh.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uuidv7.UUID
+	for i := range 4 {
+		id, err := q.Enqueue(storh.Map{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids[:3] {
+		if _, err := q.Claim(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Fail(id, "boom"); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Hour)
+	}
+	// Dead at +0h, +1h, +2h; now is +3h. Older than 90 minutes: the first two.
+	if n, err := q.PurgeDead(90 * time.Minute); err != nil || n != 2 {
+		t.Fatalf("PurgeDead = %d, %v; want 2", n, err)
+	}
+	pending, claimed, done, dead, err := q.Counts()
+	if err != nil || pending != 1 || claimed != 0 || done != 0 || dead != 1 {
+		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 1 dead", pending, claimed, done, dead, err)
+	}
+	if _, err := q.Lookup(ids[0]); !errors.Is(err, storh.ErrNotFound) {
+		t.Fatalf("a purged dead job: %v", err)
+	}
+	if n, _ := q.PurgeDone(0); n != 0 {
+		t.Fatalf("PurgeDone took %d dead jobs", n)
+	}
+	var problems []string
+	if _, err := db.Verify(func(p storh.Problem) { problems = append(problems, p.String()) }); err != nil || len(problems) > 0 {
+		t.Fatalf("Verify: %v %q", err, problems)
+	}
+}

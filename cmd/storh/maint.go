@@ -76,8 +76,9 @@ func statsJSON(st storh.Stats) any {
 	return struct {
 		Path        string     `json:"path"`
 		FileSize    int64      `json:"file_size"`
+		FreeBytes   int64      `json:"free_bytes"`
 		Collections []collJSON `json:"collections"`
-	}{st.Path, st.FileSize, cols}
+	}{st.Path, st.FileSize, st.FreeBytes, cols}
 }
 
 // fileSizes gives a database file's size and, when it differs, the space it

@@ -53,7 +53,11 @@ func (a *app) openQueue(name string, write, create bool) (*storh.DB, *storh.Queu
 		db, found, err = a.openExisting(write, name)
 		if err == nil && found[0].Kind != "queue" {
 			db.Close()
-			return nil, nil, fmt.Errorf("collection %s is a %s, not a queue", qname(name), found[0].Kind)
+			kind := found[0].Kind
+			if kind == "docs" {
+				kind = "docs collection"
+			}
+			return nil, nil, fmt.Errorf("collection %s is a %s, not a queue", qname(name), kind)
 		}
 	}
 	if err != nil {
@@ -295,7 +299,7 @@ prints the job's state afterwards.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "job %s is %s after %d attempts\n", j.ID, j.State, j.Attempts)
+			fmt.Fprintf(a.stdout, "job %s is %s after %s\n", j.ID, j.State, plural(j.Attempts, "attempt"))
 			return nil
 		},
 	}
@@ -393,16 +397,19 @@ lease has ended count as claimed until the next claim takes them back.`,
 
 func (a *app) queuePurgeCmd() *cobra.Command {
 	var olderThan time.Duration
+	var dead bool
 	cmd := &cobra.Command{
 		Use:   "purge QUEUE",
-		Short: "Delete the done jobs older than --older-than",
+		Short: "Delete the done (or, with --dead, dead) jobs older than --older-than",
 		Long: `Purge deletes the jobs of QUEUE that were completed more than --older-than
 ago (default 0: all done jobs), data included, in transactions of a few
-thousand, and prints how many. Pending, claimed and dead jobs stay. The file
-does not shrink: its free pages are reused by later writes, and
-'storh compact' gives them back to the file system.`,
+thousand, and prints how many. Pending, claimed and dead jobs stay; with
+--dead it deletes the dead jobs (the dead letters) instead, by the time
+they died. The file does not shrink: its free pages are reused by later
+writes, and 'storh compact' gives them back to the file system.`,
 		Example: `  storh queue purge emails
-  storh queue purge emails --older-than 168h`,
+  storh queue purge emails --older-than 168h
+  storh queue purge emails --dead --older-than 720h`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if olderThan < 0 {
@@ -413,14 +420,19 @@ does not shrink: its free pages are reused by later writes, and
 				return err
 			}
 			defer db.Close()
-			n, err := q.PurgeDone(olderThan)
+			purge, what := q.PurgeDone, "done job"
+			if dead {
+				purge, what = q.PurgeDead, "dead job"
+			}
+			n, err := purge(olderThan)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "purged %s\n", plural(n, "done job"))
+			fmt.Fprintf(a.stdout, "purged %s\n", plural(n, what))
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only jobs completed longer ago than this")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only jobs completed (or dead) longer ago than this")
+	cmd.Flags().BoolVar(&dead, "dead", false, "purge the dead jobs instead of the done ones")
 	return cmd
 }

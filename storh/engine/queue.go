@@ -528,16 +528,26 @@ func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
 // PurgeDone deletes up to max jobs completed before the time before (ms),
 // oldest first, payloads included; more reports that others remain.
 func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err error) {
+	return t.purge(c, JobDone, before, max)
+}
+
+// PurgeDead is PurgeDone for the dead jobs, by the time they died.
+func (t *Tx) PurgeDead(c *Coll, before int64, max int) (n int, more bool, err error) {
+	return t.purge(c, JobDead, before, max)
+}
+
+func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more bool, err error) {
 	j, err := t.jobsOf(c, false)
 	if err != nil || j == nil {
 		return 0, false, err
 	}
+	index, _ := j.index(Job{State: state})
 	var keys [][]byte
-	cur := j.done.Cursor()
+	cur := index.Cursor()
 	k, _ := cur.First()
 	for ; k != nil && len(keys) < max; k, _ = cur.Next() {
 		if len(k) != 24 {
-			return 0, false, fmt.Errorf("%w: queue %q: done entry %x is not a time key", ErrCorrupt, c.Name, k)
+			return 0, false, fmt.Errorf("%w: queue %q: %s entry %x is not a time key", ErrCorrupt, c.Name, state, k)
 		}
 		if int64(binary.BigEndian.Uint64(k)) >= before {
 			break
@@ -547,7 +557,7 @@ func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err er
 	more = k != nil && len(k) == 24 && int64(binary.BigEndian.Uint64(k)) < before
 	for _, key := range keys {
 		id := uuidv7.UUID(key[8:])
-		if err := j.done.Delete(key); err != nil {
+		if err := index.Delete(key); err != nil {
 			return 0, false, mapBoltErr(err)
 		}
 		if err := j.state.Delete(id[:]); err != nil {
@@ -556,7 +566,7 @@ func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err er
 		if _, err := t.Delete(c, id); err != nil {
 			return 0, false, err
 		}
-		c.jobDelta[JobDone]--
+		c.jobDelta[state]--
 	}
 	return len(keys), more, nil
 }
