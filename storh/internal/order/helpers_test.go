@@ -14,6 +14,8 @@ import (
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
+	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 type fataler interface {
@@ -213,6 +215,16 @@ func decodeKey(b []byte) (any, int, error) {
 			return bad(9, "nanoseconds")
 		}
 		return time.Unix(sec, int64(nsec)).UTC(), 13, nil
+	case order.TagUUID:
+		if len(b) < 17 {
+			return bad(0, "short uuid")
+		}
+		return uuidv7.UUID(b[1:17]), 17, nil
+	case order.TagObjectID:
+		if len(b) < 13 {
+			return bad(0, "short objectid")
+		}
+		return objectid.ObjectID(b[1:13]), 13, nil
 	case order.TagList:
 		out, pos := []any{}, 1
 		for {
