@@ -558,14 +558,32 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 		os.Remove(path)
 		evs, _ = runCrashCycle(t, path, "m", seed, rand.New(rand.NewPCG(seed, 5)), "random")
 		in := map[int64]crashEvent{}
+		type acked struct {
+			id  uuidv7.UUID
+			tag string
+		}
+		var puts []acked
 		for _, ev := range evs {
 			if ev.K == "I" {
 				in[ev.Op] = ev
 			}
 			if ev.K == "A" && in[ev.Op].T == "put" {
-				ackedID, ackedTag = uuidv7.MustParse(ev.IDs[0]), in[ev.Op].Eff[0].Tag
+				puts = append(puts, acked{uuidv7.MustParse(ev.IDs[0]), in[ev.Op].Eff[0].Tag})
 			}
 		}
+		// The tampering needs an acknowledged put whose record is still
+		// in the file as that put wrote it: a later delete or upsert may
+		// have taken it away or replaced it.
+		rawView(t, path, func(tx *bolt.Tx) error {
+			recs := tx.Bucket([]byte(crashDocs)).Bucket([]byte("r"))
+			for _, p := range slices.Backward(puts) {
+				if v := recs.Get(p.id[:]); v != nil && bytes.Equal(v, encoded(t, p.id, p.tag)) {
+					ackedID, ackedTag = p.id, p.tag
+					return nil
+				}
+			}
+			return nil
+		})
 	}
 	if ackedTag == "" {
 		t.Fatal("no acknowledged put in five cycles")
