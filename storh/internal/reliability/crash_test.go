@@ -554,28 +554,40 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 	var evs []crashEvent
 	var ackedID uuidv7.UUID
 	var ackedTag string
-	for attempt := 0; ackedTag == "" && attempt < 5; attempt++ {
+	for attempt := 0; ackedTag == "" && attempt < 10; attempt++ {
 		os.Remove(path)
-		evs, _ = runCrashCycle(t, path, "m", seed, rand.New(rand.NewPCG(seed, 5)), "random")
+		// Each attempt its own stream: the same one would kill at the same
+		// moment again.
+		evs, _ = runCrashCycle(t, path, "m", seed, rand.New(rand.NewPCG(seed, 5+uint64(attempt))), "random")
 		in := map[int64]crashEvent{}
 		type acked struct {
 			id  uuidv7.UUID
 			tag string
 		}
 		var puts []acked
+		touched := map[string]int{} // id → operations that name it
 		for _, ev := range evs {
 			if ev.K == "I" {
 				in[ev.Op] = ev
+				for _, e := range ev.Eff {
+					touched[e.ID]++
+				}
 			}
 			if ev.K == "A" && in[ev.Op].T == "put" {
 				puts = append(puts, acked{uuidv7.MustParse(ev.IDs[0]), in[ev.Op].Eff[0].Tag})
 			}
 		}
-		// The tampering needs an acknowledged put whose record is still
-		// in the file as that put wrote it: a later delete or upsert may
-		// have taken it away or replaced it.
+		// The tampering needs an acknowledged put that no other operation
+		// touched (a later delete or upsert, acknowledged or in flight at
+		// the kill, would explain a missing or changed record), and whose
+		// record is in the file as the put wrote it.
+		puts = slices.DeleteFunc(puts, func(p acked) bool { return touched[p.id.String()] > 0 }) // a put names no id: it gets one
 		rawView(t, path, func(tx *bolt.Tx) error {
-			recs := tx.Bucket([]byte(crashDocs)).Bucket([]byte("r"))
+			root := tx.Bucket([]byte(crashDocs))
+			if root == nil {
+				return nil // killed before the collection was made
+			}
+			recs := root.Bucket([]byte("r"))
 			for _, p := range slices.Backward(puts) {
 				if v := recs.Get(p.id[:]); v != nil && bytes.Equal(v, encoded(t, p.id, p.tag)) {
 					ackedID, ackedTag = p.id, p.tag
@@ -586,7 +598,7 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 		})
 	}
 	if ackedTag == "" {
-		t.Fatal("no acknowledged put in five cycles")
+		t.Fatal("no acknowledged put left untouched in ten cycles")
 	}
 	st := crashStats{ackedOps: map[string]int{}, inflight: map[string]int{}}
 	checkCrashCycle(t, path, empty(), evs, &st, map[string][]byte{})
