@@ -2272,3 +2272,43 @@ func TestQueuePurgeDead(t *testing.T) {
 		t.Fatalf("Verify: %v %q", err, problems)
 	}
 }
+
+// TestQueueClaimWaitFollowsShortenedLease: a ClaimWait that waits for a
+// long lease to end is woken by an Extend that shortens it, and claims the
+// job when the new, earlier end comes.
+func TestQueueClaimWaitFollowsShortenedLease(t *testing.T) {
+	db := openTemp(t)
+	q, err := db.Queue("q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(storh.Map{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan storh.Job, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		j, err := q.ClaimWait(ctx, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- j
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter times the hour-long lease
+	if _, err := q.Extend(id, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case j := <-got:
+		if j.ID != id || j.Attempts != 2 {
+			t.Fatalf("ClaimWait claimed %s after %d attempts; want %s on its second", j.ID, j.Attempts, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ClaimWait still waits for the lease end from before the Extend")
+	}
+}

@@ -466,6 +466,7 @@ func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
 	}
 	job := old
 	job.LeaseUntil = now + lease // Changed stays: the state did not change
+	t.wake(c) // waiters time the next lease end again: it may be sooner now
 	return job.LeaseUntil, t.move(c, j, old, job)
 }
 
