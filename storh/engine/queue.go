@@ -466,7 +466,8 @@ func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
 	}
 	job := old
 	job.LeaseUntil = now + lease // Changed stays: the state did not change
-	t.wake(c) // waiters time the next lease end again: it may be sooner now
+	// Waiters time the earliest lease end again: it may be sooner now.
+	t.wake(c)
 	return job.LeaseUntil, t.move(c, j, old, job)
 }
 
