@@ -322,18 +322,24 @@ func (c *coll) writeBatch(b *batch) (int, error) {
 	if c.tx != nil {
 		return failed, c.inTx(true, write)
 	}
+	return failed, c.update(true, write)
+}
+
+// update runs fn on the collection in a write transaction of its own;
+// with create a missing collection is made, else fn gets a nil Coll for
+// it.
+func (c *coll) update(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
-		return -1, err
+		return err
 	}
 	defer c.db.eng.Exit()
-	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Use(c.h, true)
+	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
+		ec, err := etx.Use(c.h, create)
 		if err != nil {
 			return err
 		}
-		return write(etx, ec)
+		return fn(etx, ec)
 	})
-	return failed, err
 }
 
 // PutMany stores all items in one transaction, or none of them. An item is

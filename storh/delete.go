@@ -81,7 +81,7 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 		if c.tx != nil {
 			err = c.inTx(true, step)
 		} else {
-			err = c.update(step)
+			err = c.update(false, step)
 		}
 		if err != nil {
 			return before, opErr(op, c.name, "", -1, err)
@@ -91,21 +91,6 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 		}
 	}
 	return total, nil
-}
-
-// update runs fn on the collection in a write transaction of its own.
-func (c *coll) update(fn func(*engine.Tx, *engine.Coll) error) error {
-	if err := c.db.eng.Enter(); err != nil {
-		return err
-	}
-	defer c.db.eng.Exit()
-	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Use(c.h, false)
-		if err != nil {
-			return err
-		}
-		return fn(etx, ec)
-	})
 }
 
 // DeleteMatching deletes the documents q selects (using its indexes, as

@@ -146,24 +146,14 @@ func (q *Queue) batch(op string, create bool, fn func(*engine.Tx, *engine.Coll) 
 		}
 		return fn(etx, ec)
 	}
+	var err error
 	if c.tx != nil {
-		err := c.tx.usable(true)
-		if err == nil {
+		if err = c.tx.usable(true); err == nil {
 			err = c.inTx(create, guarded)
 		}
-		return opErr("queue "+op, c.name, "", -1, err)
+	} else {
+		err = c.update(create, guarded)
 	}
-	if err := c.db.eng.Enter(); err != nil {
-		return opErr("queue "+op, c.name, "", -1, err)
-	}
-	defer c.db.eng.Exit()
-	err := c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Use(c.h, create)
-		if err != nil {
-			return err
-		}
-		return guarded(etx, ec)
-	})
 	return opErr("queue "+op, c.name, "", -1, err)
 }
 

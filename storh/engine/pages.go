@@ -61,27 +61,37 @@ type pageChecker struct {
 // top-level buckets are descended into. It returns the first error that is
 // not a finding: a file that cannot be read, or pace's.
 func checkPages(path string, btx *bolt.Tx, only []string, pace *pace, report func(top, detail string)) error {
-	f, err := os.Open(path)
+	pc, err := openPageChecker(path, btx)
 	if err != nil {
-		return fmt.Errorf("storh: the page check cannot read the file: %w", err)
+		return err
 	}
-	defer f.Close()
-	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize), report: report, pace: pace}
-	pc.hwm = uint64(btx.Size()) / pc.pageSize
-	pc.seen = make([]uint64, (pc.hwm+63)/64)
+	defer pc.f.Close()
+	pc.report, pc.pace = report, pace
 	if len(only) > 0 {
 		pc.want = map[string]bool{}
 		for _, n := range only {
 			pc.want[n] = true
 		}
 	}
-	for _, id := range []uint64{0, 1} {
-		pc.mark(id)
-	}
 	if fl, ok := pc.freelist(btx); ok {
 		pc.reach("", fl, "the freelist")
 	}
 	return pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+}
+
+// openPageChecker opens the file for a check of btx's pages, with the two
+// meta pages already claimed. The caller closes pc.f.
+func openPageChecker(path string, btx *bolt.Tx) (*pageChecker, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("storh: the page check cannot read the file: %w", err)
+	}
+	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize)}
+	pc.hwm = uint64(btx.Size()) / pc.pageSize
+	pc.seen = make([]uint64, (pc.hwm+63)/64)
+	pc.mark(0)
+	pc.mark(1)
+	return pc, nil
 }
 
 // freelist finds the freelist page of btx's meta page: the valid meta whose
@@ -326,27 +336,23 @@ const smallTree = 64
 // buckets whose paths are damaged, each with what was found first; "" is
 // the root tree itself.
 func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
-	f, err := os.Open(path)
+	pc, err := openPageChecker(path, btx)
 	if err != nil {
-		return nil, fmt.Errorf("storh: the page check cannot read the file: %w", err)
+		return nil, err
 	}
-	defer f.Close()
+	defer pc.f.Close()
 	var broken map[string]string
 	// Only what can loop matters here: a fault on a damaged page is
 	// contained where it happens, and Verify reports the rest.
-	ignore := func(string, string) {}
-	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize), shallow: true, report: ignore, loops: func(top, detail string) {
+	pc.shallow, pc.report = true, func(string, string) {}
+	pc.loops = func(top, detail string) {
 		if broken == nil {
 			broken = map[string]string{}
 		}
 		if _, ok := broken[top]; !ok {
 			broken[top] = detail
 		}
-	}}
-	pc.hwm = uint64(btx.Size()) / pc.pageSize
-	pc.seen = make([]uint64, (pc.hwm+63)/64)
-	pc.mark(0)
-	pc.mark(1)
+	}
 	err = pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
 	return broken, err
 }

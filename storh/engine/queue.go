@@ -163,10 +163,10 @@ type jobs struct {
 	root, state, pending, claimed, done, dead *bolt.Bucket
 }
 
-// jobsOf opens the jobs buckets of queue c; with create (in a write
+// jobBuckets opens the jobs buckets of queue c; with create (in a write
 // transaction) it makes the ones missing. Without, a queue nothing was ever
 // enqueued to has none: nil, nil.
-func (t *Tx) jobsOf(c *Coll, create bool) (*jobs, error) {
+func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 	if c.Kind != KindQueue {
 		return nil, fmt.Errorf("%w: %q is a %s, not a queue", ErrWrongKind, c.Name, c.Kind)
 	}
@@ -295,7 +295,7 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 // payload, at the end of the enqueue order. An id already in the queue, in
 // any state, fails with ErrExists and nothing changes.
 func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
-	j, err := t.jobsOf(c, true)
+	j, err := c.jobBuckets(true)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 // ended by now. It returns the claimed jobs with their payloads; none
 // pending is ErrEmpty.
 func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 // RequeueExpired returns to pending every claim whose lease ended by now,
 // or to dead when it has used maxAttempts claims, and says how many.
 func (t *Tx) RequeueExpired(c *Coll, now int64, maxAttempts int) (int, error) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return 0, err
 	}
@@ -414,7 +414,7 @@ func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, 
 
 // claimed loads job id and checks that it is claimed.
 func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil {
 		return nil, Job{}, err
 	}
@@ -487,7 +487,7 @@ func (t *Tx) Release(c *Coll, id uuidv7.UUID, now int64) error {
 // Retry puts a dead job back to pending, at its place, with its attempts
 // reset.
 func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil {
 		return err
 	}
@@ -508,7 +508,7 @@ func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
 
 // LookupJob returns job id's state, with its payload (owned by the caller).
 func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil {
 		return Job{}, err
 	}
@@ -539,7 +539,7 @@ func (t *Tx) PurgeDead(c *Coll, before int64, max int) (n int, more bool, err er
 }
 
 func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more bool, err error) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return 0, false, err
 	}
@@ -584,7 +584,7 @@ func (t *Tx) JobCounts(c *Coll) [5]int64 {
 
 // NextLeaseEnd returns the earliest lease end among claimed jobs (ms).
 func (t *Tx) NextLeaseEnd(c *Coll) (int64, bool) {
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return 0, false
 	}
@@ -603,7 +603,7 @@ func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)
 	if state < JobPending || state > JobDead {
 		return nil, fmt.Errorf("%w: no job state %d", ErrInvalidQuery, state)
 	}
-	j, err := t.jobsOf(c, false)
+	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return nil, err
 	}
@@ -638,4 +638,19 @@ func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)
 		return nil, nil
 	}
 	return last, nil
+}
+
+// JobExists reports whether queue c holds a job (or a payload) under id.
+func (t *Tx) JobExists(c *Coll, id uuidv7.UUID) (bool, error) {
+	if c.beyondLast(id) {
+		return false, nil
+	}
+	if c.records.Get(id[:]) != nil {
+		return true, nil
+	}
+	j, err := c.jobBuckets(false)
+	if err != nil || j == nil {
+		return false, err
+	}
+	return j.state.Get(id[:]) != nil, nil
 }

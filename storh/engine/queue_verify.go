@@ -24,17 +24,15 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 		bad = true
 		emit(Problem{Kind: ProblemQueue, Collection: c.Name, ID: id, Detail: fmt.Sprintf(format, args...)})
 	}
-	root := c.root.Bucket(bucketJobs)
-	if root == nil {
+	j, err := c.jobBuckets(false)
+	if err != nil {
+		report(uuidv7.UUID{}, "%s", trim(err))
+		return bad, nil
+	}
+	if j == nil {
 		if c.Count() > 0 {
 			report(uuidv7.UUID{}, "%d payloads and no job states", c.Count())
 		}
-		return bad, nil
-	}
-	j := &jobs{root: root, state: root.Bucket(bucketJobState), pending: root.Bucket(bucketPending),
-		claimed: root.Bucket(bucketClaimed), done: root.Bucket(bucketDone), dead: root.Bucket(bucketDead)}
-	if j.state == nil || j.pending == nil || j.claimed == nil || j.done == nil || j.dead == nil {
-		report(uuidv7.UUID{}, "a jobs bucket is missing")
 		return bad, nil
 	}
 	var counts [5]int64
@@ -133,7 +131,7 @@ func bucketHas(b *bolt.Bucket, key []byte) bool {
 // gone, is dropped; a payload without a state becomes a pending job at the
 // end of the order.
 func (t *Tx) repairQueue(c *Coll, pace *pace) error {
-	j, err := t.jobsOf(c, true)
+	j, err := c.jobBuckets(true)
 	if err != nil {
 		return err
 	}
@@ -143,7 +141,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		}
 	}
 	c.jobs = nil // its buckets are gone
-	if j, err = t.jobsOf(c, true); err != nil {
+	if j, err = c.jobBuckets(true); err != nil {
 		return err
 	}
 	var drop [][]byte

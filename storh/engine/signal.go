@@ -3,8 +3,6 @@ package engine
 import (
 	"sync"
 	"time"
-
-	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // signals wakes the goroutines waiting for jobs of a queue (ClaimWait): a
@@ -65,18 +63,3 @@ func (t *Tx) wake(c *Coll) {
 // Closing is closed when Close starts: a goroutine waiting for something
 // the database would do (ClaimWait, Watch) stops waiting.
 func (db *DB) Closing() <-chan struct{} { return db.closing }
-
-// JobExists reports whether queue c holds a job (or a payload) under id.
-func (t *Tx) JobExists(c *Coll, id uuidv7.UUID) (bool, error) {
-	if c.beyondLast(id) {
-		return false, nil
-	}
-	if c.records.Get(id[:]) != nil {
-		return true, nil
-	}
-	j, err := t.jobsOf(c, false)
-	if err != nil || j == nil {
-		return false, err
-	}
-	return j.state.Get(id[:]) != nil, nil
-}
