@@ -316,3 +316,33 @@ func TestWatchFromCursorInFlight(t *testing.T) {
 		gate.Unlock()
 	}
 }
+
+// TestWatchEndsOnClose: a watch waiting for commits ends with ErrClosed
+// when the database closes, instead of holding Close or its loop forever.
+func TestWatchEndsOnClose(t *testing.T) {
+	db := openTemp(t)
+	d, err := db.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range d.Watch(context.Background(), uuidv7.UUID{}) {
+			last = err
+		}
+		ended <- last
+	}()
+	time.Sleep(50 * time.Millisecond) // the watch waits
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, storh.ErrClosed) {
+			t.Fatalf("the watch ended with %v; want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch still waits after Close")
+	}
+}
