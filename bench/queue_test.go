@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -167,14 +171,34 @@ func BenchmarkQueueClaimComplete(b *testing.B) {
 	}
 }
 
-// BenchmarkQueueEnqueueMany: one durable EnqueueMany of 1000 jobs per op,
-// and as a baseline the same 1000 records stored by one durable
-// Docs.PutMany: what the job state and its indexes add. ns/op is per call
-// of 1000.
+// BenchmarkQueueEnqueueMany: one durable EnqueueMany of 1000 jobs per op.
+// Baselines in the same run: the same 1000 records stored by one durable
+// Docs.PutMany (what the job state and its indexes add), and raw bbolt
+// committing the same 1000 payloads per transaction, alone (the ceiling of
+// any layout on bbolt) and with the two small writes a job needs beside its
+// payload (its state and its place in the pending order). ns/op is per
+// call of 1000.
 func BenchmarkQueueEnqueueMany(b *testing.B) {
 	items := make([]any, queueEnqueueBatch)
 	for i := range items {
 		items[i] = record(i)
+	}
+	for _, withState := range []bool{false, true} {
+		name := "bolt-payloads"
+		if withState {
+			name = "bolt-payloads+state"
+		}
+		b.Run(fmt.Sprintf("impl=%s-batch%d", name, queueEnqueueBatch), func(b *testing.B) {
+			db := openRawTemp(b, false)
+			b.ReportAllocs()
+			var seq uint64
+			for b.Loop() {
+				if err := rawEnqueue(db, items, &seq, withState); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportJobs(b, b.N*queueEnqueueBatch)
+		})
 	}
 	b.Run(fmt.Sprintf("impl=storh-batch%d", queueEnqueueBatch), func(b *testing.B) {
 		_, q := openQueueTemp(b)
@@ -223,5 +247,55 @@ func BenchmarkQueueClaimCompleteMany(b *testing.B) {
 		}
 		b.StopTimer()
 		reportJobs(b, b.N*queueClaimBatch)
+	})
+}
+
+// rawEnqueue commits one job per item in one bbolt transaction: a fresh
+// UUIDv7 key and the msgpack payload, and with withState a 32-byte state
+// value under the same key and the key under its sequence number, each
+// bucket packed full as storh packs its arrival-ordered buckets.
+func rawEnqueue(db *bolt.DB, items []any, seq *uint64, withState bool) error {
+	var w arenaWriter
+	enc := msgpack.NewEncoder(&w)
+	var state [32]byte
+	return db.Update(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(rawBucket)
+		recs.FillPercent = 1.0
+		var states, pending *bolt.Bucket
+		if withState {
+			var err error
+			if states, err = tx.CreateBucketIfNotExists([]byte("state")); err != nil {
+				return err
+			}
+			if pending, err = tx.CreateBucketIfNotExists([]byte("pending")); err != nil {
+				return err
+			}
+			states.FillPercent, pending.FillPercent = 1.0, 1.0
+		}
+		keys := make([]byte, 0, 24*len(items))
+		for _, item := range items {
+			off := len(w.buf)
+			if err := enc.Encode(item); err != nil {
+				return err
+			}
+			id := uuidv7.New()
+			keys = append(keys, id[:]...)
+			k := keys[len(keys)-16:]
+			if err := recs.Put(k, w.buf[off:len(w.buf):len(w.buf)]); err != nil {
+				return err
+			}
+			if !withState {
+				continue
+			}
+			*seq++
+			keys = binary.BigEndian.AppendUint64(keys, *seq)
+			if err := states.Put(k, state[:]); err != nil {
+				return err
+			}
+			if err := pending.Put(keys[len(keys)-8:], k); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
