@@ -26,6 +26,9 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // writeTo is Backup, returning the context's error apart: bbolt formats
 // some write errors with %s, so the error WriteTo returns may not wrap it.
 func (db *DB) writeTo(ctx context.Context, w io.Writer) (n int64, cancel, err error) {
+	if db.bolt == nil {
+		return 0, nil, fmt.Errorf("%w: a backup copies a database file; %s is not one", ErrUnsupported, db.path)
+	}
 	cw := &ctxWriter{ctx: ctx, w: w}
 	if cw.check() != nil {
 		return 0, cw.err, nil
@@ -66,6 +69,9 @@ func (cw *ctxWriter) Write(p []byte) (int, error) {
 // copy as in Backup; the temporary file is removed and path is left as it
 // was.
 func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
+	if db.bolt == nil {
+		return 0, fmt.Errorf("%w: a backup copies a database file; %s is not one", ErrUnsupported, db.path)
+	}
 	if same, _ := sameFile(path, db.path); same {
 		return 0, fmt.Errorf("storh: backup target %s is the database file itself; choose another path", path)
 	}

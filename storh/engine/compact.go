@@ -58,7 +58,7 @@ func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport,
 	}
 	out, err := bolt.Open(dst, mode, &bolt.Options{FreelistType: bolt.FreelistMapType})
 	if err != nil {
-		return rep, mapBoltErr(err)
+		return rep, mapStoreErr(err)
 	}
 	err = containPanic(func() error { return compactInto(out, in.bolt, compactTxBytes, pace) })
 	if cerr := out.Close(); err == nil {
@@ -69,7 +69,7 @@ func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport,
 		if pace.stopped(err) {
 			return rep, fmt.Errorf("cancelled: %s was removed: %w", dst, err)
 		}
-		return rep, mapBoltErr(err)
+		return rep, mapStoreErr(err)
 	}
 	if rep.SrcSize, rep.SrcAllocated, err = diskUsage(src); err != nil {
 		return rep, err
@@ -212,7 +212,7 @@ func inUse(path string, timeout time.Duration) (int64, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true,
 		FreelistType: bolt.FreelistMapType, Timeout: max(timeout, time.Nanosecond)})
 	if err != nil {
-		return 0, mapBoltErr(err)
+		return 0, mapStoreErr(err)
 	}
 	defer db.Close()
 	var n int64

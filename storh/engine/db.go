@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +15,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // Options configure Open. The zero value gives the defaults.
@@ -51,8 +54,12 @@ const (
 	DefaultMaxBatch        = 1024
 )
 
-// DB is an open database file.
+// DB is an open database: a bbolt file, or another backend's store.
 type DB struct {
+	store kv.Store
+	// bolt is the file under store, for what only a file has (page
+	// checks, backup, compaction, file statistics); nil on another
+	// backend.
 	bolt *bolt.DB
 	path string
 	opts Options
@@ -92,7 +99,8 @@ type DB struct {
 	epoch atomic.Uint64
 	drops sync.Map // name → epoch of its last Drop
 
-	openTxid int // the file's transaction id when it was opened
+	openTxid int          // the file's transaction id when it was opened
+	commits  atomic.Int64 // write transactions committed (other backends)
 
 	// Goroutines currently running a user's Update or View callback: a
 	// database call from one of them would deadlock on bbolt's locks.
@@ -190,22 +198,50 @@ func Open(path string, opts Options) (db *DB, err error) {
 		bdb.Close()
 		return nil, openError(path, opts, err)
 	}
-	db = &DB{bolt: bdb, path: path, opts: opts, drained: make(chan struct{}, 1), broken: broken, closing: make(chan struct{})}
-	if err := db.initMeta(); err != nil {
+	db = &DB{store: boltStore{bdb}, bolt: bdb, path: path, opts: opts, broken: broken}
+	if err := db.start(); err != nil {
 		bdb.Close()
 		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
 	}
-	if err := db.bolt.View(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil }); err != nil {
-		bdb.Close()
-		return nil, &Error{Op: "open", Path: path, Index: -1, Err: mapBoltErr(err)}
+	return db, nil
+}
+
+// OpenStore opens a database on a backend other than a bbolt file; name
+// says which, in errors. What only a file has (backup, compaction, page
+// checks, file statistics) fails with ErrUnsupported. The DB closes store
+// when it closes, or at once if OpenStore fails.
+func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
 	}
-	if !opts.ReadOnly {
-		db.writes = make(chan *WriteOp, opts.MaxBatch)
+	db := &DB{store: store, path: name, opts: opts}
+	if err := db.start(); err != nil {
+		store.Close()
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err}
+	}
+	return db, nil
+}
+
+// start checks the database's format marker (writing it into a new one),
+// notes where the file's transaction ids start, and starts the writer.
+func (db *DB) start() error {
+	db.drained = make(chan struct{}, 1)
+	db.closing = make(chan struct{})
+	if err := db.initMeta(); err != nil {
+		return err
+	}
+	if db.bolt != nil {
+		if err := db.bolt.View(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil }); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	if !db.opts.ReadOnly {
+		db.writes = make(chan *WriteOp, db.opts.MaxBatch)
 		db.stop = make(chan struct{})
 		db.writerDone = make(chan struct{})
 		go db.writer()
 	}
-	return db, nil
+	return nil
 }
 
 // openError classifies a failed bolt.Open by the error's type, never its
@@ -224,7 +260,7 @@ func openError(path string, opts Options, err error) error {
 		e.Err = err
 		e.Hint = damagedHint
 	case errors.As(err, &pathErr), errors.As(err, &errno):
-		e.Err = mapBoltErr(err)
+		e.Err = mapStoreErr(err)
 		switch {
 		case errors.Is(err, fs.ErrPermission):
 			e.Hint = "check the permissions of the file and its directory"
@@ -241,7 +277,7 @@ func openError(path string, opts Options, err error) error {
 const damagedHint = "restore it from a backup; `storh verify` tells what is wrong"
 
 func (db *DB) initMeta() error {
-	check := func(tx *bolt.Tx) error {
+	check := func(tx kv.Tx) error {
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
 			if k, _ := tx.Cursor().First(); k != nil {
@@ -252,7 +288,7 @@ func (db *DB) initMeta() error {
 			if tx.Writable() {
 				nb, err := tx.CreateBucket(dbMetaBucket)
 				if err != nil {
-					return mapBoltErr(err)
+					return mapStoreErr(err)
 				}
 				return putInt(nb, keyFormat, formatVersion)
 			}
@@ -268,12 +304,12 @@ func (db *DB) initMeta() error {
 	}
 	return containPanic(func() error {
 		if db.opts.ReadOnly {
-			return db.bolt.View(check)
+			return db.run(false, check)
 		}
 		// Most opens find the bucket: check in a read transaction first, so
 		// opening an existing database never writes.
 		found := false
-		if err := db.bolt.View(func(tx *bolt.Tx) error {
+		if err := db.run(false, func(tx kv.Tx) error {
 			found = tx.Bucket(dbMetaBucket) != nil
 			if k, _ := tx.Cursor().First(); found || k != nil {
 				found = true
@@ -283,7 +319,7 @@ func (db *DB) initMeta() error {
 		}); err != nil || found {
 			return err
 		}
-		return db.bolt.Update(check)
+		return db.run(true, check)
 	})
 }
 
@@ -310,8 +346,8 @@ func (db *DB) Close() error {
 		close(db.stop)
 		<-db.writerDone
 	}
-	if err := db.bolt.Close(); err != nil {
-		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapBoltErr(err)}
+	if err := db.store.Close(); err != nil {
+		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
 	}
 	return nil
 }
@@ -346,53 +382,109 @@ func (db *DB) Exit() {
 // caller must hold Enter.
 //
 // An error fn returns comes back unchanged (the same value, not a wrapped
-// or translated one): only errors that bbolt itself raises when beginning
-// or committing the transaction are mapped to the package's sentinels.
+// or translated one): only errors that the backend itself raises when
+// beginning, reading in or committing the transaction are mapped to the
+// package's sentinels.
+//
+// On a backend that runs writers side by side (PostgreSQL), a transaction
+// that conflicts with a concurrent one is rolled back and fn runs again,
+// up to maxConflictRetries times: fn must not keep effects of an earlier
+// run. On bbolt, with one writer at a time, fn runs once.
 func (db *DB) Update(fn func(*Tx) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	var own error // from fn or from our own bookkeeping: returned as is
-	var tx *Tx
-	var txid int // bbolt clears the transaction's meta once it commits
-	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		tx, txid = newTx(db, btx), btx.ID()
-		if own = fn(tx); own == nil {
-			if own = tx.poisoned; own == nil {
-				own = tx.flush()
+	for attempt := 1; ; attempt++ {
+		var own error // from fn or from our own bookkeeping: returned as is
+		var tx *Tx
+		var txid int // bbolt clears the transaction's meta once it commits
+		err := db.run(true, func(ktx kv.Tx) error {
+			tx = newTx(db, ktx)
+			if tx.btx != nil {
+				txid = tx.btx.ID()
+			}
+			if own = fn(tx); own == nil {
+				if own = tx.poisoned; own == nil {
+					own = tx.flush()
+				}
+			}
+			return own
+		})
+		if errors.Is(err, kv.ErrConflict) && attempt < maxConflictRetries {
+			conflictPause(attempt)
+			continue
+		}
+		if own != nil && err == own {
+			return own
+		}
+		if err == nil {
+			db.commits.Add(1)
+			for _, c := range tx.created {
+				db.kinds.Store(c.Name, c.Kind)
+			}
+			for name := range tx.woken {
+				db.signals.wake(name)
+			}
+			if len(tx.changes) > 0 {
+				db.publish(txid, tx.changes)
 			}
 		}
-		return own
-	})
-	if own != nil {
-		return own
+		return db.commitErr(err)
 	}
-	if err == nil {
-		for _, c := range tx.created {
-			db.kinds.Store(c.Name, c.Kind)
-		}
-		for name := range tx.woken {
-			db.signals.wake(name)
-		}
-		if len(tx.changes) > 0 {
-			db.publish(txid, tx.changes)
-		}
-	}
-	return db.commitErr(err)
+}
+
+// maxConflictRetries bounds the runs of one Update whose transaction keeps
+// conflicting with concurrent writers (other processes on PostgreSQL).
+const maxConflictRetries = 20
+
+// conflictPause waits a little before the next run of a conflicting
+// transaction, longer each time and at random, so two writers that keep
+// colliding stop doing it in step.
+func conflictPause(attempt int) {
+	limit := time.Duration(min(attempt, 8)) * time.Millisecond
+	time.Sleep(time.Duration(rand.Int64N(int64(limit))) + 100*time.Microsecond)
 }
 
 // View runs fn in a read transaction. The caller must hold Enter. An error
 // fn returns comes back unchanged.
 func (db *DB) View(fn func(*Tx) error) error {
 	var own error
-	err := db.bolt.View(func(btx *bolt.Tx) error {
-		own = fn(newTx(db, btx))
+	err := db.run(false, func(ktx kv.Tx) error {
+		own = fn(newTx(db, ktx))
 		return own
 	})
 	if own != nil {
 		return own
 	}
-	return mapBoltErr(err)
+	return mapStoreErr(err)
+}
+
+// run runs fn in a transaction of the store, as bbolt's Update and View
+// do: a writable one commits when fn returns nil, and rolls back on an
+// error or a panic (which goes on up). A read the backend could not
+// report at the call (kv.Tx.Err) fails the transaction whatever fn
+// returned, since fn may have taken a missing answer for a missing key.
+// The store's errors come back unmapped: the callers classify them.
+func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
+	ktx, err := db.store.Begin(writable)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = ktx.Rollback()
+		}
+	}()
+	ferr := fn(ktx)
+	if rerr := ktx.Err(); rerr != nil {
+		return rerr
+	}
+	if ferr != nil || !writable {
+		return ferr
+	}
+	committed = true
+	return ktx.Commit()
 }
 
 // ViewSafe is View for the engine's own reads: a panic inside bbolt (it
@@ -464,17 +556,18 @@ func damaged(r any) error {
 	return fmt.Errorf("%w: the database file is damaged (bbolt: %v)", ErrCorrupt, r)
 }
 
-// mapBoltErr translates errors raised by bbolt (and the file system under
-// it) into the package's sentinels where one fits, keeping the original
+// mapStoreErr translates errors raised by the backend (package kv's
+// sentinels, bbolt's own errors and those of the file system under it)
+// into the package's sentinels where one fits, keeping the original
 // error in the message. It matches only by errors.Is, never by text; it is
 // never applied to errors a user's callback returned.
-func mapBoltErr(err error) error {
+func mapStoreErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, berrors.ErrTxClosed):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, berrors.ErrTxClosed), errors.Is(err, kv.ErrTxClosed):
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
-	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly):
+	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly), errors.Is(err, kv.ErrTxNotWritable):
 		return fmt.Errorf("%w (%v)", ErrReadOnly, err)
 	case errors.Is(err, berrors.ErrMaxSizeReached):
 		return fmt.Errorf("%w: the size limit set with WithMaxSize is reached", ErrTooLarge)
@@ -482,10 +575,10 @@ func mapBoltErr(err error) error {
 		return fmt.Errorf("%w: the disk is full (%v)", ErrTooLarge, err)
 	case errors.Is(err, syscall.EFBIG):
 		return fmt.Errorf("%w: the file system or the process's file size limit refuses a larger file (%v)", ErrTooLarge, err)
-	case errors.Is(err, berrors.ErrIncompatibleValue):
+	case errors.Is(err, berrors.ErrIncompatibleValue), errors.Is(err, kv.ErrIncompatibleValue):
 		// A key that holds a nested bucket where a record should be.
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	case errors.Is(err, berrors.ErrValueTooLarge):
+	case errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, kv.ErrValueTooLarge), errors.Is(err, kv.ErrKeyTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}
 	return err
@@ -497,7 +590,7 @@ func mapBoltErr(err error) error {
 // file unable to grow: the process's file size limit (RLIMIT_FSIZE) and
 // the free space of the file system.
 func (db *DB) commitErr(err error) error {
-	mapped := mapBoltErr(err)
+	mapped := mapStoreErr(err)
 	if mapped != err || err == nil {
 		return mapped
 	}

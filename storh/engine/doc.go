@@ -1,7 +1,10 @@
-// Package engine is storh's storage engine: the bbolt file and its bucket
-// layout, the stored value format (version byte, CRC-32C over payload and
-// key, msgpack with every map's keys sorted), group commit, chunked range
-// scans, and verify, repair, backup and compaction.
+// Package engine is storh's storage engine: the bucket layout, the stored
+// value format (version byte, CRC-32C over payload and key, msgpack with
+// every map's keys sorted), group commit, chunked range scans, indexes, the
+// queue's states, and verify and repair. All of it is written over package
+// kv's ordered, transactional buckets, so it runs unchanged on any backend
+// (OpenStore). The embedded backend, a bbolt file (Open), lives here too,
+// with what only a file has: page-structure checks, backup and compaction.
 //
 // Its exported names are exactly what the front door, package storh, needs
 // to build the public API on top; applications use storh and never import

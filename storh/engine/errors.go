@@ -65,6 +65,11 @@ var (
 	// ErrTooLarge: a write that would exceed the database's size limit
 	// (Options.MaxSize) or that the file system refused to grow for.
 	ErrTooLarge = errors.New("storh: database size limit reached")
+
+	// ErrUnsupported is returned for what only a database file has
+	// (backup, compaction, the file's page checks and statistics) on
+	// another backend.
+	ErrUnsupported = errors.New("storh: not supported by this backend")
 )
 
 // Error describes a failed operation: what was attempted (Op), on which

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -686,7 +685,7 @@ func (w *keyWalk) seqKey(k []byte) []byte { return k[len(w.prefix):] }
 func (w *keyWalk) reposition() { w.fresh = true }
 
 // next returns the next key of the walk, or nil at its end.
-func (w *keyWalk) next(c *bolt.Cursor) []byte {
+func (w *keyWalk) next(c kv.Cursor) []byte {
 	for w.i < len(w.ranges) {
 		rg := w.ranges[w.i]
 		if !w.forward {
@@ -718,7 +717,7 @@ func (w *keyWalk) next(c *bolt.Cursor) []byte {
 // position puts the cursor on the first key of the current range the walk
 // has not returned yet: after the last key returned (when it lies in this
 // range), or at the range's start, or past a keyset cursor.
-func (w *keyWalk) position(c *bolt.Cursor, lo, hi []byte) []byte {
+func (w *keyWalk) position(c kv.Cursor, lo, hi []byte) []byte {
 	if w.forward {
 		from, inclusive := lo, true
 		if w.lowEx != nil && bytes.Compare(w.lowEx, from) >= 0 {

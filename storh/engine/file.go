@@ -30,6 +30,9 @@ func diskUsage(path string) (size, allocated int64, err error) {
 // or "" when nothing says so. It backs commitErr, for the one bbolt failure
 // whose errno is lost.
 func (db *DB) cannotGrow() string {
+	if db.bolt == nil {
+		return ""
+	}
 	size, err := fileSize(db.path)
 	if err != nil {
 		return ""

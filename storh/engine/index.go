@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -79,7 +79,7 @@ type indexDef struct {
 type collIndex struct {
 	name    string
 	def     indexDef
-	entries *bolt.Bucket
+	entries kv.Bucket
 	delta   int64
 	changed bool // def changed (build progress): rewrite it at flush
 }
@@ -137,7 +137,7 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 		return nil, nil
 	}
 	entries := c.root.Bucket(bucketIndexEntries)
-	err := defs.ForEach(func(k, v []byte) error {
+	err := forEach(defs, func(k, v []byte) error {
 		ix := &collIndex{name: string(k)}
 		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 {
 			return fmt.Errorf("%w: collection %q: index %q has an unreadable definition", ErrCorrupt, c.Name, k)
@@ -149,7 +149,7 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", ErrCorrupt, c.Name, k)
 		}
 		if c.writable {
-			ix.entries.FillPercent = indexFillPercent
+			ix.entries.SetFillPercent(indexFillPercent)
 		}
 		c.idx = append(c.idx, ix)
 		return nil
@@ -382,7 +382,7 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 		for _, k := range olds {
 			if !containsKey(news, k) {
 				if err := ix.entries.Delete(k); err != nil {
-					return mapBoltErr(err)
+					return mapStoreErr(err)
 				}
 				ix.delta--
 			}
@@ -390,7 +390,7 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 		for _, k := range news {
 			if !containsKey(olds, k) {
 				if err := ix.entries.Put(k, nil); err != nil {
-					return mapBoltErr(err)
+					return mapStoreErr(err)
 				}
 				ix.delta++
 			}
@@ -428,12 +428,12 @@ func (c *Coll) flushIndexes() error {
 	return nil
 }
 
-func putDef(defs *bolt.Bucket, name string, d *indexDef) error {
+func putDef(defs kv.Bucket, name string, d *indexDef) error {
 	b, err := msgpack.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("storh: internal error: encoding index %q: %v", name, err)
 	}
-	return mapBoltErr(defs.Put([]byte(name), b))
+	return mapStoreErr(defs.Put([]byte(name), b))
 }
 
 // createIndex adds the definition and the empty entries bucket of s. On an
@@ -447,17 +447,17 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	}
 	defs, err := c.root.CreateBucketIfNotExists(bucketIndexDefs)
 	if err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	entriesRoot, err := c.root.CreateBucketIfNotExists(bucketIndexEntries)
 	if err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	entries, err := entriesRoot.CreateBucket([]byte(s.Name))
 	if err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
-	entries.FillPercent = indexFillPercent
+	entries.SetFillPercent(indexFillPercent)
 	ix := &collIndex{name: s.Name, entries: entries, def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
 	if err := putDef(defs, s.Name, &ix.def); err != nil {
 		return nil, err
@@ -468,7 +468,7 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 
 // DropIndex removes the index name and its entries.
 func (t *Tx) DropIndex(c *Coll, name string) error {
-	if !t.btx.Writable() {
+	if !t.ktx.Writable() {
 		return ErrReadOnly
 	}
 	ix, err := c.index(name)
@@ -479,10 +479,10 @@ func (t *Tx) DropIndex(c *Coll, name string) error {
 		return fmt.Errorf("%w: collection %q has no index %q", ErrNotFound, c.Name, name)
 	}
 	if err := c.root.Bucket(bucketIndexEntries).DeleteBucket([]byte(name)); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	if err := c.root.Bucket(bucketIndexDefs).Delete([]byte(name)); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	c.idx = slices.DeleteFunc(c.idx, func(x *collIndex) bool { return x == ix })
 	return nil
@@ -503,7 +503,7 @@ func (t *Tx) ensureIndexes(c *Coll, specs []IndexSpec) error {
 			}
 			continue
 		}
-		if !t.btx.Writable() {
+		if !t.ktx.Writable() {
 			return fmt.Errorf("%w: collection %q has no index %q, and a read-only transaction cannot create it", ErrReadOnly, c.Name, s.Name)
 		}
 		if _, err := t.createIndex(c, s); err != nil {
@@ -561,7 +561,7 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 		}
 		for _, key := range keys {
 			if err := ix.entries.Put(key, nil); err != nil {
-				return false, mapBoltErr(err)
+				return false, mapStoreErr(err)
 			}
 			ix.delta++
 		}
@@ -683,7 +683,7 @@ func (db *DB) EnsureIndexes(h Handle) error {
 // a missing index is ErrReadOnly and a building one is left as it is
 // (queries do not use it).
 func (t *Tx) EnsureIndexes(c *Coll, specs []IndexSpec) error {
-	if err := t.ensureIndexes(c, specs); err != nil || !t.btx.Writable() {
+	if err := t.ensureIndexes(c, specs); err != nil || !t.ktx.Writable() {
 		return err
 	}
 	all, err := c.indexes()

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -134,7 +133,7 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 
 // hasKey is Get for a key that may hold an empty value (bbolt's Get cannot
 // tell an empty value from a missing key).
-func hasKey(b *bolt.Bucket, key []byte) bool {
+func hasKey(b kv.Bucket, key []byte) bool {
 	k, _ := b.Cursor().Seek(key)
 	return k != nil && bytes.Equal(k, key)
 }
@@ -195,13 +194,13 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 	entries := c.root.Bucket(bucketIndexEntries)
 	if err := entries.DeleteBucket([]byte(ix.name)); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	b, err := entries.CreateBucket([]byte(ix.name))
 	if err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
-	b.FillPercent = indexFillPercent
+	b.SetFillPercent(indexFillPercent)
 	ix.entries = b
 	ix.def.Entries, ix.delta = 0, 0
 	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true

@@ -6,8 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -87,9 +86,9 @@ func ValidateName(name string) error {
 type Coll struct {
 	Name     string
 	Kind     Kind
-	root     *bolt.Bucket
-	meta     *bolt.Bucket
-	records  *bolt.Bucket
+	root     kv.Bucket
+	meta     kv.Bucket
+	records  kv.Bucket
 	writable bool
 
 	idx       []*collIndex // loaded on first use in the transaction
@@ -127,6 +126,12 @@ func (c *Coll) beyondLast(id uuidv7.UUID) bool {
 	return c.empty || id.Compare(c.last) > 0
 }
 
+// has reports whether the records bucket holds id.
+func (c *Coll) has(id uuidv7.UUID) bool {
+	c.key = id
+	return c.records.Get(c.key[:]) != nil
+}
+
 func (c *Coll) raiseLast(id uuidv7.UUID) {
 	if c.empty || id.Compare(c.last) > 0 {
 		c.last, c.empty = id, false
@@ -139,7 +144,7 @@ func (c *Coll) Count() int64 { return c.baseCount + c.countDelta }
 // Bytes returns the total size of stored values as seen by this transaction.
 func (c *Coll) Bytes() int64 { return c.baseBytes + c.bytesDelta }
 
-func openColl(tx *bolt.Tx, name string) (*Coll, error) {
+func openColl(tx kv.Tx, name string) (*Coll, error) {
 	root := tx.Bucket([]byte(name))
 	if root == nil {
 		return nil, nil
@@ -156,32 +161,32 @@ func openColl(tx *bolt.Tx, name string) (*Coll, error) {
 	c.baseCount = getInt(meta, keyCount)
 	c.baseBytes = getInt(meta, keyBytes)
 	if tx.Writable() {
-		recs.FillPercent = appendFillPercent
+		recs.SetFillPercent(appendFillPercent)
 	}
 	return c, nil
 }
 
-func missing(meta, recs *bolt.Bucket) string {
+func missing(meta, recs kv.Bucket) string {
 	if meta == nil {
 		return "metadata"
 	}
 	return "records"
 }
 
-func createColl(tx *bolt.Tx, name string, kind Kind) (*Coll, error) {
+func createColl(tx kv.Tx, name string, kind Kind) (*Coll, error) {
 	root, err := tx.CreateBucket([]byte(name))
 	if err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	meta, err := root.CreateBucket(bucketMeta)
 	if err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	if _, err := root.CreateBucket(bucketRecords); err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	if err := meta.Put(keyKind, []byte{byte(kind)}); err != nil {
-		return nil, mapBoltErr(err)
+		return nil, mapStoreErr(err)
 	}
 	if err := putInt(meta, keyCount, 0); err != nil {
 		return nil, err
@@ -213,7 +218,7 @@ func (c *Coll) flush() error {
 	return nil
 }
 
-func getInt(b *bolt.Bucket, key []byte) int64 {
+func getInt(b kv.Bucket, key []byte) int64 {
 	v := b.Get(key)
 	if len(v) != 8 {
 		return 0
@@ -221,8 +226,20 @@ func getInt(b *bolt.Bucket, key []byte) int64 {
 	return int64(binary.BigEndian.Uint64(v))
 }
 
-func putInt(b *bolt.Bucket, key []byte, n int64) error {
+func putInt(b kv.Bucket, key []byte, n int64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(n))
-	return mapBoltErr(b.Put(key, v[:]))
+	return mapStoreErr(b.Put(key, v[:]))
+}
+
+// forEach calls fn for every key of b in order, nested buckets included
+// (with a nil value), and stops at the first error.
+func forEach(b kv.Bucket, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

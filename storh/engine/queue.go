@@ -8,8 +8,7 @@ import (
 	"hash/crc32"
 	"unicode/utf8"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -160,7 +159,16 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 
 // jobs is a queue's jobs bucket and its sub-buckets in one transaction.
 type jobs struct {
-	root, state, pending, claimed, done, dead *bolt.Bucket
+	root, state, pending, claimed, done, dead kv.Bucket
+	// key holds the id of a lookup: a slice of a parameter passed to an
+	// interface method escapes, which would cost an allocation per call.
+	key [16]byte
+}
+
+// stateOf returns the stored state of id, or nil.
+func (j *jobs) stateOf(id uuidv7.UUID) []byte {
+	j.key = id
+	return j.state.Get(j.key[:])
 }
 
 // jobBuckets opens the jobs buckets of queue c; with create (in a write
@@ -180,12 +188,12 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 		}
 		var err error
 		if root, err = c.root.CreateBucket(bucketJobs); err != nil {
-			return nil, mapBoltErr(err)
+			return nil, mapStoreErr(err)
 		}
 	}
 	j := &jobs{root: root}
 	for _, sub := range []struct {
-		b    **bolt.Bucket
+		b    *kv.Bucket
 		name []byte
 	}{{&j.state, bucketJobState}, {&j.pending, bucketPending}, {&j.claimed, bucketClaimed}, {&j.done, bucketDone}, {&j.dead, bucketDead}} {
 		*sub.b = root.Bucket(sub.name)
@@ -195,7 +203,7 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 			}
 			var err error
 			if *sub.b, err = root.CreateBucket(sub.name); err != nil {
-				return nil, mapBoltErr(err)
+				return nil, mapStoreErr(err)
 			}
 		}
 	}
@@ -204,8 +212,8 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 	// done keys of jobs with different leases or out-of-order completions
 	// land between others, which splits a full page once; what arrives in
 	// order, by far the most, fills pages instead of leaving them half empty.
-	for _, b := range []*bolt.Bucket{j.state, j.pending, j.claimed, j.done, j.dead} {
-		b.FillPercent = appendFillPercent
+	for _, b := range []kv.Bucket{j.state, j.pending, j.claimed, j.done, j.dead} {
+		b.SetFillPercent(appendFillPercent)
 	}
 	c.jobs = j
 	return j, nil
@@ -241,7 +249,7 @@ func (c *Coll) nextSeq() uint64 {
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
-	v := j.state.Get(id[:])
+	v := j.stateOf(id)
 	if v == nil {
 		return Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
 	}
@@ -249,10 +257,10 @@ func (j *jobs) load(id uuidv7.UUID) (Job, error) {
 }
 
 // index returns the index of the job's state and its key there.
-func (j *jobs) index(job Job) (*bolt.Bucket, []byte) { return j.indexIn(job, make([]byte, 24)) }
+func (j *jobs) index(job Job) (kv.Bucket, []byte) { return j.indexIn(job, make([]byte, 24)) }
 
 // indexIn is index with the key written into buf (24 bytes).
-func (j *jobs) indexIn(job Job, buf []byte) (*bolt.Bucket, []byte) {
+func (j *jobs) indexIn(job Job, buf []byte) (kv.Bucket, []byte) {
 	switch job.State {
 	case JobPending:
 		binary.BigEndian.PutUint64(buf, job.Seq)
@@ -279,7 +287,7 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	if old.State != 0 {
 		b, k := j.index(old)
 		if err := b.Delete(k); err != nil {
-			return mapBoltErr(err)
+			return mapStoreErr(err)
 		}
 		c.jobDelta[old.State]--
 	}
@@ -289,14 +297,14 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 		v = append(c.scratch(16)[:0], job.ID[:]...)
 	}
 	if err := b.Put(k, v); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	c.jobDelta[job.State]++
 	if job.State == JobPending {
 		t.wake(c)
 	}
 	key := append(c.scratch(16)[:0], job.ID[:]...)
-	return mapBoltErr(j.state.Put(key, appendJob(c.scratch(jobSize(job))[:0], job)))
+	return mapStoreErr(j.state.Put(key, appendJob(c.scratch(jobSize(job))[:0], job)))
 }
 
 // Enqueue adds a pending job under id with value (from AppendValue) as its
@@ -309,7 +317,7 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 	}
 	// A job's state and payload share its id: an id past the largest
 	// payload key is new, and needs no lookup.
-	if !c.beyondLast(id) && (c.records.Get(id[:]) != nil || j.state.Get(id[:]) != nil) {
+	if !c.beyondLast(id) && (c.has(id) || j.stateOf(id) != nil) {
 		return fmt.Errorf("%w: a job with this id is in the queue", ErrExists)
 	}
 	if err := t.Put(c, id, value, true); err != nil {
@@ -568,10 +576,10 @@ func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more 
 	for _, key := range keys {
 		id := uuidv7.UUID(key[8:])
 		if err := index.Delete(key); err != nil {
-			return 0, false, mapBoltErr(err)
+			return 0, false, mapStoreErr(err)
 		}
 		if err := j.state.Delete(id[:]); err != nil {
-			return 0, false, mapBoltErr(err)
+			return 0, false, mapStoreErr(err)
 		}
 		if _, err := t.Delete(c, id); err != nil {
 			return 0, false, err
@@ -653,12 +661,12 @@ func (t *Tx) JobExists(c *Coll, id uuidv7.UUID) (bool, error) {
 	if c.beyondLast(id) {
 		return false, nil
 	}
-	if c.records.Get(id[:]) != nil {
+	if c.has(id) {
 		return true, nil
 	}
 	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return false, err
 	}
-	return j.state.Get(id[:]) != nil, nil
+	return j.stateOf(id) != nil, nil
 }

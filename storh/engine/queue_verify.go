@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -80,7 +79,7 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 			switch {
 			case s == JobPending && len(k) == 8 && len(v) == 16:
 				id = uuidv7.UUID(v)
-			case s != JobPending && len(k) == 24 && (v != nil || cur.Bucket().Bucket(k) == nil):
+			case s != JobPending && len(k) == 24 && (v != nil || b.Bucket(k) == nil):
 				id = uuidv7.UUID(k[8:])
 			default:
 				report(uuidv7.UUID{}, "a malformed entry %x in the %s index", k, s)
@@ -121,7 +120,7 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 }
 
 // bucketHas tells a present key with an empty value from a missing one.
-func bucketHas(b *bolt.Bucket, key []byte) bool {
+func bucketHas(b kv.Bucket, key []byte) bool {
 	k, _ := b.Cursor().Seek(key)
 	return bytes.Equal(k, key)
 }
@@ -137,7 +136,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 	}
 	for _, name := range [][]byte{bucketPending, bucketClaimed, bucketDone, bucketDead} {
 		if err := j.root.DeleteBucket(name); err != nil {
-			return mapBoltErr(err)
+			return mapStoreErr(err)
 		}
 	}
 	c.jobs = nil // its buckets are gone
@@ -166,7 +165,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 	}
 	for _, k := range drop {
 		if err := j.state.Delete(k); err != nil {
-			return mapBoltErr(err)
+			return mapStoreErr(err)
 		}
 	}
 	for s := JobPending; s <= JobDead; s++ {

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -102,7 +101,7 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 	return dst
 }
 
-func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+func step(c kv.Cursor, reverse bool) ([]byte, []byte) {
 	if reverse {
 		return c.Prev()
 	}

@@ -35,7 +35,7 @@ func (c *Coll) Stats() CollStats {
 // reports) are left out.
 func (t *Tx) Collections() ([]CollStats, error) {
 	var out []CollStats
-	c := t.btx.Cursor()
+	c := t.ktx.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v != nil || ValidateName(string(k)) != nil {
 			continue
@@ -57,6 +57,9 @@ func (db *DB) FileSize() (int64, error) { return fileSize(db.path) }
 // before the file grows, and what a compaction gives back. It reads
 // bbolt's freelist counters, in memory.
 func (db *DB) FreeBytes() int64 {
+	if db.bolt == nil {
+		return 0
+	}
 	st := db.bolt.Stats()
 	return int64(st.FreePageN+st.PendingPageN) * int64(db.bolt.Info().PageSize)
 }
@@ -69,9 +72,13 @@ type CommitStats struct {
 	IOTime     time.Duration // time spent writing and syncing pages
 }
 
-// CommitStats reads the commit counters. The transaction id in the meta
-// page rises by one per commit, so counting needs no bookkeeping of ours.
+// CommitStats reads the commit counters. On a file the transaction id in
+// the meta page rises by one per commit, so counting needs no bookkeeping
+// of ours; elsewhere the DB counts its commits, and there are no pages.
 func (db *DB) CommitStats() (CommitStats, error) {
+	if db.bolt == nil {
+		return CommitStats{Commits: db.commits.Load()}, nil
+	}
 	var s CommitStats
 	err := db.ViewSafe(func(tx *Tx) error {
 		s.Commits = int64(tx.btx.ID()) - int64(db.openTxid)

@@ -5,16 +5,20 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// Tx is one bbolt transaction with the collections it has opened. Counter
-// changes are kept in memory and written once by flush, so a bulk write
-// touches each collection's metadata once per transaction, not per record.
+// Tx is one transaction of the backend with the collections it has opened.
+// Counter changes are kept in memory and written once by flush, so a bulk
+// write touches each collection's metadata once per transaction, not per
+// record.
 type Tx struct {
-	db      *DB // nil for transactions outside a DB (tests of the layout)
+	db  *DB // nil for transactions outside a DB (tests of the layout)
+	ktx kv.Tx
+	// btx is the bbolt transaction under ktx, for what only a file has
+	// (its pages, its size, a backup); nil on another backend.
 	btx     *bolt.Tx
 	colls   map[string]*Coll
 	created []*Coll             // collections this transaction created
@@ -40,16 +44,16 @@ func (t *Tx) Protect(fn func() error) error {
 		return t.poisoned
 	}
 	err, panicked := contain(fn)
-	if panicked && t.btx.Writable() {
+	if panicked && t.ktx.Writable() {
 		t.poisoned = err
 	}
 	return err
 }
 
-func newTx(db *DB, btx *bolt.Tx) *Tx { return &Tx{db: db, btx: btx} }
+func newTx(db *DB, ktx kv.Tx) *Tx { return &Tx{db: db, ktx: ktx, btx: boltOf(ktx)} }
 
 // Writable reports whether this is a write transaction.
-func (t *Tx) Writable() bool { return t.btx.Writable() }
+func (t *Tx) Writable() bool { return t.ktx.Writable() }
 
 // Coll opens the collection name. want = 0 accepts any kind. With create, a
 // missing collection is created with kind want (write transactions only);
@@ -64,7 +68,7 @@ func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 	if err := t.damaged(name); err != nil {
 		return nil, err
 	}
-	c, err := openColl(t.btx, name)
+	c, err := openColl(t.ktx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +76,10 @@ func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 		if !create || want == 0 {
 			return nil, errNoColl{name}
 		}
-		if !t.btx.Writable() {
+		if !t.ktx.Writable() {
 			return nil, fmt.Errorf("%w (a read-only transaction cannot create it)", errNoColl{name})
 		}
-		if c, err = createColl(t.btx, name, want); err != nil {
+		if c, err = createColl(t.ktx, name, want); err != nil {
 			return nil, err
 		}
 		t.created = append(t.created, c)
@@ -116,7 +120,7 @@ func kindMethod(k Kind) string {
 // reference to it until the transaction ends, so it must be neither shared
 // with another put nor modified before then.
 func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
-	if !t.btx.Writable() {
+	if !t.ktx.Writable() {
 		return ErrReadOnly
 	}
 	// The key lives in the Coll, not on the stack: a slice of a parameter
@@ -139,7 +143,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	}
 	sealValue(value, id)
 	if err := c.records.Put(key, value); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	c.raiseLast(id)
 	t.noteChange(c, id, value[HeaderSize:])
@@ -154,7 +158,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 
 // Delete removes id and reports whether it was stored.
 func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
-	if !t.btx.Writable() {
+	if !t.ktx.Writable() {
 		return false, ErrReadOnly
 	}
 	c.key = id
@@ -169,7 +173,7 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 		}
 	}
 	if err := c.records.Delete(c.key[:]); err != nil {
-		return false, mapBoltErr(err)
+		return false, mapStoreErr(err)
 	}
 	c.countDelta--
 	c.bytesDelta -= n
@@ -198,11 +202,11 @@ func (t *Tx) DropColl(name string) error {
 	if err := t.damaged(name); err != nil {
 		return err // freeing its pages would walk the damage
 	}
-	if err := t.btx.DeleteBucket([]byte(name)); err != nil {
-		if errors.Is(err, berrors.ErrBucketNotFound) {
+	if err := t.ktx.DeleteBucket([]byte(name)); err != nil {
+		if errors.Is(err, kv.ErrBucketNotFound) {
 			return errNoColl{name}
 		}
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
 	delete(t.colls, name)
 	return nil

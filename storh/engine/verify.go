@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -141,12 +142,15 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 	err := pace.check()
 	if err == nil {
 		err = containPanic(func() error {
-			btx, err := db.bolt.Begin(!db.opts.ReadOnly)
+			ktx, err := db.store.Begin(!db.opts.ReadOnly && db.bolt != nil)
 			if err != nil {
-				return mapBoltErr(err)
+				return mapStoreErr(err)
 			}
-			defer btx.Rollback()
-			return db.verifyTx(btx, colls, emit, &rep, pace)
+			defer ktx.Rollback()
+			if err := db.verifyTx(ktx, colls, emit, &rep, pace); err != nil {
+				return err
+			}
+			return mapStoreErr(ktx.Err())
 		})
 	}
 	if pace.stopped(err) {
@@ -155,14 +159,19 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 	return rep, err
 }
 
-func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+	btx := boltOf(ktx)
 	// The page structure first: a tree with a cycle or an element past its
 	// page would hang or fault the walks below and bbolt's check.
-	broken, err := damagedTrees(db.path, btx, colls, pace, emit)
-	if err != nil || broken[""] {
-		return err
+	var broken map[string]bool
+	if btx != nil {
+		var err error
+		broken, err = damagedTrees(db.path, btx, colls, pace, emit)
+		if err != nil || broken[""] {
+			return err
+		}
 	}
-	names, strays, err := topLevel(btx, colls, pace)
+	names, strays, err := topLevel(ktx, colls, pace)
 	if err != nil {
 		return err
 	}
@@ -178,12 +187,12 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 			continue
 		}
 		err := containPanic(func() error {
-			f, err := checkColl(btx, name, emit, pace)
+			f, err := checkColl(ktx, name, emit, pace)
 			rep.Records += int(f.records)
 			if err != nil || !f.layoutOK {
 				return err
 			}
-			if c, err := openColl(btx, name); err == nil && c != nil {
+			if c, err := openColl(ktx, name); err == nil && c != nil {
 				if _, err := checkIndexesPaced(c, emit, pace); err != nil || c.Kind != KindQueue {
 					return err
 				}
@@ -201,7 +210,7 @@ func (db *DB) verifyTx(btx *bolt.Tx, colls []string, emit func(Problem), rep *Ve
 			emit(Problem{Kind: ProblemFile, Collection: name, Detail: trim(err)})
 		}
 	}
-	if len(colls) > 0 {
+	if len(colls) > 0 || btx == nil {
 		return nil
 	}
 	// bbolt's page check runs in a goroutine of its own, beyond the reach of
@@ -322,21 +331,26 @@ func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) 
 
 // repair is Repair's transaction.
 func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
-	broken, err := damagedTrees(t.db.path, t.btx, colls, pace, emit)
-	if err != nil {
-		return err
+	var broken map[string]bool
+	if t.btx != nil {
+		var err error
+		if broken, err = damagedTrees(t.db.path, t.btx, colls, pace, emit); err != nil {
+			return err
+		}
 	}
 	if broken[""] {
 		return fmt.Errorf("%w: the file's root pages are damaged: Repair cannot fix them in place; restore a backup", ErrCorrupt)
 	}
-	names, strays, err := topLevel(t.btx, colls, pace)
+	names, strays, err := topLevel(t.ktx, colls, pace)
 	if err != nil {
 		return err
 	}
-	if len(strays) > 0 {
-		q, err := t.btx.CreateBucketIfNotExists(dbQuarantineBucket)
+	// Strays at the top level are what damage to a file leaves: only a
+	// bbolt root holds values beside buckets.
+	if len(strays) > 0 && t.btx != nil {
+		q, err := t.ktx.CreateBucketIfNotExists(dbQuarantineBucket)
 		if err != nil {
-			return mapBoltErr(err)
+			return mapStoreErr(err)
 		}
 		for _, st := range strays {
 			if err := pace.step(0); err != nil {
@@ -346,7 +360,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 			if broken[string(st.entry.key)] {
 				continue // its pages are damaged: moving it would walk them
 			}
-			if err := quarantine(t.btx.Cursor().Bucket(), st.entry, q); err != nil {
+			if err := quarantine(wrapBucket(t.btx.Cursor().Bucket()), st.entry, q); err != nil {
 				return err
 			}
 			rep.Quarantined++
@@ -357,7 +371,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 			rep.Collections++
 			continue // reported: its pages cannot be walked, let alone repaired
 		}
-		found, err := checkColl(t.btx, name, emit, pace)
+		found, err := checkColl(t.ktx, name, emit, pace)
 		rep.Records += int(found.records)
 		if err != nil {
 			return err
@@ -366,12 +380,12 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 		if !found.layoutOK {
 			continue // layout problems need a human: reported, not guessed at
 		}
-		root := t.btx.Bucket([]byte(name))
+		root := t.ktx.Bucket([]byte(name))
 		recs, meta := root.Bucket(bucketRecords), root.Bucket(bucketMeta)
 		if len(found.bad)+len(found.strays) > 0 {
 			q, err := root.CreateBucketIfNotExists(bucketQuarantine)
 			if err != nil {
-				return mapBoltErr(err)
+				return mapStoreErr(err)
 			}
 			for _, e := range found.bad {
 				if err := pace.step(0); err != nil {
@@ -424,7 +438,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 // checkRepairQueue checks a queue's jobs and rebuilds their indexes when
 // they disagree with the states.
 func (t *Tx) checkRepairQueue(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
-	c, err := openColl(t.btx, name)
+	c, err := openColl(t.ktx, name)
 	if err != nil || c == nil || c.Kind != KindQueue {
 		return nil
 	}
@@ -443,7 +457,7 @@ func (t *Tx) checkRepairQueue(name string, emit func(Problem), rep *VerifyReport
 // check. A unique index whose records now hold duplicate values cannot be
 // rebuilt: it is dropped, and the problem says so.
 func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
-	c, err := openColl(t.btx, name)
+	c, err := openColl(t.ktx, name)
 	if err != nil || c == nil {
 		return nil // the layout problem is already reported
 	}
@@ -480,26 +494,70 @@ type entry struct {
 // already quarantined (an earlier Repair moved an entry of the same key)
 // goes into the first overflow bucket "\x00<n>" inside q where it is free,
 // so nothing quarantined is ever overwritten.
-func quarantine(src *bolt.Bucket, e entry, q *bolt.Bucket) error {
+func quarantine(src kv.Bucket, e entry, q kv.Bucket) error {
 	dst := q
 	for n := 1; taken(dst, e.key); n++ {
 		next, err := q.CreateBucketIfNotExists(fmt.Appendf(nil, "\x00%d", n))
 		if err != nil {
-			return mapBoltErr(err)
+			return mapStoreErr(err)
 		}
 		dst = next
 	}
 	if e.bucket {
-		return mapBoltErr(src.MoveBucket(e.key, dst))
+		return mapStoreErr(moveBucket(src, e.key, dst))
 	}
 	if err := dst.Put(e.key, bytes.Clone(src.Get(e.key))); err != nil {
-		return mapBoltErr(err)
+		return mapStoreErr(err)
 	}
-	return mapBoltErr(src.Delete(e.key))
+	return mapStoreErr(src.Delete(e.key))
+}
+
+// moveBucket moves the nested bucket key of src into dst under the same
+// key: bbolt relinks its pages; elsewhere it is copied, then deleted.
+func moveBucket(src kv.Bucket, key []byte, dst kv.Bucket) error {
+	if s, ok := src.(boltBucket); ok {
+		if d, ok := dst.(boltBucket); ok {
+			return boltErr(s.b.MoveBucket(key, d.b))
+		}
+	}
+	from := src.Bucket(key)
+	if from == nil {
+		return fmt.Errorf("%w: %x", kv.ErrBucketNotFound, key)
+	}
+	to, err := dst.CreateBucket(key)
+	if err != nil {
+		return err
+	}
+	if err := copyBucket(from, to); err != nil {
+		return err
+	}
+	return src.DeleteBucket(key)
+}
+
+// copyBucket copies every key of from into the empty bucket to, nested
+// buckets included.
+func copyBucket(from, to kv.Bucket) error {
+	c := from.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v != nil {
+			if err := to.Put(k, bytes.Clone(v)); err != nil {
+				return err
+			}
+			continue
+		}
+		nested, err := to.CreateBucket(k)
+		if err != nil {
+			return err
+		}
+		if err := copyBucket(from.Bucket(k), nested); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // taken reports whether b holds key, as a value or as a bucket.
-func taken(b *bolt.Bucket, key []byte) bool {
+func taken(b kv.Bucket, key []byte) bool {
 	k, _ := b.Cursor().Seek(key)
 	return k != nil && bytes.Equal(k, key)
 }
@@ -552,7 +610,7 @@ type stray struct {
 // topLevel returns the collections to check: want, all of which must exist,
 // or every collection in the file. Without want it also returns the stray
 // top-level entries: values, and buckets whose names no collection can have.
-func topLevel(btx *bolt.Tx, want []string, pace *pace) ([]string, []stray, error) {
+func topLevel(btx kv.Tx, want []string, pace *pace) ([]string, []stray, error) {
 	if len(want) > 0 {
 		for _, n := range want {
 			if btx.Bucket([]byte(n)) == nil {
@@ -600,7 +658,7 @@ type collFindings struct {
 // count the values in the records bucket (nested buckets are not records).
 // It returns early, with pace's error and without the counter check, when
 // the context is done.
-func checkColl(btx *bolt.Tx, name string, emit func(Problem), pace *pace) (collFindings, error) {
+func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFindings, error) {
 	var f collFindings
 	root := btx.Bucket([]byte(name))
 	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)

@@ -76,7 +76,7 @@ func (db *DB) Subscribe(name string) *Sub {
 	// lock once (a write transaction rolled back: nothing is written)
 	// waits for it to commit; every write transaction after this sees the
 	// watcher.
-	if !db.opts.ReadOnly {
+	if !db.opts.ReadOnly && db.bolt != nil {
 		if btx, err := db.bolt.Begin(true); err == nil {
 			_ = btx.Rollback()
 		}

@@ -1,0 +1,150 @@
+// Package kv is the storage contract under the storh engine: ordered,
+// transactional buckets of byte keys and values, nested by name.
+//
+// The engine (package storh/engine) writes everything above storage once,
+// over this contract: the record codec and its checksums, index
+// maintenance, query execution, the queue's states. A backend supplies the
+// buckets. The embedded backend is a bbolt file (in storh/engine, whose
+// page-level checks, backup and compaction only a file can have); the
+// PostgreSQL backend (storh/postgres) keeps each bucket in a table.
+//
+// # Basics
+//
+// A Tx sees one consistent state of the store. A bucket holds keys in
+// ascending bytewise order; each key holds either a value (possibly empty,
+// never nil) or a nested bucket, which cursors show as a key with a nil
+// value. A Cursor walks one bucket in key order both ways and seeks the
+// first key at or after a given one, so every ordered read the engine does
+// (cursor pages, time windows, index ranges) is a seek and a walk.
+//
+// # Caveats
+//
+// These rules are bbolt's, and the engine relies on them on every backend:
+//
+//   - A key or value passed to Put must not change until the transaction
+//     ends: a backend may keep the slice, not a copy, until it commits.
+//   - A key or value returned by Get or a Cursor is valid until the
+//     transaction ends and must not be modified.
+//   - A writable transaction may be used by one goroutine at a time; a
+//     read-only one too. Cursors are invalid once their transaction ends.
+//   - Get, Cursor moves and Bucket cannot return an error, since on bbolt
+//     they cannot fail. A backend whose reads can fail (over a network)
+//     records the first failure in its transaction, answers as if the key
+//     were missing from then on, refuses to commit, and reports the
+//     failure from Err: every caller checks Err before it trusts what a
+//     transaction read.
+package kv
+
+import "errors"
+
+// Store is a backend: a source of transactions.
+type Store interface {
+	// Begin starts a transaction. A store may allow one writable
+	// transaction at a time (bbolt) or several (PostgreSQL, which then
+	// fails one of two conflicting ones at commit with an error wrapping
+	// ErrConflict).
+	Begin(writable bool) (Tx, error)
+	// Close releases the store. Transactions must have ended.
+	Close() error
+}
+
+// Tx is one transaction. Its top level is a bucket of buckets.
+type Tx interface {
+	// Bucket returns the top-level bucket name, or nil if there is none.
+	Bucket(name []byte) Bucket
+	// CreateBucket creates the top-level bucket name; ErrBucketExists if
+	// it exists, ErrIncompatibleValue if the key holds a value.
+	CreateBucket(name []byte) (Bucket, error)
+	// CreateBucketIfNotExists returns the top-level bucket name, creating
+	// it if needed.
+	CreateBucketIfNotExists(name []byte) (Bucket, error)
+	// DeleteBucket deletes the top-level bucket name and everything in
+	// it; ErrBucketNotFound if there is none.
+	DeleteBucket(name []byte) error
+	// Cursor walks the names of the top-level buckets (values are nil).
+	Cursor() Cursor
+	// Writable reports whether the transaction may write.
+	Writable() bool
+	// Commit makes a writable transaction's writes durable, all of them
+	// or none, and ends it. After a failed read (see Err) it fails.
+	Commit() error
+	// Rollback discards the transaction's writes and ends it. It may be
+	// called after Commit, and then does nothing.
+	Rollback() error
+	// Err returns the first failure of a read that could not return one
+	// (Get, a Cursor move, Bucket), or nil.
+	Err() error
+}
+
+// Bucket is an ordered set of keys inside a transaction.
+type Bucket interface {
+	// Get returns the value of key, or nil if the key is missing or holds
+	// a nested bucket.
+	Get(key []byte) []byte
+	// Put sets key to value (not nil). ErrIncompatibleValue if key holds
+	// a nested bucket; ErrTxNotWritable in a read-only transaction.
+	Put(key, value []byte) error
+	// Delete removes key; a missing key is not an error.
+	// ErrIncompatibleValue if key holds a nested bucket.
+	Delete(key []byte) error
+	// Cursor returns a cursor over the bucket's keys.
+	Cursor() Cursor
+	// Bucket returns the nested bucket name, or nil.
+	Bucket(name []byte) Bucket
+	// CreateBucket creates the nested bucket name; ErrBucketExists if it
+	// exists, ErrIncompatibleValue if the key holds a value.
+	CreateBucket(name []byte) (Bucket, error)
+	// CreateBucketIfNotExists returns the nested bucket name, creating it
+	// if needed; ErrIncompatibleValue if the key holds a value.
+	CreateBucketIfNotExists(name []byte) (Bucket, error)
+	// DeleteBucket deletes the nested bucket name and everything in it;
+	// ErrBucketNotFound if there is none.
+	DeleteBucket(name []byte) error
+	// Writable reports whether the bucket's transaction may write.
+	Writable() bool
+	// SetFillPercent tells a backend that splits pages how full to leave
+	// them when it splits (0.1 to 1.0): 1.0 for keys that arrive in
+	// ascending order, less for keys that arrive anywhere. It lasts for
+	// the transaction. Backends without pages ignore it.
+	SetFillPercent(fill float64)
+}
+
+// Cursor walks one bucket's keys. Every move returns the key and value it
+// lands on, or a nil key past either end. A nested bucket's key comes
+// with a nil value.
+type Cursor interface {
+	First() (key, value []byte)
+	Last() (key, value []byte)
+	// Seek moves to the first key at or after seek.
+	Seek(seek []byte) (key, value []byte)
+	Next() (key, value []byte)
+	Prev() (key, value []byte)
+	// Delete removes the key the cursor is on; the next Next moves to
+	// the key after it. ErrIncompatibleValue on a nested bucket's key.
+	Delete() error
+}
+
+// Errors a backend returns, wrapped with its own context, so that the
+// engine can tell them apart with errors.Is on every backend.
+var (
+	// ErrTxNotWritable: a write in a read-only transaction.
+	ErrTxNotWritable = errors.New("kv: transaction not writable")
+	// ErrTxClosed: any use of a transaction that has ended, or of a
+	// store that is closed.
+	ErrTxClosed = errors.New("kv: transaction closed")
+	// ErrBucketExists: CreateBucket of a key that exists.
+	ErrBucketExists = errors.New("kv: bucket already exists")
+	// ErrBucketNotFound: DeleteBucket of a bucket that does not exist.
+	ErrBucketNotFound = errors.New("kv: bucket not found")
+	// ErrIncompatibleValue: a value operation on a nested bucket's key,
+	// or a bucket operation on a value's key.
+	ErrIncompatibleValue = errors.New("kv: incompatible value")
+	// ErrKeyRequired: an empty key.
+	ErrKeyRequired = errors.New("kv: key required")
+	// ErrKeyTooLarge and ErrValueTooLarge: beyond what the backend stores.
+	ErrKeyTooLarge   = errors.New("kv: key too large")
+	ErrValueTooLarge = errors.New("kv: value too large")
+	// ErrConflict: a transaction that could not commit because a
+	// concurrent one changed what it read; running it again may succeed.
+	ErrConflict = errors.New("kv: transaction conflicts with a concurrent one")
+)
