@@ -1,0 +1,437 @@
+package postgres
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// bucket is a kv.Bucket: one table, the registry rows of its nested
+// buckets as this transaction knows them, and its buffered writes.
+type bucket struct {
+	tx  *tx
+	id  int64
+	sql *tableSQL
+
+	// children are the nested buckets by name; a nil entry is a name
+	// known not to be one. A bucket's whole subtree is read from the
+	// registry when the bucket is first looked up, so children is
+	// complete for every bucket but the top level, which is looked up
+	// name by name.
+	children map[string]*bucket
+	complete bool
+	deleted  bool // by DeleteBucket in this transaction
+
+	// pending are the writes not yet sent, in the order they were made.
+	pending []op
+	inDirty bool // listed in tx.dirty
+
+	// cursors are those holding rows read ahead, which a write may make
+	// stale.
+	cursors []*cursor
+}
+
+// op is a buffered write: a put of v, or a delete.
+type op struct {
+	k, v []byte
+	del  bool
+}
+
+var _ kv.Bucket = (*bucket)(nil)
+
+func (b *bucket) Writable() bool { return b.tx.writable }
+
+// SetFillPercent does nothing: PostgreSQL splits its own pages.
+func (b *bucket) SetFillPercent(float64) {}
+
+func (b *bucket) Cursor() kv.Cursor { return &cursor{b: b} }
+
+// isBucket reports whether key names a nested bucket.
+func (b *bucket) isBucket(key []byte) bool { return b.children[string(key)] != nil }
+
+// writable returns why the bucket cannot take a write, or nil.
+func (b *bucket) writable(op string) error {
+	if err := b.tx.usable(); err != nil {
+		if err == b.tx.err {
+			return fmt.Errorf("postgres: %s after a failed statement: %w", op, err)
+		}
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if b.deleted {
+		return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrBucketNotFound, errDeleted)
+	}
+	return nil
+}
+
+// Get reads key, after sending the bucket's buffered writes, in one round
+// trip. The key of a nested bucket answers nil without one.
+func (b *bucket) Get(key []byte) []byte {
+	t := b.tx
+	if !t.readable() || b.deleted || len(key) == 0 || len(key) > MaxKeySize || b.isBucket(key) {
+		return nil
+	}
+	batch := t.newBatch()
+	b.queueFlush(batch)
+	var v []byte
+	batch.Queue(b.sql.get, key).Query(func(rows pgx.Rows) error {
+		if rows.Next() {
+			var err error
+			_, v, err = scanRow(rows, &t.arena, false)
+			return err
+		}
+		return nil
+	})
+	if t.send(batch, "get") != nil {
+		return nil
+	}
+	return v
+}
+
+// Put buffers the write: it reaches the server with the next read of the
+// bucket or the commit. key and value are kept, not copied, as the
+// contract allows.
+func (b *bucket) Put(key, value []byte) error {
+	if err := b.writable("put"); err != nil {
+		return err
+	}
+	switch {
+	case len(key) == 0:
+		return fmt.Errorf("postgres: put: %w", kv.ErrKeyRequired)
+	case len(key) > MaxKeySize:
+		return fmt.Errorf("postgres: put: %w: %d bytes, the limit is %d", kv.ErrKeyTooLarge, len(key), MaxKeySize)
+	case len(value) > MaxValueSize:
+		return fmt.Errorf("postgres: put: %w: %d bytes, the limit is %d", kv.ErrValueTooLarge, len(value), MaxValueSize)
+	case b.isBucket(key):
+		return fmt.Errorf("postgres: put %q: %w: it is a nested bucket", key, kv.ErrIncompatibleValue)
+	}
+	if value == nil {
+		value = []byte{} // a nil value would be a NULL: a bucket's marker
+	}
+	b.write(op{k: key, v: value})
+	return nil
+}
+
+// Delete buffers the deletion of key. A key that cannot exist (empty, too
+// long) is not an error, as on bbolt.
+func (b *bucket) Delete(key []byte) error {
+	if err := b.writable("delete"); err != nil {
+		return err
+	}
+	if len(key) == 0 || len(key) > MaxKeySize {
+		return nil
+	}
+	if b.isBucket(key) {
+		return fmt.Errorf("postgres: delete %q: %w: it is a nested bucket", key, kv.ErrIncompatibleValue)
+	}
+	b.write(op{k: key, del: true})
+	return nil
+}
+
+// write buffers o and drops what cursors read ahead that it changes.
+func (b *bucket) write(o op) {
+	b.pending = append(b.pending, o)
+	if !b.inDirty {
+		b.inDirty = true
+		b.tx.dirty = append(b.tx.dirty, b)
+	}
+	b.wrote(o.k)
+}
+
+// wrote drops the rows read ahead by cursors that key falls among.
+func (b *bucket) wrote(key []byte) {
+	for i := 0; i < len(b.cursors); {
+		if c := b.cursors[i]; c.staleAfter(key) {
+			c.ahead, c.end, c.watched = nil, false, false
+			b.cursors[i] = b.cursors[len(b.cursors)-1]
+			b.cursors[len(b.cursors)-1] = nil
+			b.cursors = b.cursors[:len(b.cursors)-1]
+			continue
+		}
+		i++
+	}
+}
+
+// flushChunk bounds the bytes of keys and values one statement carries.
+const flushChunk = 16 << 20
+
+// queueFlush queues the bucket's buffered writes into batch: the last
+// write of each key wins, so the upserts and the deletes touch distinct
+// keys and their order does not matter. Keys go in ascending order.
+func (b *bucket) queueFlush(batch *pgx.Batch) {
+	if len(b.pending) == 0 || b.deleted {
+		b.pending = b.pending[:0]
+		return
+	}
+	ops := b.pending
+	slices.SortStableFunc(ops, func(x, y op) int { return bytes.Compare(x.k, y.k) })
+	var (
+		putK, putV [][]byte
+		delK       [][]byte
+		putSize    int
+		delSize    int
+	)
+	emitPuts := func() {
+		switch len(putK) {
+		case 0:
+		case 1:
+			batch.Queue(b.sql.put1, putK[0], putV[0])
+		default:
+			batch.Queue(b.sql.putN, putK, putV)
+		}
+		putK, putV, putSize = nil, nil, 0
+	}
+	emitDels := func() {
+		switch len(delK) {
+		case 0:
+		case 1:
+			batch.Queue(b.sql.del1, delK[0])
+		default:
+			batch.Queue(b.sql.delN, delK)
+		}
+		delK, delSize = nil, 0
+	}
+	for i, o := range ops {
+		if i+1 < len(ops) && bytes.Equal(o.k, ops[i+1].k) {
+			continue // a later write of the same key wins
+		}
+		if o.del {
+			if delSize+len(o.k) > flushChunk {
+				emitDels()
+			}
+			delK = append(delK, o.k)
+			delSize += len(o.k)
+			continue
+		}
+		if n := len(o.k) + len(o.v); putSize+n > flushChunk {
+			emitPuts()
+		}
+		putK, putV = append(putK, o.k), append(putV, o.v)
+		putSize += len(o.k) + len(o.v)
+	}
+	emitPuts()
+	emitDels()
+	clear(ops)
+	b.pending = ops[:0]
+}
+
+// Bucket returns the nested bucket name, reading its subtree from the
+// registry on first use in the transaction.
+func (b *bucket) Bucket(name []byte) kv.Bucket {
+	if c := b.child(name); c != nil {
+		return c
+	}
+	return nil
+}
+
+func (b *bucket) child(name []byte) *bucket {
+	t := b.tx
+	if !t.readable() || b.deleted || len(name) == 0 || len(name) > MaxKeySize {
+		return nil
+	}
+	if c, known := b.children[string(name)]; known || b.complete {
+		return c
+	}
+	type reg struct {
+		id, parent int64
+		name       []byte
+	}
+	var found []reg
+	batch := t.newBatch()
+	batch.Queue(t.s.reg.subtree, b.id, name).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r reg
+			if err := rows.Scan(&r.id, &r.parent, &r.name); err != nil {
+				return err
+			}
+			found = append(found, r)
+		}
+		return nil
+	})
+	if t.send(batch, "bucket") != nil {
+		return nil
+	}
+	byID := make(map[int64]*bucket, len(found)+1)
+	byID[b.id] = b
+	for _, r := range found {
+		byID[r.id] = t.newBucket(r.id)
+	}
+	for _, r := range found {
+		if p := byID[r.parent]; p != nil {
+			p.children[string(r.name)] = byID[r.id]
+		}
+	}
+	if _, ok := b.children[string(name)]; !ok {
+		b.children[string(name)] = nil
+	}
+	return b.children[string(name)]
+}
+
+// newBucket returns a bucket whose nested buckets the caller fills in.
+func (t *tx) newBucket(id int64) *bucket {
+	return &bucket{tx: t, id: id, sql: t.s.table(id), children: map[string]*bucket{}, complete: true}
+}
+
+// CreateBucket creates the nested bucket name: its marker row here and
+// its registry row in one statement, then its table.
+func (b *bucket) CreateBucket(name []byte) (kv.Bucket, error) {
+	c, err := b.create(name)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (b *bucket) create(name []byte) (*bucket, error) {
+	if err := b.checkName("create bucket", name); err != nil {
+		return nil, err
+	}
+	if b.isBucket(name) {
+		return nil, fmt.Errorf("postgres: create bucket %q: %w", name, kv.ErrBucketExists)
+	}
+	t := b.tx
+	batch := t.newBatch()
+	b.queueFlush(batch)
+	var (
+		id       *int64
+		isBucket *bool
+	)
+	batch.Queue(b.sql.marker, name, b.id).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&id, &isBucket)
+	})
+	if err := t.send(batch, "create bucket"); err != nil {
+		return nil, err
+	}
+	if id == nil {
+		if isBucket != nil && !*isBucket {
+			return nil, fmt.Errorf("postgres: create bucket %q: %w: the key holds a value", name, kv.ErrIncompatibleValue)
+		}
+		return nil, fmt.Errorf("postgres: create bucket %q: %w", name, kv.ErrBucketExists)
+	}
+	c := t.newBucket(*id)
+	batch = t.newBatch()
+	batch.Queue(c.sql.create)
+	if err := t.send(batch, "create bucket"); err != nil {
+		return nil, err
+	}
+	b.children[string(name)] = c
+	b.wrote(name)
+	return c, nil
+}
+
+// checkName checks a bucket operation's transaction and name.
+func (b *bucket) checkName(op string, name []byte) error {
+	if err := b.writable(op); err != nil {
+		return err
+	}
+	switch {
+	case len(name) == 0:
+		return fmt.Errorf("postgres: %s: %w", op, kv.ErrKeyRequired)
+	case len(name) > MaxKeySize:
+		return fmt.Errorf("postgres: %s: %w: %d bytes, the limit is %d", op, kv.ErrKeyTooLarge, len(name), MaxKeySize)
+	}
+	return nil
+}
+
+func (b *bucket) CreateBucketIfNotExists(name []byte) (kv.Bucket, error) {
+	if err := b.checkName("create bucket", name); err != nil {
+		return nil, err
+	}
+	if c := b.child(name); c != nil {
+		return c, nil
+	}
+	if err := b.tx.err; err != nil {
+		return nil, err
+	}
+	return b.CreateBucket(name)
+}
+
+// DeleteBucket deletes the nested bucket name and its subtree: registry
+// rows, marker and tables, in one round trip.
+func (b *bucket) DeleteBucket(name []byte) error {
+	if err := b.writable("delete bucket"); err != nil {
+		return err
+	}
+	t := b.tx
+	c := b.child(name)
+	if t.err != nil {
+		return t.err
+	}
+	if c == nil {
+		if b.id != 0 && b.Get(name) != nil {
+			return fmt.Errorf("postgres: delete bucket %q: %w: the key holds a value", name, kv.ErrIncompatibleValue)
+		}
+		if t.err != nil {
+			return t.err
+		}
+		return fmt.Errorf("postgres: delete bucket %q: %w", name, kv.ErrBucketNotFound)
+	}
+	var ids []int64
+	var tables []string
+	c.walk(func(d *bucket) {
+		ids = append(ids, d.id)
+		tables = append(tables, d.sql.name)
+	})
+	batch := t.newBatch()
+	batch.Queue(t.s.reg.delete, ids)
+	batch.Queue(b.sql.del1, name)
+	batch.Queue("DROP TABLE " + strings.Join(tables, ", "))
+	if err := t.send(batch, "delete bucket"); err != nil {
+		return err
+	}
+	c.walk(func(d *bucket) {
+		d.deleted, d.pending, d.cursors = true, nil, nil
+	})
+	if b.complete {
+		delete(b.children, string(name))
+	} else {
+		b.children[string(name)] = nil
+	}
+	b.wrote(name)
+	return nil
+}
+
+// walk calls fn on b and every bucket under it.
+func (b *bucket) walk(fn func(*bucket)) {
+	fn(b)
+	for _, c := range b.children {
+		if c != nil {
+			c.walk(fn)
+		}
+	}
+}
+
+// scanRow reads a row of (k, v), or of v alone, copying into a: raw
+// bytes when the server sent binary, as it does unless the connection is
+// set to the simple protocol.
+func scanRow(rows pgx.Rows, a *arena, withKey bool) (k, v []byte, err error) {
+	raw := rows.RawValues()
+	binary := true
+	for _, f := range rows.FieldDescriptions() {
+		binary = binary && f.Format == pgx.BinaryFormatCode
+	}
+	if !binary {
+		if withKey {
+			err = rows.Scan(&k, &v)
+		} else {
+			err = rows.Scan(&v)
+		}
+		return k, v, err
+	}
+	if withKey {
+		if len(raw) != 2 {
+			return nil, nil, errors.New("postgres: a row of (k, v) has not 2 columns")
+		}
+		k = a.copy(raw[0])
+		raw = raw[1:]
+	}
+	if raw[0] != nil {
+		v = a.copy(raw[0])
+	}
+	return k, v, nil
+}

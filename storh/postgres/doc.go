@@ -1,0 +1,53 @@
+// Package postgres is package kv's contract on PostgreSQL: a storh store
+// whose buckets are tables, shared by every process that connects.
+//
+// # Schema
+//
+// Open creates, if missing, in the first schema of the connection's
+// search_path:
+//
+//	storh_buckets (id bigint identity primary key, parent bigint, name bytea,
+//	               unique (parent, name))    the registry of buckets
+//	storh_b<id>   (k bytea primary key, v bytea)   one table per bucket
+//
+// The top level is bucket 0 (storh_b0), which has no registry row. A
+// nested bucket is a registry row, its own table, and a row (name, NULL)
+// in its parent's table: a cursor meets nested buckets among the keys, in
+// order, with nil values, as the contract asks. bytea orders bytewise, as
+// bbolt does. Keys are limited to MaxKeySize bytes (a btree entry must fit
+// a third of a page) and values to MaxValueSize.
+//
+// # Transactions
+//
+// Each transaction holds a pooled connection. A writable one is
+// SERIALIZABLE: PostgreSQL fails one of two transactions whose reads and
+// writes could not have happened one after the other, with SQLSTATE 40001
+// (or 40P01 on a deadlock), which this package returns wrapping
+// kv.ErrConflict; the caller runs the whole transaction again. The failure
+// may come from a read (then Tx.Err reports it), from a write that reaches
+// the server, or from Commit. A read-only transaction is REPEATABLE READ
+// READ ONLY, with its snapshot taken at Begin: it never conflicts, and
+// sees every transaction that committed before it began and none after
+// (it may see a state that no serial order of the writers produced, the
+// read-only anomaly SERIALIZABLE READ ONLY DEFERRABLE would avoid).
+//
+// Writes are buffered in the transaction, bucket by bucket (the last write
+// of a key wins), and sent with the next read of that bucket or with the
+// COMMIT, so a transaction costs one round trip per read plus one to
+// commit. Reads can fail, unlike bbolt's: the first failure ends the
+// transaction (PostgreSQL refuses every later statement), reads answer nil
+// from then on, Commit fails with it and Err reports it.
+//
+// Bucket lookups read the bucket's whole subtree from the registry, once
+// per transaction. Creating a bucket costs two round trips; deleting one
+// costs one, and drops the subtree's tables, which waits for the
+// transactions using them.
+//
+// # Not there yet
+//
+// The engine's file-level operations (page checks, backup, compaction,
+// file statistics) have no equivalent here. Transactions use one
+// background context, so a statement cannot be cancelled; a lost
+// connection fails the transaction. There is no retry loop: a conflict is
+// returned to the caller.
+package postgres

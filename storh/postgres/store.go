@@ -1,0 +1,249 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// Limits of what a bucket stores. A key is a btree entry in its table's
+// primary key, whose entries PostgreSQL caps at about a third of an 8 KiB
+// page (2704 bytes with their headers); a value is a bytea, capped at
+// 1 GiB by PostgreSQL and lower here so a transaction's flush stays well
+// within one protocol message.
+const (
+	MaxKeySize   = 2600
+	MaxValueSize = 256 << 20
+)
+
+// schemaLock is the pg_advisory_xact_lock key held while Open creates the
+// tables, so two processes opening a new database at once do not race on
+// CREATE TABLE IF NOT EXISTS (which is not safe against itself).
+const schemaLock = 0x73746f72685f7067 // "storh_pg"
+
+// Store is a kv.Store in a PostgreSQL schema. It is safe for concurrent
+// use; each transaction holds one pooled connection until it ends.
+type Store struct {
+	pool   *pgxpool.Pool
+	ctx    context.Context
+	schema string
+	closed atomic.Bool
+
+	// Statements of the registry and of each bucket's table. Bucket ids
+	// come from an identity column and are never reused, so an id's
+	// statements stay right for the life of the store.
+	reg    registrySQL
+	tables sync.Map // int64 → *tableSQL
+}
+
+var _ kv.Store = (*Store)(nil)
+
+// Open connects to the database at url (a libpq-style URL or keyword
+// string, as pgx parses it) and creates the store's tables if they are
+// missing. They go in the schema the connection's search_path selects
+// first (set it in the URL, e.g. options=-csearch_path%3Dmyschema); that
+// schema must exist.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return openConfig(ctx, cfg)
+}
+
+// openConfig opens a store with a pool configuration (tests add a tracer).
+func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, ctx: context.Background()}
+	if err := s.init(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init finds the schema and creates the registry and the top level's
+// table, under the advisory lock.
+func (s *Store) init(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: connecting: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
+		return fmt.Errorf("postgres: locking the schema: %w", err)
+	}
+	var schema *string
+	if err := tx.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if schema == nil {
+		var path string
+		_ = tx.QueryRow(ctx, "SHOW search_path").Scan(&path)
+		return fmt.Errorf("postgres: no schema to keep the store in: search_path %q names none that exists", path)
+	}
+	s.schema = *schema
+	s.reg = newRegistrySQL(s.schema)
+	root := s.table(0)
+	for _, q := range []string{s.reg.create, "CREATE TABLE IF NOT EXISTS " + root.name + columns} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
+	}
+	return nil
+}
+
+// Begin starts a transaction on a connection of its own. A writable one is
+// SERIALIZABLE, a read-only one REPEATABLE READ READ ONLY (see the package
+// documentation).
+func (s *Store) Begin(writable bool) (kv.Tx, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("postgres: begin: %w", kv.ErrTxClosed)
+	}
+	conn, err := s.pool.Acquire(s.ctx)
+	if err != nil {
+		if s.closed.Load() {
+			return nil, fmt.Errorf("postgres: begin: %w (%w)", kv.ErrTxClosed, err)
+		}
+		return nil, fmt.Errorf("postgres: begin: %w", err)
+	}
+	t := &tx{s: s, ctx: s.ctx, conn: conn, writable: writable}
+	t.root = &bucket{tx: t, id: 0, sql: s.table(0), children: map[string]*bucket{}}
+	if !writable {
+		// A read-only transaction sees the store as it was when Begin
+		// returned, as on bbolt: PostgreSQL takes the snapshot at the
+		// first query, so one is sent now. A writable one begins with its
+		// first round trip instead: it sees at least what was committed
+		// before Begin, and a later snapshot only makes conflicts rarer.
+		b := t.newBatch()
+		b.Queue("SELECT 1")
+		if err := t.send(b, "begin"); err != nil {
+			t.release()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Close closes the connection pool, waiting for connections in use to be
+// returned. Transactions must have ended. Closing twice is harmless.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.pool.Close()
+	return nil
+}
+
+// registrySQL holds the statements on the registry table, storh_buckets.
+type registrySQL struct {
+	create  string
+	subtree string // a child of $1 named $2 and everything under it
+	delete  string // registry rows of ids $1
+}
+
+func newRegistrySQL(schema string) registrySQL {
+	r := pgx.Identifier{schema, "storh_buckets"}.Sanitize()
+	return registrySQL{
+		create: "CREATE TABLE IF NOT EXISTS " + r + ` (
+	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	parent bigint NOT NULL,
+	name bytea NOT NULL,
+	UNIQUE (parent, name))`,
+		subtree: "WITH RECURSIVE s AS (SELECT id, parent, name FROM " + r + " WHERE parent = $1 AND name = $2" +
+			" UNION ALL SELECT c.id, c.parent, c.name FROM " + r + " c JOIN s ON c.parent = s.id)" +
+			" SELECT id, parent, name FROM s",
+		delete: "DELETE FROM " + r + " WHERE id = ANY($1::bigint[])",
+	}
+}
+
+// columns are every bucket table's: a key, and a value that is NULL in
+// the row of a nested bucket's name.
+const columns = " (k bytea PRIMARY KEY, v bytea)"
+
+// tableSQL holds the statements on one bucket's table.
+type tableSQL struct {
+	name                           string // quoted, schema-qualified
+	create                         string
+	get                            string
+	first, last, ge, gt, lt        string
+	put1, putN, del1, delN, marker string
+}
+
+// table returns the statements of bucket id's table.
+func (s *Store) table(id int64) *tableSQL {
+	if t, ok := s.tables.Load(id); ok {
+		return t.(*tableSQL)
+	}
+	n := pgx.Identifier{s.schema, "storh_b" + strconv.FormatInt(id, 10)}.Sanitize()
+	reg := pgx.Identifier{s.schema, "storh_buckets"}.Sanitize()
+	const sel = "SELECT k, v FROM "
+	t := &tableSQL{
+		name:   n,
+		create: "CREATE TABLE " + n + columns,
+		get:    "SELECT v FROM " + n + " WHERE k = $1",
+		first:  sel + n + " ORDER BY k LIMIT $1",
+		last:   sel + n + " ORDER BY k DESC LIMIT $1",
+		ge:     sel + n + " WHERE k >= $1 ORDER BY k LIMIT $2",
+		gt:     sel + n + " WHERE k > $1 ORDER BY k LIMIT $2",
+		lt:     sel + n + " WHERE k < $1 ORDER BY k DESC LIMIT $2",
+		put1:   "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
+			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		del1: "DELETE FROM " + n + " WHERE k = $1",
+		delN: "DELETE FROM " + n + " WHERE k = ANY($1::bytea[])",
+		// marker creates the nested bucket $1 with parent id $2: its
+		// marker row here and its registry row, in one statement. The id
+		// is NULL if the key was taken; the second column then tells a
+		// bucket's key (true) from a value's (false), from the snapshot.
+		marker: "WITH m AS (INSERT INTO " + n + " (k, v) VALUES ($1::bytea, NULL) ON CONFLICT (k) DO NOTHING RETURNING k)," +
+			" r AS (INSERT INTO " + reg + " (parent, name) SELECT $2::bigint, k FROM m RETURNING id)" +
+			" SELECT (SELECT id FROM r), (SELECT v IS NULL FROM " + n + " WHERE k = $1::bytea)",
+	}
+	if prev, loaded := s.tables.LoadOrStore(id, t); loaded {
+		return prev.(*tableSQL)
+	}
+	return t
+}
+
+// dbErr wraps an error from PostgreSQL with op, and with the contract's
+// sentinel where one applies. Connection and context errors stay in the
+// chain as they are.
+func dbErr(op string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
+		case "23505": // unique_violation: a bucket a concurrent transaction created
+			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
+		case "42P01": // undefined_table: a bucket a concurrent transaction deleted
+			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
+		case "25006": // read_only_sql_transaction
+			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrTxNotWritable, err)
+		case "54000": // program_limit_exceeded: an index row too large
+			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrKeyTooLarge, err)
+		}
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}

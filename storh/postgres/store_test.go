@@ -1,0 +1,578 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
+	"github.com/storhdb/storh-go/storh/kv/kvtest"
+)
+
+// The tests run against a private PostgreSQL server (see package pgtest);
+// without one they skip, or fail under STORH_REQUIRE_POSTGRES=1.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+
+var ctx = context.Background()
+
+// openStore opens a store in a fresh database, closed when t ends.
+func openStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestKVContract(t *testing.T) {
+	pgtest.Require(t) // skip once, not in every subtest
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openStore(t) })
+}
+
+func begin(t testing.TB, s kv.Store, writable bool) kv.Tx {
+	t.Helper()
+	tx, err := s.Begin(writable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	return tx
+}
+
+func commit(t testing.TB, tx kv.Tx) {
+	t.Helper()
+	if err := tx.Err(); err != nil {
+		t.Fatalf("Tx.Err: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}
+
+// create creates bucket name under p (a Tx or a Bucket).
+func create(t testing.TB, p interface {
+	CreateBucket([]byte) (kv.Bucket, error)
+}, name string) kv.Bucket {
+	t.Helper()
+	b, err := p.CreateBucket([]byte(name))
+	if err != nil {
+		t.Fatalf("CreateBucket(%q): %v", name, err)
+	}
+	return b
+}
+
+func key(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
+
+// fill creates bucket name holding n keys, key(i) → "v<i>".
+func fill(t testing.TB, s kv.Store, name string, n int) {
+	t.Helper()
+	tx := begin(t, s, true)
+	b := create(t, tx, name)
+	for i := range n {
+		if err := b.Put(key(i), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, tx)
+}
+
+// Two writable transactions that each read what the other writes (write
+// skew): SERIALIZABLE lets one commit and fails the other with
+// kv.ErrConflict.
+func TestConflict(t *testing.T) {
+	s := openStore(t)
+	tx := begin(t, s, true)
+	b := create(t, tx, "b")
+	b.Put([]byte("x"), []byte("0"))
+	b.Put([]byte("y"), []byte("0"))
+	commit(t, tx)
+
+	t1, t2 := begin(t, s, true), begin(t, s, true)
+	b1, b2 := t1.Bucket([]byte("b")), t2.Bucket([]byte("b"))
+	if string(b1.Get([]byte("x"))) != "0" || string(b2.Get([]byte("y"))) != "0" {
+		t.Fatal("setup not visible")
+	}
+	must(t, b1.Put([]byte("y"), []byte("1")))
+	must(t, b2.Put([]byte("x"), []byte("1")))
+	err1, err2 := t1.Commit(), t2.Commit()
+	if err1 != nil {
+		t.Fatalf("first commit: %v", err1)
+	}
+	if !errors.Is(err2, kv.ErrConflict) {
+		t.Fatalf("second commit: %v, want an error wrapping kv.ErrConflict", err2)
+	}
+	t.Logf("second commit: %v", err2)
+
+	// The loser left nothing behind.
+	r := begin(t, s, false)
+	rb := r.Bucket([]byte("b"))
+	if x, y := string(rb.Get([]byte("x"))), string(rb.Get([]byte("y"))); x != "0" || y != "1" {
+		t.Errorf("after the conflict x=%q y=%q, want x=0 y=1", x, y)
+	}
+}
+
+// Concurrent increments of one counter, each retried on kv.ErrConflict:
+// none is lost, and the only errors are conflicts.
+func TestConflictRetry(t *testing.T) {
+	s := openStore(t)
+	tx := begin(t, s, true)
+	create(t, tx, "c").Put([]byte("n"), key(0))
+	commit(t, tx)
+
+	const workers, each = 4, 10
+	var conflicts atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for i := 0; i < each; {
+				tx, err := s.Begin(true)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b := tx.Bucket([]byte("c"))
+				var n uint64
+				if b != nil {
+					if v := b.Get([]byte("n")); v != nil {
+						n = binary.BigEndian.Uint64(v)
+					}
+				}
+				if err = tx.Err(); err == nil {
+					if err = b.Put([]byte("n"), key(int(n)+1)); err == nil {
+						err = tx.Commit()
+					}
+				}
+				tx.Rollback()
+				switch {
+				case err == nil:
+					i++
+				case errors.Is(err, kv.ErrConflict):
+					conflicts.Add(1)
+				default:
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r := begin(t, s, false)
+	if n := binary.BigEndian.Uint64(r.Bucket([]byte("c")).Get([]byte("n"))); n != workers*each {
+		t.Errorf("counter = %d, want %d", n, workers*each)
+	}
+	t.Logf("%d conflicts retried", conflicts.Load())
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A transaction whose connection dies: reads answer nil, the failure is
+// kept (Err), writes and Commit fail with it, Rollback is quiet, and the
+// pool replaces the connection.
+func TestStickyError(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "b", 3)
+
+	for _, writable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) {
+			txn := begin(t, s, writable)
+			b := txn.Bucket([]byte("b"))
+			if v := b.Get(key(1)); string(v) != "v1" {
+				t.Fatalf("Get = %q before the failure", v)
+			}
+			pid := txn.(*tx).conn.Conn().PgConn().PID()
+			var ok bool
+			if err := s.pool.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("pg_terminate_backend: %v %v", ok, err)
+			}
+			if v := b.Get(key(2)); v != nil {
+				t.Fatalf("Get on a dead connection = %q, want nil", v)
+			}
+			first := txn.Err()
+			if first == nil {
+				t.Fatal("Err() = nil after a failed read")
+			}
+			t.Logf("Err: %v", first)
+			if k, _ := b.Cursor().First(); k != nil {
+				t.Errorf("cursor after the failure found %q", k)
+			}
+			if txn.Bucket([]byte("b")) != nil {
+				t.Errorf("Bucket after the failure is not nil")
+			}
+			if err := txn.Err(); err != first {
+				t.Errorf("Err changed from %v to %v", first, err)
+			}
+			if writable {
+				if err := b.Put(key(9), []byte("x")); !errors.Is(err, first) {
+					t.Errorf("Put after the failure: %v, want %v", err, first)
+				}
+				if err := txn.Commit(); err == nil || !errors.Is(err, first) {
+					t.Errorf("Commit after the failure: %v, want one wrapping %v", err, first)
+				}
+			}
+			if err := txn.Rollback(); err != nil {
+				t.Errorf("Rollback after the failure: %v", err)
+			}
+			// The store goes on with a new connection.
+			r := begin(t, s, false)
+			if v := r.Bucket([]byte("b")).Get(key(2)); string(v) != "v2" {
+				t.Errorf("Get in the next transaction = %q", v)
+			}
+			must(t, r.Err())
+		})
+	}
+}
+
+// The statements of Get and of cursor moves use the primary key's index,
+// for custom and generic plans alike, on a table large enough and analyzed
+// so that the planner chooses honestly.
+func TestExplain(t *testing.T) {
+	s := openStore(t)
+	const n = 10000
+	fill(t, s, "b", n)
+	txn := begin(t, s, false)
+	q := txn.Bucket([]byte("b")).(*bucket).sql
+	txn.Rollback()
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+q.name); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+
+	k, del := key(n/2), [][]byte{key(1), key(n / 2), key(n - 2)}
+	for _, st := range []struct {
+		name, sql, types string
+		args             []any
+		indexOnly        bool // may be a bitmap scan (DELETE of many keys)
+	}{
+		{"get", q.get, "bytea", []any{k}, false},
+		{"seek", q.ge, "bytea, int", []any{k, 16}, false},
+		{"next", q.gt, "bytea, int", []any{k, 512}, false},
+		{"prev", q.lt, "bytea, int", []any{k, 512}, false},
+		{"first", q.first, "int", []any{16}, false},
+		{"last", q.last, "int", []any{16}, false},
+		{"delete", q.del1, "bytea", []any{k}, false},
+		{"delete many", q.delN, "bytea[]", []any{del}, true},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			t.Run(st.name+"/"+mode, func(t *testing.T) {
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx) // the deletes are only explained, but EXPLAIN EXECUTE runs nothing anyway
+				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(ctx, "PREPARE p ("+st.types+") AS "+st.sql); err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Exec(ctx, "DEALLOCATE p")
+				// EXECUTE takes no parameters of the protocol's: literals.
+				params := make([]string, len(st.args))
+				for i, a := range st.args {
+					params[i] = literal(a)
+				}
+				var out []byte
+				err = tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE p("+strings.Join(params, ", ")+")").Scan(&out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var plans []struct{ Plan plan }
+				if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+					t.Fatalf("EXPLAIN output %s: %v", out, err)
+				}
+				nodes := plans[0].Plan.nodes(nil)
+				var onPK bool
+				for _, p := range nodes {
+					switch p.Type {
+					case "Seq Scan":
+						t.Errorf("%s: a Seq Scan:\n%s", st.sql, out)
+					case "Index Scan", "Index Only Scan":
+						onPK = onPK || strings.HasSuffix(p.Index, "_pkey")
+					case "Bitmap Index Scan":
+						onPK = onPK || (st.indexOnly && strings.HasSuffix(p.Index, "_pkey"))
+					}
+				}
+				if !onPK {
+					t.Errorf("%s: no scan of the primary key:\n%s", st.sql, out)
+				}
+			})
+		}
+	}
+}
+
+// literal writes a statement's argument as SQL.
+func literal(a any) string {
+	switch a := a.(type) {
+	case []byte:
+		return fmt.Sprintf("'\\x%x'::bytea", a)
+	case [][]byte:
+		elems := make([]string, len(a))
+		for i, e := range a {
+			elems[i] = literal(e)
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]"
+	}
+	return fmt.Sprint(a)
+}
+
+// plan is a node of EXPLAIN (FORMAT JSON).
+type plan struct {
+	Type  string `json:"Node Type"`
+	Index string `json:"Index Name"`
+	Plans []plan `json:"Plans"`
+}
+
+func (p plan) nodes(out []plan) []plan {
+	out = append(out, p)
+	for _, c := range p.Plans {
+		out = c.nodes(out)
+	}
+	return out
+}
+
+// roundTrips counts what a store sends: batches and single queries.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Writes are buffered and sent with the next read of their bucket or
+// with the commit; a cursor reads pages that grow.
+func TestRoundTrips(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := openConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	count := func(what string, want int64, fn func()) {
+		t.Helper()
+		before := rt.n.Load()
+		fn()
+		if got := rt.n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		}
+	}
+	const n = 1000
+	count("create a bucket, 1000 puts, commit", 3, func() {
+		tx := begin(t, s, true)
+		b := create(t, tx, "b") // the marker and registry rows, then the table
+		for i := range n {
+			must(t, b.Put(key(i), []byte("v")))
+		}
+		commit(t, tx) // the puts and the COMMIT
+	})
+	count("read-only: begin, Bucket, Get, rollback", 4, func() {
+		tx := begin(t, s, false)
+		if v := tx.Bucket([]byte("b")).Get(key(7)); string(v) != "v" {
+			t.Errorf("Get = %q", v)
+		}
+		must(t, tx.Rollback())
+	})
+	count("Bucket, puts and a Get of the bucket, commit", 3, func() {
+		tx := begin(t, s, true)
+		b := tx.Bucket([]byte("b"))
+		must(t, b.Put(key(n), []byte("new")))
+		must(t, b.Delete(key(0)))
+		if v := b.Get(key(n)); string(v) != "new" {
+			t.Errorf("Get of a buffered put = %q", v)
+		}
+		commit(t, tx)
+	})
+	count("a walk of 1000 keys", 1+1+6+1, func() { // begin, Bucket, pages of 16…512, rollback
+		tx := begin(t, s, false)
+		c := tx.Bucket([]byte("b")).Cursor()
+		seen := 0
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			seen++
+		}
+		if seen != n {
+			t.Errorf("walked %d keys, want %d", seen, n)
+		}
+		must(t, tx.Rollback())
+	})
+	count("an empty writable transaction", 0, func() {
+		tx := begin(t, s, true)
+		commit(t, tx)
+	})
+}
+
+// A cursor's read-ahead never hides the transaction's own writes: keys
+// put or deleted ahead of it are seen, behind it are not revisited.
+func TestCursorSeesWrites(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "b", 200) // keys 0..199
+	tx := begin(t, s, true)
+	b := tx.Bucket([]byte("b"))
+	c := b.Cursor()
+	k, _ := c.Seek(key(10))
+	if !bytes.Equal(k, key(10)) {
+		t.Fatalf("Seek = %x", k)
+	}
+	k, _ = c.Next() // 11, with a page read ahead
+	must(t, b.Delete(key(12)))
+	must(t, b.Put(key(5), []byte("behind")))
+	must(t, b.Put(append(key(13), 0), []byte("ahead")))
+	var got [][]byte
+	for k, _ = c.Next(); k != nil && len(got) < 3; k, _ = c.Next() {
+		got = append(got, k)
+	}
+	want := [][]byte{key(13), append(key(13), 0), key(14)}
+	for i := range want {
+		if i >= len(got) || !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("after writes the walk went %x, want %x", got, want)
+		}
+	}
+	// Deleting every key through the cursor, far beyond one page.
+	n := 0
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			t.Fatalf("nil value at %x", k)
+		}
+		must(t, c.Delete())
+		n++
+	}
+	if n != 200 {
+		t.Errorf("deleted %d keys through the cursor, want 200", n)
+	}
+	if k, _ := b.Cursor().Last(); k != nil {
+		t.Errorf("after deleting every key Last = %x", k)
+	}
+	commit(t, tx)
+}
+
+// Keys up to MaxKeySize fit the primary key's index; beyond it and beyond
+// MaxValueSize writes fail with the contract's errors before reaching the
+// server.
+func TestLimits(t *testing.T) {
+	s := openStore(t)
+	tx := begin(t, s, true)
+	b := create(t, tx, "b")
+	big := make([]byte, MaxKeySize)
+	for i := range big {
+		big[i] = byte(i*7 + i/251) // not compressible
+	}
+	must(t, b.Put(big, []byte("v")))
+	if _, err := b.CreateBucket(append(big[:MaxKeySize-1:MaxKeySize-1], 1)); err != nil {
+		t.Errorf("CreateBucket with a %d-byte name: %v", MaxKeySize, err)
+	}
+	if err := b.Put(append(big, 0), []byte("v")); !errors.Is(err, kv.ErrKeyTooLarge) {
+		t.Errorf("Put of a %d-byte key: %v", MaxKeySize+1, err)
+	}
+	if err := b.Put([]byte("k"), make([]byte, MaxValueSize+1)); !errors.Is(err, kv.ErrValueTooLarge) {
+		t.Errorf("Put of a %d-byte value: %v", MaxValueSize+1, err)
+	}
+	if v := b.Get(big); string(v) != "v" {
+		t.Errorf("Get of the largest key = %q", v)
+	}
+	commit(t, tx)
+}
+
+// Two processes opening one new database at once: the advisory lock keeps
+// their CREATE TABLE IF NOT EXISTS apart. The schema is the search_path's.
+func TestOpen(t *testing.T) {
+	url := pgtest.URL(t)
+	setup, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close(ctx)
+	if _, err := setup.Exec(ctx, "CREATE SCHEMA other"); err != nil {
+		t.Fatal(err)
+	}
+	other := url + "&options=" + "-csearch_path%3Dother"
+	var wg sync.WaitGroup
+	stores := make([]*Store, 8)
+	errs := make([]error, len(stores))
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = Open(ctx, other) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { stores[i].Close() }) // after the transactions' cleanups
+	}
+	var n int
+	if err := setup.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = 'other' AND tablename IN ('storh_buckets', 'storh_b0')").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("tables in schema other: %d, %v", n, err)
+	}
+	fill(t, stores[0], "b", 1)
+	r := begin(t, stores[1], false)
+	if v := r.Bucket([]byte("b")).Get(key(0)); string(v) != "v0" {
+		t.Errorf("another store of the schema reads %q", v)
+	}
+	r.Rollback()
+	if _, err := Open(ctx, url+"&options=-csearch_path%3Dmissing"); err == nil || !strings.Contains(err.Error(), "no schema") {
+		t.Errorf("Open with a search_path naming no schema: %v", err)
+	}
+}
+
+// A bucket deleted in the transaction refuses writes; one created again
+// under the same name is a new, empty bucket.
+func TestDeletedBucketHandle(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "b", 3)
+	tx := begin(t, s, true)
+	old := tx.Bucket([]byte("b"))
+	nested := create(t, old, "n")
+	must(t, tx.DeleteBucket([]byte("b")))
+	if err := old.Put([]byte("k"), []byte("v")); !errors.Is(err, kv.ErrBucketNotFound) {
+		t.Errorf("Put into a deleted bucket: %v", err)
+	}
+	if err := nested.Put([]byte("k"), []byte("v")); !errors.Is(err, kv.ErrBucketNotFound) {
+		t.Errorf("Put into a deleted bucket's nested one: %v", err)
+	}
+	b := create(t, tx, "b")
+	if k, _ := b.Cursor().First(); k != nil {
+		t.Errorf("the new bucket holds %x", k)
+	}
+	commit(t, tx)
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'storh_b%' AND tablename <> 'storh_buckets'").Scan(&n); err != nil || n != 2 {
+		t.Errorf("bucket tables left: %d (%v), want 2: the top level and the new b", n, err)
+	}
+}

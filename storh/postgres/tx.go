@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+const (
+	beginWritable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
+// tx is a kv.Tx on one pooled connection. Every trip to the server is one
+// pgx.Batch: the BEGIN if the transaction has not begun yet, the buffered
+// writes of the bucket about to be read, and the read.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	conn     *pgxpool.Conn // nil once the transaction has ended
+	writable bool
+	begun    bool // BEGIN has been sent
+	err      error
+	root     *bucket
+	dirty    []*bucket // buckets written in this transaction (pending or not)
+	arena    arena     // keys and values handed out, valid until the end
+}
+
+var _ kv.Tx = (*tx)(nil)
+
+func (t *tx) Bucket(name []byte) kv.Bucket { return t.root.Bucket(name) }
+func (t *tx) CreateBucket(name []byte) (kv.Bucket, error) {
+	return t.root.CreateBucket(name)
+}
+func (t *tx) CreateBucketIfNotExists(name []byte) (kv.Bucket, error) {
+	return t.root.CreateBucketIfNotExists(name)
+}
+func (t *tx) DeleteBucket(name []byte) error { return t.root.DeleteBucket(name) }
+func (t *tx) Cursor() kv.Cursor              { return t.root.Cursor() }
+func (t *tx) Writable() bool                 { return t.writable }
+func (t *tx) Err() error                     { return t.err }
+
+// newBatch starts a round trip, with the BEGIN first if it is the
+// transaction's first.
+func (t *tx) newBatch() *pgx.Batch {
+	b := &pgx.Batch{}
+	if !t.begun {
+		if t.writable {
+			b.Queue(beginWritable)
+		} else {
+			b.Queue(beginReadOnly)
+		}
+	}
+	return b
+}
+
+// send makes the round trip. A failure ends the transaction on the server
+// (PostgreSQL refuses every statement after a failed one), so it is
+// recorded as the transaction's error: reads answer nil from then on and
+// Commit fails.
+func (t *tx) send(b *pgx.Batch, op string) error {
+	t.begun = true
+	if err := t.conn.SendBatch(t.ctx, b).Close(); err != nil {
+		err = dbErr(op, err)
+		if t.err == nil {
+			t.err = err
+		}
+		return err
+	}
+	return nil
+}
+
+// usable returns why the transaction cannot take a write, or nil.
+func (t *tx) usable() error {
+	switch {
+	case t.conn == nil:
+		return kv.ErrTxClosed
+	case !t.writable:
+		return kv.ErrTxNotWritable
+	}
+	return t.err
+}
+
+// readable reports whether a read may go to the server.
+func (t *tx) readable() bool { return t.conn != nil && t.err == nil }
+
+// Commit sends every bucket's buffered writes and the COMMIT in one round
+// trip. Buckets are flushed in id order and keys in key order, so that
+// concurrent transactions take row locks in the same order.
+func (t *tx) Commit() error {
+	switch {
+	case t.conn == nil:
+		return fmt.Errorf("postgres: commit: %w", kv.ErrTxClosed)
+	case !t.writable:
+		return fmt.Errorf("postgres: commit: %w", kv.ErrTxNotWritable)
+	case t.err != nil:
+		err := t.err
+		t.end()
+		return fmt.Errorf("postgres: commit after a failed statement: %w", err)
+	}
+	slices.SortFunc(t.dirty, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
+	b := t.newBatch()
+	for _, d := range t.dirty {
+		d.queueFlush(b)
+	}
+	if t.begun || b.Len() > 1 {
+		b.Queue("COMMIT")
+		if err := t.send(b, "commit"); err != nil {
+			t.end()
+			return err
+		}
+	}
+	// A transaction that never reached the server has nothing to commit.
+	t.release()
+	return nil
+}
+
+// Rollback ends the transaction, discarding its writes; after Commit it
+// does nothing.
+func (t *tx) Rollback() error {
+	if t.conn == nil {
+		return nil
+	}
+	hadErr := t.err != nil
+	if err := t.end(); err != nil && !hadErr {
+		return err
+	}
+	return nil
+}
+
+// end rolls the transaction back on the server if it began there, and
+// returns the connection to the pool.
+func (t *tx) end() error {
+	var err error
+	if t.begun {
+		if _, rerr := t.conn.Exec(t.ctx, "ROLLBACK"); rerr != nil {
+			err = dbErr("rollback", rerr)
+		}
+	}
+	t.release()
+	return err
+}
+
+// release returns the connection: the pool closes it instead if it is
+// still inside a transaction (a failed ROLLBACK).
+func (t *tx) release() {
+	if t.conn == nil {
+		return
+	}
+	t.conn.Release()
+	t.conn = nil
+	t.dirty = nil
+	t.arena = nil
+}
+
+// errDeleted is the error of a write to a bucket deleted in this
+// transaction.
+var errDeleted = errors.New("the bucket was deleted")
+
+// arena hands out copies of keys and values read from the server, carved
+// from shared chunks so that a cursor page costs a few allocations, not
+// two per row. Copies are capped, so appending to one cannot reach the
+// next.
+type arena []byte
+
+const arenaChunk = 64 << 10
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	if len(b) > cap(*a)-len(*a) {
+		if len(b) > arenaChunk/4 {
+			return append([]byte(nil), b...)
+		}
+		*a = make([]byte, 0, arenaChunk)
+	}
+	n := len(*a)
+	*a = append(*a, b...)
+	return (*a)[n:len(*a):len(*a)]
+}
