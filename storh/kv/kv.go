@@ -21,8 +21,10 @@
 //
 // These rules are bbolt's, and the engine relies on them on every backend:
 //
-//   - A key or value passed to Put must not change until the transaction
-//     ends: a backend may keep the slice, not a copy, until it commits.
+//   - A value passed to Put must not change until the transaction ends: a
+//     backend may keep the slice, not a copy, until it commits. Keys are
+//     copied: a caller may reuse a key's bytes as soon as Put or Delete
+//     returns (the engine keeps one scratch key per collection).
 //   - A key or value returned by Get or a Cursor is valid until the
 //     transaction ends and must not be modified.
 //   - A writable transaction may be used by one goroutine at a time; a

@@ -94,8 +94,8 @@ func (b *bucket) Get(key []byte) []byte {
 }
 
 // Put buffers the write: it reaches the server with the next read of the
-// bucket or the commit. key and value are kept, not copied, as the
-// contract allows.
+// bucket or the commit. The value is kept, not copied, as the contract
+// allows; the key is copied, since callers reuse theirs.
 func (b *bucket) Put(key, value []byte) error {
 	if err := b.writable("put"); err != nil {
 		return err
@@ -113,7 +113,7 @@ func (b *bucket) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{} // a nil value would be a NULL: a bucket's marker
 	}
-	b.write(op{k: key, v: value})
+	b.write(op{k: b.tx.arena.copy(key), v: value})
 	return nil
 }
 
@@ -129,7 +129,7 @@ func (b *bucket) Delete(key []byte) error {
 	if b.isBucket(key) {
 		return fmt.Errorf("postgres: delete %q: %w: it is a nested bucket", key, kv.ErrIncompatibleValue)
 	}
-	b.write(op{k: key, del: true})
+	b.write(op{k: b.tx.arena.copy(key), del: true})
 	return nil
 }
 

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		fn   func(t *testing.T, s kv.Store)
 	}{
 		{"Values", testValues},
+		{"KeyReuse", testKeyReuse},
 		{"EmptyKey", testEmptyKey},
 		{"Buckets", testBuckets},
 		{"BucketErrors", testBucketErrors},
@@ -607,6 +608,43 @@ var end = pair{}
 
 // ---------------------------------------------------------------------------
 // Values
+
+// testKeyReuse: Put and Delete copy the key, so a caller may reuse one
+// buffer for every key of a transaction (the engine does).
+func testKeyReuse(t *testing.T, s kv.Store) {
+	key := make([]byte, 2)
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("r"))
+		mustBucket(t, `CreateBucket("r")`, b, err)
+		for i := range 10 {
+			key[0], key[1] = 'k', byte('0'+i)
+			must(t, "Put", b.Put(key, []byte{byte(i)}))
+		}
+		key[0], key[1] = 'k', '3'
+		must(t, "Delete", b.Delete(key))
+		key[0], key[1] = 'x', 'x' // scribble over the last key used
+		for i := range 10 {
+			want := []byte{byte(i)}
+			if i == 3 {
+				want = nil
+			}
+			checkGet(t, "same transaction", b, []byte{'k', byte('0' + i)}, want)
+		}
+	})
+	view(t, s, func(tx kv.Tx) {
+		b := tx.Bucket([]byte("r"))
+		if b == nil {
+			t.Fatal(`bucket "r" missing after commit`)
+		}
+		for i := range 10 {
+			want := []byte{byte(i)}
+			if i == 3 {
+				want = nil
+			}
+			checkGet(t, "after commit", b, []byte{'k', byte('0' + i)}, want)
+		}
+	})
+}
 
 func testValues(t *testing.T, s kv.Store) {
 	want := node{"v": node{
