@@ -18,12 +18,20 @@ type DB struct {
 // the same for an empty and a huge file. If another process holds the file,
 // Open waits up to the lock timeout (WithLockTimeout, default 1s) and then
 // fails with ErrLocked.
+//
+// A path that starts with postgres:// or postgresql:// is a PostgreSQL
+// connection URL instead: the database then lives in that server's tables
+// (in the first schema of the URL's search_path), shared by every process
+// that opens the same URL. See docs/postgres.md for what differs.
 func Open(path string, opts ...Option) (*DB, error) {
 	var o engine.Options
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
+	}
+	if isPostgresURL(path) {
+		return openPostgres(path, o)
 	}
 	eng, err := engine.Open(path, o)
 	if err != nil {

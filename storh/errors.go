@@ -56,6 +56,11 @@ var (
 	// WithMaxSize, or that the file system refused to grow for. Nothing of
 	// that write is stored.
 	ErrTooLarge = engine.ErrTooLarge
+	// ErrUnsupported is returned for what only a database file has on a
+	// PostgreSQL store: Backup, BackupFile, Compact, and the options that
+	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
+	// WithFileMode, WithoutSync) given to Open with a postgres:// URL.
+	ErrUnsupported = engine.ErrUnsupported
 	// ErrUniqueViolation is returned by a write whose value a unique index
 	// already holds for another record (the error names the index, the
 	// value and that record; nothing of the write is stored), and by

@@ -2,6 +2,7 @@ package storh
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -145,6 +146,10 @@ func CompactContext(ctx context.Context, src, dst string, opts ...Option) (Compa
 		if err := opt(&o); err != nil {
 			return CompactReport{}, err
 		}
+	}
+	if isPostgresURL(src) || isPostgresURL(dst) {
+		return CompactReport{}, &Error{Op: "compact", Index: -1, Err: fmt.Errorf("%w: Compact rewrites a database file", ErrUnsupported),
+			Hint: "PostgreSQL reclaims space itself (VACUUM); to move a store between backends, export and import it"}
 	}
 	rep, err := engine.Compact(ctx, src, dst, o)
 	return rep, opErr("compact", "", "", -1, err)

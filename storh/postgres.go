@@ -1,0 +1,67 @@
+package storh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/postgres"
+)
+
+// isPostgresURL tells a PostgreSQL connection URL from a file path.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// openPostgres opens the PostgreSQL backend. Errors and Path name the
+// server by its URL without the password.
+func openPostgres(rawURL string, o engine.Options) (*DB, error) {
+	name := redactURL(rawURL)
+	if opt := fileOption(o); opt != "" {
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: fmt.Errorf("%w: %s sets up a database file", ErrUnsupported, opt),
+			Hint: "drop the option for a PostgreSQL store: the server has its own settings for locks, size and durability"}
+	}
+	store, err := postgres.Open(context.Background(), rawURL)
+	if err != nil {
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err,
+			Hint: "check that the server runs and the URL's user, database and search_path are right"}
+	}
+	eng, err := engine.OpenStore(store, name, o)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err}
+	}
+	return &DB{eng: eng}, nil
+}
+
+// fileOption names the first option in o that only a database file has.
+func fileOption(o engine.Options) string {
+	switch {
+	case o.LockTimeout != 0:
+		return "WithLockTimeout"
+	case o.InitialMmapSize != 0:
+		return "WithInitialMmapSize"
+	case o.MaxSize != 0:
+		return "WithMaxSize"
+	case o.FileMode != 0:
+		return "WithFileMode"
+	case o.UnsafeNoSync:
+		return "WithoutSync"
+	}
+	return ""
+}
+
+// redactURL returns rawURL without its password, for messages.
+func redactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "postgres://…" // unparsable: show nothing that might be a secret
+	}
+	return u.Redacted()
+}
