@@ -418,6 +418,7 @@ func TestClosedDatabase(t *testing.T) {
 }
 
 func TestReadOnlyDatabase(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	f := newFixture(t, path)
 	if err := f.db.Close(); err != nil {
@@ -503,6 +504,7 @@ func TestOptionValidation(t *testing.T) {
 }
 
 func TestLockedFile(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	openAt(t, path)
 	_, err := storh.Open(path, storh.WithLockTimeout(50_000_000)) // 50ms
@@ -513,6 +515,7 @@ func TestLockedFile(t *testing.T) {
 // fails with ErrTooLarge and stores nothing; everything acknowledged before
 // stays readable, and small writes that fit in freed space still work.
 func TestMaxSize(t *testing.T) {
+	fileOnly(t)
 	const limit = 1 << 20
 	db := openTemp(t, storh.WithMaxSize(limit))
 	log, _ := db.Log("l")

@@ -252,6 +252,7 @@ func TestConcurrentWritersReadersAndTransactions(t *testing.T) {
 // transaction; a stream that held its read transaction across yields would
 // deadlock here.
 func TestSlowStreamWhileFileGrows(t *testing.T) {
+	fileOnly(t)
 	db := openTemp(t, storh.WithInitialMmapSize(1<<16))
 	src, _ := db.Log("src")
 	sink, _ := db.Log("sink")

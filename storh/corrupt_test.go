@@ -53,6 +53,7 @@ func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)
 }
 
 func TestCorruptRecord(t *testing.T) {
+	fileOnly(t)
 	for _, tc := range []struct {
 		name string
 		edit func(v []byte)
@@ -157,6 +158,7 @@ func TestCorruptRecord(t *testing.T) {
 // "fails its checksum or decode" is reported as corrupt, never returned as
 // data.
 func TestUndecodableRecordWithValidChecksum(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	db := openAt(t, path)
 	docs, _ := db.Docs("d")

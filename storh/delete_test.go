@@ -98,7 +98,7 @@ func TestDeleteBeforeInBatches(t *testing.T) {
 	if commits := after.Commits - before.Commits; commits < 3 {
 		t.Fatalf("%d records deleted in %d commits; want transactions of a few thousand", n, commits)
 	}
-	if after.FreeBytes <= before.FreeBytes {
+	if !onPostgres && after.FreeBytes <= before.FreeBytes { // a file's free pages
 		t.Fatalf("free bytes %d → %d after deleting %d records; want more free pages", before.FreeBytes, after.FreeBytes, n)
 	}
 	if got := ids(collect(t, l.Stream(all()))); !sameIDs(got, []uuidv7.UUID{fresh.ID}) {

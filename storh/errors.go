@@ -59,7 +59,7 @@ var (
 	// ErrUnsupported is returned for what only a database file has on a
 	// PostgreSQL store: Backup, BackupFile, Compact, and the options that
 	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
-	// WithFileMode, WithoutSync) given to Open with a postgres:// URL.
+	// WithFileMode) given to Open with a postgres:// URL.
 	ErrUnsupported = engine.ErrUnsupported
 	// ErrUniqueViolation is returned by a write whose value a unique index
 	// already holds for another record (the error names the index, the

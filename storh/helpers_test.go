@@ -1,11 +1,13 @@
 package storh_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
+	"github.com/storhdb/storh-go/storh/postgres"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -24,9 +29,29 @@ import (
 // then would hang the test binary instead of reporting the failure.
 var deadlocked atomic.Bool
 
-// newPath returns a fresh database path in a per-test directory.
+// onPostgres runs the package's tests on the PostgreSQL backend
+// (STORH_TEST_BACKEND=postgres): every store a test opens through newPath,
+// openAt or openTemp is then a fresh schema on the test server, and the
+// tests of what only a file has skip (fileOnly). The same test code checks
+// both backends.
+var onPostgres = os.Getenv("STORH_TEST_BACKEND") == "postgres"
+
+// fileOnly skips a test of what only a database file has (its bytes, its
+// lock, backup and compaction) when the tests run on PostgreSQL.
+func fileOnly(t testing.TB) {
+	t.Helper()
+	if onPostgres {
+		t.Skip("a database file's behaviour: not on the PostgreSQL backend")
+	}
+}
+
+// newPath returns where a fresh database goes: a path in a per-test
+// directory, or on PostgreSQL the URL of a fresh schema.
 func newPath(t testing.TB) string {
 	t.Helper()
+	if onPostgres {
+		return pgtest.SchemaURL(t)
+	}
 	return filepath.Join(t.TempDir(), "test.db")
 }
 
@@ -79,6 +104,9 @@ func badVariantID(t testing.TB) uuidv7.UUID {
 // nothing.
 func digest(t testing.TB, db *storh.DB) string {
 	t.Helper()
+	if onPostgres {
+		return digestPostgres(t, db.Path())
+	}
 	path := filepath.Join(t.TempDir(), "digest.db")
 	if _, err := db.BackupFile(path); err != nil {
 		t.Fatalf("digest: backup: %v", err)
@@ -89,6 +117,9 @@ func digest(t testing.TB, db *storh.DB) string {
 // digestFile is digest for a database that is not open.
 func digestFile(t testing.TB, path string) string {
 	t.Helper()
+	if onPostgres {
+		return digestPostgres(t, path)
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("bolt.Open(%s): %v", path, err)
@@ -130,6 +161,54 @@ func digestTx(tx *bolt.Tx) string {
 		put('E', nil)
 		return nil
 	})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// digestPostgres is digest on the PostgreSQL backend: the same walk of
+// every bucket, key and value, through a second connection's snapshot.
+func digestPostgres(t testing.TB, url string) string {
+	t.Helper()
+	store, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("digest: %v", err)
+	}
+	defer store.Close()
+	tx, err := store.Begin(false)
+	if err != nil {
+		t.Fatalf("digest: %v", err)
+	}
+	defer tx.Rollback()
+	h := sha256.New()
+	put := func(tag byte, b []byte) {
+		var n [9]byte
+		n[0] = tag
+		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	var walk func(b kv.Bucket)
+	walk = func(b kv.Bucket) {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			put('k', k)
+			if v == nil {
+				put('{', nil)
+				walk(b.Bucket(k))
+				put('}', nil)
+				continue
+			}
+			put('v', v)
+		}
+	}
+	c := tx.Cursor()
+	for name, _ := c.First(); name != nil; name, _ = c.Next() {
+		put('B', name)
+		walk(tx.Bucket(name))
+		put('E', nil)
+	}
+	if err := tx.Err(); err != nil {
+		t.Fatalf("digest: %v", err)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -281,6 +281,7 @@ func TestIndexLifecycle(t *testing.T) {
 // TestIndexBuildResumes: a build interrupted after some of its transactions
 // (as by a crash) is finished by the next open, whatever options it gives.
 func TestIndexBuildResumes(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	db := openAt(t, path)
 	c, _ := db.Docs("c", storh.WithIndex(storh.Index("n")))
@@ -364,6 +365,7 @@ func TestIndexBuildResumes(t *testing.T) {
 // and a counter changed behind storh's back are each reported by Verify as
 // index problems, and Repair rebuilds the index.
 func TestIndexDamageVerifyRepair(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	db := openAt(t, path)
 	c, _ := db.Docs("c", storh.WithIndex(storh.Index("n")), storh.WithIndex(storh.Index("u").Unique()))

@@ -172,6 +172,7 @@ func breakIt(t *testing.T, path string, ids []uuidv7.UUID) {
 // and the problems found so far are delivered; no transaction or goroutine
 // is left behind.
 func TestVerifyContextCancelled(t *testing.T) {
+	fileOnly(t)
 	path, ids := maintenanceFixture(t)
 	damage(t, path, "a", ids[0], func(v []byte) { v[len(v)-1] ^= 0xff })
 	db := openAt(t, path)
@@ -219,6 +220,7 @@ func TestVerifyContextCancelled(t *testing.T) {
 // byte what it was, the report counts no repairs and the error says nothing
 // was repaired. A whole Repair afterwards still repairs everything.
 func TestRepairContextCancelled(t *testing.T) {
+	fileOnly(t)
 	path, ids := maintenanceFixture(t)
 	breakIt(t, path, ids)
 	db := openAt(t, path)
@@ -270,6 +272,7 @@ func TestRepairContextCancelled(t *testing.T) {
 // holding its old content. Both end their transaction, and a live context
 // gives the same copy as Backup.
 func TestBackupContextCancelled(t *testing.T) {
+	fileOnly(t)
 	path, _ := maintenanceFixture(t)
 	db := openAt(t, path)
 	want := digest(t, db)
@@ -338,6 +341,7 @@ func TestBackupContextCancelled(t *testing.T) {
 // any number of checks removes dst and leaves src as it was; with a live
 // context it copies every bucket, key and value, as Compact does.
 func TestCompactContextCancelled(t *testing.T) {
+	fileOnly(t)
 	src, _ := maintenanceFixture(t)
 	want := digestFile(t, src)
 	dir := t.TempDir()

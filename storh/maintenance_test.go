@@ -12,6 +12,7 @@ import (
 // space it gives back (allocated bytes, never negative) and the pages in
 // use in both files, counting free pages as free.
 func TestCompactReport(t *testing.T) {
+	fileOnly(t)
 	path := newPath(t)
 	db := openAt(t, path)
 	c, _ := db.Docs("c")

@@ -65,6 +65,7 @@ func TestOpenMessages(t *testing.T) {
 
 // TestTooLargeSaysWhichLimit: ErrTooLarge names the limit that was hit.
 func TestTooLargeSaysWhichLimit(t *testing.T) {
+	fileOnly(t)
 	db := openTemp(t, storh.WithMaxSize(1<<20))
 	docs, _ := db.Docs("d")
 	var err error

@@ -24,6 +24,9 @@ func openPostgres(rawURL string, o engine.Options) (*DB, error) {
 		return nil, &Error{Op: "open", Path: name, Index: -1, Err: fmt.Errorf("%w: %s sets up a database file", ErrUnsupported, opt),
 			Hint: "drop the option for a PostgreSQL store: the server has its own settings for locks, size and durability"}
 	}
+	if o.UnsafeNoSync {
+		rawURL = withoutSync(rawURL)
+	}
 	store, err := postgres.Open(context.Background(), rawURL)
 	if err != nil {
 		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err,
@@ -51,10 +54,20 @@ func fileOption(o engine.Options) string {
 		return "WithMaxSize"
 	case o.FileMode != 0:
 		return "WithFileMode"
-	case o.UnsafeNoSync:
-		return "WithoutSync"
 	}
 	return ""
+}
+
+// withoutSync adds synchronous_commit=off to the connection's settings:
+// a commit returns before the server's WAL is flushed, so a crash of the
+// server may lose the last commits (never part of one), which is what
+// WithoutSync promises on a file.
+func withoutSync(rawURL string) string {
+	sep := "?"
+	if strings.Contains(rawURL, "?") {
+		sep = "&"
+	}
+	return rawURL + sep + "synchronous_commit=off"
 }
 
 // redactURL returns rawURL without its password, for messages.

@@ -1981,6 +1981,7 @@ func TestQueueClaimWaitEndsOnClose(t *testing.T) {
 }
 
 func TestQueueSurvivesCompact(t *testing.T) {
+	fileOnly(t)
 	db, clk, path := openQueueDB(t)
 	q := qOpen(t, db, "q", storh.WithMaxAttempts(1))
 	for i := range 40 {

@@ -99,6 +99,13 @@ type DB struct {
 	epoch atomic.Uint64
 	drops sync.Map // name → epoch of its last Drop
 
+	// writeMu makes this DB's write transactions take turns on a backend
+	// that would run them side by side (bbolt has its own writer lock).
+	// Within a process they would only conflict with each other on the
+	// collections' counters and be run again; across processes the
+	// backend's own conflict detection orders them.
+	writeMu sync.Mutex
+
 	openTxid int          // the file's transaction id when it was opened
 	commits  atomic.Int64 // write transactions committed (other backends)
 
@@ -466,6 +473,10 @@ func (db *DB) View(fn func(*Tx) error) error {
 // returned, since fn may have taken a missing answer for a missing key.
 // The store's errors come back unmapped: the callers classify them.
 func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
+	if writable && db.bolt == nil {
+		db.writeMu.Lock()
+		defer db.writeMu.Unlock()
+	}
 	ktx, err := db.store.Begin(writable)
 	if err != nil {
 		return err

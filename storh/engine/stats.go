@@ -50,7 +50,13 @@ func (t *Tx) Collections() ([]CollStats, error) {
 }
 
 // FileSize returns the database file's apparent size.
-func (db *DB) FileSize() (int64, error) { return fileSize(db.path) }
+// On another backend there is no file: it is 0.
+func (db *DB) FileSize() (int64, error) {
+	if db.bolt == nil {
+		return 0, nil
+	}
+	return fileSize(db.path)
+}
 
 // FreeBytes is how much of the file is free pages (and pages freed by
 // recent commits that readers may still see): room later writes reuse

@@ -72,14 +72,19 @@ func (db *DB) Subscribe(name string) *Sub {
 	// A write transaction notes its changes when it writes, if someone
 	// watches then. One that wrote before this subscription may commit
 	// after it, unseen by the feed and, if the caller's catch-up had read
-	// past its ids already, by the catch-up too. Taking bbolt's writer
-	// lock once (a write transaction rolled back: nothing is written)
-	// waits for it to commit; every write transaction after this sees the
-	// watcher.
-	if !db.opts.ReadOnly && db.bolt != nil {
+	// past its ids already, by the catch-up too. Taking the writer lock
+	// once (bbolt's, with a write transaction rolled back: nothing is
+	// written; elsewhere the DB's own) waits for it to commit; every write
+	// transaction after this sees the watcher.
+	switch {
+	case db.opts.ReadOnly:
+	case db.bolt != nil:
 		if btx, err := db.bolt.Begin(true); err == nil {
 			_ = btx.Rollback()
 		}
+	default:
+		db.writeMu.Lock()
+		db.writeMu.Unlock()
 	}
 	return s
 }

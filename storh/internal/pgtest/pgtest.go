@@ -123,6 +123,46 @@ func Require(t testing.TB) {
 	}
 }
 
+// SchemaURL returns a connection URL whose search_path is a new, empty
+// schema of one database shared by the whole test binary: much cheaper
+// than URL's database of its own (a schema is a catalog row, a database a
+// copy of a template), for suites that open a store in every test. Stores
+// in different schemas never see each other's tables.
+func SchemaURL(t testing.TB) string {
+	t.Helper()
+	Require(t)
+	shared.once.Do(func() {
+		db := <-srv.dbs
+		if shared.err = db.err; shared.err == nil {
+			shared.url = srv.url(db.name)
+			shared.conn, shared.err = pgx.Connect(context.Background(), shared.url)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("pgtest: %v%s", shared.err, srv.logTail())
+	}
+	name := fmt.Sprintf("s_%d", schemaSeq.Add(1))
+	shared.mu.Lock()
+	_, err := shared.conn.Exec(context.Background(), "CREATE SCHEMA "+name)
+	shared.mu.Unlock()
+	if err != nil {
+		t.Fatalf("pgtest: create schema %s: %v%s", name, err, srv.logTail())
+	}
+	return shared.url + "&search_path=" + name
+}
+
+// shared is SchemaURL's database, and the connection that creates its
+// schemas (one statement at a time: a pgx.Conn is not for concurrent use).
+var shared struct {
+	once sync.Once
+	url  string
+	conn *pgx.Conn
+	err  error
+	mu   sync.Mutex
+}
+
+var schemaSeq atomic.Int64
+
 type newDB struct {
 	name string
 	err  error
