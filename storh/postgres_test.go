@@ -1,11 +1,15 @@
 package storh_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,5 +233,183 @@ func TestPostgresOpenErrorHidesPassword(t *testing.T) {
 	}
 	if bytes.Contains([]byte(err.Error()), []byte("s3cret")) {
 		t.Fatalf("the error shows the password: %v", err)
+	}
+}
+
+// Four processes write and work a queue at once on one PostgreSQL store,
+// and one of them is killed with SIGKILL in the middle. Afterwards every
+// write a process acknowledged is there exactly once, no batch is there in
+// part, and every acknowledged completion stuck.
+func TestPostgresManyProcesses(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	url := pgtest.URL(t)
+	const procs, rounds = 4, 40
+	type child struct {
+		cmd  *exec.Cmd
+		out  *bufio.Scanner
+		done chan []string
+	}
+	children := make([]*child, procs)
+	for i := range children {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresManyProcessesChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", childEnv, url, i, rounds))
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := &child{cmd: cmd, out: bufio.NewScanner(stdout), done: make(chan []string, 1)}
+		children[i] = c
+	}
+	victimReady := make(chan struct{})
+	victimGone := make(chan struct{})
+	for i, c := range children {
+		go func() {
+			if i == 0 {
+				defer close(victimGone)
+			}
+			var lines []string
+			for c.out.Scan() {
+				line := c.out.Text()
+				if kind, _, _ := strings.Cut(line, " "); kind != "put" && kind != "job" && kind != "done" {
+					fmt.Fprintf(os.Stderr, "child %d: %s\n", i, line) // the test framework's, or a failure
+					continue
+				}
+				lines = append(lines, line)
+				if i == 0 && len(lines) == 10 {
+					close(victimReady)
+				}
+			}
+			c.done <- lines
+		}()
+	}
+	// Kill the first child mid-run: after it has acknowledged a few
+	// writes, while it is writing more.
+	select {
+	case <-victimReady:
+	case <-victimGone:
+		t.Fatal("the first child ended before it acknowledged ten writes")
+	}
+	children[0].cmd.Process.Signal(syscall.SIGKILL)
+	acked := map[string][]string{} // kind → ids
+	for i, c := range children {
+		lines := <-c.done
+		err := c.cmd.Wait()
+		if i > 0 && err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+		for _, l := range lines {
+			kind, ids, _ := strings.Cut(l, " ")
+			acked[kind] = append(acked[kind], strings.Split(ids, ",")...)
+		}
+	}
+
+	db := openPostgres(t, url)
+	docs, err := db.Docs("shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := map[string]int{}
+	seen := map[uuidv7.UUID]bool{}
+	for r, err := range docs.Stream(query.All()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[r.ID] {
+			t.Fatalf("record %s twice", r.ID)
+		}
+		seen[r.ID] = true
+		batches[fmt.Sprint(r.Data()["batch"])]++
+	}
+	for b, n := range batches {
+		if n != 3 {
+			t.Errorf("batch %s has %d of its 3 records", b, n)
+		}
+	}
+	for _, s := range acked["put"] {
+		if !seen[uuidv7.MustParse(s)] {
+			t.Errorf("acknowledged record %s is missing", s)
+		}
+	}
+	if c, err := docs.Count(); err != nil || c != len(seen) {
+		t.Errorf("Count = %d, %v; the collection holds %d", c, err, len(seen))
+	}
+	q, err := db.Queue("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range acked["job"] {
+		if _, err := q.Lookup(uuidv7.MustParse(s)); err != nil {
+			t.Errorf("acknowledged job %s: %v", s, err)
+		}
+	}
+	for _, s := range acked["done"] {
+		if j, err := q.Lookup(uuidv7.MustParse(s)); err != nil || j.State != storh.JobDone {
+			t.Errorf("acknowledged completion of %s: state %v, %v", s, j.State, err)
+		}
+	}
+	rep, err := db.Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
+	if err != nil || rep.Problems != 0 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+	if len(acked["put"]) < (procs-1)*rounds*3 {
+		t.Fatalf("only %d acknowledged records: the children did not run", len(acked["put"]))
+	}
+}
+
+const childEnv = "STORH_PG_CHILD"
+
+// TestPostgresManyProcessesChild is one process of
+// TestPostgresManyProcesses: it writes batches, enqueues, claims and
+// completes, and prints each acknowledged write on stdout.
+func TestPostgresManyProcessesChild(t *testing.T) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		t.Skip("run by TestPostgresManyProcesses")
+	}
+	parts := strings.Split(spec, "|")
+	worker, rounds := parts[1], 0
+	fmt.Sscan(parts[2], &rounds)
+	db, err := storh.Open(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	docs, err := db.Docs("shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := db.Queue("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		batch := worker + "/" + fmt.Sprint(i)
+		recs, err := docs.PutMany([]any{storh.Map{"batch": batch}, storh.Map{"batch": batch}, storh.Map{"batch": batch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("put %s,%s,%s\n", recs[0].ID, recs[1].ID, recs[2].ID)
+		id, err := q.Enqueue(storh.Map{"from": batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("job %s\n", id)
+		job, err := q.Claim(time.Minute)
+		if errors.Is(err, storh.ErrEmpty) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Complete(job.ID); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("done %s\n", job.ID)
 	}
 }

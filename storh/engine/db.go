@@ -326,7 +326,16 @@ func (db *DB) initMeta() error {
 		}); err != nil || found {
 			return err
 		}
-		return db.run(true, check)
+		// Processes opening a new PostgreSQL store at once all write the
+		// marker: all but one conflict, and find it written when they
+		// run again.
+		for attempt := 1; ; attempt++ {
+			err := db.run(true, check)
+			if !errors.Is(err, kv.ErrConflict) || attempt == maxConflictRetries {
+				return err
+			}
+			conflictPause(attempt)
+		}
 	})
 }
 
@@ -442,13 +451,13 @@ func (db *DB) Update(fn func(*Tx) error) error {
 
 // maxConflictRetries bounds the runs of one Update whose transaction keeps
 // conflicting with concurrent writers (other processes on PostgreSQL).
-const maxConflictRetries = 20
+const maxConflictRetries = 30
 
-// conflictPause waits a little before the next run of a conflicting
-// transaction, longer each time and at random, so two writers that keep
-// colliding stop doing it in step.
+// conflictPause waits before the next run of a conflicting transaction: a
+// random time below a limit that doubles with each attempt up to 64 ms, so
+// writers that keep colliding spread out (all 30 runs wait 1.7 s at most).
 func conflictPause(attempt int) {
-	limit := time.Duration(min(attempt, 8)) * time.Millisecond
+	limit := time.Millisecond << min(attempt, 6)
 	time.Sleep(time.Duration(rand.Int64N(int64(limit))) + 100*time.Microsecond)
 }
 
