@@ -1,3 +1,5 @@
+//go:build !storh_nopostgres
+
 package storh
 
 import (
