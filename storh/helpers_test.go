@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -132,15 +133,21 @@ func digestFile(t testing.TB, path string) string {
 	return sum
 }
 
-func digestTx(tx *bolt.Tx) string {
-	h := sha256.New()
-	put := func(tag byte, b []byte) {
+// digestPut returns the function that feeds one tagged, length-prefixed
+// element of a digest into h.
+func digestPut(h hash.Hash) func(tag byte, b []byte) {
+	return func(tag byte, b []byte) {
 		var n [9]byte
 		n[0] = tag
 		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
 		h.Write(n[:])
 		h.Write(b)
 	}
+}
+
+func digestTx(tx *bolt.Tx) string {
+	h := sha256.New()
+	put := digestPut(h)
 	var walk func(depth int, b *bolt.Bucket)
 	walk = func(depth int, b *bolt.Bucket) {
 		_ = b.ForEach(func(k, v []byte) error {
@@ -179,13 +186,7 @@ func digestPostgres(t testing.TB, url string) string {
 	}
 	defer tx.Rollback()
 	h := sha256.New()
-	put := func(tag byte, b []byte) {
-		var n [9]byte
-		n[0] = tag
-		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
+	put := digestPut(h)
 	var walk func(b kv.Bucket)
 	walk = func(b kv.Bucket) {
 		c := b.Cursor()
