@@ -182,7 +182,8 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 
 // Get returns the checked payload of id, aliasing the transaction's memory.
 func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
-	v := c.records.Get(id[:])
+	c.key = id // a slice of the parameter would escape: an allocation per Get
+	v := c.records.Get(c.key[:])
 	if v == nil {
 		return nil, ErrNotFound
 	}
@@ -191,7 +192,7 @@ func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
 	// the encoding (that walk cost more than the rest of a read). Decoding
 	// still reports a malformed payload as ErrCorrupt, and Verify checks
 	// every record's encoding.
-	return Payload(id[:], v)
+	return Payload(c.key[:], v)
 }
 
 // DropColl deletes a collection and all its records.
