@@ -329,13 +329,7 @@ func (db *DB) initMeta() error {
 		// Processes opening a new PostgreSQL store at once all write the
 		// marker: all but one conflict, and find it written when they
 		// run again.
-		for attempt := 1; ; attempt++ {
-			err := db.run(true, check)
-			if !errors.Is(err, kv.ErrConflict) || attempt == maxConflictRetries {
-				return err
-			}
-			conflictPause(attempt)
-		}
+		return rerunConflicts(func() error { return db.run(true, check) })
 	})
 }
 
@@ -410,11 +404,11 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	for attempt := 1; ; attempt++ {
-		var own error // from fn or from our own bookkeeping: returned as is
-		var tx *Tx
-		var txid int // bbolt clears the transaction's meta once it commits
-		err := db.run(true, func(ktx kv.Tx) error {
+	var own error // from fn or from our own bookkeeping: returned as is
+	var tx *Tx
+	var txid int // bbolt clears the transaction's meta once it commits
+	err := rerunConflicts(func() error {
+		return db.run(true, func(ktx kv.Tx) error {
 			tx = newTx(db, ktx)
 			if tx.btx != nil {
 				txid = tx.btx.ID()
@@ -426,26 +420,35 @@ func (db *DB) Update(fn func(*Tx) error) error {
 			}
 			return own
 		})
-		if errors.Is(err, kv.ErrConflict) && attempt < maxConflictRetries {
-			conflictPause(attempt)
-			continue
+	})
+	if own != nil && err == own {
+		return own
+	}
+	if err == nil {
+		db.commits.Add(1)
+		for _, c := range tx.created {
+			db.kinds.Store(c.Name, c.Kind)
 		}
-		if own != nil && err == own {
-			return own
+		for name := range tx.woken {
+			db.signals.wake(name)
 		}
-		if err == nil {
-			db.commits.Add(1)
-			for _, c := range tx.created {
-				db.kinds.Store(c.Name, c.Kind)
-			}
-			for name := range tx.woken {
-				db.signals.wake(name)
-			}
-			if len(tx.changes) > 0 {
-				db.publish(txid, tx.changes)
-			}
+		if len(tx.changes) > 0 {
+			db.publish(txid, tx.changes)
 		}
-		return db.commitErr(err)
+	}
+	return db.commitErr(err)
+}
+
+// rerunConflicts runs a transaction, and runs it again while it fails
+// with kv.ErrConflict (a concurrent writer won), maxConflictRetries times
+// at most.
+func rerunConflicts(run func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := run()
+		if !errors.Is(err, kv.ErrConflict) || attempt == maxConflictRetries {
+			return err
+		}
+		conflictPause(attempt)
 	}
 }
 
