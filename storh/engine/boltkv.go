@@ -170,13 +170,13 @@ func (c *boltCursor) before(from []byte) ([]byte, []byte) {
 }
 
 func (c *boltCursor) Delete() error {
+	if c.key != nil {
+		c.deleted = append(c.deleted[:0], c.key...) // before bbolt drops the key
+	}
 	if err := c.c.Delete(); err != nil {
 		return boltErr(err)
 	}
-	if c.key != nil {
-		c.deleted = append(c.deleted[:0], c.key...)
-		c.gone = true
-	}
+	c.gone = c.key != nil
 	return nil
 }
 
