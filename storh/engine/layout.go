@@ -95,6 +95,7 @@ type Coll struct {
 	idxLoaded bool
 
 	baseCount, baseBytes   int64
+	baseRead               bool // the counters were read (on first use)
 	countDelta, bytesDelta int64
 
 	key [16]byte // scratch for bbolt calls
@@ -139,10 +140,21 @@ func (c *Coll) raiseLast(id uuidv7.UUID) {
 }
 
 // Count returns the number of records as seen by this transaction.
-func (c *Coll) Count() int64 { return c.baseCount + c.countDelta }
+func (c *Coll) Count() int64 { c.readBase(); return c.baseCount + c.countDelta }
 
 // Bytes returns the total size of stored values as seen by this transaction.
-func (c *Coll) Bytes() int64 { return c.baseBytes + c.bytesDelta }
+func (c *Coll) Bytes() int64 { c.readBase(); return c.baseBytes + c.bytesDelta }
+
+// readBase reads the stored counters the first time they are needed: most
+// transactions (a page, a point read) never ask, and on a backend over a
+// network each read is a round trip.
+func (c *Coll) readBase() {
+	if !c.baseRead {
+		c.baseCount = getInt(c.meta, keyCount)
+		c.baseBytes = getInt(c.meta, keyBytes)
+		c.baseRead = true
+	}
+}
 
 func openColl(tx kv.Tx, name string) (*Coll, error) {
 	root := tx.Bucket([]byte(name))
@@ -158,8 +170,6 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
 	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
-	c.baseCount = getInt(meta, keyCount)
-	c.baseBytes = getInt(meta, keyBytes)
 	if tx.Writable() {
 		recs.SetFillPercent(appendFillPercent)
 	}
