@@ -177,25 +177,21 @@ func checkTxErr(t tb, where string, tx kv.Tx) {
 // test, the transaction is rolled back.
 func update(t tb, s kv.Store, fn func(tx kv.Tx)) {
 	t.Helper()
-	tx := begin(t, s, true)
-	ended := false
-	defer func() {
-		if !ended {
-			_ = tx.Rollback()
-		}
-	}()
-	fn(tx)
-	checkTxErr(t, "writable transaction", tx)
-	ended = true
-	if err := tx.Commit(); err != nil {
-		t.Fatalf("Commit: %v", err)
-	}
+	inTx(t, s, true, fn)
 }
 
 // view runs fn in a read-only transaction and rolls it back.
 func view(t tb, s kv.Store, fn func(tx kv.Tx)) {
 	t.Helper()
-	tx := begin(t, s, false)
+	inTx(t, s, false, fn)
+}
+
+// inTx runs fn in a transaction, checks Err, and ends it: a writable one
+// by Commit, a read-only one by Rollback, either by Rollback if fn stops
+// the test.
+func inTx(t tb, s kv.Store, writable bool, fn func(tx kv.Tx)) {
+	t.Helper()
+	tx := begin(t, s, writable)
 	ended := false
 	defer func() {
 		if !ended {
@@ -203,6 +199,14 @@ func view(t tb, s kv.Store, fn func(tx kv.Tx)) {
 		}
 	}()
 	fn(tx)
+	if writable {
+		checkTxErr(t, "writable transaction", tx)
+		ended = true
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+		return
+	}
 	checkTxErr(t, "read-only transaction", tx)
 	ended = true
 	if err := tx.Rollback(); err != nil {
