@@ -2,6 +2,7 @@ package storh
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -38,6 +39,11 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	return &DB{eng: eng}, nil
+}
+
+// isPostgresURL tells a PostgreSQL connection URL from a file path.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // Close commits queued writes, waits for running operations and

@@ -13,11 +13,6 @@ import (
 	"github.com/storhdb/storh-go/storh/postgres"
 )
 
-// isPostgresURL tells a PostgreSQL connection URL from a file path.
-func isPostgresURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
 // openPostgres opens the PostgreSQL backend. Errors and Path name the
 // server by its URL without the password.
 func openPostgres(rawURL string, o engine.Options) (*DB, error) {
