@@ -100,10 +100,11 @@ type DB struct {
 	drops sync.Map // name → epoch of its last Drop
 
 	// writeMu makes this DB's write transactions take turns on a backend
-	// that would run them side by side (bbolt has its own writer lock).
-	// Within a process they would only conflict with each other on the
-	// collections' counters and be run again; across processes the
-	// backend's own conflict detection orders them.
+	// that would run them side by side (bbolt has its own writer lock):
+	// group commit then batches this process's writers, each holding one
+	// connection, and Subscribe can wait for the writer in flight. Across
+	// processes the backend orders writers itself (PostgreSQL: a lock per
+	// collection).
 	writeMu sync.Mutex
 
 	openTxid int          // the file's transaction id when it was opened

@@ -243,6 +243,9 @@ func (b *bucket) child(name []byte) *bucket {
 	}
 	var found []reg
 	batch := t.newBatch()
+	if b.id == 0 {
+		t.queueLock(batch, name)
+	}
 	batch.Queue(t.s.reg.subtree, b.id, name).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r reg
@@ -296,6 +299,9 @@ func (b *bucket) create(name []byte) (*bucket, error) {
 	}
 	t := b.tx
 	batch := t.newBatch()
+	if b.id == 0 {
+		t.queueLock(batch, name)
+	}
 	b.queueFlush(batch)
 	var (
 		id       *int64

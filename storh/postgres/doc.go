@@ -19,17 +19,29 @@
 //
 // # Transactions
 //
-// Each transaction holds a pooled connection. A writable one is
-// SERIALIZABLE: PostgreSQL fails one of two transactions whose reads and
-// writes could not have happened one after the other, with SQLSTATE 40001
-// (or 40P01 on a deadlock), which this package returns wrapping
-// kv.ErrConflict; the caller runs the whole transaction again. The failure
-// may come from a read (then Tx.Err reports it), from a write that reaches
-// the server, or from Commit. A read-only transaction is REPEATABLE READ
-// READ ONLY, with its snapshot taken at Begin: it never conflicts, and
-// sees every transaction that committed before it began and none after
-// (it may see a state that no serial order of the writers produced, the
-// read-only anomaly SERIALIZABLE READ ONLY DEFERRABLE would avoid).
+// Each transaction holds a pooled connection. A writable one runs at READ
+// COMMITTED and takes, before it first looks up, creates or deletes a
+// top-level bucket, an exclusive transaction-scoped advisory lock on that
+// bucket's name (pg_advisory_xact_lock of a hash of the schema and the
+// name), queued in the same round trip as the lookup. Writers of one
+// top-level bucket therefore take turns, as bbolt's single writer does,
+// and each statement after the lock runs on a fresh snapshot that holds
+// everything the previous holder committed; writers of different
+// top-level buckets run side by side. This is strict two-phase locking on
+// top-level buckets, so writers are serializable without SERIALIZABLE:
+// where SERIALIZABLE fails most of a crowd of writers appending to one
+// table (their reads and inserts meet on the last index page) and sends
+// them round again, the lock makes them wait their turn once. Two writers
+// that lock two buckets in opposite orders deadlock: PostgreSQL fails one
+// after deadlock_timeout with SQLSTATE 40P01, which this package returns
+// wrapping kv.ErrConflict, and the caller runs it again. A failure may
+// come from a read (then Tx.Err reports it), from a write that reaches the
+// server, or from Commit. Listing the top level (Tx.Cursor) takes no lock:
+// it sees the buckets committed when it reads.
+//
+// A read-only transaction is REPEATABLE READ READ ONLY, with its snapshot
+// taken at Begin: it takes no lock, never conflicts, and sees every
+// transaction that committed before it began and none after.
 //
 // Writes are buffered in the transaction, bucket by bucket (the last write
 // of a key wins), and sent with the next read of that bucket or with the
@@ -47,7 +59,7 @@
 //
 // The engine's file-level operations (page checks, backup, compaction,
 // file statistics) have no equivalent here. Transactions use one
-// background context, so a statement cannot be cancelled; a lost
-// connection fails the transaction. There is no retry loop: a conflict is
-// returned to the caller.
+// background context, so a statement cannot be cancelled (nor a wait for
+// a lock); a lost connection fails the transaction. There is no retry
+// loop: a conflict is returned to the caller.
 package postgres

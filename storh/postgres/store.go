@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -114,8 +115,8 @@ func (s *Store) init(ctx context.Context) error {
 }
 
 // Begin starts a transaction on a connection of its own. A writable one is
-// SERIALIZABLE, a read-only one REPEATABLE READ READ ONLY (see the package
-// documentation).
+// READ COMMITTED and locks each top-level bucket it uses, a read-only one
+// REPEATABLE READ READ ONLY (see the package documentation).
 func (s *Store) Begin(writable bool) (kv.Tx, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: begin: %w", kv.ErrTxClosed)
@@ -133,8 +134,8 @@ func (s *Store) Begin(writable bool) (kv.Tx, error) {
 		// A read-only transaction sees the store as it was when Begin
 		// returned, as on bbolt: PostgreSQL takes the snapshot at the
 		// first query, so one is sent now. A writable one begins with its
-		// first round trip instead: it sees at least what was committed
-		// before Begin, and a later snapshot only makes conflicts rarer.
+		// first round trip instead: each of its statements sees what was
+		// committed when it ran, and its locks keep that stable.
 		b := t.newBatch()
 		b.Queue("SELECT 1")
 		if err := t.send(b, "begin"); err != nil {
@@ -153,6 +154,18 @@ func (s *Store) Close() error {
 	}
 	s.pool.Close()
 	return nil
+}
+
+// lockKey is the advisory lock key of the top-level bucket name: a hash of
+// the schema and the name, since advisory locks are shared by every
+// schema of a database. Two names with one key (a chance of 2⁻⁶⁴ per
+// pair) only make their writers take turns.
+func (s *Store) lockKey(name []byte) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s.schema))
+	h.Write([]byte{0})
+	h.Write(name)
+	return int64(h.Sum64())
 }
 
 // registrySQL holds the statements on the registry table, storh_buckets.

@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	beginWritable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	beginWritable = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 )
 
@@ -29,8 +29,9 @@ type tx struct {
 	begun    bool // BEGIN has been sent
 	err      error
 	root     *bucket
-	dirty    []*bucket // buckets written in this transaction (pending or not)
-	arena    arena     // keys and values handed out, valid until the end
+	dirty    []*bucket           // buckets written in this transaction (pending or not)
+	arena    arena               // keys and values handed out, valid until the end
+	locked   map[string]struct{} // top-level buckets this writer has locked
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -60,6 +61,29 @@ func (t *tx) newBatch() *pgx.Batch {
 	}
 	return b
 }
+
+// queueLock queues, if this writable transaction does not hold it yet,
+// the lock on the top-level bucket name, ahead of the statement that
+// looks the bucket up or creates it. The lock is what makes a writer see
+// and change a top-level bucket alone (see the package documentation):
+// statements after it in the batch run once it is granted, each with a
+// snapshot taken then, so they see everything the previous holder
+// committed.
+func (t *tx) queueLock(b *pgx.Batch, name []byte) {
+	if !t.writable {
+		return
+	}
+	if _, ok := t.locked[string(name)]; ok {
+		return
+	}
+	if t.locked == nil {
+		t.locked = make(map[string]struct{}, 2)
+	}
+	t.locked[string(name)] = struct{}{}
+	b.Queue(lockSQL, t.s.lockKey(name))
+}
+
+const lockSQL = "SELECT pg_advisory_xact_lock($1)"
 
 // send makes the round trip. A failure ends the transaction on the server
 // (PostgreSQL refuses every statement after a failed one), so it is
