@@ -92,6 +92,10 @@ var (
 	// field's range, a list for a struct. The record is intact; Data reads
 	// it.
 	ErrTypeMismatch = engine.ErrType
+	// ErrNotEmpty is returned by Migrate for a destination that holds data
+	// of its own, or an unfinished migration from another source; the
+	// destination is left as it was.
+	ErrNotEmpty = engine.ErrNotEmpty
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...).
