@@ -17,6 +17,11 @@ import (
 // its backlog is bounded. Watch again from the last id received.
 var ErrLagged = engine.ErrLagged
 
+// ErrWatchLost ends a Watch on a PostgreSQL store whose connection for
+// other processes' commits broke: from then on it could miss their
+// records. Watch again from the last id received.
+var ErrWatchLost = engine.ErrWatchLost
+
 // historyChunk is how many records one read transaction of a Watch's
 // catch-up reads.
 const historyChunk = 256
@@ -28,8 +33,10 @@ const historyChunk = 256
 // first catches up with the records whose ids come after it, in id order,
 // then follows the commits.
 //
-// Within this process it never misses and never repeats a record committed
-// while it runs, whatever the ids: concurrent writers whose ids interleave
+// It never misses and never repeats a record committed while it runs,
+// whatever the ids (on a file, the only writer is this process; on
+// PostgreSQL, records of other processes come through LISTEN/NOTIFY, read
+// after their commit: see docs/watch.md): concurrent writers whose ids interleave
 // and records written with explicit older ids are all delivered, each once,
 // in commit order after the catch-up (a record written several times is
 // delivered for each write, with its data at that write). Deletions are not
@@ -51,8 +58,12 @@ func (c *coll) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, er
 			yield(Record{}, opErr(op, c.name, "", -1, err))
 			return
 		}
-		sub := c.db.eng.Subscribe(c.name)
+		sub, err := c.db.eng.Subscribe(c.name)
 		c.db.eng.Exit()
+		if err != nil {
+			yield(Record{}, opErr(op, c.name, "", -1, err))
+			return
+		}
 		defer sub.Close()
 
 		var seen catchUp
@@ -100,7 +111,7 @@ var lastID = uuidv7.UUID{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 
 // catchUp is what the catch-up read: for each chunk, the transaction it
 // read in and the last id it reached (the last chunk reaches the end).
 type catchUp struct {
-	txids []int
+	snaps []engine.Snapshot
 	ends  []uuidv7.UUID
 }
 
@@ -116,7 +127,7 @@ func (cu *catchUp) saw(from uuidv7.UUID, ch engine.Change) bool {
 	if i == len(cu.ends) {
 		i = len(cu.ends) - 1 // the last chunk read to the end
 	}
-	return cu.txids[i] >= ch.Txid
+	return cu.snaps[i].Holds(ch.Txid)
 }
 
 // catchUp yields the records after from in id order, chunk by chunk, each
@@ -135,9 +146,9 @@ func (c *coll) catchUp(ctx context.Context, op string, from uuidv7.UUID, yield f
 			yield(Record{}, opErr(op, c.name, "", -1, err))
 			return cu, false
 		}
-		var txid int
+		var snap engine.Snapshot
 		err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
-			txid = etx.TxID()
+			snap = etx.Snapshot()
 			var err error
 			items, err = r.Next(ec, historyChunk, items[:0])
 			return err
@@ -153,7 +164,7 @@ func (c *coll) catchUp(ctx context.Context, op string, from uuidv7.UUID, yield f
 		if r.Done {
 			end = lastID
 		}
-		cu.txids, cu.ends = append(cu.txids, txid), append(cu.ends, end)
+		cu.snaps, cu.ends = append(cu.snaps, snap), append(cu.ends, end)
 		for _, it := range items {
 			if it.Err != nil {
 				yield(Record{}, opErr(op, c.name, it.ID.String(), -1, it.Err))

@@ -357,6 +357,7 @@ func (db *DB) Close() error {
 		close(db.stop)
 		<-db.writerDone
 	}
+	db.stopListening()
 	if err := db.store.Close(); err != nil {
 		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
 	}
@@ -426,6 +427,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 		return own
 	}
 	if err == nil {
+		if tx.shared != nil {
+			txid = int(tx.shared.CommitID())
+		}
 		db.commits.Add(1)
 		for _, c := range tx.created {
 			db.kinds.Store(c.Name, c.Kind)

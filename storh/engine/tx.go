@@ -20,6 +20,7 @@ type Tx struct {
 	// btx is the bbolt transaction under ktx, for what only a file has
 	// (its pages, its size, a backup); nil on another backend.
 	btx     *bolt.Tx
+	shared  kv.SharedTx // ktx, on a store other processes write to
 	colls   map[string]*Coll
 	created []*Coll             // collections this transaction created
 	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
@@ -50,7 +51,11 @@ func (t *Tx) Protect(fn func() error) error {
 	return err
 }
 
-func newTx(db *DB, ktx kv.Tx) *Tx { return &Tx{db: db, ktx: ktx, btx: boltOf(ktx)} }
+func newTx(db *DB, ktx kv.Tx) *Tx {
+	t := &Tx{db: db, ktx: ktx, btx: boltOf(ktx)}
+	t.shared, _ = ktx.(kv.SharedTx)
+	return t
+}
 
 // Writable reports whether this is a write transaction.
 func (t *Tx) Writable() bool { return t.ktx.Writable() }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -14,9 +15,14 @@ import (
 // wrote (id and payload, in write order) with the commit's transaction id.
 // The feed lives in memory: it costs a write nothing while nobody watches
 // the collection (one atomic load), and a copy of each written payload
-// while someone does. It sees the commits of this process only, which, with
-// bbolt's exclusive file lock, are all the commits there are while the
-// database is open.
+// while someone does. On bbolt it sees the commits of this process, which,
+// with the exclusive file lock, are all the commits there are while the
+// database is open. On a store other processes write to (kv.Shared), every
+// write transaction also announces the ids it wrote with its commit, and a
+// listener started by the first Subscribe hears the other processes'
+// announcements and reads those records for the feed: a record deleted
+// before the listener reads it is not delivered, and one written again is
+// read at its latest value (its later write is delivered too).
 
 // ErrLagged ends a watch whose watcher fell more than MaxWatchBacklog
 // records (or MaxWatchBacklogBytes) behind the writers: rather than make
@@ -46,6 +52,7 @@ type Sub struct {
 	backlog []Change
 	bytes   int
 	lagged  bool
+	lost    error // the listener for other processes' writes failed
 	closed  bool
 }
 
@@ -53,10 +60,21 @@ type watchers struct {
 	any  atomic.Int32 // watchers of every collection
 	mu   sync.RWMutex
 	subs map[string]map[*Sub]struct{}
+
+	// On a kv.Shared store: the listener for other processes' commits,
+	// started by the first Subscribe, stopped by Close or when it fails.
+	listenMu   sync.Mutex
+	stopListen func()
 }
 
-// Subscribe starts a feed of the commits to collection name. Close it.
-func (db *DB) Subscribe(name string) *Sub {
+// ErrWatchLost ends a watch on a shared store whose listener lost the
+// server (a dropped connection): commits of other processes from then on
+// might never reach it. Watch again from the last id received.
+var ErrWatchLost = errors.New("storh: watch lost its feed of other processes' commits")
+
+// Subscribe starts a feed of the commits to collection name. Close it. On a
+// shared store it fails if the listener cannot start.
+func (db *DB) Subscribe(name string) (*Sub, error) {
 	s := &Sub{db: db, coll: name, notify: make(chan struct{}, 1)}
 	w := &db.watch
 	w.mu.Lock()
@@ -69,6 +87,12 @@ func (db *DB) Subscribe(name string) *Sub {
 	w.subs[name][s] = struct{}{}
 	w.any.Add(1)
 	w.mu.Unlock()
+	// Another process's commit after this is announced to the listener;
+	// one before it is in every snapshot taken after.
+	if err := db.listen(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	// A write transaction notes its changes when it writes, if someone
 	// watches then. One that wrote before this subscription may commit
 	// after it, unseen by the feed and, if the caller's catch-up had read
@@ -86,7 +110,7 @@ func (db *DB) Subscribe(name string) *Sub {
 		db.writeMu.Lock()
 		db.writeMu.Unlock()
 	}
-	return s
+	return s, nil
 }
 
 // Close ends the feed.
@@ -117,6 +141,9 @@ func (s *Sub) Take() ([]Change, error) {
 	if s.lagged {
 		return nil, fmt.Errorf("%w: more than %d records (or %d MiB) waited for it", ErrLagged, MaxWatchBacklog, MaxWatchBacklogBytes>>20)
 	}
+	if s.lost != nil {
+		return nil, s.lost
+	}
 	out := s.backlog
 	s.backlog, s.bytes = nil, 0
 	return out, nil
@@ -132,8 +159,12 @@ func (db *DB) watched(name string) bool {
 	return len(db.watch.subs[name]) > 0
 }
 
-// noteChange records a write for the watchers of c, when there are any.
+// noteChange records a write for the watchers of c, when there are any,
+// and announces it to other processes on a shared store.
 func (t *Tx) noteChange(c *Coll, id uuidv7.UUID, payload []byte) {
+	if t.shared != nil {
+		t.shared.Announce(c.Name, id[:])
+	}
 	if t.db == nil || !t.db.watched(c.Name) {
 		return
 	}
@@ -150,11 +181,11 @@ func (db *DB) publish(txid int, changes []collChange) {
 	db.watch.mu.RLock()
 	defer db.watch.mu.RUnlock()
 	for _, ch := range changes {
+		ch.Txid = txid
 		for s := range db.watch.subs[ch.coll] {
 			s.mu.Lock()
 			if !s.closed && !s.lagged {
 				c := ch.Change
-				c.Txid = txid
 				s.backlog = append(s.backlog, c)
 				s.bytes += len(c.Payload)
 				if len(s.backlog) > MaxWatchBacklog || s.bytes > MaxWatchBacklogBytes {
@@ -170,5 +201,129 @@ func (db *DB) publish(txid int, changes []collChange) {
 	}
 }
 
-// TxID is the id of the transaction: for a read, the last commit it sees.
-func (t *Tx) TxID() int { return t.btx.ID() }
+// Snapshot is what a read transaction saw, for telling whether a Change's
+// commit was in it.
+type Snapshot struct {
+	txid   int         // bbolt: the last commit it sees
+	shared kv.SharedTx // a shared store's transaction, which knows
+}
+
+// Snapshot returns the transaction's snapshot.
+func (t *Tx) Snapshot() Snapshot {
+	if t.shared != nil {
+		return Snapshot{shared: t.shared}
+	}
+	return Snapshot{txid: t.btx.ID()}
+}
+
+// Holds reports whether the snapshot holds the commit of Change.Txid txid.
+func (s Snapshot) Holds(txid int) bool {
+	if s.shared != nil {
+		return s.shared.Sees(uint64(txid))
+	}
+	return txid <= s.txid
+}
+
+// listen starts the listener for other processes' commits on a shared
+// store, if it is not running.
+func (db *DB) listen() error {
+	shared, ok := db.store.(kv.Shared)
+	if !ok {
+		return nil
+	}
+	w := &db.watch
+	w.listenMu.Lock()
+	defer w.listenMu.Unlock()
+	if w.stopListen != nil {
+		return nil
+	}
+	origin := shared.Origin()
+	stop, err := shared.Listen(func(n kv.Notice, err error) {
+		if err != nil {
+			db.lose(err)
+			return
+		}
+		if n.Origin != origin && db.watched(n.Topic) {
+			db.fetchForeign(n)
+		}
+	})
+	if err != nil {
+		return mapStoreErr(err)
+	}
+	w.stopListen = stop
+	return nil
+}
+
+// stopListening stops the listener (at Close).
+func (db *DB) stopListening() {
+	w := &db.watch
+	w.listenMu.Lock()
+	stop := w.stopListen
+	w.stopListen = nil
+	w.listenMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// lose ends every current watch with ErrWatchLost after the listener
+// failed; the next Subscribe starts a new listener.
+func (db *DB) lose(cause error) {
+	w := &db.watch
+	w.listenMu.Lock()
+	w.stopListen = nil // its goroutine is ending; nothing to wait for
+	w.mu.RLock()
+	for _, subs := range w.subs {
+		for s := range subs {
+			s.mu.Lock()
+			if s.lost == nil {
+				s.lost = fmt.Errorf("%w: %w", ErrWatchLost, cause)
+			}
+			s.mu.Unlock()
+			select {
+			case s.notify <- struct{}{}:
+			default:
+			}
+		}
+	}
+	w.mu.RUnlock()
+	w.listenMu.Unlock()
+}
+
+// fetchForeign reads the records another process's commit announced and
+// hands them to the watchers of their collection.
+func (db *DB) fetchForeign(n kv.Notice) {
+	if db.Enter() != nil {
+		return // closing
+	}
+	defer db.Exit()
+	var changes []collChange
+	err := db.ViewSafe(func(tx *Tx) error {
+		c, err := tx.Coll(n.Topic, 0, false)
+		if err != nil {
+			return err
+		}
+		for _, k := range n.Keys {
+			id, err := uuidv7.FromBytes(k)
+			if err != nil {
+				continue // not a record's id: nothing to deliver
+			}
+			v, err := tx.Get(c, id)
+			if err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue // deleted since
+				}
+				return err
+			}
+			changes = append(changes, collChange{n.Topic, Change{ID: id, Payload: append([]byte(nil), v...)}})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		db.lose(fmt.Errorf("reading the records of commit %d: %w", n.Commit, err))
+		return
+	}
+	if len(changes) > 0 {
+		db.publish(int(n.Commit), changes)
+	}
+}

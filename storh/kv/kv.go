@@ -43,8 +43,8 @@ import "errors"
 type Store interface {
 	// Begin starts a transaction. A store may allow one writable
 	// transaction at a time (bbolt) or several (PostgreSQL, which then
-	// fails one of two conflicting ones at commit with an error wrapping
-	// ErrConflict).
+	// orders them itself, and fails one of two it cannot order, e.g. a
+	// deadlock, with an error wrapping ErrConflict).
 	Begin(writable bool) (Tx, error)
 	// Close releases the store. Transactions must have ended.
 	Close() error
@@ -124,6 +124,47 @@ type Cursor interface {
 	// Delete removes the key the cursor is on; the next Next moves to
 	// the key after it. ErrIncompatibleValue on a nested bucket's key.
 	Delete() error
+}
+
+// Shared is implemented by a store that processes other than this one may
+// write to at the same time (PostgreSQL; not bbolt, whose file lock keeps
+// them out). Its writers announce what they wrote, and listeners in every
+// process hear it after the commit, which is how a watcher learns of
+// another process's writes.
+type Shared interface {
+	Store
+	// Listen calls fn with each Notice of a transaction that commits
+	// after Listen returns, in commit order, from one goroutine, until
+	// stop is called. If the store can no longer promise to deliver
+	// every notice (a lost connection), fn gets the error once and is not
+	// called again.
+	Listen(fn func(Notice, error)) (stop func(), err error)
+	// Origin identifies this Store in the notices of its writers.
+	Origin() uint64
+}
+
+// Notice is what one committed transaction announced under one topic.
+type Notice struct {
+	Topic  string   // what the keys belong to (for the engine, a collection)
+	Commit uint64   // the writing transaction, as SharedTx.Sees knows it
+	Origin uint64   // the Store that wrote it: SharedTx.Origin of its writer
+	Keys   [][]byte // in the order they were announced
+}
+
+// SharedTx is implemented by the transactions of a Shared store.
+type SharedTx interface {
+	Tx
+	// Announce queues a notice of key under topic; a writable
+	// transaction sends its notices with its commit, and they are lost
+	// with a rollback. The key is copied.
+	Announce(topic string, key []byte)
+	// CommitID returns, after a successful commit that announced
+	// something, the transaction's Notice.Commit value.
+	CommitID() uint64
+	// Sees reports whether this transaction's snapshot holds the writes
+	// of the committed transaction commit. It is meaningful for a
+	// read-only transaction, whose snapshot is taken when it begins.
+	Sees(commit uint64) bool
 }
 
 // Errors a backend returns, wrapped with its own context, so that the

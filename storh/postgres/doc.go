@@ -55,6 +55,15 @@
 // costs one, and drops the subtree's tables, which waits for the
 // transactions using them.
 //
+// # Notices
+//
+// A Store is a kv.Shared: a writable transaction's Announce calls become
+// pg_notify calls on the schema's channel, sent with its COMMIT (so they
+// reach listeners after it, in commit order) with its xid. Listen holds a
+// connection of its own with LISTEN on that channel. A read-only
+// transaction fetches pg_current_snapshot() with its first statement, so
+// Sees tells from an xid whether its snapshot holds that commit.
+//
 // # Not there yet
 //
 // The engine's file-level operations (page checks, backup, compaction,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Store struct {
 	ctx    context.Context
 	schema string
 	closed atomic.Bool
+	origin uint64 // identifies this Store in its notices
 
 	// Statements of the registry and of each bucket's table. Bucket ids
 	// come from an identity column and are never reused, so an id's
@@ -67,7 +69,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, ctx: context.Background()}
+	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64()}
 	if err := s.init(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -136,9 +138,15 @@ func (s *Store) Begin(writable bool) (kv.Tx, error) {
 		// first query, so one is sent now. A writable one begins with its
 		// first round trip instead: each of its statements sees what was
 		// committed when it ran, and its locks keep that stable.
+		// The snapshot's bounds come back with it, for Sees.
 		b := t.newBatch()
-		b.Queue("SELECT 1")
+		var snap string
+		b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&snap) })
 		if err := t.send(b, "begin"); err != nil {
+			t.release()
+			return nil, err
+		}
+		if t.snap, err = parseSnapshot(snap); err != nil {
 			t.release()
 			return nil, err
 		}

@@ -32,6 +32,9 @@ type tx struct {
 	dirty    []*bucket           // buckets written in this transaction (pending or not)
 	arena    arena               // keys and values handed out, valid until the end
 	locked   map[string]struct{} // top-level buckets this writer has locked
+	notices  notices             // announced, sent with the commit
+	commitID uint64              // the xid of a commit that announced
+	snap     *snapshot           // a read-only transaction's, from Begin
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -134,6 +137,7 @@ func (t *tx) Commit() error {
 	for _, d := range t.dirty {
 		d.queueFlush(b)
 	}
+	t.queueNotices(b)
 	if t.begun || b.Len() > 1 {
 		b.Queue("COMMIT")
 		if err := t.send(b, "commit"); err != nil {
@@ -182,6 +186,7 @@ func (t *tx) release() {
 	t.conn = nil
 	t.dirty = nil
 	t.arena = nil
+	t.notices = notices{}
 }
 
 // errDeleted is the error of a write to a bucket deleted in this

@@ -1,0 +1,193 @@
+package postgres
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// openURL opens a store at url, closed when t ends.
+func openURL(t testing.TB, url string) *Store {
+	t.Helper()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// listen collects a store's notices until the test ends.
+func listen(t *testing.T, s *Store) <-chan kv.Notice {
+	t.Helper()
+	ch := make(chan kv.Notice, 1024)
+	stop, err := s.Listen(func(n kv.Notice, err error) {
+		if err != nil {
+			t.Errorf("listener: %v", err)
+			return
+		}
+		ch <- n
+	})
+	must(t, err)
+	t.Cleanup(stop)
+	return ch
+}
+
+func next(t *testing.T, ch <-chan kv.Notice) kv.Notice {
+	t.Helper()
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notice came")
+	}
+	return kv.Notice{}
+}
+
+// Notices arrive after their commits, in commit order, with the writer's
+// origin and every key announced (a long list split over notifications);
+// a rollback announces nothing.
+func TestNotices(t *testing.T) {
+	url := pgtest.URL(t)
+	reader, writer := openURL(t, url), openURL(t, url)
+	ch := listen(t, reader)
+	if reader.Origin() == writer.Origin() {
+		t.Fatal("two stores share an origin")
+	}
+
+	tx := begin(t, writer, true).(kv.SharedTx)
+	b := create(t, tx, "b")
+	must(t, b.Put([]byte("k"), []byte("v")))
+	tx.Announce("topic a", []byte("k1"))
+	tx.Announce("topic b", []byte("k2"))
+	tx.Announce("topic a", []byte("k3"))
+	commit(t, tx)
+	first := tx.CommitID()
+
+	tx = begin(t, writer, true).(kv.SharedTx)
+	must(t, tx.Bucket([]byte("b")).Put([]byte("k"), []byte("w")))
+	tx.Announce("topic a", []byte("gone"))
+	must(t, tx.Rollback())
+
+	// 1,000 keys of 16 bytes cannot go in one 8000-byte payload.
+	tx = begin(t, writer, true).(kv.SharedTx)
+	must(t, tx.Bucket([]byte("b")).Put([]byte("k"), []byte("x")))
+	var many [][]byte
+	for i := range 1000 {
+		k := fmt.Appendf(nil, "%016d", i)
+		many = append(many, k)
+		tx.Announce("big", k)
+	}
+	commit(t, tx)
+	second := tx.CommitID()
+	if second <= first {
+		t.Errorf("commit ids %d then %d do not grow", first, second)
+	}
+
+	a, bn := next(t, ch), next(t, ch)
+	if a.Topic != "topic a" || bn.Topic != "topic b" || a.Commit != first || bn.Commit != first || a.Origin != writer.Origin() {
+		t.Fatalf("first notices %+v, %+v", a, bn)
+	}
+	if len(a.Keys) != 2 || string(a.Keys[0]) != "k1" || string(a.Keys[1]) != "k3" || string(bn.Keys[0]) != "k2" {
+		t.Fatalf("first notices' keys %q, %q", a.Keys, bn.Keys)
+	}
+	var got [][]byte
+	parts := 0
+	for len(got) < len(many) {
+		n := next(t, ch)
+		if n.Topic != "big" || n.Commit != second {
+			t.Fatalf("notice %+v, want the second commit's (the rolled-back one sent none)", n)
+		}
+		got = append(got, n.Keys...)
+		parts++
+	}
+	if parts < 2 {
+		t.Errorf("1,000 keys came in %d notification", parts)
+	}
+	for i := range many {
+		if !bytes.Equal(got[i], many[i]) {
+			t.Fatalf("key %d is %q, want %q", i, got[i], many[i])
+		}
+	}
+	select {
+	case n := <-ch:
+		t.Fatalf("unexpected notice %+v", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A read-only transaction's snapshot holds the commits before it began,
+// and not one that commits while it runs nor one still running when it
+// began.
+func TestSees(t *testing.T) {
+	s := openStore(t)
+	announce := func(tx kv.Tx) uint64 {
+		st := tx.(kv.SharedTx)
+		must(t, tx.Bucket([]byte("b")).Put([]byte("k"), []byte("v")))
+		st.Announce("t", []byte("k"))
+		commit(t, tx)
+		return st.CommitID()
+	}
+	tx := begin(t, s, true)
+	create(t, tx, "b")
+	commit(t, tx)
+	before := announce(begin(t, s, true))
+
+	inFlight := begin(t, s, true)
+	must(t, inFlight.Bucket([]byte("b")).Put([]byte("x"), []byte("1"))) // not sent yet
+
+	r := begin(t, s, false).(kv.SharedTx)
+	defer r.Rollback()
+	during := announce(inFlight)
+	after := announce(begin(t, s, true))
+	if !r.Sees(before) {
+		t.Errorf("the snapshot lacks commit %d from before it", before)
+	}
+	if r.Sees(during) || r.Sees(after) {
+		t.Errorf("the snapshot holds commits %d/%d made after it began: %v %v", during, after, r.Sees(during), r.Sees(after))
+	}
+	r2 := begin(t, s, false).(kv.SharedTx)
+	defer r2.Rollback()
+	if !r2.Sees(during) || !r2.Sees(after) {
+		t.Error("a later snapshot lacks the earlier commits")
+	}
+}
+
+func TestParseSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		in   []uint64
+		out  []uint64
+	}{
+		{"10:10:", []uint64{1, 9}, []uint64{10, 11}},
+		{"10:20:12,15", []uint64{9, 10, 11, 13, 19}, []uint64{12, 15, 20, 21}},
+	} {
+		s, err := parseSnapshot(tc.text)
+		must(t, err)
+		for _, x := range tc.in {
+			if !s.holds(x) {
+				t.Errorf("%s does not hold %d", tc.text, x)
+			}
+		}
+		for _, x := range tc.out {
+			if s.holds(x) {
+				t.Errorf("%s holds %d", tc.text, x)
+			}
+		}
+	}
+	for _, bad := range []string{"", "1:2", "a:2:", "1:b:", "1:2:x"} {
+		if _, err := parseSnapshot(bad); err == nil {
+			t.Errorf("parseSnapshot(%q) succeeded", bad)
+		}
+	}
+	for _, bad := range []string{"", "x 1 6b other", "0000000000000001 x 6b t", "0000000000000001 1 zz t", "0000000000000001 1 6b"} {
+		if _, err := parseNotice(bad); err == nil {
+			t.Errorf("parseNotice(%q) succeeded", bad)
+		}
+	}
+
+}

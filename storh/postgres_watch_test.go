@@ -1,0 +1,245 @@
+//go:build !storh_nopostgres
+
+package storh_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Two DBs on one PostgreSQL database are two writers the way two
+// processes are: their own connections and their own in-memory state.
+
+// collect gathers what a Watch yields, counting each id, until stop.
+type collected struct {
+	mu   sync.Mutex
+	seen map[uuidv7.UUID]int
+	data map[uuidv7.UUID]any
+	err  error
+}
+
+func watchInto(ctx context.Context, c storh.Collection, from uuidv7.UUID, into *collected, started chan<- struct{}) {
+	first := true
+	for r, err := range c.Watch(ctx, from) {
+		if first && started != nil {
+			close(started)
+			first = false
+		}
+		into.mu.Lock()
+		if err != nil {
+			into.err = err
+			into.mu.Unlock()
+			return
+		}
+		into.seen[r.ID]++
+		m, derr := r.DataErr()
+		if derr != nil {
+			into.err = derr
+		}
+		into.data[r.ID] = m
+		into.mu.Unlock()
+	}
+}
+
+// waitFor waits until every id in want has been seen, and reports ids
+// seen twice or not wanted.
+func (c *collected) waitFor(t *testing.T, want map[uuidv7.UUID]bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.Lock()
+		missing := 0
+		for id := range want {
+			if c.seen[id] == 0 {
+				missing++
+			}
+		}
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			t.Fatalf("watch ended: %v", err)
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records never reached the watcher", missing, len(want))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // time for a duplicate to show
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", id, n)
+		}
+		if !want[id] {
+			t.Errorf("%s delivered, not written after the start", id)
+		}
+	}
+}
+
+// A watcher in one DB sees the records another DB commits (single puts
+// from many goroutines, a PutMany too long for one notification, an
+// Update across two collections), and its own DB's, each exactly once,
+// with their data.
+func TestPostgresWatchAcrossStores(t *testing.T) {
+	skipUnderInvariants(t)
+	url := pgtest.URL(t)
+	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
+	wd, err := watcherDB.Docs("feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	started := make(chan struct{})
+	go watchInto(ctx, wd, uuidv7.UUID{}, got, started)
+	// The watch starts from now once it is subscribed: a first record
+	// written by the watcher's DB marks that point.
+	mark, err := wd.Put(storh.Map{"mark": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	d, err := writerDB.Docs("feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uuidv7.UUID]bool{mark.ID: true}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				r, err := d.Put(storh.Map{"g": g, "i": i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[r.ID] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		items := make([]any, 700)
+		for i := range items {
+			items[i] = storh.Map{"bulk": i}
+		}
+		rs, err := d.PutMany(items)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		for _, r := range rs {
+			want[r.ID] = true
+		}
+		mu.Unlock()
+	})
+	wg.Wait()
+	var both uuidv7.UUID
+	if err := writerDB.Update(func(tx *storh.Tx) error {
+		other, err := tx.Docs("other")
+		if err != nil {
+			return err
+		}
+		if _, err := other.Put(storh.Map{"elsewhere": 1}); err != nil {
+			return err
+		}
+		feed, err := tx.Docs("feed")
+		if err != nil {
+			return err
+		}
+		r, err := feed.Put(storh.Map{"together": 1})
+		both = r.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want[both] = true
+	own, err := wd.Put(storh.Map{"own": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[own.ID] = true
+
+	got.waitFor(t, want)
+	if m, ok := got.data[both].(storh.Map); !ok || m["together"] == nil {
+		t.Errorf("the record of the two-collection Update came as %#v", got.data[both])
+	}
+}
+
+// A watcher that catches up from a cursor while another DB's writers
+// commit records with interleaving ids gets every record after the cursor
+// exactly once: those in its catch-up snapshots from the catch-up, the
+// rest from the feed.
+func TestPostgresWatchFromCursorAcrossStores(t *testing.T) {
+	skipUnderInvariants(t)
+	url := pgtest.URL(t)
+	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
+	d, err := writerDB.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := d.Put(storh.Map{"before": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cursor, err := d.First(query.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := d.Put(storh.Map{"during": 1}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wd, err := watcherDB.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	go watchInto(ctx, wd, cursor.ID, got, nil)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	after, err := d.Find(query.All().After(cursor.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uuidv7.UUID]bool{}
+	for _, r := range after {
+		want[r.ID] = true
+	}
+	got.waitFor(t, want)
+	t.Logf("%d records after the cursor, each delivered once", len(want))
+}
