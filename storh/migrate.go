@@ -229,7 +229,7 @@ func migrateErr(err error) error {
 	case errors.Is(err, ErrMismatch):
 		e.Hint = "migrate from the store that unfinished migration copies, or finish it first"
 	case errors.Is(err, ErrNotEmpty):
-		e.Hint = "Migrate copies into an empty store, or resumes its own unfinished migration from the same source"
+		e.Hint = "a migration copies into an empty store, or resumes its own unfinished migration from the same source"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		e.Hint = "run the same migration again to resume it"
 	}

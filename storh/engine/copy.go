@@ -64,7 +64,7 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	return "storh: copy differs from its source at " + PathString(e.Path) + ": " + e.Detail
+	return "storh: copy differs from its source at " + pathString(e.Path) + ": " + e.Detail
 }
 
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
@@ -189,7 +189,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 		}
 	}
 	if pos != nil {
-		rep.ResumedAt = PathString(pos)
+		rep.ResumedAt = pathString(pos)
 	}
 	progress(*done)
 
@@ -207,7 +207,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 			})
 		})
 		if err != nil {
-			return rep, fmt.Errorf("copying after %s: %w", PathString(pos), dst.commitErr(err))
+			return rep, fmt.Errorf("copying after %s: %w", pathString(pos), dst.commitErr(err))
 		}
 		if b.n.Buckets+b.n.Keys == 0 {
 			break
@@ -306,13 +306,13 @@ func notEmpty(tx kv.Tx, meta kv.Bucket) string {
 			if ValidateName(string(k)) == nil {
 				return "collection " + quote(string(k))
 			}
-			return "bucket " + PathString([][]byte{k})
+			return "bucket " + pathString([][]byte{k})
 		}
 	}
 	mc := meta.Cursor()
 	for k, _ := mc.First(); k != nil; k, _ = mc.Next() {
 		if !bytes.Equal(k, keyFormat) {
-			return "metadata " + PathString([][]byte{k})
+			return "metadata " + pathString([][]byte{k})
 		}
 	}
 	return ""
@@ -362,7 +362,7 @@ func (b *batch) copy(src, dst kv.Tx, source string) error {
 		k := w.path[len(w.path)-1]
 		if w.v == nil {
 			if _, err := out.bucket(dst, w.path); err != nil {
-				return fmt.Errorf("bucket %s: %w", PathString(w.path), err)
+				return fmt.Errorf("bucket %s: %w", pathString(w.path), err)
 			}
 			b.n.Buckets++
 		} else {
@@ -373,7 +373,7 @@ func (b *batch) copy(src, dst kv.Tx, source string) error {
 				err = parent.Put(k, w.v)
 			}
 			if err != nil {
-				return fmt.Errorf("key %s: %w", PathString(w.path), err)
+				return fmt.Errorf("key %s: %w", pathString(w.path), err)
 			}
 			b.n.Keys++
 			if isRecord(w.path) {
@@ -700,9 +700,9 @@ func clonePath(path [][]byte) [][]byte {
 	return out
 }
 
-// PathString prints a path of keys for messages: text keys as they are
+// pathString prints a path of keys for messages: text keys as they are
 // (quoted when they hold spaces or slashes), others in hex, joined by "/".
-func PathString(path [][]byte) string {
+func pathString(path [][]byte) string {
 	if len(path) == 0 {
 		return "the start"
 	}
