@@ -50,15 +50,25 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		return dst
 	}
 	bc := c.records.Cursor()
+	// On a backend that reads ahead, the keys it will walk: the records it
+	// may take and the one that tells it the range ended (a filter may
+	// need more). A reverse walk's Seek needs one key forward, then turns.
+	readAhead := func(int) {}
+	if ra, ok := bc.(kv.ReadAhead); ok {
+		readAhead = ra.ReadAhead
+	}
 	var k, v []byte
 	if cur.Reverse {
+		readAhead(1)
 		k, v = bc.Seek(cur.Hi[:])
+		readAhead(max + 1)
 		if k == nil {
 			k, v = bc.Last()
 		} else if bytes.Compare(k, cur.Hi[:]) > 0 {
 			k, v = bc.Prev()
 		}
 	} else {
+		readAhead(max + 1)
 		k, v = bc.Seek(cur.Lo[:])
 	}
 	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.

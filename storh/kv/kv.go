@@ -126,6 +126,14 @@ type Cursor interface {
 	Delete() error
 }
 
+// ReadAhead is implemented by cursors that fetch keys from a server in
+// pages. A caller that knows how many keys it will walk after its next
+// First, Last or Seek says so, and the first page holds that many (within
+// the backend's bounds) instead of growing towards it in round trips.
+type ReadAhead interface {
+	ReadAhead(n int)
+}
+
 // Shared is implemented by a store that processes other than this one may
 // write to at the same time (PostgreSQL; not bbolt, whose file lock keeps
 // them out). Its writers announce what they wrote, and listeners in every

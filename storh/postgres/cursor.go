@@ -43,12 +43,20 @@ type cursor struct {
 	dir     int
 	end     bool
 	next    int  // size of the next page in direction dir
+	hint    int  // size of the first page after a jump; 0 is firstPage
 	watched bool // listed in b.cursors
 }
 
 type row struct{ k, v []byte }
 
-var _ kv.Cursor = (*cursor)(nil)
+var (
+	_ kv.Cursor    = (*cursor)(nil)
+	_ kv.ReadAhead = (*cursor)(nil)
+)
+
+// ReadAhead sets the size of the first page after the next jumps and
+// turns: n keys, within 1 and maxPage.
+func (c *cursor) ReadAhead(n int) { c.hint = max(1, min(n, maxPage)) }
 
 func (c *cursor) First() ([]byte, []byte) { return c.jump(+1, c.b.sql.first) }
 func (c *cursor) Last() ([]byte, []byte)  { return c.jump(-1, c.b.sql.last) }
@@ -85,6 +93,9 @@ func (c *cursor) Delete() error {
 func (c *cursor) jump(dir int, query string, args ...any) ([]byte, []byte) {
 	c.drop()
 	c.state, c.k, c.v, c.dir, c.next = unset, nil, nil, dir, firstPage
+	if c.hint > 0 {
+		c.next = c.hint
+	}
 	rows, ok := c.fetch(query, args...)
 	if !ok {
 		return nil, nil
@@ -119,6 +130,9 @@ func (c *cursor) step(dir int) ([]byte, []byte) {
 	}
 	if c.dir != dir {
 		c.dir, c.next = dir, firstPage
+		if c.hint > 0 {
+			c.next = c.hint
+		}
 	}
 	c.drop()
 	query := c.b.sql.gt

@@ -40,13 +40,18 @@
 // it sees the buckets committed when it reads.
 //
 // A read-only transaction is REPEATABLE READ READ ONLY, with its snapshot
-// taken at Begin: it takes no lock, never conflicts, and sees every
-// transaction that committed before it began and none after.
+// taken by its first read (its BEGIN travels with that read): it takes no
+// lock, never conflicts, and sees every transaction that committed before
+// that read and none after. (bbolt's snapshot is taken at Begin: no
+// caller can tell the two apart, since nothing orders a commit between
+// Begin and the first read against either.)
 //
 // Writes are buffered in the transaction, bucket by bucket (the last write
 // of a key wins), and sent with the next read of that bucket or with the
 // COMMIT, so a transaction costs one round trip per read plus one to
-// commit. Reads can fail, unlike bbolt's: the first failure ends the
+// commit (or to roll back). A cursor reads ahead in pages that grow from
+// 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
+// that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil
 // from then on, Commit fails with it and Err reports it.
 //

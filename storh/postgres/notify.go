@@ -113,12 +113,16 @@ func (t *tx) CommitID() uint64 { return t.commitID }
 // Origin identifies the store in its writers' notices.
 func (s *Store) Origin() uint64 { return s.origin }
 
-// Sees reports whether the snapshot taken at Begin holds commit. Only a
-// read-only transaction has one; a writable one answers true (each of its
-// statements sees every earlier commit).
+// Sees reports whether the snapshot of a read-only transaction, taken by
+// its first read, holds commit; one that never read holds nothing. A
+// writable one answers true: each of its statements sees every commit
+// before it.
 func (t *tx) Sees(commit uint64) bool {
-	if t.snap == nil {
+	switch {
+	case t.writable:
 		return true
+	case t.snap == nil:
+		return false
 	}
 	return t.snap.holds(commit)
 }

@@ -120,9 +120,8 @@ func TestNotices(t *testing.T) {
 	}
 }
 
-// A read-only transaction's snapshot holds the commits before it began,
-// and not one that commits while it runs nor one still running when it
-// began.
+// A read-only transaction's snapshot, taken by its first read, holds the
+// commits before that read, and not one that commits after it.
 func TestSees(t *testing.T) {
 	s := openStore(t)
 	announce := func(tx kv.Tx) uint64 {
@@ -142,6 +141,12 @@ func TestSees(t *testing.T) {
 
 	r := begin(t, s, false).(kv.SharedTx)
 	defer r.Rollback()
+	if r.Sees(before) {
+		t.Error("a transaction that has not read yet holds a commit")
+	}
+	if r.Bucket([]byte("b")) == nil { // the first read takes the snapshot
+		t.Fatal(r.Err())
+	}
 	during := announce(inFlight)
 	after := announce(begin(t, s, true))
 	if !r.Sees(before) {
@@ -152,6 +157,7 @@ func TestSees(t *testing.T) {
 	}
 	r2 := begin(t, s, false).(kv.SharedTx)
 	defer r2.Rollback()
+	r2.Bucket([]byte("b"))
 	if !r2.Sees(during) || !r2.Sees(after) {
 		t.Error("a later snapshot lacks the earlier commits")
 	}

@@ -118,7 +118,8 @@ func (s *Store) init(ctx context.Context) error {
 
 // Begin starts a transaction on a connection of its own. A writable one is
 // READ COMMITTED and locks each top-level bucket it uses, a read-only one
-// REPEATABLE READ READ ONLY (see the package documentation).
+// REPEATABLE READ READ ONLY (see the package documentation). Nothing is
+// sent yet: the BEGIN goes with the first read, in its round trip.
 func (s *Store) Begin(writable bool) (kv.Tx, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: begin: %w", kv.ErrTxClosed)
@@ -132,25 +133,6 @@ func (s *Store) Begin(writable bool) (kv.Tx, error) {
 	}
 	t := &tx{s: s, ctx: s.ctx, conn: conn, writable: writable}
 	t.root = &bucket{tx: t, id: 0, sql: s.table(0), children: map[string]*bucket{}}
-	if !writable {
-		// A read-only transaction sees the store as it was when Begin
-		// returned, as on bbolt: PostgreSQL takes the snapshot at the
-		// first query, so one is sent now. A writable one begins with its
-		// first round trip instead: each of its statements sees what was
-		// committed when it ran, and its locks keep that stable.
-		// The snapshot's bounds come back with it, for Sees.
-		b := t.newBatch()
-		var snap string
-		b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&snap) })
-		if err := t.send(b, "begin"); err != nil {
-			t.release()
-			return nil, err
-		}
-		if t.snap, err = parseSnapshot(snap); err != nil {
-			t.release()
-			return nil, err
-		}
-	}
 	return t, nil
 }
 

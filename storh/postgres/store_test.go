@@ -490,7 +490,7 @@ func TestRoundTrips(t *testing.T) {
 		}
 		commit(t, tx) // the puts and the COMMIT
 	})
-	count("read-only: begin, Bucket, Get, rollback", 4, func() {
+	count("read-only: begin with Bucket, Get, rollback", 3, func() {
 		tx := begin(t, s, false)
 		if v := tx.Bucket([]byte("b")).Get(key(7)); string(v) != "v" {
 			t.Errorf("Get = %q", v)
@@ -507,7 +507,7 @@ func TestRoundTrips(t *testing.T) {
 		}
 		commit(t, tx)
 	})
-	count("a walk of 1000 keys", 1+1+6+1, func() { // begin, Bucket, pages of 16…512, rollback
+	count("a walk of 1000 keys", 1+6+1, func() { // begin with Bucket, pages of 16…512, rollback
 		tx := begin(t, s, false)
 		c := tx.Bucket([]byte("b")).Cursor()
 		seen := 0
@@ -519,6 +519,28 @@ func TestRoundTrips(t *testing.T) {
 		}
 		must(t, tx.Rollback())
 	})
+	// A walk that says how far it goes reads its first page whole: 100
+	// keys and the one after them in one fetch; all 1000 in pages of 512
+	// and 488.
+	for _, tc := range []struct {
+		n, trips int
+	}{{100, 1 + 1 + 1}, {n, 1 + 2 + 1}} {
+		count(fmt.Sprintf("a walk of %d keys with ReadAhead", tc.n), int64(tc.trips), func() {
+			tx := begin(t, s, false)
+			c := tx.Bucket([]byte("b")).Cursor()
+			c.(kv.ReadAhead).ReadAhead(tc.n + 1)
+			seen := 0
+			for k, _ := c.Seek(key(0)); k != nil; k, _ = c.Next() {
+				if seen++; seen > tc.n {
+					break // the key after the walk: it is past its end
+				}
+			}
+			if want := min(tc.n+1, n); seen != want {
+				t.Errorf("walked %d keys, want %d", seen, want)
+			}
+			must(t, tx.Rollback())
+		})
+	}
 	count("an empty writable transaction", 0, func() {
 		tx := begin(t, s, true)
 		commit(t, tx)

@@ -59,7 +59,17 @@ func (t *tx) newBatch() *pgx.Batch {
 		if t.writable {
 			b.Queue(beginWritable)
 		} else {
+			// The snapshot is taken by this first statement; its bounds
+			// come back with it, for Sees.
 			b.Queue(beginReadOnly)
+			b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error {
+				var text string
+				err := row.Scan(&text)
+				if err == nil {
+					t.snap, err = parseSnapshot(text)
+				}
+				return err
+			})
 		}
 	}
 	return b
