@@ -96,9 +96,14 @@ var (
 	// of its own, or an unfinished migration from another source; the
 	// destination is left as it was.
 	ErrNotEmpty = engine.ErrNotEmpty
+	// ErrUnfinishedMigration is returned by Open for the destination of a
+	// Migrate that has not finished: it holds part of its source. Run the
+	// same migration again to finish it (Migrate opens it), or delete it.
+	ErrUnfinishedMigration = engine.ErrUnfinishedCopy
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
-	// id generator, ...).
+	// id generator, ...), and by Migrate for a source and destination that
+	// are one store.
 	ErrInvalidOption = errors.New("storh: invalid option")
 )
 

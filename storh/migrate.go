@@ -151,6 +151,8 @@ func (c migrateConfig) openOptions(path string, source bool) []Option {
 	var opts []Option
 	if source {
 		opts = append(opts, WithReadOnly())
+	} else {
+		opts = append(opts, func(o *engine.Options) error { o.CopyTarget = true; return nil })
 	}
 	if c.lockTimeout > 0 && !isPostgresURL(path) {
 		opts = append(opts, WithLockTimeout(c.lockTimeout))

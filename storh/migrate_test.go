@@ -247,6 +247,13 @@ func TestMigrateResumesAfterCancel(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Op != "migrate" || !strings.Contains(se.Hint, "resume") {
 			t.Fatalf("run %d: %v", run, err)
 		}
+		// Until it finishes, the destination cannot pass for a store.
+		if db, err := storh.Open(url); err == nil {
+			db.Close()
+			t.Fatalf("run %d: Open of an unfinished destination succeeded", run)
+		} else if !errors.Is(err, storh.ErrUnfinishedMigration) || !errors.As(err, &se) || !strings.Contains(se.Hint, "storh migrate") {
+			t.Fatalf("run %d: Open of an unfinished destination: %v, want ErrUnfinishedMigration with a hint", run, err)
+		}
 	}
 	if got, want := snapshot(t, url), snapshot(t, src); got != want {
 		t.Fatalf("after resumed runs:\n%.3000s\nwant\n%.3000s", got, want)

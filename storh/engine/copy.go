@@ -53,6 +53,10 @@ var (
 	// source changed while it was copied, or the destination was written
 	// to), or a source that is itself an unfinished copy's destination.
 	ErrMismatch = errors.New("storh: copy differs from its source")
+	// ErrUnfinishedCopy: Open of an unfinished copy's destination, which
+	// holds part of its source (unless Options.CopyTarget is set, as
+	// CopyTo's caller does).
+	ErrUnfinishedCopy = errors.New("storh: the database is the destination of an unfinished migration")
 )
 
 // MismatchError is the first difference the verification of a copy found.

@@ -43,6 +43,9 @@ type Options struct {
 	// Clock is the time source of queue leases and retention (default
 	// time.Now).
 	Clock func() time.Time
+	// CopyTarget opens the destination of an unfinished copy (CopyTo),
+	// which Open otherwise refuses with ErrUnfinishedCopy.
+	CopyTarget bool
 }
 
 // defaultAllocSize is bbolt's file growth step (not exported by bbolt).
@@ -209,7 +212,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	db = &DB{store: boltStore{bdb}, bolt: bdb, path: path, opts: opts, broken: broken}
 	if err := db.start(); err != nil {
 		bdb.Close()
-		return nil, &Error{Op: "open", Path: path, Index: -1, Err: err}
+		return nil, startError(path, err)
 	}
 	return db, nil
 }
@@ -225,9 +228,18 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	db := &DB{store: store, path: name, opts: opts}
 	if err := db.start(); err != nil {
 		store.Close()
-		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err}
+		return nil, startError(name, err)
 	}
 	return db, nil
+}
+
+// startError is the error of an Open whose start failed.
+func startError(path string, err error) error {
+	e := &Error{Op: "open", Path: path, Index: -1, Err: err}
+	if errors.Is(err, ErrUnfinishedCopy) {
+		e.Hint = "run the same storh migrate again to finish it, or delete this destination"
+	}
+	return e
 }
 
 // start checks the database's format marker (writing it into a new one),
@@ -307,6 +319,11 @@ func (db *DB) initMeta() error {
 			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads format %d", ErrCorrupt, v, formatVersion)
 		case v != formatVersion:
 			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d)", ErrCorrupt, v, formatVersion)
+		}
+		if m := b.Get(keyMigrating); m != nil && !db.opts.CopyTarget {
+			// Part of a copy would pass for the whole of its source.
+			source, _, _ := decodeMarker(m)
+			return fmt.Errorf("%w from %s", ErrUnfinishedCopy, source)
 		}
 		return nil
 	}
