@@ -195,8 +195,9 @@ func TestDeadlockIsConflict(t *testing.T) {
 	run := func(tx kv.Tx, name string) {
 		b := tx.Bucket([]byte(name))
 		if b == nil {
-			errs <- tx.Err()
+			err := tx.Err()
 			tx.Rollback()
+			errs <- err
 			return
 		}
 		err := b.Put([]byte("k"), []byte(name))
