@@ -89,6 +89,7 @@ type Coll struct {
 	root     kv.Bucket
 	meta     kv.Bucket
 	records  kv.Bucket
+	inserter kv.Inserter // records, where the backend inserts for less
 	writable bool
 
 	idx       []*collIndex // loaded on first use in the transaction
@@ -172,6 +173,7 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
 	if tx.Writable() {
 		recs.SetFillPercent(appendFillPercent)
+		c.inserter, _ = recs.(kv.Inserter)
 	}
 	return c, nil
 }

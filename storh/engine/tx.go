@@ -147,7 +147,13 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 		return err
 	}
 	sealValue(value, id)
-	if err := c.records.Put(key, value); err != nil {
+	var err error
+	if old == nil && c.inserter != nil {
+		err = c.inserter.Insert(key, value)
+	} else {
+		err = c.records.Put(key, value)
+	}
+	if err != nil {
 		return mapStoreErr(err)
 	}
 	c.raiseLast(id)

@@ -134,6 +134,14 @@ type ReadAhead interface {
 	ReadAhead(n int)
 }
 
+// Inserter is implemented by buckets that store a key the caller knows is
+// absent more cheaply than a Put (PostgreSQL: a plain INSERT, not an
+// upsert). Insert of a key that is present fails the transaction, at the
+// latest at Commit, with an error wrapping ErrConflict.
+type Inserter interface {
+	Insert(key, value []byte) error
+}
+
 // Shared is implemented by a store that processes other than this one may
 // write to at the same time (PostgreSQL; not bbolt, whose file lock keeps
 // them out). Its writers announce what they wrote, and listeners in every

@@ -37,13 +37,18 @@ type bucket struct {
 	cursors []*cursor
 }
 
-// op is a buffered write: a put of v, or a delete.
+// op is a buffered write: a put of v (an insert of an absent key), or a
+// delete.
 type op struct {
-	k, v []byte
-	del  bool
+	k, v   []byte
+	del    bool
+	insert bool
 }
 
-var _ kv.Bucket = (*bucket)(nil)
+var (
+	_ kv.Bucket   = (*bucket)(nil)
+	_ kv.Inserter = (*bucket)(nil)
+)
 
 func (b *bucket) Writable() bool { return b.tx.writable }
 
@@ -117,6 +122,18 @@ func (b *bucket) Put(key, value []byte) error {
 	return nil
 }
 
+// Insert is Put of a key the caller knows is absent: it goes to the
+// server as a plain INSERT, which costs PostgreSQL less than the upsert of
+// a Put; a key that was present fails the transaction with kv.ErrConflict
+// (SQLSTATE 23505).
+func (b *bucket) Insert(key, value []byte) error {
+	if err := b.Put(key, value); err != nil {
+		return err
+	}
+	b.pending[len(b.pending)-1].insert = true
+	return nil
+}
+
 // Delete buffers the deletion of key. A key that cannot exist (empty, too
 // long) is not an error, as on bbolt.
 func (b *bucket) Delete(key []byte) error {
@@ -172,8 +189,10 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 	slices.SortStableFunc(ops, func(x, y op) int { return bytes.Compare(x.k, y.k) })
 	var (
 		putK, putV [][]byte
+		insK, insV [][]byte
 		delK       [][]byte
 		putSize    int
+		insSize    int
 		delSize    int
 	)
 	emitPuts := func() {
@@ -185,6 +204,12 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 			batch.Queue(b.sql.putN, putK, putV)
 		}
 		putK, putV, putSize = nil, nil, 0
+	}
+	emitInserts := func() {
+		if len(insK) > 0 {
+			batch.Queue(b.sql.insN, insK, insV)
+		}
+		insK, insV, insSize = nil, nil, 0
 	}
 	emitDels := func() {
 		switch len(delK) {
@@ -199,6 +224,16 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 	for i, o := range ops {
 		if i+1 < len(ops) && bytes.Equal(o.k, ops[i+1].k) {
 			continue // a later write of the same key wins
+		}
+		// An insert after another write of its key in this transaction
+		// (none reached the server) is not known to be of an absent key.
+		if o.insert && (i == 0 || !bytes.Equal(o.k, ops[i-1].k)) {
+			if n := len(o.k) + len(o.v); insSize+n > flushChunk {
+				emitInserts()
+			}
+			insK, insV = append(insK, o.k), append(insV, o.v)
+			insSize += len(o.k) + len(o.v)
+			continue
 		}
 		if o.del {
 			if delSize+len(o.k) > flushChunk {
@@ -215,6 +250,7 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 		putSize += len(o.k) + len(o.v)
 	}
 	emitPuts()
+	emitInserts()
 	emitDels()
 	clear(ops)
 	b.pending = ops[:0]

@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/hex"
+	"encoding/base64"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -17,9 +17,11 @@ import (
 // sent with the writer's COMMIT, so PostgreSQL delivers them after it and
 // in commit order. A notification's payload is
 //
-//	<origin, 16 hex digits> <xid> <key in hex>,<key in hex>,… <topic>
+//	<origin, 16 hex digits> <xid> <key>,<key>,… <topic>
 //
-// where xid is the writer's pg_current_xact_id(): a reader's snapshot
+// with each key in unpadded standard base64 (22 characters for an id),
+//
+// and xid the writer's pg_current_xact_id(): a reader's snapshot
 // (pg_current_snapshot()) tells by it whether it holds that commit. A
 // payload must stay under 8000 bytes, so a transaction that announces many
 // keys sends several notifications.
@@ -49,7 +51,7 @@ func channel(schema string) string {
 // the order first announced.
 type notices struct {
 	topics []string
-	keys   map[string][]string // topic → keys in hex
+	keys   map[string][][]byte // topic → keys, copied
 }
 
 // Announce queues a notice of key under topic, sent with the commit.
@@ -59,12 +61,12 @@ func (t *tx) Announce(topic string, key []byte) {
 	}
 	n := &t.notices
 	if n.keys == nil {
-		n.keys = map[string][]string{}
+		n.keys = map[string][][]byte{}
 	}
 	if _, ok := n.keys[topic]; !ok {
 		n.topics = append(n.topics, topic)
 	}
-	n.keys[topic] = append(n.keys[topic], hex.EncodeToString(key))
+	n.keys[topic] = append(n.keys[topic], t.arena.copy(key))
 }
 
 // queueNotices queues the notifications and the query of the
@@ -85,22 +87,23 @@ func (t *tx) queueNotices(b *pgx.Batch) {
 	})
 	ch := channel(t.s.schema)
 	head := fmt.Sprintf("%016x ", t.s.origin)
+	enc := base64.RawStdEncoding
 	for _, topic := range n.topics {
 		keys := n.keys[topic]
 		for len(keys) > 0 {
 			room := maxPayload - len(topic) - len(head) - 24
-			var sb strings.Builder
-			sb.WriteByte(' ')
+			buf := make([]byte, 0, min(room, len(keys)*(enc.EncodedLen(16)+1))+len(topic)+2)
+			buf = append(buf, ' ')
 			i := 0
-			for ; i < len(keys) && (i == 0 || sb.Len()+len(keys[i])+1 < room); i++ {
+			for ; i < len(keys) && (i == 0 || len(buf)+enc.EncodedLen(len(keys[i]))+1 < room); i++ {
 				if i > 0 {
-					sb.WriteByte(',')
+					buf = append(buf, ',')
 				}
-				sb.WriteString(keys[i])
+				buf = enc.AppendEncode(buf, keys[i])
 			}
-			sb.WriteByte(' ')
-			sb.WriteString(topic)
-			b.Queue(notifySQL, ch, head, sb.String())
+			buf = append(buf, ' ')
+			buf = append(buf, topic...)
+			b.Queue(notifySQL, ch, head, string(buf))
 			keys = keys[i:]
 		}
 	}
@@ -191,7 +194,7 @@ func parseNotice(payload string) (kv.Notice, error) {
 		return bad("bad xid")
 	}
 	for _, k := range strings.Split(f[2], ",") {
-		key, err := hex.DecodeString(k)
+		key, err := base64.RawStdEncoding.DecodeString(k)
 		if err != nil || len(key) == 0 {
 			return bad("bad key")
 		}

@@ -190,7 +190,7 @@ func TestParseSnapshot(t *testing.T) {
 			t.Errorf("parseSnapshot(%q) succeeded", bad)
 		}
 	}
-	for _, bad := range []string{"", "x 1 6b other", "0000000000000001 x 6b t", "0000000000000001 1 zz t", "0000000000000001 1 6b"} {
+	for _, bad := range []string{"", "x 1 a2I other", "0000000000000001 x a2I t", "0000000000000001 1 z t", "0000000000000001 1 a!b t", "0000000000000001 1 a2I"} {
 		if _, err := parseNotice(bad); err == nil {
 			t.Errorf("parseNotice(%q) succeeded", bad)
 		}

@@ -186,11 +186,12 @@ const columns = " (k bytea PRIMARY KEY, v bytea)"
 
 // tableSQL holds the statements on one bucket's table.
 type tableSQL struct {
-	name                           string // quoted, schema-qualified
-	create                         string
-	get                            string
-	first, last, ge, gt, lt        string
-	put1, putN, del1, delN, marker string
+	name                         string // quoted, schema-qualified
+	create                       string
+	get                          string
+	first, last, ge, gt, lt      string
+	put1, putN, insN, del1, delN string
+	marker                       string
 }
 
 // table returns the statements of bucket id's table.
@@ -213,6 +214,7 @@ func (s *Store) table(id int64) *tableSQL {
 		put1:   "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
 			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		insN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
 		del1: "DELETE FROM " + n + " WHERE k = $1",
 		delN: "DELETE FROM " + n + " WHERE k = ANY($1::bytea[])",
 		// marker creates the nested bucket $1 with parent id $2: its

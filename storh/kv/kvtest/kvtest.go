@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"ClosedStore", testClosedStore},
 		{"ManyKeys", testManyKeys},
 		{"LargeValues", testLargeValues},
+		{"Insert", testInsert},
 		{"Model", testModel},
 	}
 	for _, tc := range tests {
@@ -615,6 +616,59 @@ var end = pair{}
 
 // testKeyReuse: Put and Delete copy the key, so a caller may reuse one
 // buffer for every key of a transaction (the engine does).
+// testInsert checks a kv.Inserter, where the backend has one: inserted keys
+// read back like put ones; an insert after another write of its key in
+// the same transaction stores the insert's value; an insert of a key that
+// is present fails the transaction, and commits nothing of it.
+func testInsert(t *testing.T, s kv.Store) {
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("i"))
+		mustBucket(t, `CreateBucket("i")`, b, err)
+		must(t, "Put", b.Put([]byte("old"), []byte("1")))
+		must(t, "Put", b.Put([]byte("twice"), []byte("0")))
+	})
+	tx := begin(t, s, true)
+	defer func() { _ = tx.Rollback() }() // a failed check must not leave it open
+	ins, ok := tx.Bucket([]byte("i")).(kv.Inserter)
+	if !ok {
+		t.Skip("the store's buckets are not kv.Inserters")
+	}
+	b := tx.Bucket([]byte("i"))
+	key := []byte("new")
+	must(t, "Insert", ins.Insert(key, []byte("2")))
+	key[0] = 'x' // the key is copied
+	// "twice" is stored: deleted here, it may be inserted again.
+	must(t, "Delete", b.Delete([]byte("twice")))
+	must(t, "Insert after a delete", ins.Insert([]byte("twice"), []byte("b")))
+	checkGet(t, "same transaction", b, []byte("new"), []byte("2"))
+	checkTxErr(t, "insert", tx)
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	view(t, s, func(tx kv.Tx) {
+		b := tx.Bucket([]byte("i"))
+		checkGet(t, "after commit", b, []byte("new"), []byte("2"))
+		checkGet(t, "after commit", b, []byte("twice"), []byte("b"))
+	})
+
+	tx = begin(t, s, true)
+	b = tx.Bucket([]byte("i"))
+	must(t, "Put", b.Put([]byte("lost"), []byte("3")))
+	err := b.(kv.Inserter).Insert([]byte("old"), []byte("4"))
+	if err == nil {
+		err = tx.Commit()
+	}
+	_ = tx.Rollback()
+	if !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("Insert of a present key: %v, want an error wrapping kv.ErrConflict", err)
+	}
+	view(t, s, func(tx kv.Tx) {
+		b := tx.Bucket([]byte("i"))
+		checkGet(t, "after the failed insert", b, []byte("old"), []byte("1"))
+		checkGet(t, "after the failed insert", b, []byte("lost"), nil)
+	})
+}
+
 func testKeyReuse(t *testing.T, s kv.Store) {
 	key := make([]byte, 2)
 	update(t, s, func(tx kv.Tx) {
