@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/query"
@@ -415,22 +413,6 @@ func TestMigrateRefuses(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the missing source was created: %v", err)
 	}
-}
-
-// boltDigest is digestFile for a file whatever STORH_TEST_BACKEND says:
-// these tests name their files and servers themselves.
-func boltDigest(t testing.TB, path string) string {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("bolt.Open(%s): %v", path, err)
-	}
-	defer bdb.Close()
-	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
-		t.Fatalf("digest: %v", err)
-	}
-	return sum
 }
 
 func mustGetwd(t testing.TB) string {
