@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"unicode"
@@ -88,6 +89,7 @@ type Coll struct {
 	Kind     Kind
 	root     kv.Bucket
 	meta     kv.Bucket
+	metaInts map[string]int64 // meta's integers, read at once on a remote store
 	records  kv.Bucket
 	inserter kv.Inserter // records, where the backend inserts for less
 	writable bool
@@ -151,8 +153,8 @@ func (c *Coll) Bytes() int64 { c.readBase(); return c.baseBytes + c.bytesDelta }
 // network each read is a round trip.
 func (c *Coll) readBase() {
 	if !c.baseRead {
-		c.baseCount = getInt(c.meta, keyCount)
-		c.baseBytes = getInt(c.meta, keyBytes)
+		c.baseCount = c.getMeta(keyCount)
+		c.baseBytes = c.getMeta(keyBytes)
 		c.baseRead = true
 	}
 }
@@ -166,11 +168,29 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 	if meta == nil || recs == nil {
 		return nil, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, name, missing(meta, recs))
 	}
-	kind := meta.Get(keyKind)
+	var kind []byte
+	var ints map[string]int64
+	if cur := meta.Cursor(); isRemote(cur) {
+		// Each Get would be a round trip: the metadata bucket, a handful
+		// of small keys, is read in one, with the counters a write
+		// transaction or a queue operation reads later.
+		cur.(kv.ReadAhead).ReadAhead(32)
+		ints = make(map[string]int64, 8)
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			switch {
+			case bytes.Equal(k, keyKind):
+				kind = v
+			case len(v) == 8:
+				ints[string(k)] = int64(binary.BigEndian.Uint64(v))
+			}
+		}
+	} else {
+		kind = meta.Get(keyKind)
+	}
 	if len(kind) != 1 {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
-	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
+	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, metaInts: ints, records: recs, writable: tx.Writable(), jobSeq: -1}
 	if tx.Writable() {
 		recs.SetFillPercent(appendFillPercent)
 		c.inserter, _ = recs.(kv.Inserter)
@@ -219,15 +239,38 @@ func (c *Coll) flush() error {
 	if c.countDelta == 0 && c.bytesDelta == 0 {
 		return nil
 	}
-	if err := putInt(c.meta, keyCount, c.Count()); err != nil {
+	if err := c.putMeta(keyCount, c.Count()); err != nil {
 		return err
 	}
-	if err := putInt(c.meta, keyBytes, c.Bytes()); err != nil {
+	if err := c.putMeta(keyBytes, c.Bytes()); err != nil {
 		return err
 	}
 	c.baseCount, c.baseBytes = c.Count(), c.Bytes()
 	c.countDelta, c.bytesDelta = 0, 0
 	return nil
+}
+
+// isRemote reports whether a cursor's bucket is on a server that it
+// reads from in pages, where a read costs a round trip.
+func isRemote(c kv.Cursor) bool {
+	_, ok := c.(kv.ReadAhead)
+	return ok
+}
+
+// getMeta reads an integer of the collection's metadata (0 if absent).
+func (c *Coll) getMeta(key []byte) int64 {
+	if c.metaInts != nil {
+		return c.metaInts[string(key)]
+	}
+	return getInt(c.meta, key)
+}
+
+// putMeta writes an integer of the collection's metadata.
+func (c *Coll) putMeta(key []byte, n int64) error {
+	if c.metaInts != nil {
+		c.metaInts[string(key)] = n
+	}
+	return putInt(c.meta, key, n)
 }
 
 func getInt(b kv.Bucket, key []byte) int64 {

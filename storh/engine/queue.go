@@ -224,14 +224,14 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 func (c *Coll) flushJobs() error {
 	for s := JobPending; s <= JobDead; s++ {
 		if d := c.jobDelta[s]; d != 0 {
-			if err := putInt(c.meta, keyJobCount[s], getInt(c.meta, keyJobCount[s])+d); err != nil {
+			if err := c.putMeta(keyJobCount[s], c.getMeta(keyJobCount[s])+d); err != nil {
 				return err
 			}
 			c.jobDelta[s] = 0
 		}
 	}
 	if c.jobSeq >= 0 {
-		if err := putInt(c.meta, keyJobSeq, c.jobSeq); err != nil {
+		if err := c.putMeta(keyJobSeq, c.jobSeq); err != nil {
 			return err
 		}
 		c.jobSeq = -1
@@ -242,7 +242,7 @@ func (c *Coll) flushJobs() error {
 // nextSeq hands out the next place in the enqueue order.
 func (c *Coll) nextSeq() uint64 {
 	if c.jobSeq < 0 {
-		c.jobSeq = getInt(c.meta, keyJobSeq)
+		c.jobSeq = c.getMeta(keyJobSeq)
 	}
 	c.jobSeq++
 	return uint64(c.jobSeq - 1)
@@ -593,7 +593,7 @@ func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more 
 func (t *Tx) JobCounts(c *Coll) [5]int64 {
 	var n [5]int64
 	for s := JobPending; s <= JobDead; s++ {
-		n[s] = getInt(c.meta, keyJobCount[s]) + c.jobDelta[s]
+		n[s] = c.getMeta(keyJobCount[s]) + c.jobDelta[s]
 	}
 	return n
 }

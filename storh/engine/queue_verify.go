@@ -105,11 +105,11 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 		}
 	}
 	for s := JobPending; s <= JobDead; s++ {
-		if got := getInt(c.meta, keyJobCount[s]) + c.jobDelta[s]; got != counts[s] {
+		if got := c.getMeta(keyJobCount[s]) + c.jobDelta[s]; got != counts[s] {
 			report(uuidv7.UUID{}, "the %s counter says %d, the states %d", s, got, counts[s])
 		}
 	}
-	next := uint64(getInt(c.meta, keyJobSeq))
+	next := uint64(c.getMeta(keyJobSeq))
 	if c.jobSeq >= 0 {
 		next = uint64(c.jobSeq)
 	}
@@ -169,7 +169,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		}
 	}
 	for s := JobPending; s <= JobDead; s++ {
-		if err := putInt(c.meta, keyJobCount[s], 0); err != nil {
+		if err := c.putMeta(keyJobCount[s], 0); err != nil {
 			return err
 		}
 		c.jobDelta[s] = 0
