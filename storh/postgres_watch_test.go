@@ -4,9 +4,12 @@ package storh_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
@@ -242,4 +245,80 @@ func TestPostgresWatchFromCursorAcrossStores(t *testing.T) {
 	}
 	got.waitFor(t, want)
 	t.Logf("%d records after the cursor, each delivered once", len(want))
+}
+
+// A watch whose listener loses its connection ends with ErrWatchLost, and
+// a new watch on the same DB starts a new listener that delivers each
+// record of another DB once.
+func TestPostgresWatchLost(t *testing.T) {
+	skipUnderInvariants(t)
+	url := pgtest.URL(t)
+	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
+	wd, err := watcherDB.Docs("feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := writerDB.Docs("feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		first := true
+		for _, err := range wd.Watch(ctx, uuidv7.UUID{}) {
+			if first {
+				close(started)
+				first = false
+			}
+			if err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	// The first record tells the watch has subscribed.
+	if _, err := wd.Put(storh.Map{"mark": 1}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var killed int
+	if err := conn.QueryRow(context.Background(),
+		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'").Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d listeners, %v; want 1", killed, err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, storh.ErrWatchLost) {
+			t.Fatalf("the watch ended with %v, want ErrWatchLost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch went on after its listener died")
+	}
+
+	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	again := make(chan struct{})
+	go watchInto(ctx, wd, uuidv7.UUID{}, got, again)
+	mark, err := wd.Put(storh.Map{"mark": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-again
+	want := map[uuidv7.UUID]bool{mark.ID: true}
+	for i := range 20 {
+		r, err := d.Put(storh.Map{"after": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[r.ID] = true
+	}
+	got.waitFor(t, want)
 }

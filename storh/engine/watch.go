@@ -15,10 +15,13 @@ import (
 // wrote (id and payload, in write order) with the commit's transaction id.
 // The feed lives in memory: it costs a write nothing while nobody watches
 // the collection (one atomic load), and a copy of each written payload
-// while someone does. On bbolt it sees the commits of this process, which,
-// with the exclusive file lock, are all the commits there are while the
-// database is open. On a store other processes write to (kv.Shared), every
-// write transaction also announces the ids it wrote with its commit, and a
+// while someone does (on a shared store every write also announces its
+// ids, watched or not: see below). On bbolt it sees the commits of this
+// process, which, with the exclusive file lock, are all the commits there
+// are while the database is open. On a store other processes write to
+// (kv.Shared), every write transaction also announces the ids it wrote
+// with its commit (PostgreSQL then orders those commits one at a time,
+// database-wide, to queue the notices in commit order), and a
 // listener started by the first Subscribe hears the other processes'
 // announcements and reads those records for the feed: a record deleted
 // before the listener reads it is not delivered, and one written again is
@@ -63,8 +66,11 @@ type watchers struct {
 
 	// On a kv.Shared store: the listener for other processes' commits,
 	// started by the first Subscribe, stopped by Close or when it fails.
+	// Each listener has a generation, so that a failing one can only
+	// forget itself, never a successor.
 	listenMu   sync.Mutex
 	stopListen func()
+	listenGen  int
 }
 
 // ErrWatchLost ends a watch on a shared store whose listener lost the
@@ -238,14 +244,17 @@ func (db *DB) listen() error {
 		return nil
 	}
 	origin := shared.Origin()
-	stop, err := shared.Listen(func(n kv.Notice, err error) {
+	w.listenGen++
+	gen := w.listenGen
+	stop, err := shared.Listen(func(n kv.Notice, err error) bool {
+		if err == nil && n.Origin != origin && db.watched(n.Topic) {
+			err = db.fetchForeign(n)
+		}
 		if err != nil {
-			db.lose(err)
-			return
+			db.lose(gen, err)
+			return false
 		}
-		if n.Origin != origin && db.watched(n.Topic) {
-			db.fetchForeign(n)
-		}
+		return true
 	})
 	if err != nil {
 		return mapStoreErr(err)
@@ -266,12 +275,15 @@ func (db *DB) stopListening() {
 	}
 }
 
-// lose ends every current watch with ErrWatchLost after the listener
-// failed; the next Subscribe starts a new listener.
-func (db *DB) lose(cause error) {
+// lose ends every current watch with ErrWatchLost after listener gen
+// failed; its goroutine is ending, and the next Subscribe starts a new
+// listener.
+func (db *DB) lose(gen int, cause error) {
 	w := &db.watch
 	w.listenMu.Lock()
-	w.stopListen = nil // its goroutine is ending; nothing to wait for
+	if w.listenGen == gen {
+		w.stopListen = nil
+	}
 	w.mu.RLock()
 	for _, subs := range w.subs {
 		for s := range subs {
@@ -291,10 +303,11 @@ func (db *DB) lose(cause error) {
 }
 
 // fetchForeign reads the records another process's commit announced and
-// hands them to the watchers of their collection.
-func (db *DB) fetchForeign(n kv.Notice) {
+// hands them to the watchers of their collection. An error means the
+// records could not be read: the watchers cannot be promised them.
+func (db *DB) fetchForeign(n kv.Notice) error {
 	if db.Enter() != nil {
-		return // closing
+		return nil // closing
 	}
 	defer db.Exit()
 	var changes []collChange
@@ -320,10 +333,10 @@ func (db *DB) fetchForeign(n kv.Notice) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		db.lose(fmt.Errorf("reading the records of commit %d: %w", n.Commit, err))
-		return
+		return fmt.Errorf("reading the records of commit %d: %w", n.Commit, err)
 	}
 	if len(changes) > 0 {
 		db.publish(int(n.Commit), changes)
 	}
+	return nil
 }

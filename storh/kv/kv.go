@@ -151,10 +151,11 @@ type Shared interface {
 	Store
 	// Listen calls fn with each Notice of a transaction that commits
 	// after Listen returns, in commit order, from one goroutine, until
-	// stop is called. If the store can no longer promise to deliver
-	// every notice (a lost connection), fn gets the error once and is not
-	// called again.
-	Listen(fn func(Notice, error)) (stop func(), err error)
+	// stop is called or fn returns false. If the store can no longer
+	// promise to deliver every notice (a lost connection, a notice it
+	// cannot read), fn gets the error once and is not called again.
+	// stop waits for the goroutine to end; fn must not call it.
+	Listen(fn func(Notice, error) bool) (stop func(), err error)
 	// Origin identifies this Store in the notices of its writers.
 	Origin() uint64
 }
@@ -179,7 +180,8 @@ type SharedTx interface {
 	CommitID() uint64
 	// Sees reports whether this transaction's snapshot holds the writes
 	// of the committed transaction commit. It is meaningful for a
-	// read-only transaction, whose snapshot is taken when it begins.
+	// read-only transaction that has read (its snapshot is taken by its
+	// first read; before that it holds nothing).
 	Sees(commit uint64) bool
 }
 

@@ -107,7 +107,6 @@ func (t *tx) queueNotices(b *pgx.Batch) {
 			keys = keys[i:]
 		}
 	}
-	t.notices = notices{}
 }
 
 // CommitID is the xid of the last commit that announced something.
@@ -207,7 +206,7 @@ func parseNotice(payload string) (kv.Notice, error) {
 // Listen calls fn with the notices of the transactions that commit after
 // it returns. It holds a connection of its own, out of the pool, until
 // stop.
-func (s *Store) Listen(fn func(kv.Notice, error)) (stop func(), err error) {
+func (s *Store) Listen(fn func(kv.Notice, error) bool) (stop func(), err error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: listen: %w", kv.ErrTxClosed)
 	}
@@ -239,11 +238,14 @@ func (s *Store) Listen(fn func(kv.Notice, error)) (stop func(), err error) {
 			}
 			n, err := parseNotice(nt.Payload)
 			if err != nil {
-				// Not ours, or damaged: promising every notice is over.
+				// Damaged, or from another version: promising every
+				// notice is over.
 				fn(kv.Notice{}, err)
 				return
 			}
-			fn(n, nil)
+			if !fn(n, nil) {
+				return
+			}
 		}
 	}()
 	return func() { cancel(); <-done }, nil

@@ -25,12 +25,13 @@ func openURL(t testing.TB, url string) *Store {
 func listen(t *testing.T, s *Store) <-chan kv.Notice {
 	t.Helper()
 	ch := make(chan kv.Notice, 1024)
-	stop, err := s.Listen(func(n kv.Notice, err error) {
+	stop, err := s.Listen(func(n kv.Notice, err error) bool {
 		if err != nil {
 			t.Errorf("listener: %v", err)
-			return
+			return false
 		}
 		ch <- n
+		return true
 	})
 	must(t, err)
 	t.Cleanup(stop)

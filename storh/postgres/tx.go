@@ -34,7 +34,7 @@ type tx struct {
 	locked   map[string]struct{} // top-level buckets this writer has locked
 	notices  notices             // announced, sent with the commit
 	commitID uint64              // the xid of a commit that announced
-	snap     *snapshot           // a read-only transaction's, from Begin
+	snap     *snapshot           // a read-only transaction's, from its first read
 }
 
 var _ kv.Tx = (*tx)(nil)
