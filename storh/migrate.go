@@ -36,8 +36,9 @@ type MigrateMismatch = engine.MismatchError
 
 // ErrMismatch is returned by Migrate when the destination differs from the
 // source at the end (the source was written while it was migrated, or the
-// destination was: see MigrateMismatch), and for a source that is itself an
-// unfinished migration's destination.
+// destination was: see MigrateMismatch). A source that is itself an
+// unfinished migration's destination fails to open, with
+// ErrUnfinishedMigration.
 var ErrMismatch = engine.ErrMismatch
 
 // MigrateOption configures Migrate.
@@ -228,8 +229,6 @@ func migrateErr(err error) error {
 	case errors.As(err, &mm):
 		e.Collection = mm.Collection
 		e.Hint = "the source was written while it was migrated, or the destination was: empty the destination and migrate again with the source's writers stopped"
-	case errors.Is(err, ErrMismatch):
-		e.Hint = "migrate from the store that unfinished migration copies, or finish it first"
 	case errors.Is(err, ErrNotEmpty):
 		e.Hint = "a migration copies into an empty store, or resumes its own unfinished migration from the same source"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

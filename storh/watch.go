@@ -35,8 +35,10 @@ const historyChunk = 256
 //
 // It never misses and never repeats a record committed while it runs,
 // whatever the ids (on a file, the only writer is this process; on
-// PostgreSQL, records of other processes come through LISTEN/NOTIFY, read
-// after their commit: see docs/watch.md): concurrent writers whose ids interleave
+// PostgreSQL, records of other processes come through LISTEN/NOTIFY and
+// are read after their commit, so one deleted before it is read is not
+// delivered, and one written again meanwhile comes with its newer data:
+// see docs/watch.md): concurrent writers whose ids interleave
 // and records written with explicit older ids are all delivered, each once,
 // in commit order after the catch-up (a record written several times is
 // delivered for each write, with its data at that write). Deletions are not

@@ -42,9 +42,8 @@
 // A read-only transaction is REPEATABLE READ READ ONLY, with its snapshot
 // taken by its first read (its BEGIN travels with that read): it takes no
 // lock, never conflicts, and sees every transaction that committed before
-// that read and none after. (bbolt's snapshot is taken at Begin: no
-// caller can tell the two apart, since nothing orders a commit between
-// Begin and the first read against either.)
+// that read and none after (bbolt's is taken at Begin: a commit between
+// Begin and the first read is seen here, not there).
 //
 // Writes are buffered in the transaction, bucket by bucket (the last write
 // of a key wins), and sent with the next read of that bucket or with the
