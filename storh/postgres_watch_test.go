@@ -20,6 +20,33 @@ import (
 // Two DBs on one PostgreSQL database are two writers the way two
 // processes are: their own connections and their own in-memory state.
 
+// watchPair is two DBs on one fresh PostgreSQL database, each with a
+// handle on collection name: one to watch, one to write.
+type watchPair struct {
+	watcherDB, writerDB *storh.DB
+	watched, written    *storh.Docs
+	url                 string
+}
+
+func newWatchPair(t *testing.T, name string) watchPair {
+	t.Helper()
+	skipUnderInvariants(t)
+	p := watchPair{url: pgtest.URL(t)}
+	p.watcherDB, p.writerDB = openPostgres(t, p.url), openPostgres(t, p.url)
+	var err error
+	if p.watched, err = p.watcherDB.Docs(name); err == nil {
+		p.written, err = p.writerDB.Docs(name)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newCollected() *collected {
+	return &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+}
+
 // collect gathers what a Watch yields, counting each id, until stop.
 type collected struct {
 	mu   sync.Mutex
@@ -95,16 +122,11 @@ func (c *collected) waitFor(t *testing.T, want map[uuidv7.UUID]bool) {
 // Update across two collections), and its own DB's, each exactly once,
 // with their data.
 func TestPostgresWatchAcrossStores(t *testing.T) {
-	skipUnderInvariants(t)
-	url := pgtest.URL(t)
-	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
-	wd, err := watcherDB.Docs("feed")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newWatchPair(t, "feed")
+	wd, d, writerDB := p.watched, p.written, p.writerDB
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	got := newCollected()
 	started := make(chan struct{})
 	go watchInto(ctx, wd, uuidv7.UUID{}, got, started)
 	// The watch starts from now once it is subscribed: a first record
@@ -115,10 +137,6 @@ func TestPostgresWatchAcrossStores(t *testing.T) {
 	}
 	<-started
 
-	d, err := writerDB.Docs("feed")
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := map[uuidv7.UUID]bool{mark.ID: true}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -190,13 +208,8 @@ func TestPostgresWatchAcrossStores(t *testing.T) {
 // exactly once: those in its catch-up snapshots from the catch-up, the
 // rest from the feed.
 func TestPostgresWatchFromCursorAcrossStores(t *testing.T) {
-	skipUnderInvariants(t)
-	url := pgtest.URL(t)
-	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
-	d, err := writerDB.Docs("d")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newWatchPair(t, "d")
+	d := p.written
 	for i := range 300 {
 		if _, err := d.Put(storh.Map{"before": i}); err != nil {
 			t.Fatal(err)
@@ -223,13 +236,10 @@ func TestPostgresWatchFromCursorAcrossStores(t *testing.T) {
 			}
 		})
 	}
-	wd, err := watcherDB.Docs("d")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wd := p.watched
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	got := newCollected()
 	go watchInto(ctx, wd, cursor.ID, got, nil)
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
@@ -251,17 +261,8 @@ func TestPostgresWatchFromCursorAcrossStores(t *testing.T) {
 // a new watch on the same DB starts a new listener that delivers each
 // record of another DB once.
 func TestPostgresWatchLost(t *testing.T) {
-	skipUnderInvariants(t)
-	url := pgtest.URL(t)
-	watcherDB, writerDB := openPostgres(t, url), openPostgres(t, url)
-	wd, err := watcherDB.Docs("feed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := writerDB.Docs("feed")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newWatchPair(t, "feed")
+	wd, d, url := p.watched, p.written, p.url
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ended := make(chan error, 1)
@@ -304,7 +305,7 @@ func TestPostgresWatchLost(t *testing.T) {
 		t.Fatal("the watch went on after its listener died")
 	}
 
-	got := &collected{seen: map[uuidv7.UUID]int{}, data: map[uuidv7.UUID]any{}}
+	got := newCollected()
 	again := make(chan struct{})
 	go watchInto(ctx, wd, uuidv7.UUID{}, got, again)
 	mark, err := wd.Put(storh.Map{"mark": 2})
