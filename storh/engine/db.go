@@ -296,6 +296,12 @@ func openError(path string, opts Options, err error) error {
 
 const damagedHint = "restore it from a backup; `storh verify` tells what is wrong"
 
+// maxPlausibleFormat bounds the format markers taken for a newer storh's:
+// formats are numbered from 1 up, one at a time, so a larger value is a
+// damaged marker (a scattered write over it reads as millions), and saying
+// "upgrade" would send the user the wrong way.
+const maxPlausibleFormat = 1 << 10
+
 func (db *DB) initMeta() error {
 	check := func(tx kv.Tx) error {
 		b := tx.Bucket(dbMetaBucket)
@@ -315,7 +321,7 @@ func (db *DB) initMeta() error {
 			return nil
 		}
 		switch v := getInt(b, keyFormat); {
-		case v > formatVersion:
+		case v > formatVersion && v <= maxPlausibleFormat:
 			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads format %d", ErrCorrupt, v, formatVersion)
 		case v != formatVersion:
 			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d)", ErrCorrupt, v, formatVersion)
