@@ -142,6 +142,49 @@ type Inserter interface {
 	Insert(key, value []byte) error
 }
 
+// Locker is implemented by the writable transactions of a store whose
+// writers run at the same time (PostgreSQL; bbolt has one writer at a time
+// and needs none of this). A writer holds each top-level bucket it looks
+// up until it ends: alone by default, so that whatever it reads there
+// stays as it read it, as under bbolt's single writer. A writer that only
+// moves rows it locks one by one (a queue's claims and completions) can
+// hold the bucket shared instead, beside other shared holders, and then
+// takes row locks (RowLocker) for what it changes.
+type Locker interface {
+	Tx
+	// BucketShared is Bucket, but holds the top-level bucket name shared:
+	// other transactions that hold it shared run alongside, and one that
+	// holds it alone waits for them, as they wait for it. A bucket already
+	// held keeps its hold. Under a shared hold a transaction must write
+	// only keys whose rows it holds locked (RowLocker), or insert keys no
+	// other holder can insert (fresh random ones), and must not create or
+	// delete nested buckets; its other reads see what other shared holders
+	// commit as they commit it.
+	BucketShared(name []byte) Bucket
+	// HoldAlone makes the hold on top-level bucket name exclusive from the
+	// transaction's next statement on, waiting for the other holders to
+	// end. Two shared holders that both ask deadlock, and one of them fails
+	// with ErrConflict.
+	HoldAlone(name []byte)
+}
+
+// RowLocker is implemented by the buckets of a Locker's transactions. A
+// lock lasts until the transaction ends, and a locked row reads as last
+// committed (or as this transaction wrote it), however long the lock
+// took to get.
+type RowLocker interface {
+	// LockRange locks and returns, in key order, up to n keys at or after
+	// from and before to (nil: no bound) with their values, skipping the
+	// keys another transaction holds locked. Nested buckets' keys come
+	// with nil values.
+	LockRange(from, to []byte, n int) (keys, values [][]byte)
+	// LockKeys locks the keys present among keys and returns their values,
+	// index by index (nil for a missing key). With wait, it waits for
+	// another transaction's lock; without, a key another transaction holds
+	// is skipped and reads nil, as if it were missing.
+	LockKeys(keys [][]byte, wait bool) [][]byte
+}
+
 // Shared is implemented by a store that processes other than this one may
 // write to at the same time (PostgreSQL; not bbolt, whose file lock keeps
 // them out). Its writers announce what they wrote, and listeners in every

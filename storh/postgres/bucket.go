@@ -46,8 +46,9 @@ type op struct {
 }
 
 var (
-	_ kv.Bucket   = (*bucket)(nil)
-	_ kv.Inserter = (*bucket)(nil)
+	_ kv.Bucket    = (*bucket)(nil)
+	_ kv.Inserter  = (*bucket)(nil)
+	_ kv.RowLocker = (*bucket)(nil)
 )
 
 func (b *bucket) Writable() bool { return b.tx.writable }
@@ -96,6 +97,75 @@ func (b *bucket) Get(key []byte) []byte {
 		return nil
 	}
 	return v
+}
+
+// LockRange is SELECT ... FOR UPDATE SKIP LOCKED over [from, to), after
+// sending the bucket's buffered writes, in one round trip.
+func (b *bucket) LockRange(from, to []byte, n int) (keys, values [][]byte) {
+	t := b.tx
+	if !t.writable || !t.readable() || b.deleted || n <= 0 {
+		return nil, nil
+	}
+	if from == nil {
+		from = []byte{}
+	}
+	batch := t.newBatch()
+	b.queueFlush(batch)
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			k, v, err := scanRow(rows, &t.arena, true)
+			if err != nil {
+				return err
+			}
+			keys, values = append(keys, k), append(values, v)
+		}
+		return nil
+	}
+	if to == nil {
+		batch.Queue(b.sql.lockFrom, from, n).Query(scan)
+	} else {
+		batch.Queue(b.sql.lockRange, from, to, n).Query(scan)
+	}
+	if t.send(batch, "lock range") != nil {
+		return nil, nil
+	}
+	return keys, values
+}
+
+// LockKeys is SELECT ... FOR UPDATE (SKIP LOCKED without wait) of keys,
+// after sending the bucket's buffered writes, in one round trip. Rows are
+// locked in key order, so that two transactions locking overlapping keys
+// do not deadlock over them.
+func (b *bucket) LockKeys(keys [][]byte, wait bool) [][]byte {
+	t := b.tx
+	values := make([][]byte, len(keys))
+	if !t.writable || !t.readable() || b.deleted || len(keys) == 0 {
+		return values
+	}
+	batch := t.newBatch()
+	b.queueFlush(batch)
+	got := make(map[string][]byte, len(keys))
+	stmt := b.sql.lockKeys
+	if !wait {
+		stmt = b.sql.tryKeys
+	}
+	batch.Queue(stmt, keys).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			k, v, err := scanRow(rows, &t.arena, true)
+			if err != nil {
+				return err
+			}
+			got[string(k)] = v
+		}
+		return nil
+	})
+	if t.send(batch, "lock keys") != nil {
+		return values
+	}
+	for i, k := range keys {
+		values[i] = got[string(k)]
+	}
+	return values
 }
 
 // Put buffers the write: it reaches the server with the next read of the
@@ -265,7 +335,11 @@ func (b *bucket) Bucket(name []byte) kv.Bucket {
 	return nil
 }
 
-func (b *bucket) child(name []byte) *bucket {
+func (b *bucket) child(name []byte) *bucket { return b.childHeld(name, false) }
+
+// childHeld is child; a top-level bucket not yet held is held shared or
+// alone as asked.
+func (b *bucket) childHeld(name []byte, shared bool) *bucket {
 	t := b.tx
 	if !t.readable() || b.deleted || len(name) == 0 || len(name) > MaxKeySize {
 		return nil
@@ -280,7 +354,7 @@ func (b *bucket) child(name []byte) *bucket {
 	var found []reg
 	batch := t.newBatch()
 	if b.id == 0 {
-		t.queueLock(batch, name)
+		t.queueLock(batch, name, shared)
 	}
 	batch.Queue(t.s.reg.subtree, b.id, name).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -334,9 +408,12 @@ func (b *bucket) create(name []byte) (*bucket, error) {
 		return nil, fmt.Errorf("postgres: create bucket %q: %w", name, kv.ErrBucketExists)
 	}
 	t := b.tx
+	if b.id == 0 {
+		t.HoldAlone(name)
+	}
 	batch := t.newBatch()
 	if b.id == 0 {
-		t.queueLock(batch, name)
+		t.queueLock(batch, name, false)
 	}
 	b.queueFlush(batch)
 	var (
@@ -400,6 +477,9 @@ func (b *bucket) DeleteBucket(name []byte) error {
 		return err
 	}
 	t := b.tx
+	if b.id == 0 {
+		t.HoldAlone(name)
+	}
 	c := b.child(name)
 	if t.err != nil {
 		return t.err

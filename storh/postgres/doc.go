@@ -39,6 +39,13 @@
 // server, or from Commit. Listing the top level (Tx.Cursor) takes no lock:
 // it sees the buckets committed when it reads.
 //
+// A writer may hold a top-level bucket shared instead (kv.Locker's
+// BucketShared, pg_advisory_xact_lock_shared): shared holders run side by
+// side and lock the rows they change (kv.RowLocker: SELECT ... FOR
+// UPDATE, with SKIP LOCKED for a range), and one that holds the bucket
+// alone waits for them all. HoldAlone turns a shared hold exclusive from
+// the next statement on; so does creating or deleting the bucket.
+//
 // A read-only transaction is REPEATABLE READ READ ONLY, with its snapshot
 // taken by its first read (its BEGIN travels with that read): it takes no
 // lock, never conflicts, and sees every transaction that committed before

@@ -191,6 +191,8 @@ type tableSQL struct {
 	get                          string
 	first, last, ge, gt, lt      string
 	put1, putN, insN, del1, delN string
+	lockFrom, lockRange          string
+	lockKeys, tryKeys            string
 	marker                       string
 }
 
@@ -214,9 +216,13 @@ func (s *Store) table(id int64) *tableSQL {
 		put1:   "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
 			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
-		insN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
-		del1: "DELETE FROM " + n + " WHERE k = $1",
-		delN: "DELETE FROM " + n + " WHERE k = ANY($1::bytea[])",
+		insN:      "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
+		lockFrom:  sel + n + " WHERE k >= $1 ORDER BY k LIMIT $2 FOR UPDATE SKIP LOCKED",
+		lockRange: sel + n + " WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3 FOR UPDATE SKIP LOCKED",
+		lockKeys:  sel + n + " WHERE k = ANY($1::bytea[]) ORDER BY k FOR UPDATE",
+		tryKeys:   sel + n + " WHERE k = ANY($1::bytea[]) ORDER BY k FOR UPDATE SKIP LOCKED",
+		del1:      "DELETE FROM " + n + " WHERE k = $1",
+		delN:      "DELETE FROM " + n + " WHERE k = ANY($1::bytea[])",
 		// marker creates the nested bucket $1 with parent id $2: its
 		// marker row here and its registry row, in one statement. The id
 		// is NULL if the key was taken; the second column then tells a

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,6 +367,10 @@ func TestExplain(t *testing.T) {
 		{"last", q.last, "int", []any{16}, false},
 		{"delete", q.del1, "bytea", []any{k}, false},
 		{"delete many", q.delN, "bytea[]", []any{del}, true},
+		{"lock from", q.lockFrom, "bytea, int", []any{k, 16}, false},
+		{"lock range", q.lockRange, "bytea, bytea, int", []any{k, key(n/2 + 100), 16}, false},
+		{"lock keys", q.lockKeys, "bytea[]", []any{del}, true},
+		{"try keys", q.tryKeys, "bytea[]", []any{del}, true},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(st.name+"/"+mode, func(t *testing.T) {
@@ -683,5 +688,117 @@ func TestDeletedBucketHandle(t *testing.T) {
 	var n int
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'storh_b%' AND tablename <> 'storh_buckets'").Scan(&n); err != nil || n != 2 {
 		t.Errorf("bucket tables left: %d (%v), want 2: the top level and the new b", n, err)
+	}
+}
+
+// Shared holders of a top-level bucket run side by side; one that holds
+// it alone waits for them, and a shared holder waits for it.
+func TestSharedHold(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "q", 4)
+
+	t1, t2 := begin(t, s, true).(kv.Locker), begin(t, s, true).(kv.Locker)
+	if t1.BucketShared([]byte("q")) == nil {
+		t.Fatal(t1.Err())
+	}
+	// t2 does not wait for t1: if it did, this would hang the test.
+	if t2.BucketShared([]byte("q")) == nil {
+		t.Fatal(t2.Err())
+	}
+
+	alone := make(chan error, 1)
+	go func() {
+		t3, err := s.Begin(true)
+		if err == nil {
+			if t3.Bucket([]byte("q")) == nil {
+				err = cmp.Or(t3.Err(), errors.New("bucket missing"))
+			}
+			t3.Rollback()
+		}
+		alone <- err
+	}()
+	waitForLockWaiters(t, s, 1)
+	must(t, t1.Rollback())
+	waitForLockWaiters(t, s, 1) // still waiting, for t2
+	select {
+	case err := <-alone:
+		t.Fatalf("the exclusive holder went ahead of a shared holder (err %v)", err)
+	default:
+	}
+	must(t, t2.Rollback())
+	must(t, <-alone)
+
+	// HoldAlone waits for the other shared holders, from the next
+	// statement on.
+	t4, t5 := begin(t, s, true).(kv.Locker), begin(t, s, true).(kv.Locker)
+	b4 := t4.BucketShared([]byte("q"))
+	if b4 == nil || t5.BucketShared([]byte("q")) == nil {
+		t.Fatal(t4.Err(), t5.Err())
+	}
+	t4.HoldAlone([]byte("q"))
+	got := make(chan []byte, 1)
+	go func() { got <- b4.Get(key(0)) }()
+	waitForLockWaiters(t, s, 1)
+	must(t, t5.Rollback())
+	if v := <-got; string(v) != "v0" {
+		t.Fatalf("after HoldAlone, Get = %q (err %v)", v, t4.Err())
+	}
+}
+
+// LockRange skips the rows another transaction holds and sees the
+// transaction's own buffered writes; LockKeys waits for a holder, or
+// skips it without wait.
+func TestRowLocks(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "q", 10)
+	t1, t2 := begin(t, s, true).(kv.Locker), begin(t, s, true).(kv.Locker)
+	r1 := t1.BucketShared([]byte("q")).(kv.RowLocker)
+	r2 := t2.BucketShared([]byte("q")).(kv.RowLocker)
+
+	keys, values := r1.LockRange(key(2), key(6), 3)
+	if want := [][]byte{key(2), key(3), key(4)}; !slices.EqualFunc(keys, want, bytes.Equal) ||
+		string(values[0]) != "v2" || string(values[2]) != "v4" {
+		t.Fatalf("LockRange [2,6) n=3: %x %q", keys, values)
+	}
+	// t2 skips 2..4, which t1 holds, and sees its own write of 6.
+	must(t, t2.Bucket([]byte("q")).Put(key(6), []byte("mine")))
+	keys, values = r2.LockRange(key(1), nil, 4)
+	if want := [][]byte{key(1), key(5), key(6), key(7)}; !slices.EqualFunc(keys, want, bytes.Equal) || string(values[2]) != "mine" {
+		t.Fatalf("LockRange from 1 beside t1's locks: %x %q", keys, values)
+	}
+	// Without wait, held keys read nil; a missing key reads nil.
+	got := r2.LockKeys([][]byte{key(3), key(8), key(99)}, false)
+	if got[0] != nil || string(got[1]) != "v8" || got[2] != nil {
+		t.Fatalf("LockKeys without wait: %q", got)
+	}
+	// With wait, t2 gets key 3 once t1 ends, as t1 committed it.
+	must(t, t1.Bucket([]byte("q")).Put(key(3), []byte("new")))
+	done := make(chan [][]byte, 1)
+	go func() { done <- r2.LockKeys([][]byte{key(3)}, true) }()
+	waitForRowLockWaiters(t, s, 1)
+	commit(t, t1)
+	if v := <-done; string(v[0]) != "new" {
+		t.Fatalf("LockKeys with wait after the holder committed: %q (err %v)", v, t2.Err())
+	}
+	must(t, t2.Err())
+}
+
+// waitForRowLockWaiters waits until n sessions wait for a transaction
+// (how a row lock wait shows in pg_locks).
+func waitForRowLockWaiters(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		err := s.pool.QueryRow(ctx,
+			"SELECT count(*) FROM pg_locks WHERE locktype IN ('transactionid', 'tuple') AND NOT granted").Scan(&waiting)
+		must(t, err)
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions wait for a row, want %d", waiting, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -29,17 +29,39 @@ type tx struct {
 	begun    bool // BEGIN has been sent
 	err      error
 	root     *bucket
-	dirty    []*bucket           // buckets written in this transaction (pending or not)
-	arena    arena               // keys and values handed out, valid until the end
-	locked   map[string]struct{} // top-level buckets this writer has locked
-	notices  notices             // announced, sent with the commit
-	commitID uint64              // the xid of a commit that announced
-	snap     *snapshot           // a read-only transaction's, from its first read
+	dirty    []*bucket       // buckets written in this transaction (pending or not)
+	arena    arena           // keys and values handed out, valid until the end
+	locked   map[string]bool // top-level buckets this writer holds: true alone, false shared
+	upgrades []int64         // exclusive locks to take with the next statement (HoldAlone)
+	notices  notices         // announced, sent with the commit
+	commitID uint64          // the xid of a commit that announced
+	snap     *snapshot       // a read-only transaction's, from its first read
 }
 
-var _ kv.Tx = (*tx)(nil)
+var (
+	_ kv.Tx     = (*tx)(nil)
+	_ kv.Locker = (*tx)(nil)
+)
 
 func (t *tx) Bucket(name []byte) kv.Bucket { return t.root.Bucket(name) }
+
+// BucketShared is Bucket holding name shared (see kv.Locker).
+func (t *tx) BucketShared(name []byte) kv.Bucket {
+	if c := t.root.childHeld(name, true); c != nil {
+		return c
+	}
+	return nil
+}
+
+// HoldAlone queues the exclusive lock on top-level bucket name ahead of
+// the transaction's next statement, if it holds the bucket shared. One it
+// does not hold yet is locked alone when it is looked up.
+func (t *tx) HoldAlone(name []byte) {
+	if alone, held := t.locked[string(name)]; t.writable && held && !alone {
+		t.locked[string(name)] = true
+		t.upgrades = append(t.upgrades, t.s.lockKey(name))
+	}
+}
 func (t *tx) CreateBucket(name []byte) (kv.Bucket, error) {
 	return t.root.CreateBucket(name)
 }
@@ -72,17 +94,21 @@ func (t *tx) newBatch() *pgx.Batch {
 			})
 		}
 	}
+	for _, key := range t.upgrades {
+		b.Queue(lockSQL, key)
+	}
+	t.upgrades = t.upgrades[:0]
 	return b
 }
 
 // queueLock queues, if this writable transaction does not hold it yet,
-// the lock on the top-level bucket name, ahead of the statement that
-// looks the bucket up or creates it. The lock is what makes a writer see
+// the lock on the top-level bucket name (shared or exclusive), ahead of
+// the statement that looks the bucket up or creates it. The lock is what makes a writer see
 // and change a top-level bucket alone (see the package documentation):
 // statements after it in the batch run once it is granted, each with a
 // snapshot taken then, so they see everything the previous holder
 // committed.
-func (t *tx) queueLock(b *pgx.Batch, name []byte) {
+func (t *tx) queueLock(b *pgx.Batch, name []byte, shared bool) {
 	if !t.writable {
 		return
 	}
@@ -90,13 +116,20 @@ func (t *tx) queueLock(b *pgx.Batch, name []byte) {
 		return
 	}
 	if t.locked == nil {
-		t.locked = make(map[string]struct{}, 2)
+		t.locked = make(map[string]bool, 2)
 	}
-	t.locked[string(name)] = struct{}{}
+	t.locked[string(name)] = !shared
+	if shared {
+		b.Queue(lockSharedSQL, t.s.lockKey(name))
+		return
+	}
 	b.Queue(lockSQL, t.s.lockKey(name))
 }
 
-const lockSQL = "SELECT pg_advisory_xact_lock($1)"
+const (
+	lockSQL       = "SELECT pg_advisory_xact_lock($1)"
+	lockSharedSQL = "SELECT pg_advisory_xact_lock_shared($1)"
+)
 
 // send makes the round trip. A failure ends the transaction on the server
 // (PostgreSQL refuses every statement after a failed one), so it is
