@@ -139,13 +139,19 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 // engine.WriteOp.Fn); without create it gets a nil Coll for a collection
 // not in the file.
 func (c *coll) submitFn(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	return c.submitOp(create, false, fn)
+}
+
+// submitOp is submitFn; with shared, the op is a queue operation that
+// moves jobs by row locks (engine.Tx.UseShared), and never creates.
+func (c *coll) submitOp(create, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
 		return err
 	}
 	defer c.db.eng.Exit()
 	op := engine.NewWriteOp()
 	defer op.Release()
-	op.Coll, op.Fn, op.Create = c.h, fn, create
+	op.Coll, op.Fn, op.Create, op.Shared = c.h, fn, create, shared
 	return c.db.eng.Submit(op)
 }
 
@@ -153,12 +159,24 @@ func (c *coll) submitFn(create bool, fn func(*engine.Tx, *engine.Coll) error) er
 // bbolt's panics on damaged pages contained (the transaction then cannot
 // commit). For a read of a collection not created yet ec is nil.
 func (c *coll) inTx(write bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	return c.inTxUse(write, false, fn)
+}
+
+// inTxUse is inTx; with shared, for a write that moves queue jobs by row
+// locks (engine.Tx.UseShared).
+func (c *coll) inTxUse(write, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.tx.usable(write); err != nil {
 		return err
 	}
 	etx := c.tx.etx
 	return etx.Protect(func() error {
-		ec, err := etx.Use(c.h, write)
+		var ec *engine.Coll
+		var err error
+		if shared {
+			ec, err = etx.UseShared(c.h)
+		} else {
+			ec, err = etx.Use(c.h, write)
+		}
 		if err != nil {
 			return err
 		}
@@ -329,12 +347,24 @@ func (c *coll) writeBatch(b *batch) (int, error) {
 // with create a missing collection is made, else fn gets a nil Coll for
 // it.
 func (c *coll) update(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	return c.updateUse(create, false, fn)
+}
+
+// updateUse is update; with shared, for a write that moves queue jobs by
+// row locks (engine.Tx.UseShared), which never creates.
+func (c *coll) updateUse(create, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
 		return err
 	}
 	defer c.db.eng.Exit()
 	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := etx.Use(c.h, create)
+		var ec *engine.Coll
+		var err error
+		if shared {
+			ec, err = etx.UseShared(c.h)
+		} else {
+			ec, err = etx.Use(c.h, create)
+		}
 		if err != nil {
 			return err
 		}

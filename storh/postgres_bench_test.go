@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -299,6 +300,63 @@ func BenchmarkPostgresWriters(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkPostgresWorkers: workers claim and complete jobs of one queue,
+// 8 per store, from one store or from four (four processes sharing the
+// queue). One op is a claim and its completion.
+func BenchmarkPostgresWorkers(b *testing.B) {
+	for _, stores := range []int{1, 4} {
+		b.Run(fmt.Sprintf("stores=%d", stores), func(b *testing.B) {
+			url := pgtest.URL(b)
+			dbs := make([]*storh.DB, stores)
+			for i := range dbs {
+				db, err := storh.Open(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				dbs[i] = db
+			}
+			q, err := dbs[0].Queue("work")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for left := b.N; left > 0; left -= 1000 {
+				payloads := make([]any, min(left, 1000))
+				for i := range payloads {
+					payloads[i] = storh.Map{"task": "resize", "n": i}
+				}
+				if _, err := q.EnqueueMany(payloads); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := range stores * 8 {
+				wg.Go(func() {
+					q, err := dbs[w%stores].Queue("work")
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for next.Add(1) <= int64(b.N) {
+						j, err := q.Claim(time.Minute)
+						if err == nil {
+							err = q.Complete(j.ID)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
 }

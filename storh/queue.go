@@ -114,7 +114,20 @@ func (q *Queue) now() int64 { return q.c.db.eng.Now().UnixMilli() }
 // that freed its job). Only an enqueue creates the queue: on a queue not in the
 // file the other operations fail with missing, and change nothing.
 func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
-	create := missing == nil
+	return q.run(op, id, missing, false, fn)
+}
+
+// doMoving is do for an operation that only moves jobs between states
+// (claims, completions, failures, extensions, releases, requeues): on a
+// store shared by many processes it runs beside the others' and locks
+// the jobs it moves, so that workers do not take turns (see
+// engine.Tx.UseShared).
+func (q *Queue) doMoving(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
+	return q.run(op, id, missing, true, fn)
+}
+
+func (q *Queue) run(op, id string, missing error, moving bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	create := missing == nil && !moving
 	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec == nil {
 			return missing
@@ -124,10 +137,10 @@ func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Col
 	var err error
 	if q.c.tx != nil {
 		if err = q.c.tx.usable(true); err == nil {
-			err = q.c.inTx(create, guarded)
+			err = q.c.inTxUse(create, moving, guarded)
 		}
 	} else {
-		err = q.c.submitFn(create, guarded)
+		err = q.c.submitOp(create, moving, guarded)
 	}
 	return opErr("queue "+op, q.c.name, id, -1, err)
 }
@@ -139,6 +152,16 @@ func noJob(id uuidv7.UUID) error { return fmt.Errorf("%w: no job %s", ErrNotFoun
 // handle's): many jobs, all or nothing.
 // With create a missing queue is made; without, fn is not called for it.
 func (q *Queue) batch(op string, create bool, fn func(*engine.Tx, *engine.Coll) error) error {
+	return q.batchUse(op, create, false, fn)
+}
+
+// batchMoving is batch for jobs that only move between states (see
+// doMoving).
+func (q *Queue) batchMoving(op string, fn func(*engine.Tx, *engine.Coll) error) error {
+	return q.batchUse(op, false, true, fn)
+}
+
+func (q *Queue) batchUse(op string, create, moving bool, fn func(*engine.Tx, *engine.Coll) error) error {
 	c := &q.c
 	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec == nil {
@@ -149,10 +172,10 @@ func (q *Queue) batch(op string, create bool, fn func(*engine.Tx, *engine.Coll) 
 	var err error
 	if c.tx != nil {
 		if err = c.tx.usable(true); err == nil {
-			err = c.inTx(create, guarded)
+			err = c.inTxUse(create, moving, guarded)
 		}
 	} else {
-		err = c.update(create, guarded)
+		err = c.updateUse(create, moving, guarded)
 	}
 	return opErr("queue "+op, c.name, "", -1, err)
 }
@@ -286,7 +309,7 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 		return nil, opErr("queue claim", q.c.name, "", -1, err)
 	}
 	var claimed []engine.Job
-	err = q.do("claim", "", ErrEmpty, func(etx *engine.Tx, ec *engine.Coll) error {
+	err = q.doMoving("claim", "", ErrEmpty, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
 		claimed, err = etx.Claim(ec, now, ms, n, q.maxAttempts)
@@ -367,7 +390,7 @@ func (q *Queue) Complete(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue complete", q.c.name, id.String(), -1, err)
 	}
-	return q.do("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.doMoving("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		return etx.Complete(ec, id, now)
 	})
@@ -383,7 +406,7 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 		}
 	}
 	var n int
-	err := q.batch("complete", false, func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.batchMoving("complete", func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		n = 0
 		for _, id := range ids {
@@ -415,7 +438,7 @@ func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)
 	}
-	return q.do("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.doMoving("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
 		return err
@@ -432,7 +455,7 @@ func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
 		return time.Time{}, opErr("queue extend", q.c.name, id.String(), -1, err)
 	}
 	var until int64
-	err = q.do("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+	err = q.doMoving("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
 		until, err = etx.Extend(ec, id, now, ms)
@@ -450,7 +473,7 @@ func (q *Queue) Release(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue release", q.c.name, id.String(), -1, err)
 	}
-	return q.do("release", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+	return q.doMoving("release", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		return etx.Release(ec, id, now)
 	})
@@ -474,7 +497,7 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 // counts show the truth.
 func (q *Queue) RequeueExpired() (int, error) {
 	var n int
-	err := q.do("requeue", "", errNoQueue, func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.doMoving("requeue", "", errNoQueue, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
 		n, err = etx.RequeueExpired(ec, now, q.maxAttempts)

@@ -24,6 +24,9 @@ type WriteOp struct {
 	// Create lets Fn's op create the collection when it is missing; without
 	// it Fn gets a nil Coll there, so an op that fails changes nothing.
 	Create bool
+	// Shared opens the collection for Fn with Tx.UseShared (a queue
+	// operation that moves jobs by row locks); it never creates it.
+	Shared bool
 
 	err  error
 	done chan struct{}
@@ -149,7 +152,11 @@ func apply(tx *Tx, op *WriteOp) error {
 	// does (there is nothing to delete). Both fail with ErrNotFound through
 	// a handle opened before the collection was dropped.
 	if op.Fn != nil {
-		c, err := tx.Use(op.Coll, op.Create)
+		use := tx.Use
+		if op.Shared {
+			use = func(h Handle, _ bool) (*Coll, error) { return tx.UseShared(h) }
+		}
+		c, err := use(op.Coll, op.Create)
 		if err != nil {
 			return err
 		}

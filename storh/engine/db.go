@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,6 +68,9 @@ type DB struct {
 	bolt *bolt.DB
 	path string
 	opts Options
+	// slotKey names this DB's counter slot in the metadata of the queues
+	// its workers change beside other stores' (see flushOwnSlot).
+	slotKey []byte
 
 	// broken holds the collections whose search paths Open found damaged,
 	// with what it found: they cannot be read or written without risking
@@ -226,6 +231,8 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 		opts.MaxBatch = DefaultMaxBatch
 	}
 	db := &DB{store: store, path: name, opts: opts}
+	// The counter slot of this DB's queue workers (see flushOwnSlot).
+	db.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
 	if err := db.start(); err != nil {
 		store.Close()
 		return nil, startError(name, err)

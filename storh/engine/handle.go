@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // Handle is what the storh front door keeps for an open collection handle:
@@ -112,6 +114,28 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	}
 	// A new collection is empty: its declared indexes are ready at once.
 	return c, t.ensureIndexes(c, h.Indexes)
+}
+
+// UseShared is Use for the queue operations that move jobs by row locks
+// (Claim, RequeueExpired, Complete, Fail, Extend, Release): on a store
+// whose writers run at once it holds the queue beside other writers, so
+// that claimers in many processes take different jobs at the same time
+// instead of taking turns. It never creates the collection.
+func (t *Tx) UseShared(h Handle) (*Coll, error) {
+	if _, ok := t.ktx.(kv.Locker); !ok || !t.ktx.Writable() {
+		return t.Use(h, false)
+	}
+	if c, ok := t.colls[h.Name]; ok {
+		return c, checkKind(c, h.Kind)
+	}
+	c, err := t.openColl(h.Name, h.Kind, false, true)
+	if err == nil || !isNoColl(err) {
+		return c, err
+	}
+	if t.db != nil && t.db.droppedSince(h.Name, h.Epoch) {
+		return nil, fmt.Errorf("%w (it was dropped after this handle was opened; open a new handle to create it again)", err)
+	}
+	return nil, nil
 }
 
 // DropColl deletes a collection and forgets its kind. The caller must hold

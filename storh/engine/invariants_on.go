@@ -44,7 +44,10 @@ func checkInvariants(t *Tx) error {
 		if first != nil {
 			return fmt.Errorf("invariant: %v", first)
 		}
-		if c.Kind == KindQueue {
+		// A queue held beside other writers changes under this check (they
+		// commit as it reads), and its counter changes are in a slot by now:
+		// Verify checks it from a snapshot instead.
+		if c.Kind == KindQueue && !c.shared {
 			if _, err := checkQueue(c, func(p Problem) {
 				if first == nil {
 					first = &p

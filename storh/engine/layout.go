@@ -93,6 +93,11 @@ type Coll struct {
 	records  kv.Bucket
 	inserter kv.Inserter // records, where the backend inserts for less
 	writable bool
+	// shared: the transaction holds the collection beside other writers
+	// (kv.Locker), for queue operations that lock the rows they move;
+	// anything else upgrades the hold first (Tx.Coll).
+	shared    bool
+	wasShared bool // held shared before it was held alone
 
 	idx       []*collIndex // loaded on first use in the transaction
 	idxLoaded bool
@@ -116,6 +121,11 @@ type Coll struct {
 	// back once, by flush, instead of once per job.
 	jobs     *jobs
 	jobDelta [5]int64
+	// slots are the counter slots (see flushJobs) as read with the
+	// metadata on a remote store; on a local one they are read when asked.
+	// slotKey is the slot of this transaction's DB.
+	slots    map[string][]byte
+	slotKey  []byte
 	jobSeq   int64  // -1 until read
 	jobArena []byte // see scratch
 }
@@ -160,7 +170,12 @@ func (c *Coll) readBase() {
 }
 
 func openColl(tx kv.Tx, name string) (*Coll, error) {
-	root := tx.Bucket([]byte(name))
+	return openCollIn(tx, tx.Bucket([]byte(name)), name)
+}
+
+// openCollIn opens collection name from its top-level bucket root (nil:
+// there is none).
+func openCollIn(tx kv.Tx, root kv.Bucket, name string) (*Coll, error) {
 	if root == nil {
 		return nil, nil
 	}
@@ -170,6 +185,7 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 	}
 	var kind []byte
 	var ints map[string]int64
+	var slots map[string][]byte
 	if cur := meta.Cursor(); isRemote(cur) {
 		// Each Get would be a round trip: the metadata bucket, a handful
 		// of small keys, is read in one, with the counters a write
@@ -180,6 +196,11 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 			switch {
 			case bytes.Equal(k, keyKind):
 				kind = v
+			case bytes.HasPrefix(k, jobSlotPrefix):
+				if slots == nil {
+					slots = map[string][]byte{}
+				}
+				slots[string(k)] = v
 			case len(v) == 8:
 				ints[string(k)] = int64(binary.BigEndian.Uint64(v))
 			}
@@ -190,7 +211,7 @@ func openColl(tx kv.Tx, name string) (*Coll, error) {
 	if len(kind) != 1 {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
-	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, metaInts: ints, records: recs, writable: tx.Writable(), jobSeq: -1}
+	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, metaInts: ints, slots: slots, records: recs, writable: tx.Writable(), jobSeq: -1}
 	if tx.Writable() {
 		recs.SetFillPercent(appendFillPercent)
 		c.inserter, _ = recs.(kv.Inserter)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/storhdb/storh-go/storh/kv"
@@ -30,6 +32,18 @@ import (
 // enqueued after it. The state record is the truth; the indexes and the
 // counters in the metadata bucket follow it in the same transaction, and
 // Repair rebuilds them from it.
+//
+// On a store whose writers run at once (kv.Locker), the operations that
+// move jobs one by one (claims, completions, failures, extensions,
+// releases, taking back expired leases) hold the queue beside each other
+// and lock the rows they move: a claim takes the first pending entries no
+// one else holds (SKIP LOCKED), a completion waits for the job's state
+// row. Their counter changes go to a counter slot of their DB's own in
+// the metadata ("qs:" ‖ 8 random bytes → four 8-byte deltas, one per
+// state), so counting does not make them take turns; a count is the base
+// counters plus every slot, and a transaction holding the queue alone
+// folds the slots into the base. Everything else holds the queue alone,
+// as on bbolt, where no slot is ever written.
 var (
 	bucketJobs     = []byte("j")
 	bucketJobState = []byte("s")
@@ -38,7 +52,8 @@ var (
 	bucketDone     = []byte("d")
 	bucketDead     = []byte("x")
 
-	keyJobSeq = []byte("qseq")
+	keyJobSeq     = []byte("qseq")
+	jobSlotPrefix = []byte("qs:")
 	// counters, one per state
 	keyJobCount = [...][]byte{JobPending: []byte("qn:p"), JobClaimed: []byte("qn:c"), JobDone: []byte("qn:d"), JobDead: []byte("qn:x")}
 )
@@ -220,8 +235,28 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 }
 
 // flushJobs writes back the job counters and sequence this transaction
-// changed.
+// changed. Held alone, it also folds the counter slots into the base
+// counters, so that they stay as few as the stores that wrote them since.
 func (c *Coll) flushJobs() error {
+	if c.shared {
+		return c.flushOwnSlot()
+	}
+	if c.Kind == KindQueue && !c.wasShared && (c.jobDelta != [5]int64{} || c.jobSeq >= 0) {
+		// A transaction that held the queue shared first read the slots
+		// before the others' last changes: it leaves them.
+		rows := c.slotRows()
+		for _, k := range sortedKeys(rows) {
+			v := rows[k]
+			if len(v) != jobSlotSize {
+				continue // damage: Verify reports it, Repair removes it
+			}
+			addSlot(&c.jobDelta, v)
+			if err := c.meta.Delete([]byte(k)); err != nil {
+				return mapStoreErr(err)
+			}
+			delete(rows, k)
+		}
+	}
 	for s := JobPending; s <= JobDead; s++ {
 		if d := c.jobDelta[s]; d != 0 {
 			if err := c.putMeta(keyJobCount[s], c.getMeta(keyJobCount[s])+d); err != nil {
@@ -239,6 +274,92 @@ func (c *Coll) flushJobs() error {
 	return nil
 }
 
+// jobSlotSize is a counter slot's value: a delta per state.
+const jobSlotSize = 32
+
+// flushOwnSlot adds the counter changes of a transaction that held the
+// queue shared to the slot of this DB (Coll.slotKey). No other DB writes
+// that slot, and a DB runs one write transaction at a time, so the value
+// read with the metadata is current and the write needs no lock and no
+// round trip of its own; only a transaction holding the queue alone,
+// which waits for this one, folds it away.
+func (c *Coll) flushOwnSlot() error {
+	if c.jobDelta == [5]int64{} {
+		return nil
+	}
+	if c.slotKey == nil {
+		c.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
+	}
+	rows := c.slotRows()
+	value := make([]byte, jobSlotSize)
+	if old := rows[string(c.slotKey)]; len(old) == jobSlotSize {
+		copy(value, old)
+	}
+	for s := JobPending; s <= JobDead; s++ {
+		v := value[(s-1)*8:]
+		binary.BigEndian.PutUint64(v, uint64(int64(binary.BigEndian.Uint64(v))+c.jobDelta[s]))
+		c.jobDelta[s] = 0
+	}
+	if rows != nil {
+		rows[string(c.slotKey)] = value
+	}
+	return mapStoreErr(c.meta.Put(c.slotKey, value))
+}
+
+// addSlot adds a counter slot's deltas to sum; a slot of another size
+// (damage, which Verify reports) adds nothing.
+func addSlot(sum *[5]int64, v []byte) {
+	if len(v) != jobSlotSize {
+		return
+	}
+	for s := JobPending; s <= JobDead; s++ {
+		sum[s] += int64(binary.BigEndian.Uint64(v[(s-1)*8:]))
+	}
+}
+
+// slotRows returns the queue's counter slots as this transaction sees
+// them: read with the metadata on a remote store; read now on a local
+// one, which has none unless the queue was copied from a remote store.
+func (c *Coll) slotRows() map[string][]byte {
+	if c.metaInts != nil {
+		if c.slots == nil {
+			c.slots = map[string][]byte{}
+		}
+		return c.slots
+	}
+	return c.readSlotRows()
+}
+
+// readSlotRows reads the counter slots now.
+func (c *Coll) readSlotRows() map[string][]byte {
+	rows := map[string][]byte{}
+	cur := c.meta.Cursor()
+	for k, v := cur.Seek(jobSlotPrefix); k != nil && bytes.HasPrefix(k, jobSlotPrefix); k, v = cur.Next() {
+		rows[string(k)] = bytes.Clone(v)
+	}
+	return rows
+}
+
+// slotSum adds up counter slots, and lists those of the wrong size.
+func slotSum(rows map[string][]byte) (sum [5]int64, bad []string) {
+	for _, k := range sortedKeys(rows) {
+		if len(rows[k]) != jobSlotSize {
+			bad = append(bad, k)
+		}
+		addSlot(&sum, rows[k])
+	}
+	return sum, bad
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // nextSeq hands out the next place in the enqueue order.
 func (c *Coll) nextSeq() uint64 {
 	if c.jobSeq < 0 {
@@ -246,6 +367,68 @@ func (c *Coll) nextSeq() uint64 {
 	}
 	c.jobSeq++
 	return uint64(c.jobSeq - 1)
+}
+
+// firstPending returns up to n pending jobs' ids, in enqueue order: beside
+// other writers, the first ones no other claimer holds, locked.
+func (j *jobs) firstPending(c *Coll, n int) ([]uuidv7.UUID, error) {
+	var ids []uuidv7.UUID
+	add := func(k, v []byte) error {
+		if len(v) != 16 {
+			return fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", ErrCorrupt, c.Name, k, len(v))
+		}
+		ids = append(ids, uuidv7.UUID(v))
+		return nil
+	}
+	if c.shared {
+		keys, values := j.pending.(kv.RowLocker).LockRange(nil, nil, n)
+		for i, k := range keys {
+			if err := add(k, values[i]); err != nil {
+				return nil, err
+			}
+		}
+		return ids, nil
+	}
+	cur := j.pending.Cursor()
+	for k, v := cur.First(); k != nil && len(ids) < n; k, v = cur.Next() {
+		if err := add(k, v); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// loadMany loads the states of ids; beside other writers in one round
+// trip, locking them (a pending job's state is held at most for a moment,
+// by a worker's late call that finds it no longer claimed).
+func (j *jobs) loadMany(c *Coll, ids []uuidv7.UUID) ([]Job, error) {
+	out := make([]Job, len(ids))
+	if !c.shared {
+		for i, id := range ids {
+			job, err := j.load(id)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = job
+		}
+		return out, nil
+	}
+	keys := make([][]byte, len(ids))
+	for i := range ids {
+		keys[i] = ids[i][:]
+	}
+	values := j.state.(kv.RowLocker).LockKeys(keys, true)
+	for i, v := range values {
+		if v == nil {
+			return nil, fmt.Errorf("%w: no job %s", ErrNotFound, ids[i])
+		}
+		job, err := decodeJob(ids[i], v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = job
+	}
+	return out, nil
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
@@ -341,23 +524,20 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	if _, err := t.requeueExpired(c, j, now, maxAttempts); err != nil {
 		return nil, err
 	}
-	var ids []uuidv7.UUID
-	cur := j.pending.Cursor()
-	for k, v := cur.First(); k != nil && len(ids) < n; k, v = cur.Next() {
-		if len(v) != 16 {
-			return nil, fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", ErrCorrupt, c.Name, k, len(v))
-		}
-		ids = append(ids, uuidv7.UUID(v))
+	ids, err := j.firstPending(c, n)
+	if err != nil {
+		return nil, err
 	}
 	if len(ids) == 0 {
 		return nil, ErrEmpty
 	}
+	olds, err := j.loadMany(c, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Job, 0, len(ids))
-	for _, id := range ids {
-		old, err := j.load(id)
-		if err != nil {
-			return nil, err
-		}
+	for i, id := range ids {
+		old := olds[i]
 		if old.State != JobPending {
 			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", ErrCorrupt, c.Name, id, old.State)
 		}
@@ -399,6 +579,9 @@ func (t *Tx) RequeueExpired(c *Coll, now int64, maxAttempts int) (int, error) {
 }
 
 func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+	if c.shared {
+		return t.requeueExpiredShared(c, j, now, maxAttempts)
+	}
 	var ids []uuidv7.UUID
 	cur := j.claimed.Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -415,17 +598,69 @@ func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, 
 		if err != nil {
 			return 0, err
 		}
-		job := old
-		job.Changed, job.LeaseUntil, job.Reason = now, 0, "lease expired"
-		job.State = JobPending
-		if job.Attempts >= maxAttempts {
-			job.State = JobDead
-		}
-		if err := t.move(c, j, old, job); err != nil {
+		if err := t.expire(c, j, old, now, maxAttempts); err != nil {
 			return 0, err
 		}
 	}
 	return len(ids), nil
+}
+
+// requeueChunk bounds the expired claims a shared holder takes back per
+// round trip.
+const requeueChunk = 256
+
+// requeueExpiredShared is requeueExpired beside other writers: it takes
+// back the expired claims whose lease entry and state no one else holds
+// (a worker completing one holds its state; another claimer taking them
+// back holds the entry), and leaves the rest to them.
+func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+	bound := binary.BigEndian.AppendUint64(nil, uint64(now)+1)
+	var from []byte
+	n := 0
+	for {
+		keys, _ := j.claimed.(kv.RowLocker).LockRange(from, bound, requeueChunk)
+		ids := make([][]byte, len(keys))
+		for i, k := range keys {
+			if len(k) != 24 {
+				return n, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", ErrCorrupt, c.Name, k)
+			}
+			ids[i] = k[8:]
+		}
+		states := j.state.(kv.RowLocker).LockKeys(ids, false)
+		for i, v := range states {
+			if v == nil {
+				continue // held by its worker, or by another claimer
+			}
+			old, err := decodeJob(uuidv7.UUID(ids[i]), v)
+			if err != nil {
+				return n, err
+			}
+			if old.State != JobClaimed || old.LeaseUntil != int64(binary.BigEndian.Uint64(keys[i])) {
+				return n, fmt.Errorf("%w: queue %q: job %s is in the claimed index under lease %d, but %s with lease %d",
+					ErrCorrupt, c.Name, old.ID, int64(binary.BigEndian.Uint64(keys[i])), old.State, old.LeaseUntil)
+			}
+			if err := t.expire(c, j, old, now, maxAttempts); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(keys) < requeueChunk {
+			return n, t.ktx.Err()
+		}
+		from = append(bytes.Clone(keys[len(keys)-1]), 0)
+	}
+}
+
+// expire takes back job old, whose lease ended: to pending, or to dead
+// once it has used maxAttempts claims.
+func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, maxAttempts int) error {
+	job := old
+	job.Changed, job.LeaseUntil, job.Reason = now, 0, "lease expired"
+	job.State = JobPending
+	if job.Attempts >= maxAttempts {
+		job.State = JobDead
+	}
+	return t.move(c, j, old, job)
 }
 
 // claimed loads job id and checks that it is claimed.
@@ -437,7 +672,21 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 	if j == nil {
 		return nil, Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
 	}
-	job, err := j.load(id)
+	var job Job
+	if c.shared {
+		// Wait for whoever holds the job (a claimer taking back its lease,
+		// another worker's call for it) and read its state as they left it.
+		v := j.state.(kv.RowLocker).LockKeys([][]byte{id[:]}, true)[0]
+		switch {
+		case t.ktx.Err() != nil:
+			return nil, Job{}, t.ktx.Err()
+		case v == nil:
+			return nil, Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		}
+		job, err = decodeJob(id, v)
+	} else {
+		job, err = j.load(id)
+	}
 	if err != nil {
 		return nil, Job{}, err
 	}
@@ -591,9 +840,9 @@ func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more 
 
 // JobCounts returns the number of jobs in each state (index by JobState).
 func (t *Tx) JobCounts(c *Coll) [5]int64 {
-	var n [5]int64
+	n, _ := slotSum(c.slotRows())
 	for s := JobPending; s <= JobDead; s++ {
-		n[s] = c.getMeta(keyJobCount[s]) + c.jobDelta[s]
+		n[s] += c.getMeta(keyJobCount[s]) + c.jobDelta[s]
 	}
 	return n
 }

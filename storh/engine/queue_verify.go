@@ -104,8 +104,12 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 			report(uuidv7.UUID(k), "a payload without a job state")
 		}
 	}
+	slots, badSlots := slotSum(c.readSlotRows())
+	for _, k := range badSlots {
+		report(uuidv7.UUID{}, "counter slot %x is not %d bytes", k, jobSlotSize)
+	}
 	for s := JobPending; s <= JobDead; s++ {
-		if got := c.getMeta(keyJobCount[s]) + c.jobDelta[s]; got != counts[s] {
+		if got := c.getMeta(keyJobCount[s]) + slots[s] + c.jobDelta[s]; got != counts[s] {
 			report(uuidv7.UUID{}, "the %s counter says %d, the states %d", s, got, counts[s])
 		}
 	}
@@ -173,6 +177,14 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 			return err
 		}
 		c.jobDelta[s] = 0
+	}
+	for k := range c.readSlotRows() {
+		if err := c.meta.Delete([]byte(k)); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	if c.slots != nil {
+		clear(c.slots)
 	}
 	for _, job := range keep {
 		if err := t.move(c, j, Job{}, job); err != nil {

@@ -65,15 +65,41 @@ func (t *Tx) Writable() bool { return t.ktx.Writable() }
 // without it, a missing collection is ErrNotFound.
 func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 	if c, ok := t.colls[name]; ok {
+		if c.shared {
+			// Held beside other writers so far: from here on, alone.
+			t.ktx.(kv.Locker).HoldAlone([]byte(name))
+			c.shared, c.wasShared = false, true
+		}
 		return c, checkKind(c, want)
 	}
+	return t.openColl(name, want, create, false)
+}
+
+// openColl opens a collection not open in the transaction yet; with
+// shared, held beside other writers where the store has them.
+func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	if err := t.damaged(name); err != nil {
 		return nil, err
 	}
-	c, err := openColl(t.ktx, name)
+	var c *Coll
+	var err error
+	if locker, ok := t.ktx.(kv.Locker); ok && shared {
+		if c, err = openCollIn(t.ktx, locker.BucketShared([]byte(name)), name); c != nil {
+			c.shared = true
+			if t.db != nil {
+				c.slotKey = t.db.slotKey
+			}
+		}
+	} else {
+		c, err = openColl(t.ktx, name)
+	}
+	if err == nil && c == nil {
+		// A lookup that failed on the server reads as a missing bucket.
+		err = t.ktx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Counter slots, written by queue workers beside each other on a shared
+// store, may reach a file through a copy: counts add them to the base
+// counters, Verify checks the sum and the slots' shape, and Repair folds
+// them away.
+func TestQueueCounterSlots(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.db")
+	db, err := Open(path, Options{UnsafeNoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	update := func(fn func(*Tx, *Coll) error) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error {
+			c, err := tx.Coll("q", KindQueue, true)
+			if err != nil {
+				return err
+			}
+			return fn(tx, c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func() (n [5]int64) {
+		t.Helper()
+		if err := db.View(func(tx *Tx) error {
+			c, err := tx.Coll("q", KindQueue, false)
+			n = tx.JobCounts(c)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	problems := func() (found []string) {
+		t.Helper()
+		if _, err := db.Verify(context.Background(), nil, func(p Problem) { found = append(found, p.Detail) }); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	slot := func(pending, claimed, done, dead int64) []byte {
+		var v []byte
+		for _, d := range []int64{pending, claimed, done, dead} {
+			v = binary.BigEndian.AppendUint64(v, uint64(d))
+		}
+		return v
+	}
+
+	update(func(tx *Tx, c *Coll) error {
+		for range 3 {
+			v, err := AppendValue(nil, map[string]any{"n": 1})
+			if err != nil {
+				return err
+			}
+			if err := tx.Enqueue(c, uuidv7.New(), v, 1000); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// As two workers would leave it: one claim in each of two slots, the
+	// base counters as the enqueues left them.
+	update(func(tx *Tx, c *Coll) error {
+		if _, err := tx.Claim(c, 2000, 60_000, 2, 3); err != nil {
+			return err
+		}
+		c.jobDelta = [5]int64{}
+		if err := c.meta.Put([]byte("qs:aaaaaaaa"), slot(-1, 1, 0, 0)); err != nil {
+			return err
+		}
+		return c.meta.Put([]byte("qs:bbbbbbbb"), slot(-1, 1, 0, 0))
+	})
+	if got := counts(); got != [5]int64{0, 1, 2, 0, 0} {
+		t.Fatalf("counts with slots = %v, want 1 pending, 2 claimed", got)
+	}
+	if p := problems(); len(p) != 0 {
+		t.Fatalf("Verify of sound slots: %q", p)
+	}
+	slotsLeft := func() int {
+		t.Helper()
+		n := 0
+		if err := db.View(func(tx *Tx) error {
+			c, err := tx.Coll("q", KindQueue, false)
+			n = len(c.readSlotRows())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A write that holds the queue alone folds the slots into the base.
+	update(func(tx *Tx, c *Coll) error {
+		v, err := AppendValue(nil, map[string]any{"n": 4})
+		if err != nil {
+			return err
+		}
+		return tx.Enqueue(c, uuidv7.New(), v, 3000)
+	})
+	if got, left := counts(), slotsLeft(); got != [5]int64{0, 2, 2, 0, 0} || left != 0 {
+		t.Fatalf("after an enqueue: counts %v, %d slots; want 2 pending, 2 claimed, no slot", got, left)
+	}
+
+	// A slot that does not add up, and one of the wrong size, written
+	// behind the engine's back (under storh_invariants it refuses them).
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket([]byte("q")).Bucket(bucketMeta)
+		if err := meta.Put([]byte("qs:cccccccc"), slot(0, 0, 5, 0)); err != nil {
+			return err
+		}
+		return meta.Put([]byte("qs:dddddddd"), []byte("short"))
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(path, Options{UnsafeNoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	p := strings.Join(problems(), "\n")
+	if !strings.Contains(p, "the done counter says 5, the states 0") || !strings.Contains(p, "counter slot 71733a6464646464646464 is not 32 bytes") {
+		t.Fatalf("Verify of bad slots:\n%s", p)
+	}
+	if _, err := db.Repair(context.Background(), nil, func(Problem) {}); err != nil {
+		t.Fatal(err)
+	}
+	if p := problems(); len(p) != 0 {
+		t.Fatalf("Verify after Repair: %q", p)
+	}
+	if got, left := counts(), slotsLeft(); got != [5]int64{0, 2, 2, 0, 0} || left != 0 {
+		t.Fatalf("after Repair: counts %v, %d slots; want 2 pending, 2 claimed, no slot", got, left)
+	}
+}

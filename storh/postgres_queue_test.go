@@ -1,0 +1,198 @@
+//go:build !storh_nopostgres
+
+package storh_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Two processes claim from one queue at the same time: while the first
+// holds its claim in an open transaction, the second takes the next job
+// (SKIP LOCKED) instead of waiting for the first to end. Were claims to
+// take turns, the first would wait for the second forever and the test
+// would fail on its timeout.
+func TestPostgresClaimsSideBySide(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := openPostgres(t, url), openPostgres(t, url)
+	qa, err := a.Queue("jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := qa.EnqueueMany([]any{storh.Map{"n": 1}, storh.Map{"n": 2}, storh.Map{"n": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qb, err := b.Queue("jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type claim struct {
+		id  uuidv7.UUID
+		err error
+	}
+	second := make(chan claim, 1)
+	var first uuidv7.UUID
+	err = a.Update(func(tx *storh.Tx) error {
+		q, err := tx.Queue("jobs")
+		if err != nil {
+			return err
+		}
+		j, err := q.Claim(time.Minute)
+		if err != nil {
+			return err
+		}
+		first = j.ID
+		go func() {
+			j, err := qb.Claim(time.Minute)
+			second <- claim{j.ID, err}
+		}()
+		select {
+		case c := <-second:
+			second <- c
+			return nil
+		case <-time.After(time.Minute):
+			return errors.New("the second process's claim waited for the first's transaction")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-second
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if first != ids[0] || c.id != ids[1] {
+		t.Fatalf("claims took %v and %v; want the two oldest, %v and %v", first, c.id, ids[0], ids[1])
+	}
+	if p, cl, d, x, err := qa.Counts(); err != nil || p != 1 || cl != 2 || d != 0 || x != 0 {
+		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 2 claimed", p, cl, d, x, err)
+	}
+
+	// A transaction that claims beside others, then enqueues, holds the
+	// queue alone from the enqueue on; its counters land once, not twice.
+	err = a.Update(func(tx *storh.Tx) error {
+		q, err := tx.Queue("jobs")
+		if err != nil {
+			return err
+		}
+		j, err := q.Claim(time.Minute)
+		if err != nil {
+			return err
+		}
+		if err := q.Complete(j.ID); err != nil {
+			return err
+		}
+		_, err = q.Enqueue(storh.Map{"n": 4})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, cl, d, x, err := qb.Counts(); err != nil || p != 1 || cl != 2 || d != 1 || x != 0 {
+		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 2 claimed, 1 done", p, cl, d, x, err)
+	}
+	rep, err := b.Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
+	if err != nil || rep.Problems != 0 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+}
+
+// Workers in two processes claim, fail, release and complete jobs until
+// none is left: every job is completed exactly once, the counters (kept
+// in slots by concurrent workers) add up, and Verify finds nothing.
+func TestPostgresQueueWorkers(t *testing.T) {
+	skipUnderInvariants(t)
+	url := pgtest.URL(t)
+	dbs := []*storh.DB{openPostgres(t, url), openPostgres(t, url)}
+	q0, err := dbs[0].Queue("work", storh.WithMaxAttempts(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs, workers = 300, 12
+	payloads := make([]any, jobs)
+	for i := range payloads {
+		payloads[i] = storh.Map{"i": i}
+	}
+	if _, err := q0.EnqueueMany(payloads); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	done := map[uuidv7.UUID]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q, err := dbs[w%2].Queue("work", storh.WithMaxAttempts(3))
+			if err != nil {
+				errs <- err
+				return
+			}
+			for n := 0; ; n++ {
+				j, err := q.Claim(time.Minute)
+				if errors.Is(err, storh.ErrEmpty) {
+					return
+				}
+				if err != nil {
+					errs <- fmt.Errorf("worker %d claim: %w", w, err)
+					return
+				}
+				switch n % 5 {
+				case 1:
+					err = q.Release(j.ID) // back to its place, not an attempt
+				case 2:
+					err = q.Fail(j.ID, "transient") // back, or dead on the third
+				case 3:
+					if _, err = q.Extend(j.ID, time.Hour); err == nil {
+						err = q.Complete(j.ID)
+					}
+				default:
+					err = q.Complete(j.ID)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("worker %d on job %s: %w", w, j.ID, err)
+					return
+				}
+				if n%5 != 1 && n%5 != 2 {
+					mu.Lock()
+					done[j.ID]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	p, c, d, x, err := q0.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != 0 || c != 0 || d != len(done) || d+x != jobs {
+		t.Fatalf("Counts = %d pending, %d claimed, %d done, %d dead; %d completed, %d jobs", p, c, d, x, len(done), jobs)
+	}
+	for id, n := range done {
+		if n != 1 {
+			t.Errorf("job %s completed %d times", id, n)
+		}
+		if j, err := q0.Lookup(id); err != nil || j.State != storh.JobDone {
+			t.Errorf("completed job %s: %v, %v", id, j.State, err)
+		}
+	}
+	rep, err := dbs[1].Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
+	if err != nil || rep.Problems != 0 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+}
