@@ -196,3 +196,37 @@ func TestPostgresQueueWorkers(t *testing.T) {
 		t.Fatalf("Verify: %+v, %v", rep, err)
 	}
 }
+
+// A store remembers a collection's kind by its bucket's identity: one
+// dropped and created again as another kind by another process is seen
+// as what it is now.
+func TestPostgresKindAfterRecreate(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := openPostgres(t, url), openPostgres(t, url)
+	docs, err := a.Docs("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docs.Put(storh.Map{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := docs.Count(); err != nil || n != 1 {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+	if err := b.Drop("x"); err != nil {
+		t.Fatal(err)
+	}
+	log, err := b.Log("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Put(storh.Map{"n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docs.Count(); !errors.Is(err, storh.ErrWrongKind) {
+		t.Fatalf("Count through the docs handle of what is now a log: %v, want ErrWrongKind", err)
+	}
+	if _, err := a.Log("x"); err != nil {
+		t.Fatalf("Log(x) in the first store: %v", err)
+	}
+}

@@ -68,6 +68,9 @@ type DB struct {
 	bolt *bolt.DB
 	path string
 	opts Options
+	// kindsByID caches collections' kinds by the identity of their
+	// top-level bucket, on a store whose buckets have one (see openCollIn).
+	kindsByID sync.Map
 	// slotKey names this DB's counter slot in the metadata of the queues
 	// its workers change beside other stores' (see flushOwnSlot).
 	slotKey []byte

@@ -45,8 +45,12 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 		return Handle{}, err
 	}
 	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load()}
-	if k, ok := db.kinds.Load(name); ok && !mustExist {
-		return h, checkKind(&Coll{Name: name, Kind: k.(Kind)}, want)
+	// A file's kinds are known for good. Other processes drop and create
+	// the collections of a shared store: there the store says, and only a
+	// name it does not hold keeps the kind a handle here opened it as.
+	reserved, known := db.kinds.Load(name)
+	if known && !mustExist && db.bolt != nil {
+		return h, checkKind(&Coll{Name: name, Kind: reserved.(Kind)}, want)
 	}
 	db.collMu.Lock()
 	defer db.collMu.Unlock()
@@ -70,8 +74,11 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 			return h, errNoColl{name}
 		case db.opts.ReadOnly:
 			return h, fmt.Errorf("%w (the database is read-only, so it cannot be created)", errNoColl{name})
+		case known:
+			kind = reserved.(Kind)
+		default:
+			kind = want
 		}
-		kind = want
 	}
 	db.kinds.Store(name, kind)
 	return h, checkKind(&Coll{Name: name, Kind: kind}, want)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -89,7 +90,9 @@ type Coll struct {
 	Kind     Kind
 	root     kv.Bucket
 	meta     kv.Bucket
+	remote   bool             // on a store over a network (see loadMeta)
 	metaInts map[string]int64 // meta's integers, read at once on a remote store
+	kindRead []byte           // the kind as loadMeta read it
 	records  kv.Bucket
 	inserter kv.Inserter // records, where the backend inserts for less
 	writable bool
@@ -170,12 +173,15 @@ func (c *Coll) readBase() {
 }
 
 func openColl(tx kv.Tx, name string) (*Coll, error) {
-	return openCollIn(tx, tx.Bucket([]byte(name)), name)
+	return openCollIn(tx, tx.Bucket([]byte(name)), name, nil)
 }
 
 // openCollIn opens collection name from its top-level bucket root (nil:
-// there is none).
-func openCollIn(tx kv.Tx, root kv.Bucket, name string) (*Coll, error) {
+// there is none). On a remote store, kinds (if not nil) maps the identity
+// of collections' top-level buckets (kv.Identifier) to their kinds: a
+// collection found there is opened without a round trip, and its
+// metadata is read when first needed.
+func openCollIn(tx kv.Tx, root kv.Bucket, name string, kinds *sync.Map) (*Coll, error) {
 	if root == nil {
 		return nil, nil
 	}
@@ -183,26 +189,26 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string) (*Coll, error) {
 	if meta == nil || recs == nil {
 		return nil, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, name, missing(meta, recs))
 	}
+	c := &Coll{Name: name, root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
 	var kind []byte
-	var ints map[string]int64
-	var slots map[string][]byte
-	if cur := meta.Cursor(); isRemote(cur) {
-		// Each Get would be a round trip: the metadata bucket, a handful
-		// of small keys, is read in one, with the counters a write
-		// transaction or a queue operation reads later.
-		cur.(kv.ReadAhead).ReadAhead(32)
-		ints = make(map[string]int64, 8)
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			switch {
-			case bytes.Equal(k, keyKind):
-				kind = v
-			case bytes.HasPrefix(k, jobSlotPrefix):
-				if slots == nil {
-					slots = map[string][]byte{}
-				}
-				slots[string(k)] = v
-			case len(v) == 8:
-				ints[string(k)] = int64(binary.BigEndian.Uint64(v))
+	if isRemote(meta.Cursor()) {
+		c.remote = true
+		// A kind is written when its collection is created and never
+		// changes, and a bucket's identity is never given to another: a
+		// kind seen once under an identity is the kind for good.
+		var id uint64
+		ider, identified := root.(kv.Identifier)
+		if identified && kinds != nil {
+			id = ider.ID()
+			if k, ok := kinds.Load(id); ok {
+				kind = []byte{byte(k.(Kind))}
+			}
+		}
+		if kind == nil {
+			c.loadMeta()
+			kind = c.kindRead
+			if identified && kinds != nil && len(kind) == 1 {
+				kinds.Store(id, Kind(kind[0]))
 			}
 		}
 	} else {
@@ -211,12 +217,38 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string) (*Coll, error) {
 	if len(kind) != 1 {
 		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
 	}
-	c := &Coll{Name: name, Kind: Kind(kind[0]), root: root, meta: meta, metaInts: ints, slots: slots, records: recs, writable: tx.Writable(), jobSeq: -1}
+	c.Kind = Kind(kind[0])
 	if tx.Writable() {
 		recs.SetFillPercent(appendFillPercent)
 		c.inserter, _ = recs.(kv.Inserter)
 	}
 	return c, nil
+}
+
+// loadMeta reads a remote collection's metadata bucket, a handful of
+// small keys, in one round trip (a Get per key would cost one each): its
+// kind, its integers (counters, the queue's sequence) and the queue's
+// counter slots.
+func (c *Coll) loadMeta() {
+	if c.metaInts != nil {
+		return
+	}
+	c.metaInts = make(map[string]int64, 8)
+	cur := c.meta.Cursor()
+	cur.(kv.ReadAhead).ReadAhead(32)
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		switch {
+		case bytes.Equal(k, keyKind):
+			c.kindRead = v
+		case bytes.HasPrefix(k, jobSlotPrefix):
+			if c.slots == nil {
+				c.slots = map[string][]byte{}
+			}
+			c.slots[string(k)] = v
+		case len(v) == 8:
+			c.metaInts[string(k)] = int64(binary.BigEndian.Uint64(v))
+		}
+	}
 }
 
 func missing(meta, recs kv.Bucket) string {
@@ -280,7 +312,8 @@ func isRemote(c kv.Cursor) bool {
 
 // getMeta reads an integer of the collection's metadata (0 if absent).
 func (c *Coll) getMeta(key []byte) int64 {
-	if c.metaInts != nil {
+	if c.remote {
+		c.loadMeta()
 		return c.metaInts[string(key)]
 	}
 	return getInt(c.meta, key)
@@ -288,7 +321,8 @@ func (c *Coll) getMeta(key []byte) int64 {
 
 // putMeta writes an integer of the collection's metadata.
 func (c *Coll) putMeta(key []byte, n int64) error {
-	if c.metaInts != nil {
+	if c.remote {
+		c.loadMeta()
 		c.metaInts[string(key)] = n
 	}
 	return putInt(c.meta, key, n)

@@ -321,7 +321,8 @@ func addSlot(sum *[5]int64, v []byte) {
 // them: read with the metadata on a remote store; read now on a local
 // one, which has none unless the queue was copied from a remote store.
 func (c *Coll) slotRows() map[string][]byte {
-	if c.metaInts != nil {
+	if c.remote {
+		c.loadMeta()
 		if c.slots == nil {
 			c.slots = map[string][]byte{}
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -87,14 +88,14 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 	var c *Coll
 	var err error
 	if locker, ok := t.ktx.(kv.Locker); ok && shared {
-		if c, err = openCollIn(t.ktx, locker.BucketShared([]byte(name)), name); c != nil {
+		if c, err = openCollIn(t.ktx, locker.BucketShared([]byte(name)), name, t.kinds()); c != nil {
 			c.shared = true
 			if t.db != nil {
 				c.slotKey = t.db.slotKey
 			}
 		}
 	} else {
-		c, err = openColl(t.ktx, name)
+		c, err = openCollIn(t.ktx, t.ktx.Bucket([]byte(name)), name, t.kinds())
 	}
 	if err == nil && c == nil {
 		// A lookup that failed on the server reads as a missing bucket.
@@ -248,6 +249,14 @@ func (t *Tx) DropColl(name string) error {
 	}
 	delete(t.colls, name)
 	return nil
+}
+
+// kinds returns the DB's kinds by bucket identity (see openCollIn).
+func (t *Tx) kinds() *sync.Map {
+	if t.db == nil {
+		return nil
+	}
+	return &t.db.kindsByID
 }
 
 // flush writes the counters of every collection this transaction changed.

@@ -134,6 +134,13 @@ type ReadAhead interface {
 	ReadAhead(n int)
 }
 
+// Identifier is implemented by buckets that have an identity: a number no
+// other bucket of the store has or will ever have, even once this one is
+// deleted, so that a caller may remember what it read under it.
+type Identifier interface {
+	ID() uint64
+}
+
 // Inserter is implemented by buckets that store a key the caller knows is
 // absent more cheaply than a Put (PostgreSQL: a plain INSERT, not an
 // upsert). Insert of a key that is present fails the transaction, at the

@@ -46,12 +46,17 @@ type op struct {
 }
 
 var (
-	_ kv.Bucket    = (*bucket)(nil)
-	_ kv.Inserter  = (*bucket)(nil)
-	_ kv.RowLocker = (*bucket)(nil)
+	_ kv.Bucket     = (*bucket)(nil)
+	_ kv.Inserter   = (*bucket)(nil)
+	_ kv.RowLocker  = (*bucket)(nil)
+	_ kv.Identifier = (*bucket)(nil)
 )
 
 func (b *bucket) Writable() bool { return b.tx.writable }
+
+// ID is the bucket's registry id, which an identity column never hands
+// out twice.
+func (b *bucket) ID() uint64 { return uint64(b.id) }
 
 // SetFillPercent does nothing: PostgreSQL splits its own pages.
 func (b *bucket) SetFillPercent(float64) {}

@@ -238,11 +238,15 @@ var errDeleted = errors.New("the bucket was deleted")
 
 // arena hands out copies of keys and values read from the server, carved
 // from shared chunks so that a cursor page costs a few allocations, not
-// two per row. Copies are capped, so appending to one cannot reach the
-// next.
+// two per row. Chunks double from 4 KiB to 64 KiB, so that a point read or
+// a short page does not pay for a large one. Copies are capped, so
+// appending to one cannot reach the next.
 type arena []byte
 
-const arenaChunk = 64 << 10
+const (
+	arenaFirst = 4 << 10
+	arenaChunk = 64 << 10
+)
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) == 0 {
@@ -252,7 +256,7 @@ func (a *arena) copy(b []byte) []byte {
 		if len(b) > arenaChunk/4 {
 			return append([]byte(nil), b...)
 		}
-		*a = make([]byte, 0, arenaChunk)
+		*a = make([]byte, 0, min(arenaChunk, max(arenaFirst, 2*cap(*a), 2*len(b))))
 	}
 	n := len(*a)
 	*a = append(*a, b...)

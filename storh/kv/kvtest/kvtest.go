@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"ManyKeys", testManyKeys},
 		{"LargeValues", testLargeValues},
 		{"Insert", testInsert},
+		{"Identity", testIdentity},
 		{"Model", testModel},
 	}
 	for _, tc := range tests {
@@ -616,6 +617,52 @@ var end = pair{}
 
 // testKeyReuse: Put and Delete copy the key, so a caller may reuse one
 // buffer for every key of a transaction (the engine does).
+// testIdentity checks kv.Identifier, where the backend has it: every
+// bucket has its own identity, the same in every transaction, and one
+// deleted and created again under its name has a new one.
+func testIdentity(t *testing.T, s kv.Store) {
+	idOf := func(b kv.Bucket) uint64 {
+		t.Helper()
+		ider, ok := b.(kv.Identifier)
+		if !ok {
+			t.Skip("the store's buckets are not kv.Identifiers")
+		}
+		return ider.ID()
+	}
+	seen := map[uint64]string{}
+	note := func(what string, id uint64) {
+		t.Helper()
+		if prev, ok := seen[id]; ok {
+			t.Fatalf("%s has the identity %d of %s", what, id, prev)
+		}
+		seen[id] = what
+	}
+	var a, nested uint64
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("a"))
+		mustBucket(t, `CreateBucket("a")`, b, err)
+		n, err := b.CreateBucket([]byte("n"))
+		mustBucket(t, `CreateBucket("a/n")`, n, err)
+		a, nested = idOf(b), idOf(n)
+		note("a", a)
+		note("a/n", nested)
+	})
+	view(t, s, func(tx kv.Tx) {
+		if got := idOf(tx.Bucket([]byte("a"))); got != a {
+			t.Errorf("a's identity is %d in another transaction, was %d", got, a)
+		}
+		if got := idOf(tx.Bucket([]byte("a")).Bucket([]byte("n"))); got != nested {
+			t.Errorf("a/n's identity is %d in another transaction, was %d", got, nested)
+		}
+	})
+	update(t, s, func(tx kv.Tx) {
+		must(t, "DeleteBucket", tx.DeleteBucket([]byte("a")))
+		b, err := tx.CreateBucket([]byte("a"))
+		mustBucket(t, `CreateBucket("a") again`, b, err)
+		note("a created again", idOf(b))
+	})
+}
+
 // testInsert checks a kv.Inserter, where the backend has one: inserted keys
 // read back like put ones; an insert after another write of its key in
 // the same transaction stores the insert's value; an insert of a key that
