@@ -15,17 +15,17 @@ import (
 // wrote (id and payload, in write order) with the commit's transaction id.
 // The feed lives in memory: it costs a write nothing while nobody watches
 // the collection (one atomic load), and a copy of each written payload
-// while someone does (on a shared store every write also announces its
-// ids, watched or not: see below). On bbolt it sees the commits of this
-// process, which, with the exclusive file lock, are all the commits there
-// are while the database is open. On a store other processes write to
-// (kv.Shared), every write transaction also announces the ids it wrote
-// with its commit (PostgreSQL then orders those commits one at a time,
-// database-wide, to queue the notices in commit order), and a
-// listener started by the first Subscribe hears the other processes'
-// announcements and reads those records for the feed: a record deleted
-// before the listener reads it is not delivered, and one written again is
-// read at its latest value (its later write is delivered too).
+// while someone does. On bbolt it sees the commits of this process, which,
+// with the exclusive file lock, are all the commits there are while the
+// database is open. On a store other processes write to (kv.Shared), a
+// write transaction also announces the ids it wrote with its commit while
+// some process watches the collection (PostgreSQL then orders those
+// commits one at a time, database-wide, to queue the notices in commit
+// order), and a listener started by the first Subscribe, which watches
+// each subscribed collection, hears the other processes' announcements
+// and reads those records for the feed: a record deleted before the
+// listener reads it is not delivered, and one written again is read at
+// its latest value (its later write is delivered too).
 
 // ErrLagged ends a watch whose watcher fell more than MaxWatchBacklog
 // records (or MaxWatchBacklogBytes) behind the writers: rather than make
@@ -57,6 +57,9 @@ type Sub struct {
 	lagged  bool
 	lost    error // the listener for other processes' writes failed
 	closed  bool
+	// watching is the listener that watches coll for this Sub, on a
+	// shared store: Close unwatches it there.
+	watching kv.Listener
 }
 
 type watchers struct {
@@ -68,9 +71,9 @@ type watchers struct {
 	// started by the first Subscribe, stopped by Close or when it fails.
 	// Each listener has a generation, so that a failing one can only
 	// forget itself, never a successor.
-	listenMu   sync.Mutex
-	stopListen func()
-	listenGen  int
+	listenMu  sync.Mutex
+	listener  kv.Listener
+	listenGen int
 }
 
 // ErrWatchLost ends a watch on a shared store whose listener lost the
@@ -95,9 +98,21 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 	w.mu.Unlock()
 	// Another process's commit after this is announced to the listener;
 	// one before it is in every snapshot taken after.
-	if err := db.listen(); err != nil {
+	l, err := db.listen()
+	if err != nil {
 		s.Close()
 		return nil, err
+	}
+	if l != nil {
+		// Writers announce a collection's writes only while someone
+		// watches it: Watch waits for those that found nobody watching.
+		if err := l.Watch(name); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: %w", ErrWatchLost, mapStoreErr(err))
+		}
+		s.mu.Lock()
+		s.watching = l
+		s.mu.Unlock()
 	}
 	// A write transaction notes its changes when it writes, if someone
 	// watches then. One that wrote before this subscription may commit
@@ -133,7 +148,12 @@ func (s *Sub) Close() {
 	w.mu.Unlock()
 	s.mu.Lock()
 	s.closed, s.backlog = true, nil
+	l := s.watching
+	s.watching = nil
 	s.mu.Unlock()
+	if l != nil {
+		l.Unwatch(s.coll)
+	}
 }
 
 // Ready is signalled when changes may be waiting.
@@ -217,6 +237,9 @@ type Snapshot struct {
 // Snapshot returns the transaction's snapshot.
 func (t *Tx) Snapshot() Snapshot {
 	if t.shared != nil {
+		// Holds is asked after the transaction: have the store learn its
+		// snapshot now.
+		t.shared.Sees(0)
 		return Snapshot{shared: t.shared}
 	}
 	return Snapshot{txid: t.btx.ID()}
@@ -231,22 +254,23 @@ func (s Snapshot) Holds(txid int) bool {
 }
 
 // listen starts the listener for other processes' commits on a shared
-// store, if it is not running.
-func (db *DB) listen() error {
+// store, if it is not running, and returns it (nil on a store of one
+// process).
+func (db *DB) listen() (kv.Listener, error) {
 	shared, ok := db.store.(kv.Shared)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	w := &db.watch
 	w.listenMu.Lock()
 	defer w.listenMu.Unlock()
-	if w.stopListen != nil {
-		return nil
+	if w.listener != nil {
+		return w.listener, nil
 	}
 	origin := shared.Origin()
 	w.listenGen++
 	gen := w.listenGen
-	stop, err := shared.Listen(func(n kv.Notice, err error) bool {
+	l, err := shared.Listen(func(n kv.Notice, err error) bool {
 		if err == nil && n.Origin != origin && db.watched(n.Topic) {
 			err = db.fetchForeign(n)
 		}
@@ -257,21 +281,21 @@ func (db *DB) listen() error {
 		return true
 	})
 	if err != nil {
-		return mapStoreErr(err)
+		return nil, mapStoreErr(err)
 	}
-	w.stopListen = stop
-	return nil
+	w.listener = l
+	return l, nil
 }
 
 // stopListening stops the listener (at Close).
 func (db *DB) stopListening() {
 	w := &db.watch
 	w.listenMu.Lock()
-	stop := w.stopListen
-	w.stopListen = nil
+	l := w.listener
+	w.listener = nil
 	w.listenMu.Unlock()
-	if stop != nil {
-		stop()
+	if l != nil {
+		l.Stop()
 	}
 }
 
@@ -282,7 +306,7 @@ func (db *DB) lose(gen int, cause error) {
 	w := &db.watch
 	w.listenMu.Lock()
 	if w.listenGen == gen {
-		w.stopListen = nil
+		w.listener = nil
 	}
 	w.mu.RLock()
 	for _, subs := range w.subs {

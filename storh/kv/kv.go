@@ -197,17 +197,39 @@ type RowLocker interface {
 // them out). Its writers announce what they wrote, and listeners in every
 // process hear it after the commit, which is how a watcher learns of
 // another process's writes.
+//
+// A topic is the name of a top-level bucket, and announcing costs the
+// writers (PostgreSQL orders the commits that notify one at a time), so a
+// store may drop a transaction's announcements under a topic that no
+// listener watched when the transaction first held that bucket alone.
+// Listener.Watch waits for those transactions to end.
 type Shared interface {
 	Store
-	// Listen calls fn with each Notice of a transaction that commits
-	// after Listen returns, in commit order, from one goroutine, until
-	// stop is called or fn returns false. If the store can no longer
-	// promise to deliver every notice (a lost connection, a notice it
-	// cannot read), fn gets the error once and is not called again.
-	// stop waits for the goroutine to end; fn must not call it.
-	Listen(fn func(Notice, error) bool) (stop func(), err error)
+	// Listen starts a listener that calls fn with each Notice of a
+	// transaction that commits after Listen returns, in commit order, from
+	// one goroutine, until it is stopped or fn returns false. If the store
+	// can no longer promise to deliver every notice of the watched topics
+	// (a lost connection, a notice it cannot read), fn gets the error once
+	// and is not called again. Notices of topics nobody watches may come
+	// too.
+	Listen(fn func(Notice, error) bool) (Listener, error)
 	// Origin identifies this Store in the notices of its writers.
 	Origin() uint64
+}
+
+// Listener is a running Shared.Listen.
+type Listener interface {
+	// Watch asks for the notices under topic. It returns once every
+	// transaction that may have dropped them has ended: a snapshot taken
+	// after it holds those transactions' writes, and every transaction
+	// after them announces under topic until the matching Unwatch. Each
+	// Watch needs its own Unwatch.
+	Watch(topic string) error
+	// Unwatch ends one Watch of topic.
+	Unwatch(topic string)
+	// Stop ends the listener and waits for its goroutine; fn must not
+	// call it.
+	Stop()
 }
 
 // Notice is what one committed transaction announced under one topic.
@@ -223,15 +245,18 @@ type SharedTx interface {
 	Tx
 	// Announce queues a notice of key under topic; a writable
 	// transaction sends its notices with its commit, and they are lost
-	// with a rollback. The key is copied.
+	// with a rollback. It may drop them when nobody watches topic (see
+	// Shared). The key is copied.
 	Announce(topic string, key []byte)
 	// CommitID returns, after a successful commit that announced
 	// something, the transaction's Notice.Commit value.
 	CommitID() uint64
 	// Sees reports whether this transaction's snapshot holds the writes
-	// of the committed transaction commit. It is meaningful for a
-	// read-only transaction that has read (its snapshot is taken by its
-	// first read; before that it holds nothing).
+	// of the committed transaction commit; for a writable one, true. A
+	// read-only transaction's snapshot is taken by its first read, or by
+	// the first Sees, which may ask the server: a caller that will ask
+	// after the transaction ends asks once before (any commit will do),
+	// and the answers then stay.
 	Sees(commit uint64) bool
 }
 

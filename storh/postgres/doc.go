@@ -71,9 +71,15 @@
 // A Store is a kv.Shared: a writable transaction's Announce calls become
 // pg_notify calls on the schema's channel, sent with its COMMIT (so they
 // reach listeners after it, in commit order) with its xid. Listen holds a
-// connection of its own with LISTEN on that channel. A read-only
-// transaction fetches pg_current_snapshot() with its first statement, so
-// Sees tells from an xid whether its snapshot holds that commit.
+// connection of its own with LISTEN on that channel, and a Listener's
+// Watch of a topic holds, on that connection, a session-level advisory
+// lock of the topic in shared mode. A writer that locks a top-level
+// bucket alone tries that lock of its name exclusively in the same round
+// trip (pg_try_advisory_xact_lock): when it gets it, nobody watches, and
+// it drops its notices under that name; a Watch then waits for it to end.
+// A read-only transaction fetches pg_current_snapshot() with its first
+// statement, so Sees tells from an xid whether its snapshot holds that
+// commit.
 //
 // # Not there yet
 //

@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,6 +60,9 @@ type notices struct {
 func (t *tx) Announce(topic string, key []byte) {
 	if !t.writable || t.conn == nil {
 		return
+	}
+	if _, quiet := t.quiet[topic]; quiet {
+		return // nobody watches, and nobody can start to before it ends
 	}
 	n := &t.notices
 	if n.keys == nil {
@@ -116,15 +121,33 @@ func (t *tx) CommitID() uint64 { return t.commitID }
 func (s *Store) Origin() uint64 { return s.origin }
 
 // Sees reports whether the snapshot of a read-only transaction, taken by
-// its first read, holds commit; one that never read holds nothing. A
-// writable one answers true: each of its statements sees every commit
-// before it.
+// its first statement, holds commit. A writable one answers true: each of
+// its statements sees every commit before it. The first call asks the
+// server for the snapshot's bounds, taking the snapshot if no statement
+// has yet (most reads never call it, so their first round trip does not
+// carry the question): at REPEATABLE READ, pg_current_snapshot() is the
+// transaction's snapshot, whenever it is asked. If the question fails,
+// Err reports it, and the commit counts as not held.
 func (t *tx) Sees(commit uint64) bool {
 	switch {
 	case t.writable:
 		return true
 	case t.snap == nil:
-		return false
+		if !t.readable() {
+			return false
+		}
+		b := t.newBatch()
+		b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error {
+			var text string
+			err := row.Scan(&text)
+			if err == nil {
+				t.snap, err = parseSnapshot(text)
+			}
+			return err
+		})
+		if t.send(b, "snapshot") != nil {
+			return false
+		}
 	}
 	return t.snap.holds(commit)
 }
@@ -203,10 +226,54 @@ func parseNotice(payload string) (kv.Notice, error) {
 	return n, nil
 }
 
-// Listen calls fn with the notices of the transactions that commit after
-// it returns. It holds a connection of its own, out of the pool, until
-// stop.
-func (s *Store) Listen(fn func(kv.Notice, error) bool) (stop func(), err error) {
+// watchKey is the advisory lock key that tells writers of top-level
+// bucket name whether anyone watches it: listeners hold it shared for as
+// long as they watch, and a writer that takes it (exclusively, without
+// waiting, with its lock on the bucket) knows that nobody does, and
+// keeps it until it ends, so that a new watcher waits for it.
+func (s *Store) watchKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s.schema))
+	h.Write([]byte{1})
+	h.Write([]byte(name))
+	return int64(h.Sum64())
+}
+
+const (
+	quietSQL   = "SELECT pg_try_advisory_xact_lock($1)"
+	watchSQL   = "SELECT pg_advisory_lock_shared($1)"
+	unwatchSQL = "SELECT pg_advisory_unlock_shared($1)"
+)
+
+// listener is a kv.Listener: a connection of its own, out of the pool,
+// LISTENing on the schema's channel and holding the watch locks of the
+// topics watched. Its goroutine waits for notifications; a Watch or an
+// Unwatch interrupts the wait (which leaves the connection usable) so that
+// the goroutine runs the lock statement between two waits.
+type listener struct {
+	s    *Store
+	conn *pgx.Conn
+	fn   func(kv.Notice, error) bool
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu   sync.Mutex
+	wake context.CancelFunc // interrupts the current wait
+	reqs []*lockRequest
+	err  error // why the listener ended
+}
+
+type lockRequest struct {
+	sql  string
+	key  int64
+	done chan error // nil: nobody waits (Unwatch)
+}
+
+var _ kv.Listener = (*listener)(nil)
+
+// Listen starts a listener: fn hears the notices of the transactions that
+// commit after it returns.
+func (s *Store) Listen(fn func(kv.Notice, error) bool) (kv.Listener, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: listen: %w", kv.ErrTxClosed)
 	}
@@ -221,32 +288,125 @@ func (s *Store) Listen(fn func(kv.Notice, error) bool) (stop func(), err error) 
 		return nil, dbErr("listen", err)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer conn.Close(context.Background())
-		for {
-			nt, err := conn.WaitForNotification(ctx)
+	l := &listener{s: s, conn: conn, fn: fn, stop: cancel, done: make(chan struct{})}
+	go l.run(ctx, ch)
+	return l, nil
+}
+
+func (l *listener) run(ctx context.Context, ch string) {
+	defer close(l.done)
+	defer l.conn.Close(context.Background())
+	fail := func(err error) {
+		l.end(err)
+		if ctx.Err() == nil {
+			l.fn(kv.Notice{}, err)
+		}
+	}
+	for {
+		l.mu.Lock()
+		reqs := l.reqs
+		l.reqs = nil
+		l.mu.Unlock()
+		for _, r := range reqs {
+			_, err := l.conn.Exec(ctx, r.sql, r.key)
+			if r.done != nil {
+				r.done <- err
+			}
 			if err != nil {
-				if ctx.Err() == nil {
-					fn(kv.Notice{}, dbErr("listen", err))
-				}
-				return
-			}
-			if nt.Channel != ch {
-				continue
-			}
-			n, err := parseNotice(nt.Payload)
-			if err != nil {
-				// Damaged, or from another version: promising every
-				// notice is over.
-				fn(kv.Notice{}, err)
-				return
-			}
-			if !fn(n, nil) {
+				// A lock the listener may or may not hold: the promise
+				// to writers is broken.
+				fail(dbErr("watch", err))
 				return
 			}
 		}
-	}()
-	return func() { cancel(); <-done }, nil
+		wait, wake := context.WithCancel(ctx)
+		l.mu.Lock()
+		l.wake = wake
+		if len(l.reqs) > 0 {
+			wake()
+		}
+		l.mu.Unlock()
+		nt, err := l.conn.WaitForNotification(wait)
+		interrupted := wait.Err() != nil
+		l.mu.Lock()
+		l.wake = nil
+		l.mu.Unlock()
+		wake()
+		if nt != nil && nt.Channel == ch {
+			n, perr := parseNotice(nt.Payload)
+			if perr != nil {
+				// Damaged, or from another version: promising every
+				// notice is over.
+				fail(perr)
+				return
+			}
+			if !l.fn(n, nil) {
+				l.end(errors.New("postgres: the listener was stopped"))
+				return
+			}
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			l.end(fmt.Errorf("postgres: listen: %w", kv.ErrTxClosed))
+			return
+		case interrupted && !l.conn.IsClosed():
+			// Interrupted for a lock request; the connection is intact.
+		default:
+			fail(dbErr("listen", err))
+			return
+		}
+	}
+}
+
+// end records why the listener ended and fails the requests waiting.
+func (l *listener) end(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
+	for _, r := range l.reqs {
+		if r.done != nil {
+			r.done <- l.err
+		}
+	}
+	l.reqs = nil
+}
+
+// request hands a lock statement to the listener's goroutine.
+func (l *listener) request(r *lockRequest) error {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return l.err
+	}
+	l.reqs = append(l.reqs, r)
+	if l.wake != nil {
+		l.wake()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Watch takes the topic's watch lock, shared, on the listener's
+// connection: it waits for the writers that took it to find nobody
+// watching, and makes every later writer announce.
+func (l *listener) Watch(topic string) error {
+	r := &lockRequest{sql: watchSQL, key: l.s.watchKey(topic), done: make(chan error, 1)}
+	if err := l.request(r); err != nil {
+		return err
+	}
+	return <-r.done
+}
+
+// Unwatch releases one hold of the topic's watch lock, without waiting.
+func (l *listener) Unwatch(topic string) {
+	_ = l.request(&lockRequest{sql: unwatchSQL, key: l.s.watchKey(topic)})
+}
+
+// Stop ends the listener; its connection closes, and its locks with it.
+func (l *listener) Stop() {
+	l.stop()
+	<-l.done
 }

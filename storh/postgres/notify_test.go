@@ -22,10 +22,10 @@ func openURL(t testing.TB, url string) *Store {
 }
 
 // listen collects a store's notices until the test ends.
-func listen(t *testing.T, s *Store) <-chan kv.Notice {
+func listen(t *testing.T, s *Store) (<-chan kv.Notice, kv.Listener) {
 	t.Helper()
 	ch := make(chan kv.Notice, 1024)
-	stop, err := s.Listen(func(n kv.Notice, err error) bool {
+	l, err := s.Listen(func(n kv.Notice, err error) bool {
 		if err != nil {
 			t.Errorf("listener: %v", err)
 			return false
@@ -34,8 +34,8 @@ func listen(t *testing.T, s *Store) <-chan kv.Notice {
 		return true
 	})
 	must(t, err)
-	t.Cleanup(stop)
-	return ch
+	t.Cleanup(l.Stop)
+	return ch, l
 }
 
 func next(t *testing.T, ch <-chan kv.Notice) kv.Notice {
@@ -55,7 +55,7 @@ func next(t *testing.T, ch <-chan kv.Notice) kv.Notice {
 func TestNotices(t *testing.T) {
 	url := pgtest.URL(t)
 	reader, writer := openURL(t, url), openURL(t, url)
-	ch := listen(t, reader)
+	ch, _ := listen(t, reader)
 	if reader.Origin() == writer.Origin() {
 		t.Fatal("two stores share an origin")
 	}
@@ -142,9 +142,6 @@ func TestSees(t *testing.T) {
 
 	r := begin(t, s, false).(kv.SharedTx)
 	defer r.Rollback()
-	if r.Sees(before) {
-		t.Error("a transaction that has not read yet holds a commit")
-	}
 	if r.Bucket([]byte("b")) == nil { // the first read takes the snapshot
 		t.Fatal(r.Err())
 	}
@@ -161,6 +158,21 @@ func TestSees(t *testing.T) {
 	r2.Bucket([]byte("b"))
 	if !r2.Sees(during) || !r2.Sees(after) {
 		t.Error("a later snapshot lacks the earlier commits")
+	}
+
+	// Before any read, Sees takes the snapshot itself; its answers hold
+	// after the transaction ends.
+	r3 := begin(t, s, false).(kv.SharedTx)
+	if !r3.Sees(after) {
+		t.Error("a snapshot taken by Sees lacks a commit from before it")
+	}
+	later := announce(begin(t, s, true))
+	if r3.Sees(later) {
+		t.Errorf("a snapshot taken by Sees holds commit %d made after it", later)
+	}
+	must(t, r3.Rollback())
+	if !r3.Sees(after) || r3.Sees(later) {
+		t.Error("Sees changed its answers once the transaction ended")
 	}
 }
 
@@ -197,4 +209,62 @@ func TestParseSnapshot(t *testing.T) {
 		}
 	}
 
+}
+
+// write puts k into top-level bucket name (created if missing) and
+// announces it under name, in one transaction.
+func write(t *testing.T, s *Store, name, k string) {
+	t.Helper()
+	tx := begin(t, s, true).(kv.SharedTx)
+	b, err := tx.CreateBucketIfNotExists([]byte(name))
+	must(t, err)
+	must(t, b.Put([]byte(k), []byte("v")))
+	tx.Announce(name, []byte(k))
+	commit(t, tx)
+}
+
+// Writers announce under a bucket's name only while a listener watches
+// it, and Watch waits for a writer that found nobody watching to end.
+func TestWatchQuiet(t *testing.T) {
+	url := pgtest.URL(t)
+	reader, writer := openURL(t, url), openURL(t, url)
+	ch, l := listen(t, reader)
+	must(t, l.Watch("w"))
+
+	// Notices come in commit order: "u"'s would come before "w"'s.
+	write(t, writer, "u", "u1")
+	write(t, writer, "w", "w1")
+	if n := next(t, ch); n.Topic != "w" || string(n.Keys[0]) != "w1" {
+		t.Fatalf("notice %q %q; want w1 alone (nobody watches u)", n.Topic, n.Keys)
+	}
+
+	// A writer of u that found nobody watching holds Watch("u") back
+	// until it commits; after that, u's writes are announced.
+	held := begin(t, writer, true)
+	must(t, held.Bucket([]byte("u")).Put([]byte("u2"), []byte("v")))
+	held.(kv.SharedTx).Announce("u", []byte("u2"))
+	watched := make(chan error, 1)
+	go func() { watched <- l.Watch("u") }()
+	waitForLockWaiters(t, reader, 1)
+	select {
+	case err := <-watched:
+		t.Fatalf("Watch returned (%v) while a writer that found nobody watching was open", err)
+	default:
+	}
+	commit(t, held)
+	must(t, <-watched)
+	write(t, writer, "u", "u3")
+	if n := next(t, ch); n.Topic != "u" || string(n.Keys[0]) != "u3" {
+		t.Fatalf("notice %q %q; want u3 (u2's writer found nobody watching)", n.Topic, n.Keys)
+	}
+
+	// After Unwatch, w is quiet again (the Watch of x after it is
+	// handled after it, in order).
+	l.Unwatch("w")
+	must(t, l.Watch("x"))
+	write(t, writer, "w", "w2")
+	write(t, writer, "u", "u4")
+	if n := next(t, ch); n.Topic != "u" || string(n.Keys[0]) != "u4" {
+		t.Fatalf("notice %q %q; want u4 (nobody watches w any more)", n.Topic, n.Keys)
+	}
 }

@@ -29,13 +29,14 @@ type tx struct {
 	begun    bool // BEGIN has been sent
 	err      error
 	root     *bucket
-	dirty    []*bucket       // buckets written in this transaction (pending or not)
-	arena    arena           // keys and values handed out, valid until the end
-	locked   map[string]bool // top-level buckets this writer holds: true alone, false shared
-	upgrades []int64         // exclusive locks to take with the next statement (HoldAlone)
-	notices  notices         // announced, sent with the commit
-	commitID uint64          // the xid of a commit that announced
-	snap     *snapshot       // a read-only transaction's, from its first read
+	dirty    []*bucket           // buckets written in this transaction (pending or not)
+	arena    arena               // keys and values handed out, valid until the end
+	locked   map[string]bool     // top-level buckets this writer holds: true alone, false shared
+	upgrades []int64             // exclusive locks to take with the next statement (HoldAlone)
+	notices  notices             // announced, sent with the commit
+	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
+	commitID uint64              // the xid of a commit that announced
+	snap     *snapshot           // a read-only transaction's, once Sees asked for it
 }
 
 var (
@@ -81,17 +82,9 @@ func (t *tx) newBatch() *pgx.Batch {
 		if t.writable {
 			b.Queue(beginWritable)
 		} else {
-			// The snapshot is taken by this first statement; its bounds
-			// come back with it, for Sees.
+			// The snapshot is taken by the first statement after it;
+			// Sees asks for its bounds if it is ever called.
 			b.Queue(beginReadOnly)
-			b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error {
-				var text string
-				err := row.Scan(&text)
-				if err == nil {
-					t.snap, err = parseSnapshot(text)
-				}
-				return err
-			})
 		}
 	}
 	for _, key := range t.upgrades {
@@ -124,6 +117,22 @@ func (t *tx) queueLock(b *pgx.Batch, name []byte, shared bool) {
 		return
 	}
 	b.Queue(lockSQL, t.s.lockKey(name))
+	// With the bucket alone, find out whether anyone watches it; if not,
+	// its notices need not be sent (see watchKey).
+	key := string(name)
+	b.Queue(quietSQL, t.s.watchKey(key)).QueryRow(func(row pgx.Row) error {
+		var nobody bool
+		if err := row.Scan(&nobody); err != nil {
+			return err
+		}
+		if nobody {
+			if t.quiet == nil {
+				t.quiet = make(map[string]struct{}, 2)
+			}
+			t.quiet[key] = struct{}{}
+		}
+		return nil
+	})
 }
 
 const (
