@@ -170,18 +170,21 @@ func (c *coll) inTxUse(write, shared bool, fn func(*engine.Tx, *engine.Coll) err
 	}
 	etx := c.tx.etx
 	return etx.Protect(func() error {
-		var ec *engine.Coll
-		var err error
-		if shared {
-			ec, err = etx.UseShared(c.h)
-		} else {
-			ec, err = etx.Use(c.h, write)
-		}
+		ec, err := c.use(etx, write, shared)
 		if err != nil {
 			return err
 		}
 		return fn(etx, ec)
 	})
+}
+
+// use opens the collection in etx: for a write that moves queue jobs by
+// row locks with shared (engine.Tx.UseShared), else as engine.Tx.Use.
+func (c *coll) use(etx *engine.Tx, write, shared bool) (*engine.Coll, error) {
+	if shared {
+		return etx.UseShared(c.h)
+	}
+	return etx.Use(c.h, write)
 }
 
 // read runs fn on the collection in the handle's transaction, or in a
@@ -358,13 +361,7 @@ func (c *coll) updateUse(create, shared bool, fn func(*engine.Tx, *engine.Coll) 
 	}
 	defer c.db.eng.Exit()
 	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		var ec *engine.Coll
-		var err error
-		if shared {
-			ec, err = etx.UseShared(c.h)
-		} else {
-			ec, err = etx.Use(c.h, create)
-		}
+		ec, err := c.use(etx, create, shared)
 		if err != nil {
 			return err
 		}

@@ -163,17 +163,23 @@ func TestWritersTakeTurns(t *testing.T) {
 // this store's database.
 func waitForLockWaiters(t *testing.T, s *Store, n int) {
 	t.Helper()
+	waitForWaiters(t, s, n, "locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+}
+
+// waitForWaiters waits until n sessions wait for a lock of pg_locks that
+// matches where.
+func waitForWaiters(t *testing.T, s *Store, n int, where string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int
-		err := s.pool.QueryRow(context.Background(),
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())").Scan(&waiting)
+		err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_locks WHERE NOT granted AND "+where).Scan(&waiting)
 		must(t, err)
 		if waiting >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for a lock, want %d", waiting, n)
+			t.Fatalf("%d sessions wait for a lock (%s), want %d", waiting, where, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -783,22 +789,9 @@ func TestRowLocks(t *testing.T) {
 	must(t, t2.Err())
 }
 
-// waitForRowLockWaiters waits until n sessions wait for a transaction
-// (how a row lock wait shows in pg_locks).
+// waitForRowLockWaiters waits until n sessions wait for a row (which shows
+// in pg_locks as a wait for its holder's transaction, or for the tuple).
 func waitForRowLockWaiters(t *testing.T, s *Store, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		err := s.pool.QueryRow(ctx,
-			"SELECT count(*) FROM pg_locks WHERE locktype IN ('transactionid', 'tuple') AND NOT granted").Scan(&waiting)
-		must(t, err)
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for a row, want %d", waiting, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForWaiters(t, s, n, "locktype IN ('transactionid', 'tuple')")
 }
