@@ -188,8 +188,14 @@ func (c *coll) use(etx *engine.Tx, write, shared bool) (*engine.Coll, error) {
 }
 
 // read runs fn on the collection in the handle's transaction, or in a
-// short read transaction of its own for a DB-level handle.
+// short read transaction of its own for a DB-level handle, in which fn
+// may run twice (see engine.DB.ViewSafe).
 func (c *coll) read(fn func(*engine.Tx, *engine.Coll) error) error {
+	return c.readRun(nil, fn)
+}
+
+// readRun is read for fn that advances run r (see engine.DB.ViewRun).
+func (c *coll) readRun(r *engine.Run, fn func(*engine.Tx, *engine.Coll) error) error {
 	if c.tx != nil {
 		return c.inTx(false, fn)
 	}
@@ -197,7 +203,11 @@ func (c *coll) read(fn func(*engine.Tx, *engine.Coll) error) error {
 		return err
 	}
 	defer c.db.eng.Exit()
-	return c.db.eng.ViewSafe(func(etx *engine.Tx) error {
+	view := c.db.eng.ViewSafe
+	if r != nil {
+		view = func(fn func(*engine.Tx) error) error { return c.db.eng.ViewRun(r, fn) }
+	}
+	return view(func(etx *engine.Tx) error {
 		ec, err := etx.Use(c.h, false)
 		if err != nil {
 			return err

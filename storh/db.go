@@ -143,6 +143,11 @@ func (db *DB) Update(fn func(*Tx) error) error {
 // View runs fn in a read-only transaction that sees one consistent snapshot.
 // Keep it short: a long read transaction keeps the file from growing for
 // writers. Writes inside fail with ErrReadOnly.
+//
+// On PostgreSQL, a View whose first read finds that another process
+// deleted a collection fn had opened, or deleted and made it again, since
+// this DB last read it, fails with an error wrapping kv.ErrStale (having
+// read nothing); run it again.
 func (db *DB) View(fn func(*Tx) error) error {
 	if err := db.eng.Enter(); err != nil {
 		return opErr("view", "", "", -1, err)
@@ -209,6 +214,7 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	defer db.eng.Exit()
 	err := db.eng.ViewSafe(func(etx *engine.Tx) error {
+		s.Collections = s.Collections[:0]
 		cs, err := etx.Collections()
 		for _, c := range cs {
 			s.Collections = append(s.Collections, convertStats(c))

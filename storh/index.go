@@ -126,6 +126,7 @@ type IndexInfo struct {
 func (c *coll) Indexes() ([]IndexInfo, error) {
 	var out []IndexInfo
 	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		out = out[:0]
 		if ec == nil {
 			for _, s := range c.h.Indexes {
 				out = append(out, IndexInfo{Name: s.Name, Paths: s.Paths, Unique: s.Unique})

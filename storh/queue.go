@@ -613,13 +613,15 @@ func (q *Queue) Jobs(state JobState) iter.Seq2[Job, error] {
 		var after []byte
 		for {
 			var chunk []engine.Job
+			from := after
 			err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+				chunk = chunk[:0]
 				if ec == nil {
 					after = nil
 					return nil
 				}
 				var err error
-				after, err = etx.JobsIn(ec, state, after, jobsChunk, func(j engine.Job) { chunk = append(chunk, j) })
+				after, err = etx.JobsIn(ec, state, from, jobsChunk, func(j engine.Job) { chunk = append(chunk, j) })
 				return err
 			})
 			if err != nil {

@@ -149,7 +149,7 @@ func (c *coll) catchUp(ctx context.Context, op string, from uuidv7.UUID, yield f
 			return cu, false
 		}
 		var snap engine.Snapshot
-		err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		err := c.readRun(r, func(etx *engine.Tx, ec *engine.Coll) error {
 			snap = etx.Snapshot()
 			var err error
 			items, err = r.Next(ec, historyChunk, items[:0])

@@ -552,8 +552,39 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 // panics on some damaged pages) becomes ErrCorrupt instead of killing the
 // process. User callbacks never run under it; their reads go through
 // Tx.Protect.
+//
+// On a store that remembers its buckets between transactions
+// (PostgreSQL), fn runs a second time when the first found, before it had
+// read anything, that another process had deleted or made again a
+// collection it opened (kv.ErrStale). So fn must set what it hands back,
+// never add to what an earlier run left.
 func (db *DB) ViewSafe(fn func(*Tx) error) error {
+	err := db.viewSafeOnce(fn)
+	if errors.Is(err, kv.ErrStale) {
+		err = db.viewSafeOnce(fn)
+	}
+	return err
+}
+
+func (db *DB) viewSafeOnce(fn func(*Tx) error) error {
 	return containPanic(func() error { return db.View(fn) })
+}
+
+// ViewRun is ViewSafe for a read that advances run r: fn runs again only
+// if r had not begun, from r as it was. A run that has begun fails with
+// kv.ErrStale, as a read does when a concurrent transaction deletes its
+// collection.
+func (db *DB) ViewRun(r *Run, fn func(*Tx) error) error {
+	if r.planned || r.Done {
+		return db.viewSafeOnce(fn)
+	}
+	start := *r
+	err := db.viewSafeOnce(fn)
+	if errors.Is(err, kv.ErrStale) {
+		*r = start
+		err = db.viewSafeOnce(fn)
+	}
+	return err
 }
 
 // UpdateSafe is Update with bbolt panics contained, for internal writes.

@@ -96,12 +96,13 @@ func NewRun(spec *plan.Spec) *Run {
 // RunChunk reads the next chunk of r in a short read transaction of its
 // own, appending at most max items to dst. The caller must hold Enter.
 func (db *DB) RunChunk(h Handle, r *Run, max int, dst []Item) ([]Item, error) {
-	err := db.ViewSafe(func(tx *Tx) error {
+	n := len(dst)
+	err := db.ViewRun(r, func(tx *Tx) error {
 		c, err := tx.Use(h, false)
 		if err != nil {
 			return err
 		}
-		dst, err = r.Next(c, max, dst)
+		dst, err = r.Next(c, max, dst[:n])
 		return err
 	})
 	return dst, err
@@ -623,7 +624,7 @@ func (r *Run) Count(c *Coll) error {
 // CountChunk is Count in a short read transaction of its own. The caller
 // must hold Enter.
 func (db *DB) CountChunk(h Handle, r *Run) error {
-	return db.ViewSafe(func(tx *Tx) error {
+	return db.ViewRun(r, func(tx *Tx) error {
 		c, err := tx.Use(h, false)
 		if err != nil {
 			return err

@@ -638,6 +638,7 @@ func (db *DB) BuildIndexes(h Handle) error {
 func (db *DB) EnsureIndexes(h Handle) error {
 	missing, building := false, false
 	err := db.ViewSafe(func(tx *Tx) error {
+		missing, building = false, false
 		c, err := tx.Use(h, false)
 		if err != nil || c == nil {
 			return err

@@ -57,6 +57,11 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 	if ra, ok := bc.(kv.ReadAhead); ok {
 		readAhead = ra.ReadAhead
 	}
+	// It reads no page past the range either: without a bound a window's
+	// last page would run on to the page size.
+	if r, ok := bc.(kv.Ranger); ok {
+		r.Range(cur.Lo[:], cur.Hi[:])
+	}
 	var k, v []byte
 	if cur.Reverse {
 		readAhead(1)
@@ -72,7 +77,13 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		k, v = bc.Seek(cur.Lo[:])
 	}
 	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
-	arena := make([]byte, 0, min(chunkArena, max*256))
+	// A backend whose values outlive the transaction needs none.
+	var arena []byte
+	var into *[]byte
+	if _, lasting := bc.(kv.Lasting); !lasting {
+		arena = make([]byte, 0, min(chunkArena, max*256))
+		into = &arena
+	}
 	taken, size := 0, 0
 	for ; k != nil; k, v = step(bc, cur.Reverse) {
 		if cur.Reverse {
@@ -96,7 +107,7 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 			if !advance(cur, id) {
 				cur.Done = true
 			}
-			item, keep = readItem(id, k, v, match, &arena)
+			item, keep = readItem(id, k, v, match, into)
 		}
 		if keep {
 			dst = append(dst, item)
@@ -146,6 +157,9 @@ func advance(cur *Cursor, id uuidv7.UUID) bool {
 	return ok && n.Compare(cur.Hi) <= 0
 }
 
+// readItem checks record (k, v) and, if match keeps it, makes it an item
+// whose payload is copied into arena, or kept as it is without one (a
+// value that outlives its transaction: kv.Lasting).
 func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, bool) {
 	if len(k) != len(id) {
 		return Item{ID: id, Err: fmt.Errorf("%w: key of %d bytes in a records bucket", ErrCorrupt, len(k))}, true
@@ -165,6 +179,9 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, 
 		if !ok {
 			return Item{}, false
 		}
+	}
+	if arena == nil {
+		return Item{ID: id, Payload: payload[:len(payload):len(payload)]}, true
 	}
 	if len(payload) > chunkArena/4 {
 		// Large records get their own allocation: in the arena they would

@@ -336,6 +336,7 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 	defer db.Exit()
 	var changes []collChange
 	err := db.ViewSafe(func(tx *Tx) error {
+		changes = changes[:0]
 		c, err := tx.Coll(n.Topic, 0, false)
 		if err != nil {
 			return err

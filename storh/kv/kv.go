@@ -134,6 +134,23 @@ type ReadAhead interface {
 	ReadAhead(n int)
 }
 
+// Ranger is implemented by cursors that fetch keys from a server. Range
+// confines the cursor to the keys from lo to hi, both included (nil: no
+// bound on that side), until Range is called again: its walks end at the
+// bounds as they would at the ends of the bucket, and no page reads past
+// them.
+type Ranger interface {
+	Range(lo, hi []byte)
+}
+
+// Lasting is implemented by cursors whose keys and values are copies the
+// caller owns: they stay valid and unchanged after the transaction ends
+// (bbolt's are views of its memory map, valid only inside it). A caller
+// may keep them without copying them again.
+type Lasting interface {
+	Lasting()
+}
+
 // Identifier is implemented by buckets that have an identity: a number no
 // other bucket of the store has or will ever have, even once this one is
 // deleted, so that a caller may remember what it read under it.
@@ -283,4 +300,10 @@ var (
 	// ErrConflict: a transaction that could not commit because a
 	// concurrent one changed what it read; running it again may succeed.
 	ErrConflict = errors.New("kv: transaction conflicts with a concurrent one")
+	// ErrStale: a read-only transaction's first round trip found that
+	// buckets it had already handed out, from what the store remembered
+	// of them, were deleted or made again since (by another process).
+	// Nothing had been read: the transaction can run again from the
+	// start, and then looks them up afresh.
+	ErrStale = errors.New("kv: buckets changed since the store last read them")
 )

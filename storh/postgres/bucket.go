@@ -28,6 +28,18 @@ type bucket struct {
 	complete bool
 	deleted  bool // by DeleteBucket in this transaction
 
+	// top is the top-level bucket this one is in (itself at the top
+	// level, nil for the root), named name: creating or deleting a bucket
+	// under it raises its generation.
+	top  *bucket
+	name string
+
+	// unchecked marks a bucket of a subtree taken from the store's cache
+	// whose check has not come back yet (see tx.trip); idSeen records
+	// that the caller asked for its id meanwhile.
+	unchecked bool
+	idSeen    bool
+
 	// pending are the writes not yet sent, in the order they were made.
 	pending []op
 	inDirty bool // listed in tx.dirty
@@ -56,7 +68,12 @@ func (b *bucket) Writable() bool { return b.tx.writable }
 
 // ID is the bucket's registry id, which an identity column never hands
 // out twice.
-func (b *bucket) ID() uint64 { return uint64(b.id) }
+func (b *bucket) ID() uint64 {
+	if b.unchecked {
+		b.idSeen = true
+	}
+	return uint64(b.id)
+}
 
 // SetFillPercent does nothing: PostgreSQL splits its own pages.
 func (b *bucket) SetFillPercent(float64) {}
@@ -84,21 +101,29 @@ func (b *bucket) writable(op string) error {
 // trip. The key of a nested bucket answers nil without one.
 func (b *bucket) Get(key []byte) []byte {
 	t := b.tx
-	if !t.readable() || b.deleted || len(key) == 0 || len(key) > MaxKeySize || b.isBucket(key) {
+	if !t.readable() || b.deleted || len(key) == 0 || len(key) > MaxKeySize {
 		return nil
 	}
-	batch := t.newBatch()
-	b.queueFlush(batch)
-	var v []byte
-	batch.Queue(b.sql.get, key).Query(func(rows pgx.Rows) error {
-		if rows.Next() {
-			var err error
-			_, v, err = scanRow(rows, &t.arena, false)
-			return err
-		}
+	if b.unchecked {
+		t.observe(b, key)
+	}
+	if b.isBucket(key) {
 		return nil
+	}
+	var v []byte
+	err := t.trip("get", func(batch *pgx.Batch) {
+		b.queueFlush(batch)
+		v = nil
+		batch.Queue(b.sql.get, key).Query(func(rows pgx.Rows) error {
+			if rows.Next() {
+				var err error
+				_, v, err = scanRow(rows, &t.arena, false)
+				return err
+			}
+			return nil
+		})
 	})
-	if t.send(batch, "get") != nil {
+	if err != nil {
 		return nil
 	}
 	return v
@@ -350,32 +375,73 @@ func (b *bucket) childHeld(name []byte, shared bool) *bucket {
 		return nil
 	}
 	if c, known := b.children[string(name)]; known || b.complete {
+		if b.unchecked {
+			t.observe(b, name)
+		}
 		return c
 	}
-	type reg struct {
-		id, parent int64
-		name       []byte
-	}
-	var found []reg
-	batch := t.newBatch()
-	if b.id == 0 {
-		t.queueLock(batch, name, shared)
-	}
-	batch.Queue(t.s.reg.subtree, b.id, name).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r reg
-			if err := rows.Scan(&r.id, &r.parent, &r.name); err != nil {
-				return err
-			}
-			found = append(found, r)
+	// A read that has not been to the server yet takes the subtree from
+	// the cache, and checks it with its first statement.
+	if b.id == 0 && !t.writable && !t.begun {
+		if tr, ok := t.s.trees.Load(string(name)); ok {
+			tr := tr.(*tree)
+			c := t.plant(b, name, tr.rows)
+			c.walk(func(d *bucket) { d.unchecked = true })
+			t.checks = append(t.checks, check{tree: tr, top: c})
+			t.observe(b, name)
+			return c
 		}
-		return nil
-	})
-	if t.send(batch, "bucket") != nil {
+	}
+	found, err := t.lookup(b, name, shared)
+	if err != nil {
 		return nil
 	}
+	return t.plant(b, name, found)
+}
+
+// lookup reads the registry rows of parent's child name and of every
+// bucket under it, locking a top-level bucket first in a writable
+// transaction. A read-only transaction caches a top-level subtree it
+// finds.
+func (t *tx) lookup(parent *bucket, name []byte, shared bool) ([]reg, error) {
+	var found []reg
+	var top tree
+	err := t.trip("bucket", func(batch *pgx.Batch) {
+		if parent.id == 0 {
+			t.queueLock(batch, name, shared)
+		}
+		found, top = found[:0], tree{}
+		batch.Queue(t.s.reg.subtree, parent.id, name).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r reg
+				var gen int64
+				if err := rows.Scan(&r.id, &r.parent, &r.name, &gen); err != nil {
+					return err
+				}
+				if r.parent == parent.id {
+					top.id, top.gen = r.id, gen
+				}
+				found = append(found, r)
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if parent.id == 0 && !t.writable && top.id != 0 {
+		top.rows = found
+		t.s.cacheTree(string(name), &top)
+	}
+	return found, nil
+}
+
+// plant makes the buckets of registry rows found under parent, links
+// them, and returns parent's child name, nil if the rows do not hold it
+// (which parent then remembers).
+func (t *tx) plant(parent *bucket, name []byte, found []reg) *bucket {
 	byID := make(map[int64]*bucket, len(found)+1)
-	byID[b.id] = b
+	byID[parent.id] = parent
 	for _, r := range found {
 		byID[r.id] = t.newBucket(r.id)
 	}
@@ -384,10 +450,18 @@ func (b *bucket) childHeld(name []byte, shared bool) *bucket {
 			p.children[string(r.name)] = byID[r.id]
 		}
 	}
-	if _, ok := b.children[string(name)]; !ok {
-		b.children[string(name)] = nil
+	c := parent.children[string(name)]
+	if c == nil {
+		parent.children[string(name)] = nil
+		return nil
 	}
-	return b.children[string(name)]
+	top := parent.top
+	if parent.id == 0 {
+		top = c
+		c.name = string(name)
+	}
+	c.walk(func(d *bucket) { d.top = top })
+	return c
 }
 
 // newBucket returns a bucket whose nested buckets the caller fills in.
@@ -419,7 +493,10 @@ func (b *bucket) create(name []byte) (*bucket, error) {
 	batch := t.newBatch()
 	if b.id == 0 {
 		t.queueLock(batch, name, false)
+	} else {
+		batch.Queue(t.s.reg.bump, b.top.id)
 	}
+	t.reshaped(b, name)
 	b.queueFlush(batch)
 	var (
 		id       *int64
@@ -438,6 +515,9 @@ func (b *bucket) create(name []byte) (*bucket, error) {
 		return nil, fmt.Errorf("postgres: create bucket %q: %w", name, kv.ErrBucketExists)
 	}
 	c := t.newBucket(*id)
+	if c.top = b.top; b.id == 0 {
+		c.top, c.name = c, string(name)
+	}
 	batch = t.newBatch()
 	batch.Queue(c.sql.create)
 	if err := t.send(batch, "create bucket"); err != nil {
@@ -505,6 +585,10 @@ func (b *bucket) DeleteBucket(name []byte) error {
 		tables = append(tables, d.sql.name)
 	})
 	batch := t.newBatch()
+	if b.id != 0 {
+		batch.Queue(t.s.reg.bump, b.top.id)
+	}
+	t.reshaped(b, name)
 	batch.Queue(t.s.reg.delete, ids)
 	batch.Queue(b.sql.del1, name)
 	batch.Queue("DROP TABLE " + strings.Join(tables, ", "))
@@ -533,6 +617,18 @@ func (b *bucket) walk(fn func(*bucket)) {
 	}
 }
 
+// scanText is scanRow for a row the server sent as text. It is a function
+// of its own so that scanRow's results, whose addresses it does not take,
+// stay off the heap: two allocations a row otherwise.
+func scanText(rows pgx.Rows, withKey bool) (k, v []byte, err error) {
+	if withKey {
+		err = rows.Scan(&k, &v)
+	} else {
+		err = rows.Scan(&v)
+	}
+	return k, v, err
+}
+
 // scanRow reads a row of (k, v), or of v alone, copying into a: raw
 // bytes when the server sent binary, as it does unless the connection is
 // set to the simple protocol.
@@ -543,12 +639,7 @@ func scanRow(rows pgx.Rows, a *arena, withKey bool) (k, v []byte, err error) {
 		binary = binary && f.Format == pgx.BinaryFormatCode
 	}
 	if !binary {
-		if withKey {
-			err = rows.Scan(&k, &v)
-		} else {
-			err = rows.Scan(&v)
-		}
-		return k, v, err
+		return scanText(rows, withKey)
 	}
 	if withKey {
 		if len(raw) != 2 {

@@ -45,6 +45,10 @@ type cursor struct {
 	next    int  // size of the next page in direction dir
 	hint    int  // size of the first page after a jump; 0 is firstPage
 	watched bool // listed in b.cursors
+
+	// ranged confines the cursor to the keys from lo to hi (see Range).
+	ranged bool
+	lo, hi []byte
 }
 
 type row struct{ k, v []byte }
@@ -52,20 +56,60 @@ type row struct{ k, v []byte }
 var (
 	_ kv.Cursor    = (*cursor)(nil)
 	_ kv.ReadAhead = (*cursor)(nil)
+	_ kv.Lasting   = (*cursor)(nil)
+	_ kv.Ranger    = (*cursor)(nil)
 )
+
+// Range confines the cursor to the keys from lo to hi (see kv.Ranger).
+// Rows read ahead are dropped; the cursor stays on its key.
+func (c *cursor) Range(lo, hi []byte) {
+	c.drop()
+	c.ranged = lo != nil || hi != nil
+	c.lo, c.hi = append([]byte{}, lo...), hi
+	if hi == nil {
+		c.hi = beyondKeys
+	} else {
+		c.hi = append([]byte(nil), hi...)
+	}
+}
+
+// beyondKeys sorts after every key a bucket can hold (a key is at most
+// MaxKeySize bytes): the upper bound of a range that has none.
+var beyondKeys = bytes.Repeat([]byte{0xff}, MaxKeySize+1)
+
+// Lasting: keys and values are copied out of the connection's buffer
+// into the transaction's arena, whose chunks are never reused.
+func (c *cursor) Lasting() {}
 
 // ReadAhead sets the size of the first page after the next jumps and
 // turns: n keys, within 1 and maxPage.
 func (c *cursor) ReadAhead(n int) { c.hint = max(1, min(n, maxPage)) }
 
-func (c *cursor) First() ([]byte, []byte) { return c.jump(+1, c.b.sql.first) }
-func (c *cursor) Last() ([]byte, []byte)  { return c.jump(-1, c.b.sql.last) }
+func (c *cursor) First() ([]byte, []byte) { return c.jump(+1, sqlFirst) }
+func (c *cursor) Last() ([]byte, []byte)  { return c.jump(-1, sqlLast) }
+
+// The cursor's statements, picked from its bucket's when a batch is made,
+// within its range or not.
+type statement func(s *tableSQL, ranged bool) string
+
+func sqlFirst(s *tableSQL, ranged bool) string { return pick(ranged, s.first, s.ranged.first) }
+func sqlLast(s *tableSQL, ranged bool) string  { return pick(ranged, s.last, s.ranged.last) }
+func sqlGE(s *tableSQL, ranged bool) string    { return pick(ranged, s.ge, s.ranged.ge) }
+func sqlGT(s *tableSQL, ranged bool) string    { return pick(ranged, s.gt, s.ranged.gt) }
+func sqlLT(s *tableSQL, ranged bool) string    { return pick(ranged, s.lt, s.ranged.lt) }
+
+func pick(ranged bool, plain, within string) string {
+	if ranged {
+		return within
+	}
+	return plain
+}
 
 func (c *cursor) Seek(seek []byte) ([]byte, []byte) {
 	if len(seek) == 0 {
 		return c.First()
 	}
-	return c.jump(+1, c.b.sql.ge, seek)
+	return c.jump(+1, sqlGE, seek)
 }
 
 func (c *cursor) Next() ([]byte, []byte) { return c.step(+1) }
@@ -90,7 +134,7 @@ func (c *cursor) Delete() error {
 }
 
 // jump moves to the first row query returns, reading a first page.
-func (c *cursor) jump(dir int, query string, args ...any) ([]byte, []byte) {
+func (c *cursor) jump(dir int, query statement, args ...any) ([]byte, []byte) {
 	c.drop()
 	c.state, c.k, c.v, c.dir, c.next = unset, nil, nil, dir, firstPage
 	if c.hint > 0 {
@@ -117,7 +161,7 @@ func (c *cursor) step(dir int) ([]byte, []byte) {
 		if dir > 0 {
 			return nil, nil
 		}
-		return c.jump(-1, c.b.sql.last)
+		return c.jump(-1, sqlLast)
 	}
 	if c.dir == dir && (len(c.ahead) > 0 || c.end) {
 		if !c.b.tx.readable() || c.b.deleted {
@@ -135,9 +179,9 @@ func (c *cursor) step(dir int) ([]byte, []byte) {
 		}
 	}
 	c.drop()
-	query := c.b.sql.gt
+	query := sqlGT
 	if dir < 0 {
-		query = c.b.sql.lt
+		query = sqlLT
 	}
 	rows, ok := c.fetch(query, c.k)
 	if !ok || len(rows) == 0 {
@@ -161,35 +205,48 @@ func (c *cursor) land(rows []row) ([]byte, []byte) {
 // fetch sends the bucket's buffered writes and reads the next page:
 // query with args and the page size. It sets end and the size of the
 // page after.
-func (c *cursor) fetch(query string, args ...any) ([]row, bool) {
+func (c *cursor) fetch(query statement, args ...any) ([]row, bool) {
 	b, t := c.b, c.b.tx
 	if !t.readable() || b.deleted {
 		return nil, false
 	}
 	limit := c.next
-	batch := t.newBatch()
-	b.queueFlush(batch)
+	if c.ranged {
+		args = append([]any{c.lo, c.hi}, args...)
+	}
+	args = append(args, limit)
+	if avg := t.s.rowBytes.Load(); avg > 0 {
+		n := int(avg) * limit
+		t.arena.reserve(n + n/8)
+	}
 	var rows []row
 	size := 0
-	batch.Queue(query, append(args, limit)...).Query(func(r pgx.Rows) error {
-		rows = make([]row, 0, limit)
-		for r.Next() {
-			k, v, err := scanRow(r, &t.arena, true)
-			if err != nil {
-				return err
+	err := t.trip("cursor", func(batch *pgx.Batch) {
+		b.queueFlush(batch)
+		rows, size = nil, 0
+		// The statement is b's as it is when the batch is made: a
+		// subtree found changed moves b onto its table.
+		batch.Queue(query(b.sql, c.ranged), args...).Query(func(r pgx.Rows) error {
+			rows = make([]row, 0, limit)
+			for r.Next() {
+				k, v, err := scanRow(r, &t.arena, true)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{k, v})
+				size += len(k) + len(v)
 			}
-			rows = append(rows, row{k, v})
-			size += len(k) + len(v)
-		}
-		return nil
+			return nil
+		})
 	})
-	if t.send(batch, "cursor") != nil {
+	if err != nil {
 		return nil, false
 	}
 	c.end = len(rows) < limit
 	c.next = min(2*limit, maxPage)
 	if len(rows) > 0 {
 		avg := max(1, size/len(rows))
+		t.s.rowBytes.Store(int64(avg))
 		c.next = max(1, min(c.next, pageBytes/avg))
 	}
 	return rows, true

@@ -7,7 +7,7 @@
 // search_path:
 //
 //	storh_buckets (id bigint identity primary key, parent bigint, name bytea,
-//	               unique (parent, name))    the registry of buckets
+//	               gen bigint, unique (parent, name))    the registry of buckets
 //	storh_b<id>   (k bytea primary key, v bytea)   one table per bucket
 //
 // The top level is bucket 0 (storh_b0), which has no registry row. A
@@ -64,7 +64,25 @@
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one
 // costs one, and drops the subtree's tables, which waits for the
-// transactions using them.
+// transactions using them. Creating or deleting a bucket below the top
+// level also raises its top-level bucket's generation (gen), in the same
+// transaction.
+//
+// A Store caches the subtree of each top-level bucket a read-only
+// transaction looked up, with its id and generation. The next read-only
+// transaction to look the bucket up before its first round trip takes the
+// subtree from the cache and sends, ahead of its first read and in the
+// same round trip, a check of that id and generation: a page read then
+// costs the round trip of the read and the one of the ROLLBACK, as a
+// hand-written one does. If the check finds the subtree changed (another
+// store made or deleted a bucket in it, or deleted it), the transaction
+// looks the subtree up, moves the buckets it handed out onto it and sends
+// the read again; nothing read on the stale subtree reaches the caller.
+// Only when the caller had already acted on a bucket the change removed,
+// made or renumbered does the transaction fail, with kv.ErrStale, having
+// read nothing: run again, it looks the buckets up afresh. A transaction
+// that answered from the cache but never went to the server sends the
+// check from Err or Rollback.
 //
 // # Notices
 //
@@ -77,9 +95,9 @@
 // bucket alone tries that lock of its name exclusively in the same round
 // trip (pg_try_advisory_xact_lock): when it gets it, nobody watches, and
 // it drops its notices under that name; a Watch then waits for it to end.
-// A read-only transaction fetches pg_current_snapshot() with its first
-// statement, so Sees tells from an xid whether its snapshot holds that
-// commit.
+// Sees asks a read-only transaction's server for pg_current_snapshot()
+// the first time it is called, so that it tells from an xid whether the
+// snapshot holds that commit.
 //
 // # Not there yet
 //

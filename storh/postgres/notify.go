@@ -136,16 +136,17 @@ func (t *tx) Sees(commit uint64) bool {
 		if !t.readable() {
 			return false
 		}
-		b := t.newBatch()
-		b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error {
-			var text string
-			err := row.Scan(&text)
-			if err == nil {
-				t.snap, err = parseSnapshot(text)
-			}
-			return err
+		err := t.trip("snapshot", func(b *pgx.Batch) {
+			b.Queue("SELECT pg_current_snapshot()::text").QueryRow(func(row pgx.Row) error {
+				var text string
+				err := row.Scan(&text)
+				if err == nil {
+					t.snap, err = parseSnapshot(text)
+				}
+				return err
+			})
 		})
-		if t.send(b, "snapshot") != nil {
+		if err != nil {
 			return false
 		}
 	}

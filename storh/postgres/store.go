@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -46,6 +47,46 @@ type Store struct {
 	// statements stay right for the life of the store.
 	reg    registrySQL
 	tables sync.Map // int64 → *tableSQL
+
+	// trees holds the registry subtree of each top-level bucket as a
+	// read-only transaction last found it, so that the next read of the
+	// bucket need not look it up before reading: it checks the entry in
+	// the round trip of its first read (see tx.trip).
+	trees     sync.Map // string → *tree
+	treeCount atomic.Int64
+
+	// rowBytes is the size of a key and value as the last cursor page
+	// found them on average, to size the next page's arena.
+	rowBytes atomic.Int64
+}
+
+// tree is a cached registry subtree: the top-level bucket's id and
+// generation, which every change to the subtree raises, and its rows.
+type tree struct {
+	id, gen int64
+	rows    []reg
+}
+
+// reg is a registry row.
+type reg struct {
+	id, parent int64
+	name       []byte
+}
+
+// maxTrees bounds the cached subtrees: a store with more top-level
+// buckets than this looks the others up as it did before.
+const maxTrees = 4096
+
+func (s *Store) cacheTree(name string, t *tree) {
+	if _, loaded := s.trees.Swap(name, t); !loaded && s.treeCount.Add(1) > maxTrees {
+		s.forgetTree(name)
+	}
+}
+
+func (s *Store) forgetTree(name string) {
+	if _, loaded := s.trees.LoadAndDelete(name); loaded {
+		s.treeCount.Add(-1)
+	}
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -118,6 +159,18 @@ func (s *Store) init(ctx context.Context) error {
 			return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
 		}
 	}
+	// A store made before the registry had generations gains the column.
+	// ALTER TABLE would lock the registry against every reader even when
+	// the column is there, so it runs only when it is missing.
+	var hasGen bool
+	if err := tx.QueryRow(ctx, s.reg.hasGen).Scan(&hasGen); err != nil {
+		return fmt.Errorf("postgres: reading the registry of schema %q: %w", s.schema, err)
+	}
+	if !hasGen {
+		if _, err := tx.Exec(ctx, s.reg.addGen); err != nil {
+			return fmt.Errorf("postgres: adding generations to the registry of schema %q: %w", s.schema, err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
 	}
@@ -167,9 +220,16 @@ func (s *Store) lockKey(name []byte) int64 {
 }
 
 // registrySQL holds the statements on the registry table, storh_buckets.
+// A top-level bucket's row carries a generation that every creation and
+// deletion of a bucket under it raises, in its transaction: a reader that
+// finds the id and generation it cached knows the subtree it cached.
 type registrySQL struct {
 	create  string
-	subtree string // a child of $1 named $2 and everything under it
+	hasGen  string // whether the registry has its generation column
+	addGen  string // adds it, in a store made before it
+	subtree string // a child of $1 named $2 and everything under it, with its generation
+	check   string // id and generation of the top-level bucket $1
+	bump    string // raises the generation of top-level bucket $1
 	delete  string // registry rows of ids $1
 }
 
@@ -180,10 +240,16 @@ func newRegistrySQL(schema string) registrySQL {
 	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent bigint NOT NULL,
 	name bytea NOT NULL,
+	gen bigint NOT NULL DEFAULT 0,
 	UNIQUE (parent, name))`,
-		subtree: "WITH RECURSIVE s AS (SELECT id, parent, name FROM " + r + " WHERE parent = $1 AND name = $2" +
-			" UNION ALL SELECT c.id, c.parent, c.name FROM " + r + " c JOIN s ON c.parent = s.id)" +
-			" SELECT id, parent, name FROM s",
+		hasGen: "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '" + strings.ReplaceAll(r, "'", "''") + "'::regclass" +
+			" AND attname = 'gen' AND NOT attisdropped)",
+		addGen: "ALTER TABLE " + r + " ADD COLUMN IF NOT EXISTS gen bigint NOT NULL DEFAULT 0",
+		subtree: "WITH RECURSIVE s AS (SELECT id, parent, name, gen FROM " + r + " WHERE parent = $1 AND name = $2" +
+			" UNION ALL SELECT c.id, c.parent, c.name, c.gen FROM " + r + " c JOIN s ON c.parent = s.id)" +
+			" SELECT id, parent, name, gen FROM s",
+		check:  "SELECT id, gen FROM " + r + " WHERE parent = 0 AND name = $1",
+		bump:   "UPDATE " + r + " SET gen = gen + 1 WHERE id = $1",
 		delete: "DELETE FROM " + r + " WHERE id = ANY($1::bigint[])",
 	}
 }
@@ -198,10 +264,16 @@ type tableSQL struct {
 	create                       string
 	get                          string
 	first, last, ge, gt, lt      string
+	ranged                       rangedSQL // the same within bounds $1 ≤ k ≤ $2
 	put1, putN, insN, del1, delN string
 	lockFrom, lockRange          string
 	lockKeys, tryKeys            string
 	marker                       string
+}
+
+// rangedSQL are a cursor's statements within a range (see cursor.Range).
+type rangedSQL struct {
+	first, last, ge, gt, lt string
 }
 
 // table returns the statements of bucket id's table.
@@ -221,7 +293,14 @@ func (s *Store) table(id int64) *tableSQL {
 		ge:     sel + n + " WHERE k >= $1 ORDER BY k LIMIT $2",
 		gt:     sel + n + " WHERE k > $1 ORDER BY k LIMIT $2",
 		lt:     sel + n + " WHERE k < $1 ORDER BY k DESC LIMIT $2",
-		put1:   "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		ranged: rangedSQL{
+			first: sel + n + " WHERE k >= $1 AND k <= $2 ORDER BY k LIMIT $3",
+			last:  sel + n + " WHERE k >= $1 AND k <= $2 ORDER BY k DESC LIMIT $3",
+			ge:    sel + n + " WHERE k >= $1 AND k <= $2 AND k >= $3 ORDER BY k LIMIT $4",
+			gt:    sel + n + " WHERE k >= $1 AND k <= $2 AND k > $3 ORDER BY k LIMIT $4",
+			lt:    sel + n + " WHERE k >= $1 AND k <= $2 AND k < $3 ORDER BY k DESC LIMIT $4",
+		},
+		put1: "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
 			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		insN:      "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",

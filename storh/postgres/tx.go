@@ -37,6 +37,29 @@ type tx struct {
 	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
 	commitID uint64              // the xid of a commit that announced
 	snap     *snapshot           // a read-only transaction's, once Sees asked for it
+
+	// Subtrees taken from the store's cache: the checks to send with the
+	// first round trip, those it found changed, and what the caller
+	// learnt from them meanwhile.
+	checks   []check
+	stale    []check
+	observed []observation
+	answered int                 // checks the current round trip has answered
+	reshape  map[string]struct{} // top-level buckets whose subtree this writer changed
+}
+
+// check is a cached subtree to check, and the buckets made from it.
+type check struct {
+	tree *tree
+	top  *bucket
+}
+
+// observation is an answer the caller had from an unchecked subtree:
+// whether parent's key name is a nested bucket, and which.
+type observation struct {
+	parent *bucket
+	name   string
+	child  *bucket
 }
 
 var (
@@ -72,7 +95,22 @@ func (t *tx) CreateBucketIfNotExists(name []byte) (kv.Bucket, error) {
 func (t *tx) DeleteBucket(name []byte) error { return t.root.DeleteBucket(name) }
 func (t *tx) Cursor() kv.Cursor              { return t.root.Cursor() }
 func (t *tx) Writable() bool                 { return t.writable }
-func (t *tx) Err() error                     { return t.err }
+
+// Err returns the first failure of a read. A read-only transaction that
+// answered from a cached subtree without going to the server checks it
+// first: the answers it gave may have been stale (see trip).
+func (t *tx) Err() error {
+	t.settle()
+	return t.err
+}
+
+// settle sends the checks of cached subtrees that no read has taken to
+// the server yet, on their own.
+func (t *tx) settle() {
+	if len(t.checks) > 0 && t.readable() {
+		_ = t.trip("bucket", func(*pgx.Batch) {})
+	}
+}
 
 // newBatch starts a round trip, with the BEGIN first if it is the
 // transaction's first.
@@ -91,7 +129,157 @@ func (t *tx) newBatch() *pgx.Batch {
 		b.Queue(lockSQL, key)
 	}
 	t.upgrades = t.upgrades[:0]
+	for _, c := range t.checks {
+		b.Queue(t.s.reg.check, []byte(c.top.name)).Query(func(rows pgx.Rows) error {
+			t.answered++
+			same := false
+			for rows.Next() {
+				var id, gen int64
+				if err := rows.Scan(&id, &gen); err != nil {
+					return err
+				}
+				same = id == c.tree.id && gen == c.tree.gen
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if same {
+				c.top.walk(func(d *bucket) { d.unchecked = false })
+			} else {
+				t.stale = append(t.stale, c)
+			}
+			return nil
+		})
+	}
+	t.checks = nil
 	return b
+}
+
+// observe records, while b's subtree is unchecked, what the caller
+// learns from it about key.
+func (t *tx) observe(b *bucket, key []byte) {
+	t.observed = append(t.observed, observation{parent: b, name: string(key), child: b.children[string(key)]})
+}
+
+// trip makes a round trip: the BEGIN and the checks of cached subtrees
+// if they are due, then the statements build queues. A subtree found
+// changed is looked up, the caller's buckets are moved onto it, and the
+// statements are made and sent again, so build must reset whatever its
+// callbacks fill.
+//
+// The checks ride with a transaction's first trip, so nothing it read has
+// reached the caller when one fails, only buckets: if the buckets the
+// caller used are all still there, the read goes on as though it had
+// looked them up first. If one is gone, or one it found missing is
+// there, or one it took the id of has another, what the caller did with
+// them cannot be undone, and the transaction fails with kv.ErrStale: it
+// can be run again from the start.
+func (t *tx) trip(op string, build func(*pgx.Batch)) error {
+	for {
+		checks := t.checks
+		t.answered = 0
+		b := t.newBatch()
+		build(b)
+		err := t.conn.SendBatch(t.ctx, b).Close()
+		t.begun = true
+		if err != nil && t.answered < len(checks) {
+			// The batch failed before its checks ran: pgx prepares a
+			// statement it has not seen before in a trip of its own, which
+			// fails on a table dropped since the cache was filled.
+			t.stale = checks
+		}
+		if len(t.stale) > 0 {
+			if err := t.restore(op, err != nil); err != nil {
+				return err
+			}
+			continue
+		}
+		t.observed = nil
+		if err != nil {
+			return t.fail(op, err)
+		}
+		return nil
+	}
+}
+
+// restore replaces the stale subtrees the first round trip found with
+// what the registry holds, in the transaction's snapshot. A failure of
+// that trip (a table dropped since the cache was filled) ended the
+// transaction on the server: as nothing it read reached the caller, a
+// new one begins.
+func (t *tx) restore(op string, failed bool) error {
+	stale, observed := t.stale, t.observed
+	t.stale, t.observed = nil, nil
+	if failed {
+		if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
+			return t.fail(op, err)
+		}
+		t.begun = false
+	}
+	for _, c := range stale {
+		name := []byte(c.top.name)
+		t.s.forgetTree(c.top.name)
+		found, err := t.lookup(&bucket{tx: t, children: map[string]*bucket{}}, name, false)
+		if err != nil {
+			return err
+		}
+		holder := &bucket{tx: t, children: map[string]*bucket{}}
+		if real := t.plant(holder, name, found); real == nil || !adopt(c.top, real) {
+			c.top.walk(func(d *bucket) { d.deleted, d.unchecked = true, false })
+			t.root.children[c.top.name] = nil
+		}
+		c.top.walk(func(d *bucket) { d.top = c.top })
+	}
+	for _, o := range observed {
+		if o.parent.deleted || o.parent.children[o.name] != o.child {
+			top := o.name
+			if o.parent.top != nil {
+				top = o.parent.top.name
+			}
+			return t.fail(op, fmt.Errorf("%w: another store deleted or made bucket %q or a bucket in it; run the read again", kv.ErrStale, top))
+		}
+	}
+	return nil
+}
+
+// adopt moves c, made from a stale subtree, onto real, the same bucket as
+// the registry now holds it, keeping the caller's buckets where they are
+// still the same. It reports false if c's id was handed out and is not
+// real's.
+func adopt(c, real *bucket) bool {
+	if c.idSeen && c.id != real.id {
+		return false
+	}
+	c.id, c.sql, c.unchecked, c.idSeen = real.id, real.sql, false, false
+	children := make(map[string]*bucket, len(real.children))
+	ok := true
+	for name, rc := range real.children {
+		if cc := c.children[name]; cc != nil {
+			ok = adopt(cc, rc) && ok
+			rc = cc
+		}
+		children[name] = rc
+	}
+	for name, cc := range c.children {
+		if cc != nil && children[name] != cc {
+			cc.walk(func(d *bucket) { d.deleted, d.unchecked = true, false })
+		}
+	}
+	c.children = children
+	return ok
+}
+
+// reshaped records that this writer creates or deletes parent's child
+// name, so that a commit drops the store's cached subtree it changes.
+func (t *tx) reshaped(parent *bucket, name []byte) {
+	top := string(name)
+	if parent.id != 0 {
+		top = parent.top.name
+	}
+	if t.reshape == nil {
+		t.reshape = make(map[string]struct{}, 1)
+	}
+	t.reshape[top] = struct{}{}
 }
 
 // queueLock queues, if this writable transaction does not hold it yet,
@@ -147,13 +335,19 @@ const (
 func (t *tx) send(b *pgx.Batch, op string) error {
 	t.begun = true
 	if err := t.conn.SendBatch(t.ctx, b).Close(); err != nil {
-		err = dbErr(op, err)
-		if t.err == nil {
-			t.err = err
-		}
-		return err
+		return t.fail(op, err)
 	}
 	return nil
+}
+
+// fail records err, from op, as the transaction's error if it has none
+// yet, and returns it.
+func (t *tx) fail(op string, err error) error {
+	err = dbErr(op, err)
+	if t.err == nil {
+		t.err = err
+	}
+	return err
 }
 
 // usable returns why the transaction cannot take a write, or nil.
@@ -197,18 +391,29 @@ func (t *tx) Commit() error {
 			return err
 		}
 	}
+	for name := range t.reshape {
+		t.s.forgetTree(name)
+	}
 	// A transaction that never reached the server has nothing to commit.
 	t.release()
 	return nil
 }
 
 // Rollback ends the transaction, discarding its writes; after Commit it
-// does nothing.
+// does nothing. A read-only transaction that answered from a cached
+// subtree and never went to the server checks the subtree first, and
+// returns the kv.ErrStale of one that changed under an answer it gave
+// (see trip), as Err would have.
 func (t *tx) Rollback() error {
 	if t.conn == nil {
 		return nil
 	}
 	hadErr := t.err != nil
+	t.settle()
+	if err := t.err; err != nil && !hadErr {
+		t.end()
+		return err
+	}
 	if err := t.end(); err != nil && !hadErr {
 		return err
 	}
@@ -256,6 +461,14 @@ const (
 	arenaFirst = 4 << 10
 	arenaChunk = 64 << 10
 )
+
+// reserve makes room for n bytes in one chunk, if they fit one, so that
+// a page whose size is known roughly lands in one allocation.
+func (a *arena) reserve(n int) {
+	if n > cap(*a)-len(*a) && n <= arenaChunk {
+		*a = make([]byte, 0, max(n, arenaFirst))
+	}
+}
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) == 0 {

@@ -81,6 +81,8 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"LargeValues", testLargeValues},
 		{"Insert", testInsert},
 		{"Identity", testIdentity},
+		{"Range", testRange},
+		{"Lasting", testLasting},
 		{"Model", testModel},
 	}
 	for _, tc := range tests {
@@ -661,6 +663,132 @@ func testIdentity(t *testing.T, s kv.Store) {
 		mustBucket(t, `CreateBucket("a") again`, b, err)
 		note("a created again", idOf(b))
 	})
+}
+
+// testRange checks a kv.Ranger, where the backend's cursors have it:
+// random moves of a cursor confined to a random range, with pages of
+// random size, see exactly the keys of the bucket within the range, in
+// order, nested buckets among them; past either bound a walk ends.
+func testRange(t *testing.T, s kv.Store) {
+	var all []pair
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("r"))
+		mustBucket(t, "CreateBucket", b, err)
+		for i := range 40 {
+			k := []byte(fmt.Sprintf("k%02d", i))
+			if i%9 == 4 {
+				_, err := b.CreateBucket(k)
+				must(t, "nested CreateBucket", err)
+				all = append(all, pair{k, nil})
+				continue
+			}
+			v := []byte(fmt.Sprintf("v%02d", i))
+			must(t, "Put", b.Put(k, v))
+			all = append(all, pair{k, v})
+		}
+	})
+	tx := begin(t, s, false)
+	defer tx.Rollback()
+	if _, ok := tx.Bucket([]byte("r")).Cursor().(kv.Ranger); !ok {
+		t.Skip("the store's cursors are not kv.Rangers")
+	}
+	bound := rapid.OneOf(rapid.Just(""), rapid.StringMatching(`k[0-4][0-9]?x?`))
+	rapid.Check(t, func(rt *rapid.T) {
+		c := tx.Bucket([]byte("r")).Cursor()
+		lo, hi := bound.Draw(rt, "lo"), bound.Draw(rt, "hi")
+		var loB, hiB []byte // "" is no bound
+		if lo != "" {
+			loB = []byte(lo)
+		}
+		if hi != "" {
+			hiB = []byte(hi)
+		}
+		var in []pair
+		for _, e := range all {
+			if (loB == nil || bytes.Compare(e.k, loB) >= 0) && (hiB == nil || bytes.Compare(e.k, hiB) <= 0) {
+				in = append(in, e)
+			}
+		}
+		if ra, ok := c.(kv.ReadAhead); ok {
+			ra.ReadAhead(rapid.IntRange(1, 8).Draw(rt, "page"))
+		}
+		c.(kv.Ranger).Range(loB, hiB)
+		i := -1 // the model's position in; -1 before a jump or past an end
+		for range rapid.IntRange(1, 30).Draw(rt, "moves") {
+			var k, v []byte
+			move := "First"
+			if i < 0 {
+				move = rapid.SampledFrom([]string{"First", "Last", "Seek"}).Draw(rt, "jump")
+			} else {
+				move = rapid.SampledFrom([]string{"First", "Last", "Seek", "Next", "Next", "Prev", "Prev"}).Draw(rt, "move")
+			}
+			switch move {
+			case "First":
+				k, v = c.First()
+				i = 0
+			case "Last":
+				k, v = c.Last()
+				i = len(in) - 1
+			case "Seek":
+				seek := rapid.StringMatching(`k[0-4][0-9]?x?`).Draw(rt, "seek")
+				k, v = c.Seek([]byte(seek))
+				i = seekIndex(in, []byte(seek))
+			case "Next":
+				k, v = c.Next()
+				i++
+			case "Prev":
+				k, v = c.Prev()
+				i--
+			}
+			want := end
+			if i >= 0 && i < len(in) {
+				want = in[i]
+			} else {
+				i = -1
+			}
+			at(rt, fmt.Sprintf("range [%q, %q]", lo, hi), move, k, v, want)
+		}
+		checkTxErr(rt, "range walk", tx)
+	})
+}
+
+// testLasting checks a kv.Lasting cursor, where the backend has one: keys
+// and values it returned keep their bytes after the transaction ends,
+// and after later transactions of the store.
+func testLasting(t *testing.T, s kv.Store) {
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("l"))
+		mustBucket(t, "CreateBucket", b, err)
+		for i := range 300 {
+			must(t, "Put", b.Put([]byte(fmt.Sprintf("k%03d", i)), bytes.Repeat([]byte{byte(i)}, 100+i)))
+		}
+	})
+	var kept []pair
+	view(t, s, func(tx kv.Tx) {
+		c := tx.Bucket([]byte("l")).Cursor()
+		if _, ok := c.(kv.Lasting); !ok {
+			t.Skip("the store's cursors are not kv.Lasting")
+		}
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			kept = append(kept, pair{k, v})
+		}
+	})
+	view(t, s, func(tx kv.Tx) {
+		c := tx.Bucket([]byte("l")).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		}
+	})
+	update(t, s, func(tx kv.Tx) {
+		must(t, "DeleteBucket", tx.DeleteBucket([]byte("l")))
+	})
+	if len(kept) != 300 {
+		t.Fatalf("walked %d keys, want 300", len(kept))
+	}
+	for i, e := range kept {
+		if string(e.k) != fmt.Sprintf("k%03d", i) || !bytes.Equal(e.v, bytes.Repeat([]byte{byte(i)}, 100+i)) {
+			t.Fatalf("key %d after its transaction: %s = %s", i, fmtKey(e.k), fmtVal(e.v))
+		}
+	}
 }
 
 // testInsert checks a kv.Inserter, where the backend has one: inserted keys

@@ -1,0 +1,355 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// A read-only transaction takes a top-level bucket's subtree from the
+// store's cache and checks it with its first statement. Another store of
+// the database (another process) changes the subtree between two reads;
+// the second read either gives what a fresh lookup would have, or, when
+// the caller had already acted on a bucket that is gone, fails with
+// kv.ErrStale. Never a stale answer.
+func TestCachedSubtree(t *testing.T) {
+	type reader func(t *testing.T, tx kv.Tx) error
+	get := func(path ...string) func(t *testing.T, tx kv.Tx) ([]byte, error) {
+		return func(t *testing.T, tx kv.Tx) ([]byte, error) {
+			b := tx.Bucket([]byte("c"))
+			for _, p := range path {
+				if b == nil {
+					break
+				}
+				b = b.Bucket([]byte(p))
+			}
+			if b == nil {
+				return nil, tx.Err()
+			}
+			return b.Get([]byte("k")), tx.Err()
+		}
+	}
+	wantValue := func(path []string, want string) reader {
+		return func(t *testing.T, tx kv.Tx) error {
+			v, err := get(path...)(t, tx)
+			if err == nil && string(v) != want {
+				t.Errorf("Get %v/k = %q, want %q", path, v, want)
+			}
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, tx kv.Tx)
+		read   reader
+		stale  bool
+		after  reader // a fresh read after it: must not fail
+	}{
+		{
+			name:   "unchanged",
+			change: func(*testing.T, kv.Tx) {},
+			read:   wantValue(nil, "v1"),
+		},
+		{
+			name:   "nested bucket added, found after the read",
+			change: func(t *testing.T, tx kv.Tx) { create(t, tx.Bucket([]byte("c")), "y") },
+			read: func(t *testing.T, tx kv.Tx) error {
+				c := tx.Bucket([]byte("c"))
+				if v := c.Get([]byte("k")); string(v) != "v1" {
+					t.Errorf("Get = %q", v)
+				}
+				if c.Bucket([]byte("y")) == nil {
+					t.Errorf("the new nested bucket is missing after the first read")
+				}
+				return tx.Err()
+			},
+		},
+		{
+			name:   "nested bucket added, looked up before the read",
+			change: func(t *testing.T, tx kv.Tx) { create(t, tx.Bucket([]byte("c")), "y") },
+			read:   wantValue([]string{"y"}, ""),
+			stale:  true, // the cache said y is not there; the caller acted on it
+			after: func(t *testing.T, tx kv.Tx) error {
+				if tx.Bucket([]byte("c")).Bucket([]byte("y")) == nil {
+					t.Errorf("y is still missing")
+				}
+				return tx.Err()
+			},
+		},
+		{
+			name: "made again with the same shape",
+			change: func(t *testing.T, tx kv.Tx) {
+				must(t, tx.DeleteBucket([]byte("c")))
+				c := create(t, tx, "c")
+				must(t, create(t, c, "x").Put([]byte("k"), []byte("x2")))
+				must(t, c.Put([]byte("k"), []byte("v2")))
+			},
+			read: func(t *testing.T, tx kv.Tx) error {
+				c := tx.Bucket([]byte("c"))
+				x := c.Bucket([]byte("x"))
+				if v := x.Get([]byte("k")); string(v) != "x2" {
+					t.Errorf("x/k = %q, want x2", v)
+				}
+				if v := c.Get([]byte("k")); string(v) != "v2" {
+					t.Errorf("k = %q, want v2", v)
+				}
+				return tx.Err()
+			},
+		},
+		{
+			name: "made again after its id was read",
+			change: func(t *testing.T, tx kv.Tx) {
+				must(t, tx.DeleteBucket([]byte("c")))
+				must(t, create(t, tx, "c").Put([]byte("k"), []byte("v2")))
+			},
+			read: func(t *testing.T, tx kv.Tx) error {
+				c := tx.Bucket([]byte("c"))
+				_ = c.(kv.Identifier).ID()
+				c.Get([]byte("k"))
+				return tx.Err()
+			},
+			stale: true,
+			after: wantValue(nil, "v2"),
+		},
+		{
+			name:   "deleted",
+			change: func(t *testing.T, tx kv.Tx) { must(t, tx.DeleteBucket([]byte("c"))) },
+			read:   wantValue(nil, ""),
+			stale:  true,
+			after: func(t *testing.T, tx kv.Tx) error {
+				if tx.Bucket([]byte("c")) != nil {
+					t.Errorf("c is still there")
+				}
+				return tx.Err()
+			},
+		},
+		{
+			name:   "deleted, and the caller only looked it up",
+			change: func(t *testing.T, tx kv.Tx) { must(t, tx.DeleteBucket([]byte("c"))) },
+			read: func(t *testing.T, tx kv.Tx) error {
+				if tx.Bucket([]byte("c")) == nil {
+					t.Errorf("the cached bucket is missing")
+				}
+				return tx.Err() // the check goes now, on its own
+			},
+			stale: true,
+		},
+		{
+			name:   "deleted, and the caller only looked it up and rolled back",
+			change: func(t *testing.T, tx kv.Tx) { must(t, tx.DeleteBucket([]byte("c"))) },
+			read: func(t *testing.T, tx kv.Tx) error {
+				tx.Bucket([]byte("c"))
+				return tx.Rollback()
+			},
+			stale: true,
+		},
+		{
+			name:   "a nested bucket deleted, walked over",
+			change: func(t *testing.T, tx kv.Tx) { must(t, tx.Bucket([]byte("c")).DeleteBucket([]byte("x"))) },
+			read: func(t *testing.T, tx kv.Tx) error {
+				var keys []string
+				cur := tx.Bucket([]byte("c")).Cursor()
+				for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+					keys = append(keys, string(k))
+				}
+				if fmt.Sprint(keys) != "[k]" {
+					t.Errorf("keys %q, want [k]", keys)
+				}
+				if tx.Bucket([]byte("c")).Bucket([]byte("x")) != nil {
+					t.Errorf("the deleted nested bucket is still there")
+				}
+				return tx.Err()
+			},
+		},
+		{
+			name:   "a bucket added two levels down",
+			change: func(t *testing.T, tx kv.Tx) { create(t, tx.Bucket([]byte("c")).Bucket([]byte("x")), "z") },
+			read: func(t *testing.T, tx kv.Tx) error {
+				x := tx.Bucket([]byte("c")).Bucket([]byte("x"))
+				if v := x.Get([]byte("k")); string(v) != "x1" {
+					t.Errorf("x/k = %q", v)
+				}
+				if x.Bucket([]byte("z")) == nil {
+					t.Errorf("z is missing")
+				}
+				return tx.Err()
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := pgtest.URL(t)
+			a, b := openURL(t, url), openURL(t, url)
+			setup := begin(t, b, true)
+			c := create(t, setup, "c")
+			must(t, c.Put([]byte("k"), []byte("v1")))
+			must(t, create(t, c, "x").Put([]byte("k"), []byte("x1")))
+			commit(t, setup)
+
+			warm := begin(t, a, false)
+			if v := warm.Bucket([]byte("c")).Get([]byte("k")); string(v) != "v1" {
+				t.Fatalf("first read: %q, %v", v, warm.Err())
+			}
+			must(t, warm.Rollback())
+			if _, cached := a.trees.Load("c"); !cached {
+				t.Fatal("a read-only lookup did not cache the subtree")
+			}
+
+			change := begin(t, b, true)
+			tc.change(t, change)
+			commit(t, change)
+
+			tx := begin(t, a, false)
+			err := tc.read(t, tx)
+			tx.Rollback()
+			if tc.stale != errors.Is(err, kv.ErrStale) {
+				t.Fatalf("read: %v, want ErrStale: %v", err, tc.stale)
+			}
+			if err != nil && !tc.stale {
+				t.Fatal(err)
+			}
+			if tc.after != nil {
+				tx := begin(t, a, false)
+				if err := tc.after(t, tx); err != nil {
+					t.Errorf("the read after: %v", err)
+				}
+				tx.Rollback()
+			}
+		})
+	}
+}
+
+// A writer that changes a subtree drops it from its own store's cache.
+func TestCachedSubtreeForgotten(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "c", 1)
+	tx := begin(t, s, false)
+	tx.Bucket([]byte("c"))
+	must(t, tx.Rollback())
+	if _, cached := s.trees.Load("c"); !cached {
+		t.Fatal("not cached")
+	}
+	w := begin(t, s, true)
+	create(t, w.Bucket([]byte("c")), "n")
+	commit(t, w)
+	if _, cached := s.trees.Load("c"); cached {
+		t.Error("a commit that made a nested bucket left the cached subtree")
+	}
+}
+
+// A store made before the registry had generations gains the column when
+// it is opened, and reads it as before.
+func TestRegistryWithoutGenerations(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	fill(t, s, "c", 2)
+	if _, err := s.pool.Exec(ctx, "ALTER TABLE storh_buckets DROP COLUMN gen"); err != nil {
+		t.Fatal(err)
+	}
+	s = openURL(t, url)
+	tx := begin(t, s, false)
+	if v := tx.Bucket([]byte("c")).Get(key(1)); string(v) != "v1" {
+		t.Errorf("Get = %q, %v", v, tx.Err())
+	}
+}
+
+// Random changes by one store, reads by another: every read agrees with
+// a model of the buckets, or fails with kv.ErrStale when a bucket it
+// used changed since the reader last looked, and the read again agrees.
+func TestCachedSubtreeModel(t *testing.T) {
+	url := pgtest.URL(t)
+	reader, writer := openURL(t, url), openURL(t, url)
+	tops := []string{"t0", "t1"}
+	nested := []string{"n0", "n1"}
+	round := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		round++
+		// The model: which buckets exist and their value of key k.
+		model := map[string]string{}
+		// Start clean: drop what the last run left.
+		w := begin(t, writer, true)
+		for _, top := range tops {
+			if w.Bucket([]byte(top)) != nil {
+				must(t, w.DeleteBucket([]byte(top)))
+			}
+		}
+		commit(t, w)
+		for step := range rapid.IntRange(1, 30).Draw(rt, "steps") {
+			top := rapid.SampledFrom(tops).Draw(rt, "top")
+			sub := rapid.SampledFrom(append([]string{""}, nested...)).Draw(rt, "nested")
+			path := top
+			if sub != "" {
+				path += "/" + sub
+			}
+			switch rapid.IntRange(0, 3).Draw(rt, "op") {
+			case 0: // make the bucket (and its parent), put k
+				v := fmt.Sprintf("%d.%d", round, step)
+				w := begin(t, writer, true)
+				b, err := w.CreateBucketIfNotExists([]byte(top))
+				must(t, err)
+				model[top] = model[top] // exists
+				if sub != "" {
+					b, err = b.CreateBucketIfNotExists([]byte(sub))
+					must(t, err)
+				}
+				must(t, b.Put([]byte("k"), []byte(v)))
+				commit(t, w)
+				model[path] = v
+			case 1: // delete it
+				w := begin(t, writer, true)
+				parent := kv.Bucket(nil)
+				if sub != "" {
+					parent = w.Bucket([]byte(top))
+				}
+				var err error
+				switch {
+				case sub == "":
+					err = w.DeleteBucket([]byte(top))
+				case parent != nil:
+					err = parent.DeleteBucket([]byte(sub))
+				default:
+					err = kv.ErrBucketNotFound
+				}
+				if _, there := model[path]; there != (err == nil) {
+					rt.Fatalf("delete %s: %v, model has it: %v", path, err, there)
+				}
+				commit(t, w)
+				for p := range model {
+					if p == path || len(p) > len(path) && p[:len(path)+1] == path+"/" {
+						delete(model, p)
+					}
+				}
+			default: // read it, twice if the first is stale
+				for attempt := 1; ; attempt++ {
+					tx := begin(t, reader, false)
+					got, there := "", false
+					if b := tx.Bucket([]byte(top)); b != nil {
+						if sub != "" {
+							b = b.Bucket([]byte(sub))
+						}
+						if b != nil {
+							got, there = string(b.Get([]byte("k"))), true
+						}
+					}
+					err := tx.Err()
+					tx.Rollback()
+					if errors.Is(err, kv.ErrStale) && attempt == 1 {
+						continue
+					}
+					if err != nil {
+						rt.Fatalf("read %s (attempt %d): %v", path, attempt, err)
+					}
+					want, wantThere := model[path]
+					if there != wantThere || got != want {
+						rt.Fatalf("read %s: %q (there %v), model %q (there %v)", path, got, there, want, wantThere)
+					}
+					break
+				}
+			}
+		}
+	})
+}
