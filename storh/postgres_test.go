@@ -18,6 +18,7 @@ import (
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -432,5 +433,88 @@ func TestPostgresManyProcessesChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Printf("done %s\n", job.ID)
+	}
+}
+
+// A DB remembers a collection's buckets between reads. Another process
+// that drops the collection and makes it again, or adds an index to it,
+// leaves the DB's reads right: a query, a stream and a count see the
+// collection as it is now; only a View callback that had opened it
+// before its first read fails, with kv.ErrStale, and runs again cleanly.
+func TestPostgresReadAfterRecreate(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := openPostgres(t, url), openPostgres(t, url)
+	put := func(db *storh.DB, n int) []uuidv7.UUID {
+		t.Helper()
+		docs, err := db.Docs("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uuidv7.UUID
+		for i := range n {
+			rec, err := docs.Put(storh.Map{"n": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rec.ID)
+		}
+		return ids
+	}
+	put(a, 3)
+	docs, err := a.Docs("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := docs.Find(query.All()); err != nil || len(page) != 3 {
+		t.Fatalf("Find: %d records, %v", len(page), err)
+	}
+
+	// Made again with other records: the next query reads them.
+	if err := b.Drop("x"); err != nil {
+		t.Fatal(err)
+	}
+	want := put(b, 5)
+	page, err := docs.Find(query.All())
+	if err != nil || len(page) != 5 || page[0].ID != want[0] {
+		t.Fatalf("Find after the collection was made again: %d records, %v", len(page), err)
+	}
+
+	// An index added by the other process: the query is answered, by it.
+	bd, err := b.Docs("x", storh.WithIndex(storh.Index("n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bd.Put(storh.Map{"n": 7}); err != nil { // builds the index
+		t.Fatal(err)
+	}
+	got, err := docs.Find(query.All().Where(query.Field("n").Eq(7)).RequireIndex())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Find by the new index: %d records, %v", len(got), err)
+	}
+	if n, err := docs.Count(); err != nil || n != 6 {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+
+	// Dropped and made again between a View's open and its first read.
+	if err := b.Drop("x"); err != nil {
+		t.Fatal(err)
+	}
+	put(b, 2)
+	var n int
+	view := func() error {
+		return a.View(func(tx *storh.Tx) error {
+			d, err := tx.Docs("x")
+			if err != nil {
+				return err
+			}
+			n, err = d.Count()
+			return err
+		})
+	}
+	if err := view(); !errors.Is(err, kv.ErrStale) {
+		t.Fatalf("View that opened the collection before it was made again: %v, want kv.ErrStale", err)
+	}
+	if err := view(); err != nil || n != 2 {
+		t.Fatalf("View run again: Count %d, %v", n, err)
 	}
 }

@@ -503,14 +503,17 @@ func conflictPause(attempt int) {
 }
 
 // View runs fn in a read transaction. The caller must hold Enter. An error
-// fn returns comes back unchanged.
+// fn returns comes back unchanged, unless the transaction failed with
+// kv.ErrStale (see ViewSafe).
 func (db *DB) View(fn func(*Tx) error) error {
 	var own error
 	err := db.run(false, func(ktx kv.Tx) error {
 		own = fn(newTx(db, ktx))
 		return own
 	})
-	if own != nil {
+	if own != nil && !errors.Is(err, kv.ErrStale) {
+		// fn's error, unless fn worked from buckets that had changed:
+		// then its error may be one of them (no index, no collection).
 		return own
 	}
 	return mapStoreErr(err)
