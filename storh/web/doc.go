@@ -1,0 +1,72 @@
+// Package web serves a storh database over HTTP as a JSON API, for looking
+// inside a running application's store: bbolt lets one process hold the
+// file, so while the application runs, the storh CLI cannot open it. The
+// application mounts the handler in its own server, as it would
+// net/http/pprof.
+//
+// # Basics
+//
+// Handler returns an http.Handler whose routes are relative, so it works at
+// the root of a server or under any prefix with http.StripPrefix:
+//
+//	mux.Handle("/debug/storh/", http.StripPrefix("/debug/storh",
+//		web.Handler(db, web.WithToken(os.Getenv("STORH_TOKEN")))))
+//
+// The endpoints (docs/http.md has them all, with examples):
+//
+//	GET    api/collections                      every collection's kind, counts, first and last ids
+//	GET    api/collections/{name}               one collection's
+//	GET    api/collections/{name}/records       a page: after, before, from, until, limit, newest, q, order
+//	GET    api/collections/{name}/records/{id}  one record
+//	GET    api/collections/{name}/explain       how the query of the same parameters runs
+//	PUT    api/collections/{name}/records/{id}  store a record (WithWrites)
+//	DELETE api/collections/{name}/records/{id}  delete a Docs record (WithWrites)
+//
+// A record is written as its line of a JSON lines export (package jsonl):
+// {"id":…,"time":…,"data":{…}}, with the same value mapping ({"$date":…}
+// for times, 5 an integer and 5.0 a float), which PUT reads back. A page
+// is {"records":[…],"next":"<id>"}: pass next as after (before with
+// newest=1) for the following page; it is empty after the last page. The
+// condition q is the JSON form of a query.Cond that ParseCond reads:
+//
+//	{"and":[{"field":"level","op":"eq","value":"error"},{"field":"n","op":"gte","value":5}]}
+//
+// Errors are {"error":{"kind":…,"message":…}} with a status that fits:
+// 400 for a bad parameter, id, condition or body, 404 for a collection or
+// record that does not exist, 409 for a unique violation, 413 for a body
+// over the limit, 423 for a locked file, 401 and 403 for the token and
+// for writes.
+//
+// # Security
+//
+//   - The handler is read-only unless WithWrites is given; then PUT and
+//     DELETE work, and nothing else changes data.
+//   - WithToken requires a bearer token on every request, compared in
+//     constant time, before any routing: without it even a wrong path
+//     says only 401. RequireToken tells a server whether its address
+//     needs one (any address but loopback does).
+//   - Bodies are bounded by WithMaxBody, pages by WithMaxPage and the time
+//     of a request by WithTimeout. Conditions are bounded in size, depth
+//     and count (MaxCondBytes, MaxCondDepth, MaxCondNodes).
+//   - No part of a request names a file: the handler serves the one open
+//     database, and a collection name from a URL never creates a
+//     collection.
+//   - Responses carry Cache-Control: no-store and X-Content-Type-Options:
+//     nosniff. Writes need PUT or DELETE, which a page of another site
+//     cannot send without a CORS preflight that the handler never grants.
+//
+// # Caveats
+//
+//   - A page is held in memory up to 1 MiB; past that it is sent as it is
+//     read, and an error after that point (a damaged record, the time
+//     limit) cuts the connection instead of answering with an error
+//     status, so a client never takes a short page for a whole one.
+//   - A page is not a snapshot: like storh's Stream it reads in short
+//     transactions, so records written meanwhile ahead of the cursor may
+//     appear.
+//   - Without a token, a server on loopback is open to every local user
+//     and process, and to web pages that reach it through DNS rebinding;
+//     give it a token when that matters.
+//   - Queues are listed with their counts, but their jobs are not records:
+//     the record endpoints answer 409 wrong_kind for a queue.
+package web

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+)
+
+// The kinds of error a response names, in {"error":{"kind":…}}. A client
+// switches on the kind; the message is for people.
+const (
+	KindBadRequest       = "bad_request"        // 400: a bad parameter, id, condition or body
+	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
+	KindForbidden        = "forbidden"          // 403: a write while writes are off
+	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
+	KindNotFound         = "not_found"          // 404: no such collection, record, cursor record or endpoint
+	KindMethodNotAllowed = "method_not_allowed" // 405: a method the endpoint does not have
+	KindAppendOnly       = "append_only"        // 405: DELETE of a log record
+	KindExists           = "exists"             // 409: PUT of an id a log already has
+	KindUniqueViolation  = "unique_violation"   // 409: a unique index holds the value for another record
+	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
+	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
+	KindTooLarge         = "too_large"          // 413: the request body is over the limit
+	KindLocked           = "locked"             // 423: another process holds the database file
+	KindCorrupt          = "corrupt"            // 500: a stored value fails its checksum
+	KindInternal         = "internal"           // 500: anything else
+	KindUnsupported      = "unsupported"        // 501: not on this backend
+	KindUnavailable      = "unavailable"        // 503: the database is closed
+	KindTimeout          = "timeout"            // 503: the request ran past its time limit
+	KindFull             = "full"               // 507: the database reached its size limit
+)
+
+// apiError is an error the handler answers with a status and kind of its
+// own choosing, rather than one derived from a storh sentinel.
+type apiError struct {
+	status int
+	kind   string
+	msg    string
+	err    error
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.err }
+
+func badRequest(msg string) error {
+	return &apiError{status: http.StatusBadRequest, kind: KindBadRequest, msg: msg}
+}
+
+// classify gives the status and kind of an error. Sentinels are tested in
+// the order below because some wrap others (ErrCursorNotFound is an
+// ErrNotFound; a condition error wraps ErrInvalidQuery).
+func classify(err error) (int, string) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.kind
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, KindTooLarge
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable, KindTimeout
+	case errors.Is(err, storh.ErrNotFound), errors.Is(err, storh.ErrEmpty):
+		return http.StatusNotFound, KindNotFound
+	case errors.Is(err, storh.ErrInvalidID), errors.Is(err, storh.ErrInvalidData),
+		errors.Is(err, storh.ErrInvalidQuery), errors.Is(err, storh.ErrInvalidName),
+		errors.Is(err, storh.ErrNoIndex), errors.Is(err, storh.ErrInvalidIndex),
+		errors.Is(err, jsonl.ErrSyntax), errors.Is(err, jsonl.ErrRow):
+		return http.StatusBadRequest, KindBadRequest
+	case errors.Is(err, storh.ErrUniqueViolation):
+		return http.StatusConflict, KindUniqueViolation
+	case errors.Is(err, storh.ErrExists):
+		return http.StatusConflict, KindExists
+	case errors.Is(err, storh.ErrWrongKind):
+		return http.StatusConflict, KindWrongKind
+	case errors.Is(err, storh.ErrNotClaimed), errors.Is(err, storh.ErrNotEmpty),
+		errors.Is(err, storh.ErrUnfinishedMigration):
+		return http.StatusConflict, KindConflict
+	case errors.Is(err, storh.ErrReadOnly):
+		return http.StatusForbidden, KindReadOnly
+	case errors.Is(err, storh.ErrLocked):
+		return http.StatusLocked, KindLocked
+	case errors.Is(err, storh.ErrTooLarge):
+		// The database is full, which is not the request's size: 413 would
+		// tell the client to send less.
+		return http.StatusInsufficientStorage, KindFull
+	case errors.Is(err, storh.ErrUnsupported):
+		return http.StatusNotImplemented, KindUnsupported
+	case errors.Is(err, storh.ErrClosed):
+		return http.StatusServiceUnavailable, KindUnavailable
+	case errors.Is(err, storh.ErrCorrupt):
+		return http.StatusInternalServerError, KindCorrupt
+	}
+	// ErrNestedTx, ErrTypeMismatch, ErrInvalidOption and ErrPayload cannot
+	// come from a request: they are bugs, here or in storh.
+	return http.StatusInternalServerError, KindInternal
+}
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers with err as JSON. The message is the error's own
+// text: storh's errors name the operation, collection and id, never more
+// of the file than its own text says, and the handler's name the parameter.
+func writeError(w http.ResponseWriter, err error) {
+	status, kind := classify(err)
+	var body errorBody
+	body.Error.Kind, body.Error.Message = kind, err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		body.Error.Message = "web: the request ran past its time limit: " + err.Error()
+	}
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers with v as JSON.
+// Like a record's JSON, it leaves <, > and & as they are (json.Marshal
+// would write \u003c): a query's text reads "score >= 8", and nosniff
+// keeps browsers from reading JSON as HTML.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		// Only the handler's own types reach here, and they all marshal.
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"error":{"kind":"internal","message":"web: cannot write the response"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}

@@ -1,0 +1,77 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+)
+
+// TestClassify maps every sentinel of storh, wrapped as storh wraps them,
+// to its status and kind.
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		kind   string
+	}{
+		{storh.ErrNotFound, 404, KindNotFound},
+		{storh.ErrCursorNotFound, 404, KindNotFound},
+		{storh.ErrEmpty, 404, KindNotFound},
+		{storh.ErrInvalidID, 400, KindBadRequest},
+		{storh.ErrInvalidData, 400, KindBadRequest},
+		{storh.ErrInvalidQuery, 400, KindBadRequest},
+		{storh.ErrInvalidName, 400, KindBadRequest},
+		{storh.ErrNoIndex, 400, KindBadRequest},
+		{storh.ErrInvalidIndex, 400, KindBadRequest},
+		{jsonl.ErrSyntax, 400, KindBadRequest},
+		{jsonl.ErrRow, 400, KindBadRequest},
+		{storh.ErrUniqueViolation, 409, KindUniqueViolation},
+		{storh.ErrExists, 409, KindExists},
+		{storh.ErrWrongKind, 409, KindWrongKind},
+		{storh.ErrNotClaimed, 409, KindConflict},
+		{storh.ErrNotEmpty, 409, KindConflict},
+		{storh.ErrUnfinishedMigration, 409, KindConflict},
+		{storh.ErrReadOnly, 403, KindReadOnly},
+		{storh.ErrLocked, 423, KindLocked},
+		{storh.ErrTooLarge, 507, KindFull},
+		{storh.ErrUnsupported, 501, KindUnsupported},
+		{storh.ErrClosed, 503, KindUnavailable},
+		{storh.ErrCorrupt, 500, KindCorrupt},
+		{storh.ErrNestedTx, 500, KindInternal},
+		{storh.ErrTypeMismatch, 500, KindInternal},
+		{storh.ErrInvalidOption, 500, KindInternal},
+		{jsonl.ErrPayload, 500, KindInternal},
+		{context.DeadlineExceeded, 503, KindTimeout},
+		{&http.MaxBytesError{Limit: 1}, 413, KindTooLarge},
+		{&CondError{Node: "$", Reason: "x"}, 400, KindBadRequest},
+		{errors.New("other"), 500, KindInternal},
+	} {
+		for _, err := range []error{tc.err, &storh.Error{Op: "get", Collection: "c", Index: -1, Err: tc.err}, fmt.Errorf("web: body: %w", tc.err)} {
+			status, kind := classify(err)
+			if status != tc.status || kind != tc.kind {
+				t.Errorf("%v: %d %s, want %d %s", err, status, kind, tc.status, tc.kind)
+			}
+		}
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeError(w, &storh.Error{Op: "get", Collection: "c", ID: "x", Index: -1, Err: storh.ErrLocked})
+	want := `{"error":{"kind":"locked","message":"storh: get \"c\" id x: database is locked"}}` + "\n"
+	if w.Code != 423 || w.Body.String() != want || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("%d %q %v", w.Code, w.Body, w.Header())
+	}
+	w = httptest.NewRecorder()
+	writeError(w, fmt.Errorf("storh: stream: %w", context.DeadlineExceeded))
+	if w.Code != 503 || !strings.Contains(w.Body.String(), "time limit") {
+		t.Errorf("%d %q", w.Code, w.Body)
+	}
+}

@@ -1,0 +1,70 @@
+package web_test
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/web"
+)
+
+// An application mounts the handler under a prefix of its own server, and
+// a client reads a page of records that match a condition.
+func ExampleHandler() {
+	dir, err := os.MkdirTemp("", "storh-web-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := storh.Open(filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	// Deterministic ids, so that the output below is the same every run.
+	events, err := db.Log("events", storh.WithDeterministicIDs(1, 1714564800000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, level := range []string{"info", "error", "info", "error"} {
+		if _, err := events.Put(storh.Map{"n": i, "level": level}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/debug/storh/", http.StripPrefix("/debug/storh", web.Handler(db, web.WithToken("s3cret"))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	q := url.Values{
+		"q":      {`{"field":"level","op":"eq","value":"error"}`},
+		"newest": {"1"},
+		"limit":  {"1"},
+	}
+	req, err := http.NewRequest("GET", srv.URL+"/debug/storh/api/collections/events/records?"+q.Encode(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.Status)
+	fmt.Print(string(body))
+	// Output:
+	// 200 OK
+	// {"records":[{"id":"018f3406-9e03-72dd-8cd8-7274d67084ca","time":"2024-05-01T12:00:00.003Z","data":{"level":"error","n":3}}],"next":"018f3406-9e03-72dd-8cd8-7274d67084ca"}
+}

@@ -1,0 +1,163 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/storhdb/storh-go/storh"
+)
+
+// handler serves one database.
+type handler struct {
+	db  *storh.DB
+	cfg config
+	// tokenSum is the SHA-256 of the token: comparing digests of equal
+	// length keeps the comparison's time independent of the token's
+	// length as well as its bytes.
+	tokenSum [sha256.Size]byte
+	mux      *http.ServeMux
+}
+
+// Handler returns an http.Handler that serves db's JSON API (docs/http.md),
+// read-only unless WithWrites is given. Its routes are relative ("api/…"),
+// so it works mounted at the root of a server and under a prefix with
+// http.StripPrefix, whether the stripped prefix keeps its final slash or
+// not:
+//
+//	mux.Handle("/debug/storh/", http.StripPrefix("/debug/storh", web.Handler(db, web.WithToken(token))))
+//
+// Handler panics on an option given an unusable value (WithMaxPage(0),
+// WithToken("")), as http.ServeMux panics on a bad pattern: it is a
+// mistake in the program, not in a request.
+func Handler(db *storh.DB, opts ...Option) http.Handler {
+	if db == nil {
+		panic("web: Handler(nil): pass an open *storh.DB")
+	}
+	h := &handler{db: db, cfg: newConfig(opts)}
+	if h.cfg.bad != nil {
+		panic(h.cfg.bad)
+	}
+	if h.cfg.token != "" {
+		h.tokenSum = sha256.Sum256([]byte(h.cfg.token))
+	}
+	h.routes()
+	return h
+}
+
+// route is one path of the API and what each of its methods does.
+type route struct {
+	path    string
+	methods []string
+	serve   []http.HandlerFunc
+}
+
+func (h *handler) routes() {
+	h.mux = http.NewServeMux()
+	for _, rt := range []route{
+		{"/api/collections", []string{"GET"}, []http.HandlerFunc{h.listCollections}},
+		{"/api/collections/{name}", []string{"GET"}, []http.HandlerFunc{h.collectionStats}},
+		{"/api/collections/{name}/records", []string{"GET"}, []http.HandlerFunc{h.listRecords}},
+		{"/api/collections/{name}/records/{id}", []string{"GET", "PUT", "DELETE"}, []http.HandlerFunc{h.getRecord, h.putRecord, h.deleteRecord}},
+		{"/api/collections/{name}/explain", []string{"GET"}, []http.HandlerFunc{h.explain}},
+	} {
+		for i, m := range rt.methods {
+			h.mux.HandleFunc(m+" "+rt.path, rt.serve[i])
+		}
+		// The same path without a method catches the other methods, so they
+		// get a JSON 405 rather than the mux's text one.
+		allow := strings.Join(rt.methods, ", ")
+		if strings.Contains(allow, "GET") {
+			allow = strings.Replace(allow, "GET", "GET, HEAD", 1)
+		}
+		h.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindMethodNotAllowed,
+				msg: fmt.Sprintf("web: %s is not allowed here; allowed: %s", r.Method, allow)})
+		})
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, kind: KindNotFound,
+			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections", r.URL.Path)})
+	})
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	// Responses hold the store's data: no cache keeps them, and no browser
+	// reads JSON as a page.
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	if !h.authorized(r) {
+		hd.Set("WWW-Authenticate", `Bearer realm="storh"`)
+		writeError(w, &apiError{status: http.StatusUnauthorized, kind: KindUnauthorized,
+			msg: "web: this API needs a bearer token (Authorization: Bearer <token>)"})
+		return
+	}
+	// http.StripPrefix("/debug/storh/", …) leaves "api/…" without its
+	// leading slash, which no mux pattern matches.
+	if !strings.HasPrefix(r.URL.Path, "/") {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path = "/" + u.Path
+		if u.RawPath != "" {
+			u.RawPath = "/" + u.RawPath
+		}
+		r2.URL = &u
+		r = r2
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// authorized reports whether r shows the token, when there is one.
+func (h *handler) authorized(r *http.Request) bool {
+	if h.cfg.token == "" {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) == 1
+}
+
+// writesOff answers 403 and returns true when writes are off.
+func (h *handler) writesOff(w http.ResponseWriter) bool {
+	if h.cfg.writes {
+		return false
+	}
+	writeError(w, &apiError{status: http.StatusForbidden, kind: KindForbidden,
+		msg: "web: writes are off: the handler was made without web.WithWrites"})
+	return true
+}
+
+// collection opens the existing collection name with its own kind. A name
+// from a request must not create a collection, hence WithoutCreate; and
+// storh has no call that opens a collection whatever its kind, so it tries
+// each kind of record collection in turn (an open is a lookup, not a scan).
+func (h *handler) collection(name string) (storh.Collection, error) {
+	d, err := h.db.Docs(name, storh.WithoutCreate())
+	if err == nil {
+		return d, nil
+	}
+	if !errors.Is(err, storh.ErrWrongKind) {
+		return nil, err
+	}
+	l, err := h.db.Log(name, storh.WithoutCreate())
+	if err == nil {
+		return l, nil
+	}
+	if !errors.Is(err, storh.ErrWrongKind) {
+		return nil, err
+	}
+	return nil, &apiError{status: http.StatusConflict, kind: KindWrongKind, err: storh.ErrWrongKind,
+		msg: fmt.Sprintf("web: collection %q is a queue: its jobs are not records", name)}
+}

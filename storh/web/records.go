@@ -1,0 +1,203 @@
+package web
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// streamAfter is how much of a page is held before the response starts:
+// a page that fails within it gets an error status; a larger one is sent
+// as it is read, so that a page of big records does not sit in memory.
+const streamAfter = 1 << 20
+
+// listRecords serves GET api/collections/{name}/records: one page, and the
+// cursor of the next. It reads one record more than the page holds, to
+// know whether there is a next page without a second request finding an
+// empty one.
+func (h *handler) listRecords(w http.ResponseWriter, r *http.Request) {
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := h.parsePage(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	buf := append(make([]byte, 0, 4096), `{"records":[`...)
+	started := false
+	n := 0
+	var last, next uuidv7.UUID
+	for rec, err := range c.StreamContext(r.Context(), p.q.Limit(p.limit+1)) {
+		if err == nil && n == p.limit {
+			next = last
+			break
+		}
+		if err == nil {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			// A record's JSON is its line of a JSON lines export,
+			// without the newline.
+			buf, err = jsonl.AppendRecord(buf, rec.ID, rec.Raw())
+			if err == nil {
+				buf = buf[:len(buf)-1]
+			}
+		}
+		if err != nil {
+			if started {
+				// The status is sent: cut the connection, so that the
+				// client sees a broken response, not a short page.
+				panic(http.ErrAbortHandler)
+			}
+			writeError(w, err)
+			return
+		}
+		n++
+		last = rec.ID
+		if len(buf) >= streamAfter {
+			if !started {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				started = true
+			}
+			if _, err := w.Write(buf); err != nil {
+				return // the client is gone
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, `],"next":"`...)
+	if !next.IsZero() {
+		buf = append(buf, next.String()...)
+	}
+	buf = append(buf, "\"}\n"...)
+	if !started {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+	}
+	w.Write(buf)
+}
+
+// recordID reads the {id} of a path.
+func recordID(r *http.Request) (uuidv7.UUID, error) {
+	id, err := uuidv7.Parse(r.PathValue("id"))
+	if err != nil {
+		return id, &apiError{status: http.StatusBadRequest, kind: KindBadRequest, err: storh.ErrInvalidID,
+			msg: "web: record id: " + err.Error()}
+	}
+	return id, nil
+}
+
+// writeRecord answers with one record, as a JSON lines export writes it.
+func writeRecord(w http.ResponseWriter, status int, rec storh.Record) {
+	b, err := jsonl.AppendRecord(nil, rec.ID, rec.Raw())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// getRecord serves GET api/collections/{name}/records/{id}.
+func (h *handler) getRecord(w http.ResponseWriter, r *http.Request) {
+	if !noParams(w, r) {
+		return
+	}
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := recordID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec, err := c.Get(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRecord(w, http.StatusOK, rec)
+}
+
+// putRecord serves PUT api/collections/{name}/records/{id}: in a Docs
+// collection it stores or replaces the record; in a Log it appends one
+// with a new id, and refuses an id the log has (ErrExists, 409).
+func (h *handler) putRecord(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := recordID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	if err != nil {
+		writeError(w, fmt.Errorf("web: body: %w", err))
+		return
+	}
+	// The body is the record's data, or the record as GET gives it
+	// ({"id":…,"time":…,"data":{…}}): the forms of a JSON lines row.
+	row, err := jsonl.DecodeRow(body)
+	if err != nil {
+		writeError(w, fmt.Errorf("web: body: %w", err))
+		return
+	}
+	if !row.ID.IsZero() && row.ID != id {
+		writeError(w, badRequest(fmt.Sprintf("web: body: the record's id %s is not the id of the URL, %s", row.ID, id)))
+		return
+	}
+	rec, err := c.PutWithID(id, row.Data)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRecord(w, http.StatusOK, rec)
+}
+
+// deleteRecord serves DELETE api/collections/{name}/records/{id}, of a
+// Docs collection. Deleting an id that is not stored succeeds, as
+// Docs.Delete does: the record is not there afterwards either way.
+func (h *handler) deleteRecord(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := recordID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d, ok := c.(*storh.Docs)
+	if !ok {
+		w.Header().Set("Allow", "GET, HEAD, PUT")
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindAppendOnly,
+			msg: fmt.Sprintf("web: collection %q is a %s: its records are append-only and cannot be deleted", c.Name(), c.Kind())})
+		return
+	}
+	if err := d.Delete(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
