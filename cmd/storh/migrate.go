@@ -172,7 +172,8 @@ func isURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// redact drops the password from a URL for messages; paths stay as given.
+// redact drops the password from a URL for messages, whether in its user
+// part or as a password parameter; paths stay as given.
 func redact(s string) string {
 	if !isURL(s) {
 		return s
@@ -180,6 +181,10 @@ func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "postgres://…"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

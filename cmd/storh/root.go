@@ -146,6 +146,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		&cobra.Group{ID: "bulk", Title: "Bulk data:"},
 		&cobra.Group{ID: "maint", Title: "Maintenance:"},
 		&cobra.Group{ID: "ids", Title: "Ids:"},
+		&cobra.Group{ID: "http", Title: "HTTP:"},
 	)
 	add := func(group string, cmds ...*cobra.Command) {
 		for _, c := range cmds {
@@ -158,6 +159,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 	add("bulk", a.exportCmd(), a.importCmd(), a.migrateCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
+	add("http", a.serveCmd())
 	root.SetHelpCommandGroupID("start")
 	root.SetCompletionCommandGroupID("start")
 	helpTexts(root)
@@ -303,8 +305,21 @@ func isTerminal(r any) bool {
 }
 
 // open opens the database: read-only (a shared lock, so reads run beside
-// each other) unless write.
+// each other) unless write. A postgres:// or postgresql:// URL opens that
+// server's store, where there is no file to check and no file lock to wait
+// for (--timeout does not apply).
 func (a *app) open(write bool) (*storh.DB, error) {
+	if isURL(a.dbPath) {
+		var opts []storh.Option
+		if !write {
+			opts = append(opts, storh.WithReadOnly())
+		}
+		db, err := storh.Open(a.dbPath, opts...)
+		if err != nil {
+			return nil, a.openError(err)
+		}
+		return db, nil
+	}
 	opts := []storh.Option{storh.WithLockTimeout(a.timeout)}
 	if !write {
 		fi, err := os.Stat(a.dbPath)
@@ -386,7 +401,7 @@ func (a *app) reader(db *storh.DB, name string) (reader, storh.CollectionInfo, e
 // statistics in the order named. The caller closes the database; on error
 // nothing is left open.
 func (a *app) openExisting(write bool, names ...string) (*storh.DB, []storh.CollectionInfo, error) {
-	if _, err := os.Stat(a.dbPath); write && errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(a.dbPath); write && !isURL(a.dbPath) && errors.Is(err, os.ErrNotExist) {
 		// open(true) would create the file, only to find no collection.
 		return nil, nil, fmt.Errorf("no database at %s: pass --db PATH or set %s", a.dbPath, envDB)
 	}
