@@ -19,8 +19,16 @@
 //	GET    api/collections/{name}/records       a page: after, before, from, until, limit, newest, q, order
 //	GET    api/collections/{name}/records/{id}  one record
 //	GET    api/collections/{name}/explain       how the query of the same parameters runs
+//	GET    api/collections/{name}/count         {"count":n}; with a page's parameters, of what they select
+//	GET    api/collections/{name}/indexes       the indexes: paths, unique, entries, building
+//	GET    api/collections/{name}/tail          new records as Server-Sent Events (from, Last-Event-ID)
+//	GET    api/collections/{name}/export        every record a page's parameters select, as JSON lines
+//	GET    api/queues/{name}                    a queue's pending, claimed, done and dead jobs
+//	GET    api/stats                            the database's statistics and every collection's
+//	POST   api/verify                           storh's Verify as JSON lines (collection=… to narrow it)
 //	PUT    api/collections/{name}/records/{id}  store a record (WithWrites)
 //	DELETE api/collections/{name}/records/{id}  delete a Docs record (WithWrites)
+//	POST   api/collections/{name}/import        JSON lines into the collection, all or nothing (WithWrites)
 //
 // A record is written as its line of a JSON lines export (package jsonl):
 // {"id":…,"time":…,"data":{…}}, with the same value mapping ({"$date":…}
@@ -39,21 +47,25 @@
 //
 // # Security
 //
-//   - The handler is read-only unless WithWrites is given; then PUT and
-//     DELETE work, and nothing else changes data.
+//   - The handler is read-only unless WithWrites is given; then PUT,
+//     DELETE and import work, and nothing else changes data. Verify
+//     changes nothing and needs no WithWrites.
 //   - WithToken requires a bearer token on every request, compared in
 //     constant time, before any routing: without it even a wrong path
 //     says only 401. RequireToken tells a server whether its address
 //     needs one (any address but loopback does).
-//   - Bodies are bounded by WithMaxBody, pages by WithMaxPage and the time
-//     of a request by WithTimeout. Conditions are bounded in size, depth
+//   - Bodies are bounded by WithMaxBody (an import's by WithMaxImport),
+//     pages by WithMaxPage, the time of a request by WithTimeout and that
+//     of a live tail by WithTailLimit. Conditions are bounded in size, depth
 //     and count (MaxCondBytes, MaxCondDepth, MaxCondNodes).
 //   - No part of a request names a file: the handler serves the one open
 //     database, and a collection name from a URL never creates a
 //     collection.
 //   - Responses carry Cache-Control: no-store and X-Content-Type-Options:
 //     nosniff. Writes need PUT or DELETE, which a page of another site
-//     cannot send without a CORS preflight that the handler never grants.
+//     cannot send without a CORS preflight that the handler never grants;
+//     a POST (import, verify) from a page of another origin is refused
+//     (net/http's CrossOriginProtection).
 //
 // # Caveats
 //
@@ -69,4 +81,8 @@
 //     give it a token when that matters.
 //   - Queues are listed with their counts, but their jobs are not records:
 //     the record endpoints answer 409 wrong_kind for a queue.
+//   - Verify on a writable file runs in a write transaction that it rolls
+//     back: the application's writers wait while it runs. An import is
+//     one write transaction too (it is all or nothing), and its body is
+//     held in memory while it is imported.
 package web

@@ -32,6 +32,8 @@ const (
 	KindUnsupported      = "unsupported"        // 501: not on this backend
 	KindUnavailable      = "unavailable"        // 503: the database is closed
 	KindTimeout          = "timeout"            // 503: the request ran past its time limit
+	KindLagged           = "lagged"             // 503: a tail fell too far behind the writers (storh.ErrLagged)
+	KindWatchLost        = "watch_lost"         // 503: a tail lost PostgreSQL's feed of other processes' commits
 	KindFull             = "full"               // 507: the database reached its size limit
 )
 
@@ -64,12 +66,17 @@ func classify(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, KindTooLarge
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, KindTimeout
+	case errors.Is(err, storh.ErrLagged):
+		return http.StatusServiceUnavailable, KindLagged
+	case errors.Is(err, storh.ErrWatchLost):
+		return http.StatusServiceUnavailable, KindWatchLost
 	case errors.Is(err, storh.ErrNotFound), errors.Is(err, storh.ErrEmpty):
 		return http.StatusNotFound, KindNotFound
 	case errors.Is(err, storh.ErrInvalidID), errors.Is(err, storh.ErrInvalidData),
 		errors.Is(err, storh.ErrInvalidQuery), errors.Is(err, storh.ErrInvalidName),
 		errors.Is(err, storh.ErrNoIndex), errors.Is(err, storh.ErrInvalidIndex),
-		errors.Is(err, jsonl.ErrSyntax), errors.Is(err, jsonl.ErrRow):
+		errors.Is(err, jsonl.ErrSyntax), errors.Is(err, jsonl.ErrRow),
+		errors.Is(err, jsonl.ErrLineTooLong), errors.As(err, new(*jsonl.DuplicateError)):
 		return http.StatusBadRequest, KindBadRequest
 	case errors.Is(err, storh.ErrUniqueViolation):
 		return http.StatusConflict, KindUniqueViolation
@@ -102,40 +109,63 @@ func classify(err error) (int, string) {
 
 // errorBody is the JSON of every error response.
 type errorBody struct {
-	Error struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error errorJSON `json:"error"`
+}
+
+// errorJSON is an error's kind and message: the body of an error response,
+// and the error of a stream's last line or event.
+type errorJSON struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Line is the line of an import's body at fault, 1-based.
+	Line int `json:"line,omitempty"`
 }
 
 // writeError answers with err as JSON. The message is the error's own
 // text: storh's errors name the operation, collection and id, never more
 // of the file than its own text says, and the handler's name the parameter.
 func writeError(w http.ResponseWriter, err error) {
+	status, body := errorOf(err)
+	writeJSON(w, status, body)
+}
+
+// errorOf gives the status and JSON body of err, for a response or, once
+// a stream has started, for its last line or event.
+func errorOf(err error) (int, errorBody) {
 	status, kind := classify(err)
 	var body errorBody
 	body.Error.Kind, body.Error.Message = kind, err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		body.Error.Message = "web: the request ran past its time limit: " + err.Error()
 	}
-	writeJSON(w, status, body)
+	var le *jsonl.LineError
+	if errors.As(err, &le) {
+		body.Error.Line = le.Line
+	}
+	return status, body
 }
 
 // writeJSON answers with v as JSON.
-// Like a record's JSON, it leaves <, > and & as they are (json.Marshal
-// would write \u003c): a query's text reads "score >= 8", and nosniff
-// keeps browsers from reading JSON as HTML.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
+	b, err := appendJSON(nil, v)
+	if err != nil {
 		// Only the handler's own types reach here, and they all marshal.
 		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString(`{"error":{"kind":"internal","message":"web: cannot write the response"}}` + "\n")
+		b = []byte(`{"error":{"kind":"internal","message":"web: cannot write the response"}}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(b.Bytes())
+	w.Write(b)
+}
+
+// appendJSON appends v as JSON and a newline to dst.
+// Like a record's JSON, it leaves <, > and & as they are (json.Marshal
+// would write \u003c): a query's text reads "score >= 8", and nosniff
+// keeps browsers from reading JSON as HTML.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	b := bytes.NewBuffer(dst)
+	e := json.NewEncoder(b)
+	e.SetEscapeHTML(false)
+	err := e.Encode(v)
+	return b.Bytes(), err
 }

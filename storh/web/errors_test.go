@@ -48,6 +48,12 @@ func TestClassify(t *testing.T) {
 		{storh.ErrTypeMismatch, 500, KindInternal},
 		{storh.ErrInvalidOption, 500, KindInternal},
 		{jsonl.ErrPayload, 500, KindInternal},
+		{jsonl.ErrLineTooLong, 400, KindBadRequest},
+		{&jsonl.DuplicateError{First: 1}, 400, KindBadRequest},
+		{&jsonl.LineError{Line: 3, Err: jsonl.ErrSyntax}, 400, KindBadRequest},
+		{&jsonl.LineError{Line: 3, Err: storh.ErrExists}, 409, KindExists},
+		{storh.ErrLagged, 503, KindLagged},
+		{storh.ErrWatchLost, 503, KindWatchLost},
 		{context.DeadlineExceeded, 503, KindTimeout},
 		{&http.MaxBytesError{Limit: 1}, 413, KindTooLarge},
 		{&CondError{Node: "$", Reason: "x"}, 400, KindBadRequest},
@@ -68,6 +74,13 @@ func TestWriteError(t *testing.T) {
 	want := `{"error":{"kind":"locked","message":"storh: get \"c\" id x: database is locked"}}` + "\n"
 	if w.Code != 423 || w.Body.String() != want || w.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("%d %q %v", w.Code, w.Body, w.Header())
+	}
+	// An import's line is a field of its own.
+	w = httptest.NewRecorder()
+	writeError(w, fmt.Errorf("web: import: %w", &jsonl.LineError{Line: 7, Err: storh.ErrInvalidData}))
+	want = `{"error":{"kind":"bad_request","message":"web: import: line 7: storh: invalid data","line":7}}` + "\n"
+	if w.Code != 400 || w.Body.String() != want {
+		t.Errorf("%d %q", w.Code, w.Body)
 	}
 	w = httptest.NewRecorder()
 	writeError(w, fmt.Errorf("storh: stream: %w", context.DeadlineExceeded))

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
 )
@@ -21,6 +23,12 @@ type handler struct {
 	// length as well as its bytes.
 	tokenSum [sha256.Size]byte
 	mux      *http.ServeMux
+	origin   *http.CrossOriginProtection
+	// tails counts the tails running, for tests that check that a tail's
+	// goroutines end with its client.
+	tails atomic.Int64
+	// importing holds a token while an import runs: one at a time.
+	importing chan struct{}
 }
 
 // Handler returns an http.Handler that serves db's JSON API (docs/http.md),
@@ -38,7 +46,8 @@ func Handler(db *storh.DB, opts ...Option) http.Handler {
 	if db == nil {
 		panic("web: Handler(nil): pass an open *storh.DB")
 	}
-	h := &handler{db: db, cfg: newConfig(opts)}
+	h := &handler{db: db, cfg: newConfig(opts), origin: http.NewCrossOriginProtection(),
+		importing: make(chan struct{}, 1)}
 	if h.cfg.bad != nil {
 		panic(h.cfg.bad)
 	}
@@ -49,24 +58,44 @@ func Handler(db *storh.DB, opts ...Option) http.Handler {
 	return h
 }
 
-// route is one path of the API and what each of its methods does.
+// route is one path of the API, what each of its methods does, and how
+// long a request may take.
 type route struct {
 	path    string
 	methods []string
 	serve   []http.HandlerFunc
+	// tail marks a live tail: WithTailLimit bounds it instead of
+	// WithTimeout, which would cut every tail after 30 seconds.
+	tail bool
 }
 
 func (h *handler) routes() {
 	h.mux = http.NewServeMux()
 	for _, rt := range []route{
-		{"/api/collections", []string{"GET"}, []http.HandlerFunc{h.listCollections}},
-		{"/api/collections/{name}", []string{"GET"}, []http.HandlerFunc{h.collectionStats}},
-		{"/api/collections/{name}/records", []string{"GET"}, []http.HandlerFunc{h.listRecords}},
-		{"/api/collections/{name}/records/{id}", []string{"GET", "PUT", "DELETE"}, []http.HandlerFunc{h.getRecord, h.putRecord, h.deleteRecord}},
-		{"/api/collections/{name}/explain", []string{"GET"}, []http.HandlerFunc{h.explain}},
+		{path: "/api/collections", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listCollections}},
+		{path: "/api/collections/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.collectionStats}},
+		{path: "/api/collections/{name}/records", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listRecords}},
+		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.deleteRecord}},
+		{path: "/api/collections/{name}/explain", methods: []string{"GET"}, serve: []http.HandlerFunc{h.explain}},
+		{path: "/api/collections/{name}/count", methods: []string{"GET"}, serve: []http.HandlerFunc{h.count}},
+		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},
+		{path: "/api/collections/{name}/tail", methods: []string{"GET"}, serve: []http.HandlerFunc{h.tail}, tail: true},
+		{path: "/api/collections/{name}/export", methods: []string{"GET"}, serve: []http.HandlerFunc{h.export}},
+		{path: "/api/collections/{name}/import", methods: []string{"POST"}, serve: []http.HandlerFunc{h.importRecords}},
+		{path: "/api/queues/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.queueCounts}},
+		{path: "/api/verify", methods: []string{"POST"}, serve: []http.HandlerFunc{h.verify}},
+		{path: "/api/stats", methods: []string{"GET"}, serve: []http.HandlerFunc{h.stats}},
 	} {
+		limit := h.cfg.timeout
+		if rt.tail {
+			limit = h.cfg.tailLimit
+		}
 		for i, m := range rt.methods {
-			h.mux.HandleFunc(m+" "+rt.path, rt.serve[i])
+			serve := rt.serve[i]
+			if m == "POST" {
+				serve = h.sameOrigin(serve)
+			}
+			h.mux.HandleFunc(m+" "+rt.path, limited(limit, serve))
 		}
 		// The same path without a method catches the other methods, so they
 		// get a JSON 405 rather than the mux's text one.
@@ -84,6 +113,35 @@ func (h *handler) routes() {
 		writeError(w, &apiError{status: http.StatusNotFound, kind: KindNotFound,
 			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections", r.URL.Path)})
 	})
+}
+
+// limited gives the request's context a deadline d from now; 0 is none.
+func limited(d time.Duration, serve http.HandlerFunc) http.HandlerFunc {
+	if d == 0 {
+		return serve
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		serve(w, r.WithContext(ctx))
+	}
+}
+
+// sameOrigin refuses a POST that a browser sends from a page of another
+// origin (net/http's CrossOriginProtection reads Sec-Fetch-Site and
+// Origin). Unlike PUT and DELETE, a POST with a form's content type needs
+// no CORS preflight, so without this check any web page could start an
+// import or a verify on a server without a token. Clients that are not
+// browsers send neither header and pass.
+func (h *handler) sameOrigin(serve http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h.origin.Check(r); err != nil {
+			writeError(w, &apiError{status: http.StatusForbidden, kind: KindForbidden,
+				msg: "web: a POST from a page of another origin is refused: " + err.Error()})
+			return
+		}
+		serve(w, r)
+	}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -111,9 +169,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.URL = &u
 		r = r2
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
-	defer cancel()
-	h.mux.ServeHTTP(w, r.WithContext(ctx))
+	h.mux.ServeHTTP(w, r)
 }
 
 // authorized reports whether r shows the token, when there is one.

@@ -20,6 +20,16 @@ const (
 	// DefaultTimeout bounds the time of one request, unless WithTimeout
 	// says otherwise.
 	DefaultTimeout = 30 * time.Second
+	// DefaultTailLimit bounds the time of one live tail, unless
+	// WithTailLimit says otherwise.
+	DefaultTailLimit = time.Hour
+	// DefaultMaxImport is the largest body an import accepts (256 MiB),
+	// unless WithMaxImport says otherwise.
+	DefaultMaxImport = 256 << 20
+	// defaultHeartbeat is how often a quiet tail sends a comment, so that
+	// proxies and load balancers that close idle connections keep it, and
+	// so that a client that went away is noticed by a failed write.
+	defaultHeartbeat = 15 * time.Second
 )
 
 // Option configures Handler.
@@ -31,6 +41,13 @@ type config struct {
 	maxPage int
 	maxBody int64
 	timeout time.Duration
+	// tailLimit bounds a tail instead of timeout; 0 is no bound.
+	tailLimit time.Duration
+	maxImport int64
+	// heartbeat is a field, not an exported option, so that tests can
+	// shorten it (export_test.go) without giving applications a knob
+	// that only matters to tests.
+	heartbeat time.Duration
 	// bad is the first unusable option value, which Handler panics with.
 	bad error
 }
@@ -86,7 +103,8 @@ func WithMaxBody(bytes int64) Option {
 
 // WithTimeout bounds the time of one request (default DefaultTimeout): its
 // context gets that deadline, and a read still running then stops and
-// answers 503.
+// answers 503. It covers exports, imports and verify too (raise it for
+// large stores), but not a live tail, which WithTailLimit bounds.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -96,8 +114,38 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
+// WithTailLimit bounds the time of one live tail (default
+// DefaultTailLimit; 0 is no bound). A tail is meant to stay open, so
+// WithTimeout does not apply to it; at the limit the stream ends with an
+// error event, and an EventSource reconnects and resumes from the last id
+// it received. The bound keeps a forgotten browser tab from holding a
+// watch for ever.
+func WithTailLimit(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.fail(fmt.Errorf("web: WithTailLimit(%v): the limit must be positive, or 0 for none", d))
+		}
+		c.tailLimit = d
+	}
+}
+
+// WithMaxImport sets the largest body an import accepts, in bytes
+// (default DefaultMaxImport). It is apart from WithMaxBody, whose limit
+// is for one record: an import is a whole collection. The body is held in
+// memory while it is imported (see docs/http.md), so this is also the
+// memory one import may take.
+func WithMaxImport(bytes int64) Option {
+	return func(c *config) {
+		if bytes < 1 {
+			c.fail(fmt.Errorf("web: WithMaxImport(%d): the limit must be positive", bytes))
+		}
+		c.maxImport = bytes
+	}
+}
+
 func newConfig(opts []Option) config {
-	c := config{maxPage: DefaultMaxPage, maxBody: DefaultMaxBody, timeout: DefaultTimeout}
+	c := config{maxPage: DefaultMaxPage, maxBody: DefaultMaxBody, timeout: DefaultTimeout,
+		tailLimit: DefaultTailLimit, maxImport: DefaultMaxImport, heartbeat: defaultHeartbeat}
 	for _, opt := range opts {
 		opt(&c)
 	}

@@ -50,10 +50,12 @@ func TestOptionPanics(t *testing.T) {
 	}
 	defer db.Close()
 	for name, opt := range map[string]Option{
-		"WithToken":   WithToken(""),
-		"WithMaxPage": WithMaxPage(0),
-		"WithMaxBody": WithMaxBody(0),
-		"WithTimeout": WithTimeout(-time.Second),
+		"WithToken":     WithToken(""),
+		"WithMaxPage":   WithMaxPage(0),
+		"WithMaxBody":   WithMaxBody(0),
+		"WithTimeout":   WithTimeout(-time.Second),
+		"WithTailLimit": WithTailLimit(-time.Second),
+		"WithMaxImport": WithMaxImport(0),
 	} {
 		func() {
 			defer func() {
@@ -66,7 +68,12 @@ func TestOptionPanics(t *testing.T) {
 		}()
 	}
 	c := newConfig(nil)
-	if c.maxPage != DefaultMaxPage || c.maxBody != DefaultMaxBody || c.timeout != DefaultTimeout || c.writes || c.token != "" {
+	if c.maxPage != DefaultMaxPage || c.maxBody != DefaultMaxBody || c.timeout != DefaultTimeout || c.writes || c.token != "" ||
+		c.tailLimit != time.Hour || c.maxImport != 256<<20 || c.heartbeat != 15*time.Second {
 		t.Errorf("defaults: %+v", c)
+	}
+	// 0 is no limit for a tail, not a mistake.
+	if c := newConfig([]Option{WithTailLimit(0)}); c.bad != nil || c.tailLimit != 0 {
+		t.Errorf("WithTailLimit(0): %+v", c)
 	}
 }

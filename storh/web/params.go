@@ -31,7 +31,22 @@ type page struct {
 // parsePage reads the parameters into a query, without its limit (the
 // caller adds it). An empty parameter is as if absent.
 func (h *handler) parsePage(vals url.Values) (page, error) {
+	return h.parseQuery(vals, false)
+}
+
+// parseWhole reads the parameters of a page for an endpoint that reads
+// every record they select (count, export): no limit is no limit (0), and
+// a limit is taken as it is, not lowered to the page size, since no page
+// is held in memory.
+func (h *handler) parseWhole(vals url.Values) (page, error) {
+	return h.parseQuery(vals, true)
+}
+
+func (h *handler) parseQuery(vals url.Values, whole bool) (page, error) {
 	p := page{q: query.All(), limit: h.cfg.maxPage}
+	if whole {
+		p.limit = 0
+	}
 	for k, vs := range vals {
 		if !slices.Contains(queryParams, k) {
 			return p, badRequest(fmt.Sprintf("web: unknown parameter %q; the parameters are %s", k, strings.Join(queryParams, ", ")))
@@ -108,7 +123,11 @@ func (h *handler) parsePage(vals url.Values) (page, error) {
 		p.q = p.q.RequireIndex()
 	}
 	if vals.Has("limit") {
-		if p.limit, err = h.parseLimit(vals.Get("limit")); err != nil {
+		most := h.cfg.maxPage
+		if whole {
+			most = math.MaxInt
+		}
+		if p.limit, err = parseLimit(vals.Get("limit"), most); err != nil {
 			return p, err
 		}
 	}
@@ -118,20 +137,19 @@ func (h *handler) parsePage(vals url.Values) (page, error) {
 	return p, nil
 }
 
-// parseLimit reads limit: at least 1, and above the page size lowered to
-// it.
-func (h *handler) parseLimit(s string) (int, error) {
+// parseLimit reads limit: at least 1, and above most lowered to it.
+func parseLimit(s string, most int) (int, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	var ne *strconv.NumError
 	switch {
 	case errors.As(err, &ne) && ne.Err == strconv.ErrRange && !strings.HasPrefix(s, "-"):
-		return h.cfg.maxPage, nil
+		return most, nil
 	case err != nil:
 		return 0, badRequest(fmt.Sprintf("web: parameter limit=%q: not an integer", s))
 	case n < 1:
-		return 0, badRequest(fmt.Sprintf("web: parameter limit=%d: a page holds at least one record", n))
+		return 0, badRequest(fmt.Sprintf("web: parameter limit=%d: the limit is at least 1", n))
 	}
-	return int(min(n, int64(h.cfg.maxPage))), nil
+	return int(min(n, int64(most))), nil
 }
 
 // flag reads a boolean parameter: absent is false; 1, true, 0 and false

@@ -1,0 +1,14 @@
+package web
+
+import (
+	"net/http"
+	"time"
+)
+
+// WithHeartbeat shortens a tail's heartbeat, for tests.
+func WithHeartbeat(d time.Duration) Option {
+	return func(c *config) { c.heartbeat = d }
+}
+
+// Tails counts the tails h is serving.
+func Tails(h http.Handler) int64 { return h.(*handler).tails.Load() }

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+)
+
+// indexJSON is storh.IndexInfo as the API writes it.
+type indexJSON struct {
+	Name string `json:"name"`
+	// Paths holds each field's path as its segments, not dotted: a key
+	// may hold a dot.
+	Paths    [][]string `json:"paths"`
+	Unique   bool       `json:"unique"`
+	Entries  int        `json:"entries"`
+	Building bool       `json:"building"`
+	// Built is the records indexed so far, only while Building: a built
+	// index has no such count.
+	Built *int `json:"built,omitempty"`
+}
+
+// indexes serves GET api/collections/{name}/indexes.
+func (h *handler) indexes(w http.ResponseWriter, r *http.Request) {
+	if !noParams(w, r) {
+		return
+	}
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	infos, err := c.Indexes()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := struct {
+		Indexes []indexJSON `json:"indexes"`
+	}{Indexes: make([]indexJSON, 0, len(infos))}
+	for _, i := range infos {
+		ij := indexJSON{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building}
+		if i.Building {
+			built := i.Built
+			ij.Built = &built
+		}
+		out.Indexes = append(out.Indexes, ij)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

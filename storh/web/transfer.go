@@ -1,0 +1,180 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+)
+
+// export serves GET api/collections/{name}/export: the records that the
+// parameters of a page select, every one of them (no limit unless one is
+// given, and then not lowered to the page size), as JSON lines, written by
+// jsonl.Export as they are read. An empty result is an empty body.
+func (h *handler) export(w http.ResponseWriter, r *http.Request) {
+	c, err := h.collection(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := h.parseWhole(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := p.q
+	if p.limit > 0 {
+		q = q.Limit(p.limit)
+	}
+	sw := &startWriter{w: w}
+	if _, err := jsonl.Export(r.Context(), sw, c, q); err != nil {
+		switch {
+		case !sw.started:
+			writeError(w, err)
+		case errors.Is(r.Context().Err(), context.Canceled):
+			// The client went away: nobody reads the response.
+		default:
+			// The status is sent: cut the connection, so that the client
+			// sees a broken response, not a short export.
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	sw.start()
+}
+
+// startWriter sends the status and content type of a JSON lines stream
+// before its first bytes, so that an export that fails before writing
+// anything still answers with an error status.
+type startWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startWriter) start() {
+	if !s.started {
+		s.w.Header().Set("Content-Type", "application/x-ndjson")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+}
+
+func (s *startWriter) Write(b []byte) (int, error) {
+	s.start()
+	return s.w.Write(b)
+}
+
+// importJSON is what an import did.
+type importJSON struct {
+	Collection string `json:"collection"`
+	Kind       string `json:"kind"`
+	// Lines counts the body's lines, blank ones included.
+	Lines int `json:"lines"`
+	// Imported counts the records written: Inserted new ones, and
+	// Replaced records of a Docs collection stored under the same id.
+	Imported int `json:"imported"`
+	Inserted int `json:"inserted"`
+	Replaced int `json:"replaced"`
+}
+
+// importRecords serves POST api/collections/{name}/import (WithWrites):
+// the body, JSON lines as an export writes them, into the collection, all
+// or nothing. jsonl.Import alone commits in batches, so a bad line after
+// the first batch would leave the rows before it written; here it runs
+// inside one Update, which rolls back when it fails.
+//
+// The body is read whole before the transaction starts, so that a slow
+// client holds up no writer, and imports run one at a time, so that the
+// memory they take is one body (they would wait for each other's
+// transactions anyway).
+func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) {
+		return
+	}
+	name := r.PathValue("name")
+	kind, create, err := h.importKind(r, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	select {
+	case h.importing <- struct{}{}:
+		defer func() { <-h.importing }()
+	case <-r.Context().Done():
+		writeError(w, fmt.Errorf("web: waiting for another import to end: %w", r.Context().Err()))
+		return
+	}
+	var body bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= h.cfg.maxImport {
+		body.Grow(int(n))
+	}
+	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, h.cfg.maxImport)); err != nil {
+		writeError(w, fmt.Errorf("web: body: %w", err))
+		return
+	}
+	var rep jsonl.ImportReport
+	err = h.db.Update(func(tx *storh.Tx) error {
+		var opts []storh.CollectionOption
+		if !create {
+			opts = append(opts, storh.WithoutCreate())
+		}
+		var c storh.Collection
+		if kind == "log" {
+			l, err := tx.Log(name, opts...)
+			if err != nil {
+				return err
+			}
+			c = l
+		} else {
+			d, err := tx.Docs(name, opts...)
+			if err != nil {
+				return err
+			}
+			c = d
+		}
+		var err error
+		rep, err = jsonl.Import(r.Context(), bytes.NewReader(body.Bytes()), c)
+		return err
+	})
+	if err != nil {
+		writeError(w, fmt.Errorf("web: import into %q, nothing written: %w", name, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, importJSON{Collection: name, Kind: kind, Lines: rep.Lines,
+		Imported: rep.Imported, Inserted: rep.Inserted, Replaced: rep.Replaced})
+}
+
+// importKind reads the create parameter and says which kind of collection
+// the import writes to: the collection's own, or, for one that does not
+// exist, the kind create names. Without create a missing collection is
+// 404, as everywhere in the API: a typo must not make one.
+func (h *handler) importKind(r *http.Request, name string) (kind string, create bool, err error) {
+	vals := r.URL.Query()
+	for k, vs := range vals {
+		if k != "create" {
+			return "", false, badRequest(fmt.Sprintf("web: unknown parameter %q; the parameter is create (docs or log)", k))
+		}
+		if len(vs) > 1 {
+			return "", false, badRequest(fmt.Sprintf("web: parameter %q is given %d times; give it once", k, len(vs)))
+		}
+	}
+	want := vals.Get("create")
+	if want != "" && want != "docs" && want != "log" {
+		return "", false, badRequest(fmt.Sprintf("web: parameter create=%q: use docs or log", want))
+	}
+	c, err := h.collection(name)
+	switch {
+	case err == nil && want != "" && c.Kind() != want:
+		return "", false, &apiError{status: http.StatusConflict, kind: KindWrongKind, err: storh.ErrWrongKind,
+			msg: fmt.Sprintf("web: create=%s: collection %q exists, and is a %s", want, name, c.Kind())}
+	case err == nil:
+		return c.Kind(), false, nil
+	case errors.Is(err, storh.ErrNotFound) && want != "":
+		return want, true, nil
+	}
+	return "", false, err
+}

@@ -1,0 +1,149 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/web"
+)
+
+// verifyLine is one line of the verify stream.
+type verifyLine struct {
+	Problem *struct {
+		Kind, Collection, ID, Key, Detail, Text string
+	}
+	Report *struct {
+		Collections, Records, Problems int
+		OK                             bool
+	}
+	Error *struct{ Kind, Message string }
+}
+
+// verifyLines posts a verify and reads its lines, checking that only the
+// last one holds the report.
+func verifyLines(t *testing.T, c *client, path string) []verifyLine {
+	t.Helper()
+	r := c.do("POST", path, nil)
+	if r.status != 200 || r.header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("POST %s: %d %s %s", path, r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var out []verifyLine
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		var l verifyLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Bytes(), err)
+		}
+		out = append(out, l)
+	}
+	for i, l := range out {
+		if (l.Report != nil) != (i == len(out)-1) {
+			t.Fatalf("POST %s: the report is not on the last line alone: %s", path, r.body)
+		}
+	}
+	return out
+}
+
+// damage rewrites the stored value of id in collection coll of the closed
+// database at path through a raw bbolt handle, as storh's own corruption
+// tests do: a collection's records are in its bucket's "r" bucket.
+func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket([]byte(coll))
+		if root == nil {
+			return errors.New("no collection bucket")
+		}
+		recs := root.Bucket([]byte("r"))
+		if recs == nil {
+			return errors.New("no records bucket")
+		}
+		v := recs.Get(id[:])
+		if v == nil {
+			return errors.New("no such record")
+		}
+		v = append([]byte(nil), v...)
+		edit(v)
+		return recs.Put(id[:], v)
+	}); err != nil {
+		t.Fatalf("damage: %v", err)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	f := newFixture(t, 12, 8)
+	c := f.serve(t)
+	lines := verifyLines(t, c, "api/verify")
+	if len(lines) != 1 {
+		t.Fatalf("clean database: %d lines", len(lines))
+	}
+	// 12 posts, 8 events and the job.
+	if rep := lines[0].Report; !rep.OK || rep.Problems != 0 || rep.Collections != 3 || rep.Records != 21 {
+		t.Errorf("clean database: report %+v", rep)
+	}
+	lines = verifyLines(t, c, "api/verify?collection=events")
+	if rep := lines[0].Report; !rep.OK || rep.Collections != 1 || rep.Records != 8 {
+		t.Errorf("events: report %+v", rep)
+	}
+
+	// Flip a byte of one event's payload: its checksum fails.
+	path := f.db.Path()
+	f.db.Close()
+	bad := f.eventIDs[5]
+	damage(t, path, "events", bad, func(v []byte) { v[len(v)-1] ^= 1 })
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(web.Handler(db))
+	defer srv.Close()
+	c = &client{t: t, base: srv.URL + "/"}
+	lines = verifyLines(t, c, "api/verify")
+	if len(lines) != 2 {
+		t.Fatalf("damaged database: %d lines: %+v", len(lines), lines)
+	}
+	p := lines[0].Problem
+	if p == nil || p.Kind != string(storh.ProblemChecksum) || p.Collection != "events" || p.ID != bad.String() || p.Detail == "" || p.Text == "" {
+		t.Errorf("problem %+v", p)
+	}
+	if rep := lines[1].Report; rep.OK || rep.Problems != 1 || rep.Collections != 3 {
+		t.Errorf("damaged database: report %+v", rep)
+	}
+	// Only posts: nothing wrong there.
+	lines = verifyLines(t, c, "api/verify?collection=posts")
+	if len(lines) != 1 || !lines[0].Report.OK {
+		t.Errorf("posts of the damaged database: %+v", lines[0].Report)
+	}
+	// Verify changed nothing: the damage is still there.
+	if _, err := db.Log("events"); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := db.Log("events")
+	if _, err := l.Get(bad); !errors.Is(err, storh.ErrCorrupt) {
+		t.Errorf("Get of the damaged record after verify: %v", err)
+	}
+}
+
+func TestVerifyTimeout(t *testing.T) {
+	f := newFixture(t, 3, 0)
+	c := f.serve(t, web.WithTimeout(time.Nanosecond))
+	// Nothing was written when the time ran out: an error status.
+	if r := c.do("POST", "api/verify", nil); r.status != 503 || r.errorKind(t) != "timeout" {
+		t.Errorf("verify past the deadline: %d %s", r.status, r.body)
+	}
+}
