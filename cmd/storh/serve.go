@@ -39,7 +39,7 @@ func (a *app) serveCmd() *cobra.Command {
 		Use:   "serve [DB]",
 		Short: "Serve a database's JSON API over HTTP, read-only unless --write",
 		Long: `Serve opens DB (a database file or a postgres:// URL; --db and $STORH_DB
-when DB is not given) and serves its JSON API (docs/http.md) at the root
+when DB is not given) and serves its JSON API (docs/web.md) at the root
 of an HTTP server on --addr, until interrupted (Ctrl-C or SIGTERM: running
 requests get 5s to finish, then the database is closed; exit code 0).
 When it listens it prints the address and a curl command on stderr (with

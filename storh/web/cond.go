@@ -44,7 +44,7 @@ func (e *CondError) Unwrap() []error {
 	return []error{query.ErrInvalidQuery, e.Err}
 }
 
-// ParseCond reads a condition in its JSON form (docs/http.md):
+// ParseCond reads a condition in its JSON form (docs/web.md):
 //
 //	{"field":"a.b","op":"eq","value":1}
 //	{"path":["a.b","c"],"op":"in","value":[1,2]}

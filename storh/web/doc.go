@@ -12,7 +12,7 @@
 //	mux.Handle("/debug/storh/", http.StripPrefix("/debug/storh",
 //		web.Handler(db, web.WithToken(os.Getenv("STORH_TOKEN")))))
 //
-// The endpoints (docs/http.md has them all, with examples):
+// The endpoints (docs/web.md has them all, with examples):
 //
 //	GET    api/collections                      every collection's kind, counts, first and last ids
 //	GET    api/collections/{name}               one collection's

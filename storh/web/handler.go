@@ -31,7 +31,7 @@ type handler struct {
 	importing chan struct{}
 }
 
-// Handler returns an http.Handler that serves db's JSON API (docs/http.md),
+// Handler returns an http.Handler that serves db's JSON API (docs/web.md),
 // read-only unless WithWrites is given. Its routes are relative ("api/…"),
 // so it works mounted at the root of a server and under a prefix with
 // http.StripPrefix, whether the stripped prefix keeps its final slash or
