@@ -28,7 +28,7 @@ func TestLoad(t *testing.T) {
 	if testing.Short() {
 		run = 2 * time.Second
 	}
-	f := newFixture(t, 2000, 200)
+	f := newFixture(t, 600, 50)
 	srv := httptest.NewServer(web.Handler(f.db, web.WithWrites()))
 	t.Cleanup(srv.Close)
 	transport := &http.Transport{MaxIdleConnsPerHost: clients + 1}
@@ -136,8 +136,8 @@ func TestLoad(t *testing.T) {
 		slices.Sort(ds)
 		t.Logf("  p50 %-10v p99 %-10v %s", pct(ds, 0.50), pct(ds, 0.99), paths[i])
 	}
-	if n, err := f.posts.Count(); err != nil || n != 2000+puts {
-		t.Errorf("posts after the load: %d, %v; want %d", n, err, 2000+puts)
+	if n, err := f.posts.Count(); err != nil || n != 600+puts {
+		t.Errorf("posts after the load: %d, %v; want %d", n, err, 600+puts)
 	}
 	if rep, err := f.db.Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) }); err != nil || rep.Problems != 0 {
 		t.Errorf("Verify: %+v, %v", rep, err)
