@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/web/ui"
 )
 
 // handler serves one database.
@@ -145,6 +146,12 @@ func (h *handler) sameOrigin(serve http.HandlerFunc) http.HandlerFunc {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The page holds no data and is where a person types the token, so it
+	// is served without one; everything it shows comes from the API.
+	if isPage(r.URL.Path) {
+		pageHandler.ServeHTTP(w, r)
+		return
+	}
 	hd := w.Header()
 	// Responses hold the store's data: no cache keeps them, and no browser
 	// reads JSON as a page.
@@ -170,6 +177,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r2
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// pageHandler serves the web page (package ui) at the handler's root.
+var pageHandler = ui.Handler()
+
+// isPage reports whether path (as the mount point leaves it, with or
+// without its leading slash) is one of the page's files.
+func isPage(path string) bool {
+	switch strings.TrimPrefix(path, "/") {
+	case "", "index.html", "app.js", "style.css":
+		return true
+	}
+	return false
 }
 
 // authorized reports whether r shows the token, when there is one.

@@ -16,6 +16,7 @@ import (
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 	"github.com/storhdb/storh-go/storh/web"
+	"github.com/storhdb/storh-go/storh/web/ui"
 )
 
 // A valid UUIDv7 that no fixture stores.
@@ -74,7 +75,7 @@ func TestStatuses(t *testing.T) {
 		{"POST", "api/collections", 405, "method_not_allowed"},
 		{"DELETE", "api/collections/posts", 405, "method_not_allowed"},
 		{"GET", "api", 404, "not_found"},
-		{"GET", "", 404, "not_found"},
+		{"GET", "favicon.ico", 404, "not_found"},
 		{"GET", "api/collections/posts/other", 404, "not_found"},
 	} {
 		r := c.do(tc.method, tc.path, nil)
@@ -485,3 +486,35 @@ func TestExplain(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The handler serves the web page at its root, without the token (the
+// page is where a person types it, and holds no data), and nothing else
+// of the API without it.
+func TestPage(t *testing.T) {
+	f := newFixture(t, 3, 0)
+	c := f.serve(t, web.WithToken("s3cret"))
+	for _, path := range []string{"", "index.html", "app.js", "style.css"} {
+		r := c.get(path)
+		if r.status != http.StatusOK || r.header.Get("Content-Security-Policy") != ui.ContentSecurityPolicy {
+			t.Errorf("GET %q without the token: %d, headers %v", path, r.status, r.header)
+		}
+	}
+	if r := c.get(""); !bytes.Contains(r.body, []byte("<!doctype html>")) {
+		t.Errorf("GET the root: not the page: %.80s", r.body)
+	}
+	for _, path := range []string{"api/collections", "app.js/../api/collections", "index.html?x=1/api"} {
+		r := c.get(path)
+		if path == "index.html?x=1/api" {
+			if r.status != http.StatusOK || !bytes.HasPrefix(r.body, []byte("<!doctype html>")) {
+				t.Errorf("GET %q: %d %.80s", path, r.status, r.body)
+			}
+			continue
+		}
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("GET %q without the token: %d, want 401", path, r.status)
+		}
+	}
+	if r := c.do("PUT", "index.html", []byte("x")); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("PUT the page: %d, want 405", r.status)
+	}
+}
