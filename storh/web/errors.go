@@ -14,11 +14,14 @@ import (
 // The kinds of error a response names, in {"error":{"kind":…}}. A client
 // switches on the kind; the message is for people.
 const (
-	KindBadRequest       = "bad_request"        // 400: a bad parameter, id, condition or body
+	KindBadRequest       = "bad_request"        // 400: a bad parameter, id or body
+	KindInvalidQuery     = "invalid_query"      // 400: a condition, order or cursor storh refuses (storh.ErrInvalidQuery)
+	KindNoIndex          = "no_index"           // 400: require_index, and no index serves the query (storh.ErrNoIndex)
 	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
 	KindForbidden        = "forbidden"          // 403: a write while writes are off
 	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
-	KindNotFound         = "not_found"          // 404: no such collection, record, cursor record or endpoint
+	KindNotFound         = "not_found"          // 404: no such collection, record or endpoint
+	KindCursorNotFound   = "cursor_not_found"   // 404: an ordered page's cursor names no record (storh.ErrCursorNotFound)
 	KindMethodNotAllowed = "method_not_allowed" // 405: a method the endpoint does not have
 	KindAppendOnly       = "append_only"        // 405: DELETE of a log record
 	KindExists           = "exists"             // 409: PUT of an id a log already has
@@ -70,11 +73,16 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, KindLagged
 	case errors.Is(err, storh.ErrWatchLost):
 		return http.StatusServiceUnavailable, KindWatchLost
+	case errors.Is(err, storh.ErrCursorNotFound):
+		return http.StatusNotFound, KindCursorNotFound
 	case errors.Is(err, storh.ErrNotFound), errors.Is(err, storh.ErrEmpty):
 		return http.StatusNotFound, KindNotFound
+	case errors.Is(err, storh.ErrNoIndex):
+		return http.StatusBadRequest, KindNoIndex
+	case errors.Is(err, storh.ErrInvalidQuery):
+		return http.StatusBadRequest, KindInvalidQuery
 	case errors.Is(err, storh.ErrInvalidID), errors.Is(err, storh.ErrInvalidData),
-		errors.Is(err, storh.ErrInvalidQuery), errors.Is(err, storh.ErrInvalidName),
-		errors.Is(err, storh.ErrNoIndex), errors.Is(err, storh.ErrInvalidIndex),
+		errors.Is(err, storh.ErrInvalidName), errors.Is(err, storh.ErrInvalidIndex),
 		errors.Is(err, jsonl.ErrSyntax), errors.Is(err, jsonl.ErrRow),
 		errors.Is(err, jsonl.ErrLineTooLong), errors.As(err, new(*jsonl.DuplicateError)):
 		return http.StatusBadRequest, KindBadRequest

@@ -22,13 +22,13 @@ func TestClassify(t *testing.T) {
 		kind   string
 	}{
 		{storh.ErrNotFound, 404, KindNotFound},
-		{storh.ErrCursorNotFound, 404, KindNotFound},
+		{storh.ErrCursorNotFound, 404, KindCursorNotFound},
 		{storh.ErrEmpty, 404, KindNotFound},
 		{storh.ErrInvalidID, 400, KindBadRequest},
 		{storh.ErrInvalidData, 400, KindBadRequest},
-		{storh.ErrInvalidQuery, 400, KindBadRequest},
+		{storh.ErrInvalidQuery, 400, KindInvalidQuery},
 		{storh.ErrInvalidName, 400, KindBadRequest},
-		{storh.ErrNoIndex, 400, KindBadRequest},
+		{storh.ErrNoIndex, 400, KindNoIndex},
 		{storh.ErrInvalidIndex, 400, KindBadRequest},
 		{jsonl.ErrSyntax, 400, KindBadRequest},
 		{jsonl.ErrRow, 400, KindBadRequest},
@@ -56,7 +56,7 @@ func TestClassify(t *testing.T) {
 		{storh.ErrWatchLost, 503, KindWatchLost},
 		{context.DeadlineExceeded, 503, KindTimeout},
 		{&http.MaxBytesError{Limit: 1}, 413, KindTooLarge},
-		{&CondError{Node: "$", Reason: "x"}, 400, KindBadRequest},
+		{&CondError{Node: "$", Reason: "x"}, 400, KindInvalidQuery},
 		{errors.New("other"), 500, KindInternal},
 	} {
 		for _, err := range []error{tc.err, &storh.Error{Op: "get", Collection: "c", Index: -1, Err: tc.err}, fmt.Errorf("web: body: %w", tc.err)} {
