@@ -62,27 +62,28 @@ database file) the put created is removed again.`,
 			if idFlag != "" && len(items) != 1 {
 				return usagef("--id names one record, but stdin held %d", len(items))
 			}
-			db, err := a.open(true)
+			s, err := a.openStore(true)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			w, kind, created, err := a.writer(db, args[0], asLog)
+			defer s.close()
+			st, err := s.stats()
 			if err != nil {
-				a.removeIfNew(db)
+				s.discard(args[0], false)
 				return err
 			}
-			var recs []storh.Record
+			kind, created, err := writerKind(st, args[0], asLog)
+			if err != nil {
+				s.discard(args[0], false)
+				return err
+			}
+			var ids []uuidv7.UUID
 			if idFlag != "" {
-				var rec storh.Record
-				rec, err = w.PutWithID(id, items[0])
-				recs = []storh.Record{rec}
-			} else {
-				recs, err = w.PutMany(items)
+				ids = []uuidv7.UUID{id}
 			}
+			recs, err := s.put(args[0], kind, ids, items)
 			if err != nil {
-				dropIfEmpty(db, args[0], created)
-				a.removeIfNew(db)
+				s.discard(args[0], created)
 				var e *storh.Error
 				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
 					return fmt.Errorf("stdin line %d: %s (nothing was stored)", lines[e.Index], libMsg(e.Err))
@@ -95,11 +96,11 @@ database file) the put created is removed again.`,
 				return err
 			}
 			if created {
-				a.diag("storh: created %s collection %s in %s", kind, qname(args[0]), a.dbPath)
+				a.diag("storh: created %s collection %s in %s", kind, qname(args[0]), s.where())
 			}
 			p := a.newPrinter()
 			for _, rec := range recs {
-				if err := p.print(rec); err != nil {
+				if err := p.printLine(rec.Line); err != nil {
 					return err
 				}
 			}
@@ -177,17 +178,17 @@ with 1 ("not found"); an id that is not a UUIDv7 is a usage error (2).`,
 			if err != nil {
 				return err
 			}
-			db, r, _, err := a.openReader(args[0])
+			s, _, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			rec, err := r.Get(id)
+			defer s.close()
+			line, err := s.get(args[0], id)
 			if err != nil {
 				return err
 			}
 			p := a.newPrinter()
-			if err := p.print(rec); err != nil {
+			if err := p.printLine(line); err != nil {
 				return err
 			}
 			return p.flush()
@@ -244,41 +245,22 @@ nothing is deleted.`,
 				}
 			}
 			name := args[0]
-			db, found, err := a.openExisting(true, name)
+			s, found, err := a.openStoreExisting(true, name)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer s.close()
 			switch found[0].Kind {
 			case "log":
 				return fmt.Errorf("collection %s is a log: its records are immutable and cannot be deleted", qname(name))
 			case "queue":
 				return fmt.Errorf("collection %s is a queue: use 'storh queue complete' or 'storh queue purge'", qname(name))
 			}
-			var deleted, missing int64
-			err = db.Update(func(tx *storh.Tx) error {
-				deleted, missing = 0, 0
-				d, err := tx.Docs(name)
-				if err != nil {
-					return err
-				}
-				for _, id := range ids {
-					// Get tells deleted from not there; a damaged record
-					// is there, and can be deleted.
-					if _, err := d.Get(id); errors.Is(err, storh.ErrNotFound) {
-						missing++
-						continue
-					} else if err != nil && !errors.Is(err, storh.ErrCorrupt) {
-						return err
-					}
-					if err := d.Delete(id); err != nil {
-						return err
-					}
-					deleted++
-				}
-				return nil
-			})
+			deleted, missing, err := s.deleteIDs(name, ids)
 			if err != nil {
+				if deleted > 0 && a.url != "" {
+					a.diag("storh: deleted %s from %s before the error", plural(deleted, "record"), qname(name))
+				}
 				return err
 			}
 			if a.jsonOut {
@@ -304,6 +286,9 @@ nothing is deleted.`,
 // deleteMatching deletes what the query flags select from the docs
 // collection name.
 func (a *app) deleteMatching(name string, f *queryFlags) error {
+	if a.url != "" {
+		return usagef("delete with --where and the other selection flags works on a database file only: over --url, give the ids to delete")
+	}
 	if err := checkCollNames([]string{name}); err != nil {
 		return err
 	}
@@ -421,19 +406,19 @@ With --json it prints {"collection":…,"count":…,"kind":…}.`,
 				return err
 			}
 			if !f.selective() && !f.requireIndex { // --order alone does not change a count
-				db, found, err := a.openExisting(false, args[0])
+				s, found, err := a.openStoreExisting(false, args[0])
 				if err != nil {
 					return err
 				}
-				defer db.Close()
+				defer s.close()
 				return a.printCount(found[0], int64(found[0].Records))
 			}
-			db, r, cs, err := a.openReader(args[0])
+			s, cs, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			n, err := r.CountMatching(q)
+			defer s.close()
+			n, err := s.countMatching(a.ctx, cs.Name, &f, q)
 			if err != nil {
 				return f.runError(err, cs.Name)
 			}

@@ -40,26 +40,32 @@ pick part of the collection (--after for incremental exports).`,
 			if err != nil {
 				return err
 			}
+			var prog *progress
 			out := "-"
 			if len(args) == 2 {
 				out = args[1]
 			}
-			db, r, cs, err := a.openReader(args[0])
+			s, cs, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer s.close()
+			rows := func(w io.Writer) (int64, error) { return s.export(a.ctx, cs.Name, &f, q, w, prog) }
 			total := cs.Records
 			if f.selective() {
 				total = -1
 			}
 			st := exportStats{Collection: cs.Name, Target: out}
 			start := time.Now()
-			prog := a.startProgress("exporting", int64(total), false)
+			prog = a.startProgress("exporting", int64(total), false)
 			if out == "-" {
-				st.Exported, err = exportRows(a.ctx, r, q, a.stdout, prog)
+				st.Exported, err = rows(a.stdout)
 			} else {
-				st.Exported, st.Bytes, err = exportFile(a.ctx, r, q, out, a.dbPath, prog)
+				dbPath := a.dbPath
+				if a.url != "" {
+					dbPath = ""
+				}
+				st.Exported, st.Bytes, err = exportFile(rows, out, dbPath)
 			}
 			prog.stop()
 			st.Seconds = time.Since(start).Seconds()
@@ -97,8 +103,8 @@ type exportStats struct {
 
 // exportFile writes the rows to a temporary file next to path and renames
 // it into place when complete, so path never holds a partial export.
-func exportFile(ctx context.Context, r reader, q query.Query, path, dbPath string, prog *progress) (n, size int64, err error) {
-	if fi, err := os.Stat(path); err == nil {
+func exportFile(rows func(io.Writer) (int64, error), path, dbPath string) (n, size int64, err error) {
+	if fi, err := os.Stat(path); err == nil && dbPath != "" {
 		if dbi, err := os.Stat(dbPath); err == nil && os.SameFile(fi, dbi) {
 			return 0, 0, fmt.Errorf("%s is the database itself: choose another output file", path)
 		}
@@ -113,7 +119,7 @@ func exportFile(ctx context.Context, r reader, q query.Query, path, dbPath strin
 			os.Remove(tmp.Name())
 		}
 	}()
-	if n, err = exportRows(ctx, r, q, tmp, prog); err != nil {
+	if n, err = rows(tmp); err != nil {
 		return n, 0, err
 	}
 	if err = tmp.Sync(); err != nil {

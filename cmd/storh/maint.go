@@ -32,12 +32,12 @@ disk (what du shows) when that is less.`,
   storh --json stats`,
 		Args: args(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, found, err := a.openExisting(false, args...)
+			s, found, err := a.openStoreExisting(false, args...)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			st, err := db.Stats()
+			defer s.close()
+			st, err := s.stats()
 			if err != nil {
 				return err
 			}

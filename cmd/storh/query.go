@@ -28,8 +28,11 @@ type queryFlags struct {
 	requireIndex  bool
 
 	// Set by build.
-	conds     []*whereNode
-	orderPath []string
+	conds             []*whereNode
+	orderPath         []string
+	afterID, beforeID uuidv7.UUID
+	fromMs, untilMs   int64
+	hasFrom, hasUntil bool
 }
 
 // register adds the flags to fs; count leaves out --limit and --reverse,
@@ -52,12 +55,14 @@ func (f *queryFlags) register(fs *pflag.FlagSet, count bool) {
 // build turns the flags into a query; every mistake is a usage error.
 func (f *queryFlags) build(now time.Time) (query.Query, error) {
 	q := query.All()
+	f.afterID, f.beforeID, f.hasFrom, f.hasUntil = uuidv7.UUID{}, uuidv7.UUID{}, false, false
 	if f.after != "" {
 		id, err := parseID("--after", f.after)
 		if err != nil {
 			return q, err
 		}
 		q = q.After(id)
+		f.afterID = id
 	}
 	if f.before != "" {
 		id, err := parseID("--before", f.before)
@@ -65,6 +70,7 @@ func (f *queryFlags) build(now time.Time) (query.Query, error) {
 			return q, err
 		}
 		q = q.Before(id)
+		f.beforeID = id
 	}
 	if f.from != "" || f.until != "" {
 		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
@@ -74,6 +80,7 @@ func (f *queryFlags) build(now time.Time) (query.Query, error) {
 				return q, usagef("--from: %v", err)
 			}
 			lo = t.UnixMilli()
+			f.fromMs, f.hasFrom = lo, true
 		}
 		if f.until != "" {
 			t, err := parseTime(f.until, now)
@@ -81,6 +88,7 @@ func (f *queryFlags) build(now time.Time) (query.Query, error) {
 				return q, usagef("--until: %v", err)
 			}
 			hi = t.UnixMilli()
+			f.untilMs, f.hasUntil = hi, true
 		}
 		if lo > hi {
 			return q, usagef("--from %s is after --until %s: the window is empty", f.from, f.until)
@@ -313,16 +321,16 @@ milliseconds, now, or relative to now (-15m, -2h, -7d).`,
 			if err != nil {
 				return err
 			}
-			db, r, cs, err := a.openReader(args[0])
+			s, cs, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer s.close()
 			p := a.newPrinter()
 			var last uuidv7.UUID
-			for rec, err := range r.Stream(q) {
+			for rec, err := range s.stream(a.ctx, cs.Name, &f, q) {
 				if err == nil {
-					err = p.print(rec)
+					err = p.printLine(rec.Line)
 				}
 				if err == nil {
 					err = a.ctx.Err()

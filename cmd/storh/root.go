@@ -60,6 +60,11 @@ type app struct {
 	jsonOut bool
 	timeout time.Duration
 	quiet   bool
+	// url is the server of --url or $STORH_URL (resolveURL): the command
+	// runs over HTTP when it is set; token is --token's bearer token.
+	url        string
+	token      string
+	tokenGiven bool
 
 	// started is set once a command's own code runs: an error before that
 	// comes from cobra's parsing and is a usage error.
@@ -139,6 +144,8 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 	pf.BoolVar(&a.jsonOut, "json", false, "print results as JSON where they are not JSON already")
 	pf.DurationVar(&a.timeout, "timeout", storhDefaultLockTimeout, "how long to wait for a database locked by another process")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress bars or notes on stderr (errors are still printed)")
+	pf.StringVar(&a.url, "url", "", "work over HTTP against the storh API at `URL` (a running app's handler or 'storh serve'; env "+envURL+")")
+	pf.StringVar(&a.token, "token", "", "bearer token for --url (default $"+envToken+")")
 
 	root.AddGroup(
 		&cobra.Group{ID: "start", Title: "Getting started:"},
@@ -243,6 +250,20 @@ func (a *app) preRun(cmd *cobra.Command, args []string) error {
 	}
 	if a.timeout <= 0 {
 		return usagef("--timeout %v: the lock timeout must be positive", a.timeout)
+	}
+	top := cmd
+	for top.HasParent() && top.Parent() != cmd.Root() {
+		top = top.Parent()
+	}
+	urlGiven := false
+	if f := cmd.Flag("url"); f != nil {
+		urlGiven = f.Changed
+	}
+	if f := cmd.Flag("token"); f != nil && cmd.Name() != "serve" {
+		a.tokenGiven = f.Changed
+	}
+	if err := a.resolveURL(top.Name(), urlGiven); err != nil {
+		return err
 	}
 	if n, ok := collArgs[cmd.Name()]; ok && cmd.Parent() == cmd.Root() {
 		if n >= 0 && n < len(args) {
@@ -356,8 +377,14 @@ func (a *app) lookup(db *storh.DB, name string) (storh.CollectionInfo, error) {
 	if err != nil {
 		return storh.CollectionInfo{}, err
 	}
-	names := make([]string, 0, len(st.Collections))
-	for _, c := range st.Collections {
+	return a.lookupIn(st.Collections, name, a.dbPath)
+}
+
+// lookupIn finds the collection name among cs, the collections of the
+// database at where, or says which there are.
+func (a *app) lookupIn(cs []storh.CollectionInfo, name, where string) (storh.CollectionInfo, error) {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
 		if c.Name == name {
 			return c, nil
 		}
@@ -375,7 +402,7 @@ func (a *app) lookup(db *storh.DB, name string) (storh.CollectionInfo, error) {
 	case len(names) > 0:
 		have = "it has " + strings.Join(names, ", ")
 	}
-	return storh.CollectionInfo{}, fmt.Errorf("collection %s does not exist in %s (%s)", qname(name), a.dbPath, have)
+	return storh.CollectionInfo{}, fmt.Errorf("collection %s does not exist in %s (%s)", qname(name), where, have)
 }
 
 // reader opens an existing collection with its own kind.
@@ -528,6 +555,13 @@ func (p *recordPrinter) print(rec storh.Record) error {
 	}
 	p.n++
 	_, err = p.w.Write(p.buf)
+	return err
+}
+
+// printLine writes a record's line as a store gives it.
+func (p *recordPrinter) printLine(line []byte) error {
+	p.n++
+	_, err := p.w.Write(line)
 	return err
 }
 

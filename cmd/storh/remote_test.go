@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/web"
+)
+
+// remoteIDs are the ids of the seeded records, the same in every seed.
+var remoteIDs = func() []uuidv7.UUID {
+	g := uuidv7.NewDeterministic(7, 1714564800000, 1000)
+	ids := make([]uuidv7.UUID, 12)
+	for i := range ids {
+		ids[i] = g.New()
+	}
+	return ids
+}()
+
+// seedRemote writes the same database at path every time: a docs
+// collection "posts" with a unique index on slug and an index on score, a
+// log "events", and an empty log "empty".
+func seedRemote(t *testing.T, path string) {
+	t.Helper()
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	posts, err := db.Docs("posts", storh.WithIndex(storh.Index("slug").Unique()), storh.WithIndex(storh.Index("score")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := [][]any{{"go", "db"}, {"rust"}, {"go"}, {}, {"db"}, {"go", "web"}, {"web"}}
+	for i := 0; i < 7; i++ {
+		data := map[string]any{
+			"slug":  "p" + string(rune('a'+i)),
+			"score": int64(i * 3 % 7),
+			"tags":  tags[i],
+			"at":    time.Date(2024, 5, 1+i, 12, 0, 0, 0, time.UTC),
+			"a.b":   map[string]any{"c": int64(i)},
+		}
+		if i%2 == 0 {
+			data["draft"] = true
+		}
+		if _, err := posts.PutWithID(remoteIDs[i], data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := db.Log("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 7; i < 12; i++ {
+		level := "info"
+		if i%2 == 1 {
+			level = "error"
+		}
+		if _, err := events.PutWithID(remoteIDs[i], map[string]any{"level": level, "n": int64(i), "f": float64(i) / 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var freeBytes = regexp.MustCompile(`"free_bytes":[0-9]+,`)
+
+type remoteStep struct {
+	args  []string
+	stdin string
+}
+
+type remoteCase struct {
+	name  string
+	steps []remoteStep
+}
+
+func step(args ...string) remoteStep { return remoteStep{args: args} }
+
+// runEnv runs one command line in-process with the given environment.
+func runEnv(args []string, stdin string, env map[string]string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] })
+	return out.String(), errb.String(), code
+}
+
+// TestRemoteSameAsFile runs each case twice, on a freshly seeded file
+// (--db) and over HTTP (--url) against web.Handler on a database seeded
+// the same way, and wants the same stdout and exit code from every step.
+// The handler's page size is 2, so reads over HTTP page with next.
+func TestRemoteSameAsFile(t *testing.T) {
+	id := func(i int) string { return remoteIDs[i].String() }
+	absent := uuidv7.NewDeterministic(9, 1714564800000, 1).New().String()
+	fresh := uuidv7.NewDeterministic(11, 1714565800000, 1).New().String()
+	cases := []remoteCase{
+		{"count", []remoteStep{step("count", "posts"), step("--json", "count", "events"), step("count", "empty")}},
+		{"count where", []remoteStep{
+			step("count", "posts", "--where", "tags contains go"),
+			step("count", "posts", "--where", "score>=3 and not draft exists"),
+			step("count", "events", "--where", "level in [error]", "--from", "1714564807000"),
+			step("count", "posts", "--where", "tags contains go", "--require-index"),
+			step("count", "posts", "--where", "draft=true", "--require-index"),
+		}},
+		{"count errors", []remoteStep{step("count", "nope"), step("count", "posts", "--where", "a=="), step("count", "posts", "--after", "xyz")}},
+		{"stats", []remoteStep{step("--json", "stats"), step("--json", "stats", "posts"), step("stats", "nope")}},
+		{"get", []remoteStep{
+			step("get", "posts", id(3)), step("get", "events", strings.ToUpper(id(8))),
+			step("get", "posts", absent), step("get", "posts", "not-an-id"), step("get", "nope", id(1)),
+		}},
+		{"query", []remoteStep{
+			step("query", "posts"),
+			step("query", "events", "--reverse"),
+			step("query", "posts", "--limit", "3"),
+			step("query", "posts", "--limit", "3", "--after", id(2)),
+			step("query", "posts", "--reverse", "--before", id(5), "--limit", "3"),
+			step("query", "posts", "--from", "2024-05-01T12:00:02Z", "--until", "1714564804000"),
+			step("query", "posts", "--where", "tags contains go", "--order", "-score"),
+			step("query", "posts", "--order", "score", "--limit", "2", "--after", id(5)),
+			step("query", "posts", "--order", "-score", "--reverse"),
+			step("query", "posts", "--where", `"a.b".c between 2 and 5`, "--order", `"a.b".c`),
+			step("query", "posts", "--where", "slug^=p and (score<2 or score>5)", "--where", "tags not in [[rust]]"),
+			step("query", "posts", "--where", `at>={"$date":"2024-05-04T00:00:00Z"}`),
+			step("query", "posts", "--where", "draft missing or slug in [pa, pb]"),
+			step("query", "events", "--where", "f=4.5"),
+			step("query", "events", "--where", "f=4"),
+			step("query", "posts", "--where", "nothing exists"),
+		}},
+		{"query errors", []remoteStep{
+			step("query", "nope"),
+			step("query", "posts", "--where", "a = (b"),
+			step("query", "posts", "--order", "score", "--after", absent),
+			step("query", "posts", "--where", "draft=true", "--require-index"),
+			step("query", "posts", "--limit", "-1"),
+		}},
+		{"export", []remoteStep{
+			step("export", "posts"),
+			step("export", "events", "--where", "level=error", "--reverse"),
+			step("export", "posts", "--order", "-score", "--limit", "4"),
+			step("export", "nope"),
+		}},
+		{"put", []remoteStep{
+			step("put", "posts", "--id", fresh, `{"slug":"new","score":1.0,"t":{"$date":"2024-05-01T00:00:00Z"}}`),
+			step("get", "posts", fresh),
+			step("put", "posts", "--id", id(1), `{"slug":"pb","score":99}`),
+			step("count", "posts"),
+			step("put", "posts", "--id", id(2), `{"slug":"pa"}`), // unique violation
+			step("put", "events", "--id", id(8), `{"level":"x"}`),
+			step("put", "posts", "--log", "--id", fresh, `{"x":1}`),
+			step("put", "fresh", "--log", "--id", fresh, `{"x":1}`),
+			step("--json", "stats", "fresh"),
+			step("put", "posts", "not json"),
+			step("count", "posts"),
+		}},
+		{"put stdin", []remoteStep{
+			{args: []string{"put", "posts"}, stdin: "{\"slug\":\"pz\"}\n{\"slug\":\"pa\"}\n"}, // line 2 violates
+			step("count", "posts"),
+			{args: []string{"--json", "count", "lines"}},
+		}},
+		{"delete", []remoteStep{
+			step("--json", "delete", "posts", id(1), absent, id(1)),
+			step("get", "posts", id(1)),
+			step("delete", "events", id(8)),
+			step("delete", "posts", "bad"),
+			step("delete", "nope", id(1)),
+			step("count", "posts"),
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			local := filepath.Join(dir, "local.db")
+			seedRemote(t, local)
+			remote := filepath.Join(dir, "remote.db")
+			seedRemote(t, remote)
+			db, err := storh.Open(remote)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(web.Handler(db, web.WithWrites(), web.WithMaxPage(2)))
+			defer func() { srv.Close(); db.Close() }()
+			for _, s := range c.steps {
+				lout, lerr, lcode := runEnv(append([]string{"--db", local}, s.args...), s.stdin, nil)
+				rout, rerr, rcode := runEnv(append([]string{"--url", srv.URL}, s.args...), s.stdin, nil)
+				// The path is the store's name; free pages are counted
+				// only by a database opened for writing, as the server's is.
+				lout = freeBytes.ReplaceAllString(strings.ReplaceAll(lout, local, "DB"), "")
+				rout = freeBytes.ReplaceAllString(strings.ReplaceAll(rout, srv.URL, "DB"), "")
+				if lout != rout || lcode != rcode {
+					t.Errorf("storh %s:\nfile: exit %d\n%s%s\nhttp: exit %d\n%s%s", strings.Join(s.args, " "), lcode, lout, lerr, rcode, rout, rerr)
+				}
+			}
+		})
+	}
+}
+
+// TestRemoteErrors covers what only the HTTP path has: a read-only
+// handler, the token, and --url where it does not belong.
+func TestRemoteErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.db")
+	seedRemote(t, path)
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ro := httptest.NewServer(web.Handler(db))
+	defer ro.Close()
+	tok := httptest.NewServer(web.Handler(db, web.WithToken("s3cret")))
+	defer tok.Close()
+
+	for _, tc := range []struct {
+		args   []string
+		env    map[string]string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"--url", ro.URL, "put", "posts", "--id", remoteIDs[0].String(), `{"x":1}`}, nil, exitError, "", "read-only"},
+		{[]string{"--url", ro.URL, "delete", "posts", remoteIDs[0].String()}, nil, exitError, "", "read-only"},
+		{[]string{"--url", ro.URL, "count", "posts"}, nil, exitOK, "7\n", ""},
+		{[]string{"count", "posts"}, map[string]string{"STORH_URL": ro.URL}, exitOK, "7\n", ""},
+		{[]string{"--url", tok.URL, "count", "events"}, nil, exitError, "", "needs a token"},
+		{[]string{"--url", tok.URL, "--token", "wrong", "count", "events"}, nil, exitError, "", "refused the token"},
+		{[]string{"--url", tok.URL, "--token", "s3cret", "count", "events"}, nil, exitOK, "5\n", ""},
+		{[]string{"--url", tok.URL, "count", "events"}, map[string]string{"STORH_TOKEN": "s3cret"}, exitOK, "5\n", ""},
+		{[]string{"--url", ro.URL, "query", "posts", "--where", "draft=true", "--require-index"}, nil, exitError, "", "--require-index: no index of \"posts\""},
+		{[]string{"--url", ro.URL, "query", "posts", "--order", "score", "--after", uuidv7.NewDeterministic(9, 1714564800000, 1).New().String()}, nil, exitError, "", "has no record"},
+		{[]string{"--url", ro.URL, "--db", path, "count", "events"}, nil, exitUsage, "", "--url and --db"},
+		{[]string{"--url", ro.URL, "backup", "x.db"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "compact"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "index", "list", "posts"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "uuid", "new"}, nil, exitUsage, "", "needs no database"},
+		{[]string{"--url", ro.URL, "delete", "posts", "--where", "x=1"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", "ftp://x", "count", "posts"}, nil, exitUsage, "", "http://"},
+		{[]string{"--url", "http://127.0.0.1:1", "count", "posts"}, nil, exitError, "", "cannot reach"},
+		// $STORH_URL does not concern a file-only command, and --db beats it.
+		{[]string{"--db", path + ".none", "count", "posts"}, map[string]string{"STORH_URL": ro.URL}, exitError, "", "no database at"},
+	} {
+		out, errs, code := runEnv(tc.args, "", tc.env)
+		if code != tc.code || out != tc.stdout || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("storh %s (env %v): exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr with %q",
+				strings.Join(tc.args, " "), tc.env, code, out, errs, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// TestRemoteErrorMapping checks that the API's error kinds come back as the
+// sentinels the file path returns.
+func TestRemoteErrorMapping(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.db")
+	seedRemote(t, path)
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(web.Handler(db, web.WithWrites()))
+	defer srv.Close()
+	ro := httptest.NewServer(web.Handler(db))
+	defer ro.Close()
+	a := newApp(context.Background(), nil, nil, nil, func(string) string { return "" })
+	a.url = srv.URL
+	s := a.newHTTPStore()
+	if _, err := s.get("posts", uuidv7.New()); !errors.Is(err, storh.ErrNotFound) {
+		t.Errorf("get of an absent id: %v, want ErrNotFound", err)
+	}
+	_, err = s.put("posts", "docs", []uuidv7.UUID{uuidv7.New()}, []any{map[string]any{"slug": "pa"}})
+	if !errors.Is(err, storh.ErrUniqueViolation) {
+		t.Errorf("put of a taken slug: %v, want ErrUniqueViolation", err)
+	}
+	_, err = s.put("events", "log", []uuidv7.UUID{remoteIDs[8]}, []any{map[string]any{}})
+	if !errors.Is(err, storh.ErrExists) {
+		t.Errorf("put of an id the log has: %v, want ErrExists", err)
+	}
+	a.url = ro.URL
+	if _, _, err := a.newHTTPStore().deleteIDs("posts", remoteIDs[:1]); !errors.Is(err, storh.ErrReadOnly) {
+		t.Errorf("delete on a read-only handler: %v, want ErrReadOnly", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.url = srv.URL
+	if _, err := a.newHTTPStore().stats(); !errors.Is(err, storh.ErrClosed) {
+		t.Errorf("stats of a closed database: %v, want ErrClosed", err)
+	}
+}
+
+// TestCondJSON checks the JSON form that --where expressions are sent in:
+// written from the parsed expression, and read back by web.ParseCond into
+// the condition the expression builds.
+func TestCondJSON(t *testing.T) {
+	for _, tc := range []struct {
+		where []string
+		want  string
+	}{
+		{[]string{"level=error"}, `{"path":["level"],"op":"eq","value":"error"}`},
+		{[]string{"n>=5", "n<9.5"}, `{"and":[{"path":["n"],"op":"gte","value":5},{"path":["n"],"op":"lt","value":9.5}]}`},
+		{[]string{`"a.b".c != "x y"`}, `{"path":["a.b","c"],"op":"neq","value":"x y"}`},
+		{[]string{"path^=/api"}, `{"path":["path"],"op":"prefix","value":"/api"}`},
+		{[]string{"l in [a, 1, null]"}, `{"path":["l"],"op":"in","value":["a",1,null]}`},
+		{[]string{"l not in []"}, `{"path":["l"],"op":"nin","value":[]}`},
+		{[]string{"tags contains go"}, `{"path":["tags"],"op":"contains","value":"go"}`},
+		{[]string{"n between 1 and 5"}, `{"path":["n"],"op":"between","value":[1,5]}`},
+		{[]string{"e exists or m missing"}, `{"or":[{"path":["e"],"op":"exists"},{"path":["m"],"op":"missing"}]}`},
+		{[]string{"not (a=1 and b>2)"}, `{"not":{"and":[{"path":["a"],"op":"eq","value":1},{"path":["b"],"op":"gt","value":2}]}}`},
+		{[]string{"u=uuid:0190a4f4-5c3b-7def-8123-456789abcdef"}, `{"path":["u"],"op":"eq","value":{"$uuid":"0190a4f4-5c3b-7def-8123-456789abcdef"}}`},
+		{[]string{"o=oid:507f1f77bcf86cd799439011"}, `{"path":["o"],"op":"eq","value":{"$oid":"507f1f77bcf86cd799439011"}}`},
+		{[]string{`t<{"$date":"2024-05-01T00:00:00Z"}`}, `{"path":["t"],"op":"lt","value":{"$date":"2024-05-01T00:00:00Z"}}`},
+	} {
+		var f queryFlags
+		f.where = tc.where
+		if _, err := f.build(time.Now()); err != nil {
+			t.Fatalf("%q: %v", tc.where, err)
+		}
+		got, err := condJSON(f.conds)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.where, err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%q:\n got %s\nwant %s", tc.where, got, tc.want)
+		}
+		c, err := web.ParseCond(got)
+		if err != nil {
+			t.Fatalf("%q: web.ParseCond(%s): %v", tc.where, got, err)
+		}
+		want := f.conds[0].cond()
+		if len(f.conds) > 1 {
+			want = query.And(f.conds[0].cond(), f.conds[1].cond())
+		}
+		if gq, wq := query.All().Where(c).String(), query.All().Where(want).String(); gq != wq {
+			t.Errorf("%q: the API reads %s, the file path runs %s", tc.where, gq, wq)
+		}
+	}
+}
+
+// FuzzCondJSON: every expression the parser takes has a JSON form that
+// web.ParseCond reads back as the same condition (within its limits).
+func FuzzCondJSON(f *testing.F) {
+	for _, s := range []string{"a=1", "a in [1, 2.0, x]", `"a.b".c between 1 and 2 or not d exists`, "t contains uuid:0190a4f4-5c3b-7def-8123-456789abcdef"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		n, err := parseWhere(src)
+		if err != nil {
+			return
+		}
+		b, err := condJSON([]*whereNode{n})
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		c, err := web.ParseCond(b)
+		if err != nil {
+			if len(b) > web.MaxCondBytes || strings.Contains(err.Error(), "nest") || strings.Contains(err.Error(), "more than") {
+				return
+			}
+			t.Fatalf("%q: web.ParseCond(%s): %v", src, b, err)
+		}
+		if gq, wq := query.All().Where(c).String(), query.All().Where(n.cond()).String(); gq != wq {
+			t.Fatalf("%q: the API reads %s, the file path runs %s", src, gq, wq)
+		}
+	})
+}

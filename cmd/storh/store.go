@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strings"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// store is what the commands that work both on a database file and over
+// HTTP (--url) need of a database. Two implementations: localStore over a
+// *storh.DB, and httpStore over the API of package storh/web. The commands
+// call only this interface, so their checks and output are the same on
+// both paths.
+type store interface {
+	// where names the store in messages: the database's path or the URL.
+	where() string
+	close() error
+	// stats gives the statistics of the database and of every collection.
+	stats() (storh.Stats, error)
+	// get gives the record's JSON line ({"id","time","data"} and a newline).
+	get(coll string, id uuidv7.UUID) ([]byte, error)
+	// countMatching counts what sel selects in a Docs collection or Log.
+	countMatching(ctx context.Context, coll string, sel *queryFlags, q query.Query) (int, error)
+	// stream yields the records sel selects, as JSON lines, in order.
+	stream(ctx context.Context, coll string, sel *queryFlags, q query.Query) iter.Seq2[recLine, error]
+	// export writes what sel selects as compact JSON lines ({"id","data"}).
+	export(ctx context.Context, coll string, sel *queryFlags, q query.Query, w io.Writer, prog *progress) (int64, error)
+	// put stores items in coll, of kind, all or none: under ids when ids
+	// is not nil, else under new ids. It returns the stored records. An
+	// error about one item is a *storh.Error whose Index is the item's.
+	put(coll, kind string, ids []uuidv7.UUID, items []any) ([]recLine, error)
+	// discard takes back what a failed put created (a collection, a new
+	// database file) when nothing was written.
+	discard(coll string, created bool)
+	// deleteIDs deletes records of a Docs collection by id, counting those
+	// deleted and those that were not there.
+	deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error)
+}
+
+// recLine is one record as the commands print it.
+type recLine struct {
+	ID   uuidv7.UUID
+	Line []byte // {"id":…,"time":…,"data":…} and a newline
+}
+
+// Commands that take --url (or STORH_URL): the rest work on a database
+// file only, and refuse --url.
+var httpCmds = map[string]bool{
+	"count": true, "get": true, "put": true, "delete": true, "query": true, "export": true, "stats": true,
+}
+
+// noStoreCmds need no database at all: STORH_URL does not concern them.
+var noStoreCmds = map[string]bool{
+	"uuid": true, "objectid": true, "version": true, "help": true, "completion": true,
+	"__complete": true, "__completeNoDesc": true,
+}
+
+const envURL = "STORH_URL"
+
+// resolveURL decides whether the command (top, the command under storh)
+// runs over HTTP: --url, else $STORH_URL unless --db was given. A command
+// that does not take --url refuses it; $STORH_URL does not concern it.
+func (a *app) resolveURL(top string, urlGiven bool) error {
+	u := a.url
+	if !urlGiven {
+		u = ""
+		if !a.dbGiven {
+			u = a.getenv(envURL)
+		}
+	}
+	a.url = ""
+	switch {
+	case u == "":
+		return nil
+	case !httpCmds[top] && !urlGiven:
+		return nil
+	case noStoreCmds[top]:
+		return usagef("storh %s needs no database: drop --url", top)
+	case !httpCmds[top]:
+		return usagef("storh %s works on a database file only, not over HTTP: drop --url and pass --db PATH; the commands that take --url are %s", top, httpCmdList())
+	case a.dbGiven:
+		return usagef("--url and --db name two databases: give one")
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		from := "--url"
+		if !urlGiven {
+			from = "$" + envURL
+		}
+		return usagef("%s %q: give the server's address as http://HOST:PORT[/PREFIX] (or https://…)", from, u)
+	}
+	a.url = strings.TrimRight(u, "/")
+	return nil
+}
+
+func httpCmdList() string {
+	return "count, delete (by id), export, get, put, query and stats"
+}
+
+// openStore opens the store the command works on: the server of --url, or
+// the database file (read-only unless write).
+func (a *app) openStore(write bool) (store, error) {
+	if a.url != "" {
+		return a.newHTTPStore(), nil
+	}
+	db, err := a.open(write)
+	if err != nil {
+		return nil, err
+	}
+	return &localStore{a: a, db: db}, nil
+}
+
+// openStoreExisting opens the store and looks up each named collection, so
+// a misspelt name fails before any work (as openExisting). For a write over
+// HTTP, nothing is created either way.
+func (a *app) openStoreExisting(write bool, names ...string) (store, []storh.CollectionInfo, error) {
+	if a.url == "" && write && !isURL(a.dbPath) {
+		if _, err := os.Stat(a.dbPath); errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no database at %s: pass --db PATH or set %s", a.dbPath, envDB)
+		}
+	}
+	s, err := a.openStore(write)
+	if err != nil {
+		return nil, nil, err
+	}
+	found := make([]storh.CollectionInfo, 0, len(names))
+	if len(names) > 0 {
+		st, err := s.stats()
+		if err != nil {
+			s.close()
+			return nil, nil, err
+		}
+		for _, name := range names {
+			cs, err := a.lookupIn(st.Collections, name, s.where())
+			if err != nil {
+				s.close()
+				return nil, nil, err
+			}
+			found = append(found, cs)
+		}
+	}
+	return s, found, nil
+}
+
+// openStoreReader opens the store and an existing Docs collection or Log,
+// refusing a queue as reader does.
+func (a *app) openStoreReader(name string) (store, storh.CollectionInfo, error) {
+	s, found, err := a.openStoreExisting(false, name)
+	if err != nil {
+		return nil, storh.CollectionInfo{}, err
+	}
+	if err := readable(found[0]); err != nil {
+		s.close()
+		return nil, found[0], err
+	}
+	return s, found[0], nil
+}
+
+// readable refuses a collection whose records a reader cannot read.
+func readable(cs storh.CollectionInfo) error {
+	if cs.Kind != "docs" && cs.Kind != "log" {
+		return fmt.Errorf("collection %s is a %s: use 'storh queue' (storh queue stats %s)", qname(cs.Name), cs.Kind, shellQuote(cs.Name))
+	}
+	return nil
+}
+
+// writerKind decides the kind a put writes into, as writer does: the
+// collection's own, or a new one's (docs, or log when asLog).
+func writerKind(st storh.Stats, name string, asLog bool) (kind string, created bool, err error) {
+	for _, c := range st.Collections {
+		if c.Name == name {
+			kind = c.Kind
+		}
+	}
+	switch {
+	case kind == "docs" && asLog:
+		return kind, false, fmt.Errorf("collection %s is a docs collection, not a log: drop --log, or choose another name", qname(name))
+	case kind == "queue":
+		return kind, false, fmt.Errorf("collection %s is a queue: use 'storh queue enqueue'", qname(name))
+	case kind == "":
+		created, kind = true, "docs"
+		if asLog {
+			kind = "log"
+		}
+	}
+	return kind, created, nil
+}
+
+// localStore is a store over a database file (or a postgres:// URL), opened
+// by this process.
+type localStore struct {
+	a  *app
+	db *storh.DB
+}
+
+func (s *localStore) where() string               { return s.a.dbPath }
+func (s *localStore) close() error                { return s.db.Close() }
+func (s *localStore) stats() (storh.Stats, error) { return s.db.Stats() }
+
+func (s *localStore) reader(coll string) (reader, error) {
+	r, _, err := s.a.reader(s.db, coll)
+	return r, err
+}
+
+func (s *localStore) get(coll string, id uuidv7.UUID) ([]byte, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := r.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return recordLine(rec)
+}
+
+func recordLine(rec storh.Record) ([]byte, error) {
+	b, err := jsonl.AppendRecord(nil, rec.ID, rec.Raw())
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", rec.ID, err)
+	}
+	return b, nil
+}
+
+func (s *localStore) countMatching(ctx context.Context, coll string, _ *queryFlags, q query.Query) (int, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return 0, err
+	}
+	return r.CountMatching(q)
+}
+
+func (s *localStore) stream(ctx context.Context, coll string, _ *queryFlags, q query.Query) iter.Seq2[recLine, error] {
+	return func(yield func(recLine, error) bool) {
+		r, err := s.reader(coll)
+		if err != nil {
+			yield(recLine{}, err)
+			return
+		}
+		for rec, err := range r.Stream(q) {
+			var line []byte
+			if err == nil {
+				line, err = recordLine(rec)
+			}
+			if !yield(recLine{ID: rec.ID, Line: line}, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *localStore) export(ctx context.Context, coll string, _ *queryFlags, q query.Query, w io.Writer, prog *progress) (int64, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return 0, err
+	}
+	return exportRows(ctx, r, q, w, prog)
+}
+
+func (s *localStore) put(coll, kind string, ids []uuidv7.UUID, items []any) ([]recLine, error) {
+	var w writer
+	var err error
+	if kind == "log" {
+		w, err = s.db.Log(coll)
+	} else {
+		w, err = s.db.Docs(coll)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var recs []storh.Record
+	if ids != nil {
+		// --id: one record.
+		var rec storh.Record
+		rec, err = w.PutWithID(ids[0], items[0])
+		recs = []storh.Record{rec}
+	} else {
+		recs, err = w.PutMany(items)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]recLine, len(recs))
+	for i, rec := range recs {
+		line, err := recordLine(rec)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = recLine{ID: rec.ID, Line: line}
+	}
+	return out, nil
+}
+
+func (s *localStore) discard(coll string, created bool) {
+	dropIfEmpty(s.db, coll, created)
+	s.a.removeIfNew(s.db)
+}
+
+func (s *localStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error) {
+	err = s.db.Update(func(tx *storh.Tx) error {
+		deleted, missing = 0, 0
+		d, err := tx.Docs(coll)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			// Get tells deleted from not there; a damaged record
+			// is there, and can be deleted.
+			if _, err := d.Get(id); errors.Is(err, storh.ErrNotFound) {
+				missing++
+				continue
+			} else if err != nil && !errors.Is(err, storh.ErrCorrupt) {
+				return err
+			}
+			if err := d.Delete(id); err != nil {
+				return err
+			}
+			deleted++
+		}
+		return nil
+	})
+	return deleted, missing, err
+}

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// httpPage is the number of records the HTTP store asks for per page: the
+// handler's default page size (web.WithMaxPage), which lowers a larger one.
+const httpPage = 1000
+
+// httpStore is a store over the JSON API of package storh/web, mounted in
+// a running application or served by 'storh serve' (docs/web.md).
+type httpStore struct {
+	a      *app
+	base   string // the URL, without a final slash
+	token  string
+	client *http.Client
+}
+
+func (a *app) newHTTPStore() *httpStore {
+	token := a.token
+	if !a.tokenGiven {
+		token = a.getenv(envToken)
+	}
+	return &httpStore{a: a, base: a.url, token: strings.TrimSpace(token), client: &http.Client{}}
+}
+
+func (s *httpStore) where() string { return s.base }
+func (s *httpStore) close() error  { s.client.CloseIdleConnections(); return nil }
+
+// remoteError is an error response of the API, mapped back to the storh
+// error the same failure gives on a file (err), so that the commands word
+// it and exit as they do there.
+type remoteError struct {
+	status int
+	kind   string
+	msg    string
+	line   int
+	err    error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.err }
+
+// kindErrors maps the API's error kinds to storh's sentinels.
+var kindErrors = map[string]error{
+	"not_found":        storh.ErrNotFound,
+	"read_only":        storh.ErrReadOnly,
+	"forbidden":        storh.ErrReadOnly,
+	"unique_violation": storh.ErrUniqueViolation,
+	"exists":           storh.ErrExists,
+	"wrong_kind":       storh.ErrWrongKind,
+	"append_only":      storh.ErrWrongKind,
+	"locked":           storh.ErrLocked,
+	"corrupt":          storh.ErrCorrupt,
+	"unsupported":      storh.ErrUnsupported,
+	"unavailable":      storh.ErrClosed,
+	"full":             storh.ErrTooLarge,
+	"timeout":          context.DeadlineExceeded,
+	"bad_request":      storh.ErrInvalidData,
+	"invalid_query":    storh.ErrInvalidQuery,
+	"no_index":         storh.ErrNoIndex,
+	"cursor_not_found": storh.ErrCursorNotFound,
+	"conflict":         storh.ErrNotEmpty,
+}
+
+// apiError reads an error response.
+func (s *httpStore) apiError(resp *http.Response) error {
+	var body struct {
+		Error struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+			Line    int    `json:"line"`
+		} `json:"error"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(b, &body); err != nil || body.Error.Kind == "" {
+		return fmt.Errorf("%s answered %s, not an error of the storh API: is --url the address where the handler is mounted?", s.base, resp.Status)
+	}
+	e := &remoteError{status: resp.StatusCode, kind: body.Error.Kind, msg: body.Error.Message, line: body.Error.Line, err: kindErrors[body.Error.Kind]}
+	switch e.kind {
+	case "forbidden":
+		e.msg = fmt.Sprintf("the server at %s is read-only: writes need 'storh serve --write' (or web.WithWrites in the application)", s.base)
+	case "unauthorized":
+		if s.token == "" {
+			e.msg = fmt.Sprintf("the server at %s needs a token: set %s (or pass --token)", s.base, envToken)
+		} else {
+			e.msg = fmt.Sprintf("the server at %s refused the token: check %s (or --token)", s.base, envToken)
+		}
+	}
+	return e
+}
+
+// do sends a request and returns the response when it is a success; the
+// caller closes its body.
+func (s *httpStore) do(ctx context.Context, method, path string, vals url.Values, body io.Reader, ctype string) (*http.Response, error) {
+	u := s.base + "/" + path
+	if len(vals) > 0 {
+		u += "?" + vals.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, usagef("--url %s: %v", s.base, err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.New("interrupted")
+		}
+		return nil, fmt.Errorf("cannot reach the server at %s: %v", s.base, unwrapURLError(err))
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, s.apiError(resp)
+	}
+	return resp, nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// getJSON decodes the JSON answer of a GET into v.
+func (s *httpStore) getJSON(path string, vals url.Values, v any) error {
+	resp, err := s.do(s.a.ctx, http.MethodGet, path, vals, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("reading the answer of %s: %v", s.base, err)
+	}
+	return nil
+}
+
+func collPath(coll string) string { return "api/collections/" + url.PathEscape(coll) }
+
+// apiCollection is a collection's statistics as the API writes them.
+type apiCollection struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Records int    `json:"records"`
+	Bytes   int64  `json:"bytes"`
+	FirstID string `json:"first_id"`
+	LastID  string `json:"last_id"`
+}
+
+func (s *httpStore) stats() (storh.Stats, error) {
+	var out struct {
+		Backend     string          `json:"backend"`
+		FileSize    int64           `json:"file_size"`
+		FreeBytes   int64           `json:"free_bytes"`
+		Commits     int64           `json:"commits"`
+		PageWrites  int64           `json:"page_writes"`
+		Collections []apiCollection `json:"collections"`
+	}
+	if err := s.getJSON("api/stats", nil, &out); err != nil {
+		return storh.Stats{}, err
+	}
+	st := storh.Stats{Path: s.base, FileSize: out.FileSize, FreeBytes: out.FreeBytes, Commits: out.Commits, PageWrites: out.PageWrites}
+	for _, c := range out.Collections {
+		ci := storh.CollectionInfo{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
+		if c.FirstID != "" {
+			ci.FirstID, _ = uuidv7.Parse(c.FirstID)
+		}
+		if c.LastID != "" {
+			ci.LastID, _ = uuidv7.Parse(c.LastID)
+		}
+		st.Collections = append(st.Collections, ci)
+	}
+	return st, nil
+}
+
+func (s *httpStore) get(coll string, id uuidv7.UUID) ([]byte, error) {
+	resp, err := s.do(s.a.ctx, http.MethodGet, collPath(coll)+"/records/"+id.String(), nil, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %v", s.base, err)
+	}
+	return b, nil
+}
+
+func (s *httpStore) countMatching(ctx context.Context, coll string, f *queryFlags, _ query.Query) (int, error) {
+	vals, err := f.apiParams()
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Count int `json:"count"`
+	}
+	if err := s.getJSON(collPath(coll)+"/count", vals, &out); err != nil {
+		return 0, err
+	}
+	return out.Count, nil
+}
+
+func (s *httpStore) stream(ctx context.Context, coll string, f *queryFlags, _ query.Query) iter.Seq2[recLine, error] {
+	return func(yield func(recLine, error) bool) {
+		vals, err := f.apiParams()
+		if err != nil {
+			yield(recLine{}, err)
+			return
+		}
+		left := f.limit
+		for {
+			n := httpPage
+			if left > 0 && left < n {
+				n = left
+			}
+			vals.Set("limit", strconv.Itoa(n))
+			var page struct {
+				Records []json.RawMessage `json:"records"`
+				Next    string            `json:"next"`
+			}
+			if err := s.getJSON(collPath(coll)+"/records", vals, &page); err != nil {
+				yield(recLine{}, err)
+				return
+			}
+			for _, raw := range page.Records {
+				id, err := lineID(raw)
+				line := append([]byte(raw), '\n')
+				if !yield(recLine{ID: id, Line: line}, err) || err != nil {
+					return
+				}
+			}
+			if left > 0 {
+				if left -= len(page.Records); left <= 0 {
+					return
+				}
+			}
+			if page.Next == "" || len(page.Records) == 0 {
+				return
+			}
+			if f.reverse {
+				vals.Set("before", page.Next)
+			} else {
+				vals.Set("after", page.Next)
+			}
+		}
+	}
+}
+
+// lineID reads the id at the start of a record's JSON.
+func lineID(b []byte) (uuidv7.UUID, error) {
+	const pre = `{"id":"`
+	if len(b) >= len(pre)+36 && string(b[:len(pre)]) == pre {
+		if id, err := uuidv7.Parse(string(b[len(pre) : len(pre)+36])); err == nil {
+			return id, nil
+		}
+	}
+	return uuidv7.UUID{}, errors.New("the server answered a record that does not start with its id")
+}
+
+// stripTime turns a record's line {"id":…,"time":…,"data":…} into the
+// compact row {"id":…,"data":…} that 'storh export' writes, in place.
+func stripTime(line []byte) ([]byte, bool) {
+	const pre, tm = `{"id":"`, `","time":"`
+	i := len(pre) + 36
+	if len(line) < i+len(tm) || string(line[:len(pre)]) != pre || string(line[i:i+len(tm)]) != tm {
+		return line, false
+	}
+	j := i + len(tm)
+	k := bytes.IndexByte(line[j:], '"')
+	if k < 0 || j+k+1 >= len(line) || line[j+k+1] != ',' {
+		return line, false
+	}
+	return append(line[:i+2], line[j+k+2:]...), true
+}
+
+func (s *httpStore) export(ctx context.Context, coll string, f *queryFlags, _ query.Query, w io.Writer, prog *progress) (int64, error) {
+	vals, err := f.apiParams()
+	if err != nil {
+		return 0, err
+	}
+	if f.limit > 0 {
+		vals.Set("limit", strconv.Itoa(f.limit))
+	}
+	resp, err := s.do(ctx, http.MethodGet, collPath(coll)+"/export", vals, nil, "")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var n int64
+	in := newLineReader(resp.Body)
+	for {
+		b, _, ok, tooLong, err := in.next()
+		if !ok {
+			if err == io.EOF {
+				return n, nil
+			}
+			if ctx.Err() != nil {
+				return n, errors.New("interrupted")
+			}
+			return n, fmt.Errorf("the export from %s broke off: %v", s.base, err)
+		}
+		if tooLong {
+			return n, fmt.Errorf("the export from %s holds a line longer than %s", s.base, humanBytes(maxLine))
+		}
+		if len(b) == 0 {
+			continue
+		}
+		row, ok := stripTime(b)
+		if !ok {
+			return n, fmt.Errorf("the export from %s holds a line that is not a record", s.base)
+		}
+		row = append(row, '\n')
+		if _, err := w.Write(row); err != nil {
+			return n, err
+		}
+		n++
+		prog.records.Store(n)
+	}
+}
+
+func (s *httpStore) put(coll, kind string, ids []uuidv7.UUID, items []any) ([]recLine, error) {
+	one := ids != nil
+	if ids == nil {
+		ids = make([]uuidv7.UUID, len(items))
+		uuidv7.NewBatch(ids)
+	}
+	var body []byte
+	for i, item := range items {
+		body = append(body, `{"id":"`...)
+		body = append(body, ids[i].String()...)
+		body = append(body, `","data":`...)
+		var err error
+		if body, err = jsonl.AppendValue(body, item); err != nil {
+			return nil, &storh.Error{Op: "put", Collection: coll, Index: i, Err: fmt.Errorf("%w: %v", storh.ErrInvalidData, err)}
+		}
+		body = append(body, "}\n"...)
+	}
+	vals := url.Values{"create": {kind}}
+	resp, err := s.do(s.a.ctx, http.MethodPost, collPath(coll)+"/import", vals, bytes.NewReader(body), "application/x-ndjson")
+	if err != nil {
+		var re *remoteError
+		if !one && errors.As(err, &re) && re.line > 0 {
+			// The message is the handler's ("web: import into …, nothing
+			// written: line 2: …"): keep what storh said of the line.
+			if _, after, ok := strings.Cut(re.msg, fmt.Sprintf("line %d: ", re.line)); ok {
+				re.msg = after
+			}
+			return nil, &storh.Error{Op: "put", Collection: coll, Index: re.line - 1, Err: re}
+		}
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	out := make([]recLine, len(ids))
+	for i, id := range ids {
+		line, err := s.get(coll, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = recLine{ID: id, Line: line}
+	}
+	return out, nil
+}
+
+func (s *httpStore) discard(string, bool) {}
+
+func (s *httpStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error) {
+	for _, id := range ids {
+		path := collPath(coll) + "/records/" + id.String()
+		// A GET tells deleted from not there; a damaged record is there,
+		// and can be deleted.
+		if _, err := s.get(coll, id); errors.Is(err, storh.ErrNotFound) {
+			missing++
+			continue
+		} else if err != nil && !errors.Is(err, storh.ErrCorrupt) {
+			return deleted, missing, err
+		}
+		resp, err := s.do(s.a.ctx, http.MethodDelete, path, nil, nil, "")
+		if err != nil {
+			return deleted, missing, err
+		}
+		resp.Body.Close()
+		deleted++
+	}
+	return deleted, missing, nil
+}
