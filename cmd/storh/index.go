@@ -74,12 +74,12 @@ interrupted build. With --json it prints one object,
 			if err := checkCollNames(args); err != nil {
 				return err
 			}
-			db, r, cs, err := a.openReader(args[0])
+			st, cs, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			infos, err := r.Indexes()
+			defer st.close()
+			infos, err := st.indexes(cs.Name)
 			if err != nil {
 				return err
 			}

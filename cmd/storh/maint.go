@@ -161,13 +161,13 @@ is 1 when there is any. It reads one consistent snapshot.`,
   storh --json verify`,
 		Args: args(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, _, err := a.openExisting(false, args...)
+			st, _, err := a.openStoreExisting(false, args...)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer st.close()
 			problems := &problemLog{a: a, label: "problem:"}
-			rep, err := db.VerifyContext(a.ctx, problems.add, args...)
+			rep, err := st.verify(a.ctx, args, problems.add)
 			if err != nil {
 				return interrupted(err, fmt.Sprintf("verify stopped after %s, %s", plural(rep.Records, "record"), plural(int64(rep.Problems), "problem")))
 			}
@@ -180,7 +180,7 @@ is 1 when there is any. It reads one consistent snapshot.`,
 				fmt.Fprintf(a.stdout, "verified %s, %s: %s\n", plural(int64(rep.Collections), "collection"), plural(rep.Records, "record"), plural(int64(rep.Problems), "problem"))
 			}
 			if rep.Problems > 0 {
-				return fmt.Errorf("verify found %s in %s: 'storh repair' quarantines bad records and fixes counters; damage to the file itself needs a backup", plural(int64(rep.Problems), "problem"), a.dbPath)
+				return fmt.Errorf("verify found %s in %s: 'storh repair' quarantines bad records and fixes counters; damage to the file itself needs a backup", plural(int64(rep.Problems), "problem"), st.where())
 			}
 			return nil
 		},

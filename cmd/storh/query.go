@@ -387,12 +387,12 @@ is one JSON object. See 'storh query --help' for the flags.`,
 			if err != nil {
 				return err
 			}
-			db, r, cs, err := a.openReader(args[0])
+			st, cs, err := a.openStoreReader(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			plan, err := r.Explain(q)
+			defer st.close()
+			plan, err := st.explain(a.ctx, cs.Name, &f, q)
 			if err != nil {
 				return f.runError(err, cs.Name)
 			}
@@ -407,7 +407,7 @@ is one JSON object. See 'storh query --help' for the flags.`,
 				return err
 			}
 			if len(plan.Indexes) == 0 && plan.RecordsRead > plan.Returned && (len(f.conds) > 0 || f.orderPath != nil) {
-				if s := f.suggestIndex(); s != "" && !hasIndexOn(r, s) {
+				if s := f.suggestIndex(); s != "" && !hasIndexOn(st, cs.Name, s) {
 					a.diag("storh: no index serves this query; 'storh index create %s %s' would make it a seek", shellQuote(cs.Name), shellQuote(s))
 				}
 			}
@@ -459,8 +459,8 @@ func (a *app) printPlan(f queryFlags, p storh.Plan) error {
 
 // hasIndexOn reports whether the collection has an index whose first path
 // is path (as the CLI writes it).
-func hasIndexOn(r reader, path string) bool {
-	infos, err := r.Indexes()
+func hasIndexOn(st store, coll, path string) bool {
+	infos, err := st.indexes(coll)
 	if err != nil {
 		return false
 	}

@@ -53,11 +53,7 @@ func (a *app) openQueue(name string, write, create bool) (*storh.DB, *storh.Queu
 		db, found, err = a.openExisting(write, name)
 		if err == nil && found[0].Kind != "queue" {
 			db.Close()
-			kind := found[0].Kind
-			if kind == "docs" {
-				kind = "docs collection"
-			}
-			return nil, nil, fmt.Errorf("collection %s is a %s, not a queue", qname(name), kind)
+			return nil, nil, notQueue(name, found[0].Kind)
 		}
 	}
 	if err != nil {
@@ -72,6 +68,31 @@ func (a *app) openQueue(name string, write, create bool) (*storh.DB, *storh.Queu
 		return nil, nil, err
 	}
 	return db, q, nil
+}
+
+// openStoreQueue opens the store (the database read-only, or the server
+// of --url) and checks that the queue name exists, as openQueue does
+// without create.
+func (a *app) openStoreQueue(name string) (store, error) {
+	if err := checkCollNames([]string{name}); err != nil {
+		return nil, err
+	}
+	st, found, err := a.openStoreExisting(false, name)
+	if err != nil {
+		return nil, err
+	}
+	if found[0].Kind != "queue" {
+		st.close()
+		return nil, notQueue(name, found[0].Kind)
+	}
+	return st, nil
+}
+
+func notQueue(name, kind string) error {
+	if kind == "docs" {
+		kind = "docs collection"
+	}
+	return fmt.Errorf("collection %s is a %s, not a queue", qname(name), kind)
 }
 
 type jobJSON struct {
@@ -368,12 +389,12 @@ lease has ended count as claimed until the next claim takes them back.`,
   storh --json queue stats emails`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, q, err := a.openQueue(args[0], false, false)
+			st, err := a.openStoreQueue(args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			s, err := q.Stats()
+			defer st.close()
+			s, err := st.queueStats(args[0])
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
@@ -29,7 +31,8 @@ var remoteIDs = func() []uuidv7.UUID {
 
 // seedRemote writes the same database at path every time: a docs
 // collection "posts" with a unique index on slug and an index on score, a
-// log "events", and an empty log "empty".
+// log "events", and a queue "jobs" with a job pending, one claimed and one
+// done.
 func seedRemote(t *testing.T, path string) {
 	t.Helper()
 	db, err := storh.Open(path)
@@ -69,6 +72,26 @@ func seedRemote(t *testing.T, path string) {
 		if _, err := events.PutWithID(remoteIDs[i], map[string]any{"level": level, "n": int64(i), "f": float64(i) / 2}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	jobs, err := db.Queue("jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := uuidv7.NewDeterministic(13, 1714564900000, 1000)
+	for n := int64(1); n <= 3; n++ {
+		if err := jobs.EnqueueWithID(g.New(), map[string]any{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := jobs.Claim(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Complete(j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Claim(time.Hour); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -165,6 +188,42 @@ func TestRemoteSameAsFile(t *testing.T) {
 			step("count", "posts"),
 			{args: []string{"--json", "count", "lines"}},
 		}},
+		{"explain", []remoteStep{
+			step("explain", "posts", "--where", "slug=pc", "--limit", "2"),
+			step("--json", "explain", "posts", "--where", "score>=3", "--order", "-score", "--limit", "2"),
+			step("explain", "events", "--where", "level=error", "--reverse", "--limit", "1"),
+			step("explain", "posts", "--where", "tags contains go", "--after", id(1), "--limit", "2"),
+		}},
+		{"explain errors", []remoteStep{
+			step("explain", "nope"),
+			step("explain", "jobs", "--limit", "1"),
+			step("explain", "posts", "--where", "draft=true", "--require-index", "--limit", "1"),
+			step("explain", "posts", "--where", "a=="),
+			step("explain", "posts", "--order", "score", "--after", absent, "--limit", "1"),
+		}},
+		{"index list", []remoteStep{
+			step("index", "list", "posts"),
+			step("--json", "index", "list", "posts"),
+			step("index", "list", "events"),
+			step("--json", "index", "list", "events"),
+			step("index", "list", "nope"),
+			step("index", "list", "jobs"),
+		}},
+		{"queue stats", []remoteStep{
+			step("queue", "stats", "jobs"),
+			step("--json", "queue", "stats", "jobs"),
+			step("queue", "stats", "posts"),
+			step("queue", "stats", "events"),
+			step("queue", "stats", "nope"),
+		}},
+		{"verify", []remoteStep{
+			step("verify"),
+			step("--json", "verify"),
+			step("verify", "posts", "jobs"),
+			step("--json", "verify", "events"),
+			step("verify", "nope"),
+			step("verify", "posts", "nope"),
+		}},
 		{"delete", []remoteStep{
 			step("--json", "delete", "posts", id(1), absent, id(1)),
 			step("get", "posts", id(1)),
@@ -238,7 +297,12 @@ func TestRemoteErrors(t *testing.T) {
 		{[]string{"--url", ro.URL, "--db", path, "count", "events"}, nil, exitUsage, "", "--url and --db"},
 		{[]string{"--url", ro.URL, "backup", "x.db"}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", ro.URL, "compact"}, nil, exitUsage, "", "database file only"},
-		{[]string{"--url", ro.URL, "index", "list", "posts"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "index", "create", "posts", "x"}, nil, exitUsage, "", "storh index create works on a database file only"},
+		{[]string{"--url", ro.URL, "index", "drop", "posts", "score"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "queue", "enqueue", "jobs", `{"n":1}`}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "queue", "jobs", "jobs"}, nil, exitUsage, "", "database file only"},
+		{[]string{"--url", ro.URL, "index", "list", "posts"}, nil, exitOK, "NAME   PATHS  UNIQUE  ENTRIES  STATE\nscore  score  no      7        ready\nslug   slug   yes     7        ready\n", ""},
+		{[]string{"--url", ro.URL, "--json", "queue", "stats", "jobs"}, nil, exitOK, `{"queue":"jobs","pending":1,"claimed":1,"done":1,"dead":0,"bytes":27}` + "\n", ""},
 		{[]string{"--url", ro.URL, "uuid", "new"}, nil, exitUsage, "", "needs no database"},
 		{[]string{"--url", ro.URL, "delete", "posts", "--where", "x=1"}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", "ftp://x", "count", "posts"}, nil, exitUsage, "", "http://"},
@@ -370,4 +434,45 @@ func FuzzCondJSON(f *testing.F) {
 			t.Fatalf("%q: the API reads %s, the file path runs %s", src, gq, wq)
 		}
 	})
+}
+
+// TestRemoteVerifyProblems reads a verify stream with problems (from a
+// stand-in server: a healthy file has none) as the file path reports them.
+func TestRemoteVerifyProblems(t *testing.T) {
+	const problem = `{"problem":{"kind":"checksum","collection":"events","id":"018f3406-a1e8-75e3-9b15-1c5b424ad7c6","detail":"corrupt data: checksum mismatch","text":"checksum \"events\" id 018f3406-a1e8-75e3-9b15-1c5b424ad7c6: corrupt data: checksum mismatch"}}` + "\n"
+	body := map[string]string{
+		"/api/stats":  `{"backend":"file","collections":[{"name":"events","kind":"log","records":3}]}`,
+		"/api/verify": problem + `{"report":{"collections":1,"records":3,"problems":1,"ok":false}}` + "\n",
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/verify" && r.URL.Query().Get("collection") == "cut" {
+			io.WriteString(w, problem+`{"error":{"kind":"timeout","message":"web: verify: time limit"},"report":{"collections":1,"records":2,"problems":1,"ok":false}}`+"\n")
+			return
+		}
+		if r.URL.Path == "/api/verify" && r.URL.Query().Get("collection") == "short" {
+			io.WriteString(w, problem)
+			return
+		}
+		io.WriteString(w, body[r.URL.Path])
+	}))
+	defer srv.Close()
+	out, errs, code := runEnv([]string{"--url", srv.URL, "verify"}, "", nil)
+	want := "problem: checksum \"events\" id 018f3406-a1e8-75e3-9b15-1c5b424ad7c6: corrupt data: checksum mismatch\nverified 1 collection, 3 records: 1 problem\n"
+	if code != exitError || out != want || !strings.Contains(errs, "verify found 1 problem in "+srv.URL) {
+		t.Errorf("verify: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, _, code = runEnv([]string{"--url", srv.URL, "--json", "verify"}, "", nil)
+	if want := `{"collections":1,"ok":false,"problems":[{"kind":"checksum","collection":"events","id":"018f3406-a1e8-75e3-9b15-1c5b424ad7c6","detail":"corrupt data: checksum mismatch"}],"records":3}` + "\n"; code != exitError || out != want {
+		t.Errorf("--json verify: exit %d, stdout %q", code, out)
+	}
+	a := newApp(context.Background(), nil, nil, nil, func(string) string { return "" })
+	a.url = srv.URL
+	var n int
+	rep, err := a.newHTTPStore().verify(context.Background(), []string{"cut"}, func(storh.Problem) { n++ })
+	if !errors.Is(err, context.DeadlineExceeded) || n != 1 || rep.Records != 2 {
+		t.Errorf("a verify cut by the time limit: %v, %d problems, %+v", err, n, rep)
+	}
+	if _, err := a.newHTTPStore().verify(context.Background(), []string{"short"}, func(storh.Problem) {}); err == nil || !strings.Contains(err.Error(), "without a report") {
+		t.Errorf("a verify stream without its report: %v", err)
+	}
 }

@@ -262,7 +262,11 @@ func (a *app) preRun(cmd *cobra.Command, args []string) error {
 	if f := cmd.Flag("token"); f != nil && cmd.Name() != "serve" {
 		a.tokenGiven = f.Changed
 	}
-	if err := a.resolveURL(top.Name(), urlGiven); err != nil {
+	name := top.Name()
+	if top != cmd {
+		name += " " + cmd.Name()
+	}
+	if err := a.resolveURL(name, urlGiven); err != nil {
 		return err
 	}
 	if n, ok := collArgs[cmd.Name()]; ok && cmd.Parent() == cmd.Root() {

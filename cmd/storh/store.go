@@ -44,6 +44,16 @@ type store interface {
 	// deleteIDs deletes records of a Docs collection by id, counting those
 	// deleted and those that were not there.
 	deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error)
+	// explain runs what sel selects in a Docs collection or Log and says
+	// how it ran.
+	explain(ctx context.Context, coll string, sel *queryFlags, q query.Query) (storh.Plan, error)
+	// indexes lists the indexes of a Docs collection or Log.
+	indexes(coll string) ([]storh.IndexInfo, error)
+	// queueStats counts the jobs of an existing queue by state.
+	queueStats(name string) (storh.QueueStats, error)
+	// verify checks the store, or only the named collections, handing
+	// each problem to report.
+	verify(ctx context.Context, colls []string, report func(storh.Problem)) (storh.VerifyReport, error)
 }
 
 // recLine is one record as the commands print it.
@@ -53,9 +63,11 @@ type recLine struct {
 }
 
 // Commands that take --url (or STORH_URL): the rest work on a database
-// file only, and refuse --url.
+// file only, and refuse --url. A subcommand is named after its group
+// ("index list").
 var httpCmds = map[string]bool{
 	"count": true, "get": true, "put": true, "delete": true, "query": true, "export": true, "stats": true,
+	"explain": true, "verify": true, "index list": true, "queue stats": true,
 }
 
 // noStoreCmds need no database at all: STORH_URL does not concern them.
@@ -66,7 +78,8 @@ var noStoreCmds = map[string]bool{
 
 const envURL = "STORH_URL"
 
-// resolveURL decides whether the command (top, the command under storh)
+// resolveURL decides whether the command (top, the command under storh, or
+// "group sub" for a subcommand)
 // runs over HTTP: --url, else $STORH_URL unless --db was given. A command
 // that does not take --url refuses it; $STORH_URL does not concern it.
 func (a *app) resolveURL(top string, urlGiven bool) error {
@@ -83,7 +96,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 		return nil
 	case !httpCmds[top] && !urlGiven:
 		return nil
-	case noStoreCmds[top]:
+	case noStoreCmds[strings.Fields(top)[0]]:
 		return usagef("storh %s needs no database: drop --url", top)
 	case !httpCmds[top]:
 		return usagef("storh %s works on a database file only, not over HTTP: drop --url and pass --db PATH; the commands that take --url are %s", top, httpCmdList())
@@ -102,7 +115,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "count, delete (by id), export, get, put, query and stats"
+	return "count, delete (by id), explain, export, get, index list, put, query, queue stats, stats and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or
@@ -328,4 +341,32 @@ func (s *localStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing
 		return nil
 	})
 	return deleted, missing, err
+}
+
+func (s *localStore) explain(ctx context.Context, coll string, _ *queryFlags, q query.Query) (storh.Plan, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return storh.Plan{}, err
+	}
+	return r.Explain(q)
+}
+
+func (s *localStore) indexes(coll string) ([]storh.IndexInfo, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return nil, err
+	}
+	return r.Indexes()
+}
+
+func (s *localStore) queueStats(name string) (storh.QueueStats, error) {
+	q, err := s.db.Queue(name, storh.WithoutCreate())
+	if err != nil {
+		return storh.QueueStats{}, err
+	}
+	return q.Stats()
+}
+
+func (s *localStore) verify(ctx context.Context, colls []string, report func(storh.Problem)) (storh.VerifyReport, error) {
+	return s.db.VerifyContext(ctx, report, colls...)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -406,4 +407,151 @@ func (s *httpStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing 
 		deleted++
 	}
 	return deleted, missing, nil
+}
+
+func (s *httpStore) explain(ctx context.Context, coll string, f *queryFlags, _ query.Query) (storh.Plan, error) {
+	vals, err := f.apiParams()
+	if err != nil {
+		return storh.Plan{}, err
+	}
+	if f.limit > 0 {
+		vals.Set("limit", strconv.Itoa(f.limit))
+	} else {
+		s.a.diag("storh: over HTTP, explain runs the query with the server's page size as its limit; give --limit to choose it")
+	}
+	var out struct {
+		Query       string   `json:"query"`
+		Indexes     []string `json:"indexes"`
+		Sorted      bool     `json:"sorted"`
+		KeysRead    int      `json:"keys_read"`
+		RecordsRead int      `json:"records_read"`
+		Returned    int      `json:"returned"`
+	}
+	if err := s.getJSON(collPath(coll)+"/explain", vals, &out); err != nil {
+		return storh.Plan{}, err
+	}
+	p := storh.Plan{Query: out.Query, Sorted: out.Sorted, KeysRead: out.KeysRead, RecordsRead: out.RecordsRead, Returned: out.Returned}
+	if len(out.Indexes) > 0 {
+		p.Indexes = out.Indexes
+	}
+	return p, nil
+}
+
+func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
+	var out struct {
+		Indexes []struct {
+			Name     string     `json:"name"`
+			Paths    [][]string `json:"paths"`
+			Unique   bool       `json:"unique"`
+			Entries  int        `json:"entries"`
+			Building bool       `json:"building"`
+			Built    int        `json:"built"`
+		} `json:"indexes"`
+	}
+	if err := s.getJSON(collPath(coll)+"/indexes", nil, &out); err != nil {
+		return nil, err
+	}
+	var infos []storh.IndexInfo
+	for _, ix := range out.Indexes {
+		infos = append(infos, storh.IndexInfo{Name: ix.Name, Paths: ix.Paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built})
+	}
+	return infos, nil
+}
+
+// queueStats reads the counts of api/queues/{name}, and the queue's size
+// from api/stats (a queue's statistics are its collection's).
+func (s *httpStore) queueStats(name string) (storh.QueueStats, error) {
+	var out struct {
+		Pending int `json:"pending"`
+		Claimed int `json:"claimed"`
+		Done    int `json:"done"`
+		Dead    int `json:"dead"`
+	}
+	if err := s.getJSON("api/queues/"+url.PathEscape(name), nil, &out); err != nil {
+		return storh.QueueStats{}, err
+	}
+	st, err := s.stats()
+	if err != nil {
+		return storh.QueueStats{}, err
+	}
+	qs := storh.QueueStats{Pending: out.Pending, Claimed: out.Claimed, Done: out.Done, Dead: out.Dead}
+	for _, c := range st.Collections {
+		if c.Name == name {
+			qs.CollectionInfo = c
+		}
+	}
+	return qs, nil
+}
+
+// verify reads the JSON lines of POST api/verify: a line per problem, then
+// the report, with the error that stopped the run, if any, beside it.
+func (s *httpStore) verify(ctx context.Context, colls []string, report func(storh.Problem)) (storh.VerifyReport, error) {
+	vals := url.Values{}
+	for _, c := range colls {
+		vals.Add("collection", c)
+	}
+	resp, err := s.do(ctx, http.MethodPost, "api/verify", vals, nil, "")
+	if err != nil {
+		return storh.VerifyReport{}, err
+	}
+	defer resp.Body.Close()
+	var rep storh.VerifyReport
+	in := newLineReader(resp.Body)
+	for {
+		b, _, ok, tooLong, err := in.next()
+		if !ok {
+			if ctx.Err() != nil {
+				return rep, context.Canceled
+			}
+			if err == io.EOF {
+				err = errors.New("the stream ended without a report")
+			}
+			return rep, fmt.Errorf("the verify from %s broke off: %v", s.base, err)
+		}
+		if tooLong {
+			return rep, fmt.Errorf("the verify from %s holds a line longer than %s", s.base, humanBytes(maxLine))
+		}
+		if len(b) == 0 {
+			continue
+		}
+		var line struct {
+			Problem *struct {
+				Kind       string `json:"kind"`
+				Collection string `json:"collection"`
+				ID         string `json:"id"`
+				Key        string `json:"key"`
+				Detail     string `json:"detail"`
+			} `json:"problem"`
+			Error *struct {
+				Kind    string `json:"kind"`
+				Message string `json:"message"`
+			} `json:"error"`
+			Report *struct {
+				Collections int `json:"collections"`
+				Records     int `json:"records"`
+				Problems    int `json:"problems"`
+			} `json:"report"`
+		}
+		if err := json.Unmarshal(b, &line); err != nil {
+			return rep, fmt.Errorf("the verify from %s holds a line that is not JSON: %v", s.base, err)
+		}
+		if p := line.Problem; p != nil {
+			pr := storh.Problem{Kind: storh.ProblemKind(p.Kind), Collection: p.Collection, Detail: p.Detail}
+			if p.ID != "" {
+				pr.ID, _ = uuidv7.Parse(p.ID)
+			}
+			if p.Key != "" {
+				pr.Key, _ = hex.DecodeString(p.Key)
+			}
+			report(pr)
+			continue
+		}
+		if r := line.Report; r != nil {
+			rep = storh.VerifyReport{Collections: r.Collections, Records: r.Records, Problems: r.Problems}
+			if e := line.Error; e != nil {
+				return rep, &remoteError{status: resp.StatusCode, kind: e.Kind, msg: e.Message, err: kindErrors[e.Kind]}
+			}
+			return rep, nil
+		}
+	}
 }
