@@ -95,6 +95,20 @@ func recordID(r *http.Request) (uuidv7.UUID, error) {
 	return id, nil
 }
 
+// recordTarget finds the collection and record id a record's path names,
+// answering with the error when it cannot.
+func (h *handler) recordTarget(w http.ResponseWriter, r *http.Request) (storh.Collection, uuidv7.UUID, bool) {
+	c, err := h.collection(r.PathValue("name"))
+	if err == nil {
+		var id uuidv7.UUID
+		if id, err = recordID(r); err == nil {
+			return c, id, true
+		}
+	}
+	writeError(w, err)
+	return nil, uuidv7.UUID{}, false
+}
+
 // writeRecord answers with one record, as a JSON lines export writes it.
 func writeRecord(w http.ResponseWriter, status int, rec storh.Record) {
 	b, err := jsonl.AppendRecord(nil, rec.ID, rec.Raw())
@@ -112,14 +126,8 @@ func (h *handler) getRecord(w http.ResponseWriter, r *http.Request) {
 	if !noParams(w, r) {
 		return
 	}
-	c, err := h.collection(r.PathValue("name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id, err := recordID(r)
-	if err != nil {
-		writeError(w, err)
+	c, id, ok := h.recordTarget(w, r)
+	if !ok {
 		return
 	}
 	rec, err := c.Get(id)
@@ -137,14 +145,8 @@ func (h *handler) putRecord(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
 	}
-	c, err := h.collection(r.PathValue("name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id, err := recordID(r)
-	if err != nil {
-		writeError(w, err)
+	c, id, ok := h.recordTarget(w, r)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
@@ -178,14 +180,8 @@ func (h *handler) deleteRecord(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
 	}
-	c, err := h.collection(r.PathValue("name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id, err := recordID(r)
-	if err != nil {
-		writeError(w, err)
+	c, id, ok := h.recordTarget(w, r)
+	if !ok {
 		return
 	}
 	d, ok := c.(*storh.Docs)
