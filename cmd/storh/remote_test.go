@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -223,6 +225,16 @@ func TestRemoteSameAsFile(t *testing.T) {
 			step("--json", "verify", "events"),
 			step("verify", "nope"),
 			step("verify", "posts", "nope"),
+		}},
+		{"tail", []remoteStep{
+			step("tail", "events"),
+			step("tail", "posts", "-n", "3"),
+			step("tail", "posts", "-n", "0"),
+			step("tail", "events", "-n", "100"),
+			step("tail", "empty"),
+			step("tail", "nope"),
+			step("tail", "jobs"),
+			step("tail", "posts", "-n", "-1"),
 		}},
 		{"delete", []remoteStep{
 			step("--json", "delete", "posts", id(1), absent, id(1)),
@@ -474,5 +486,97 @@ func TestRemoteVerifyProblems(t *testing.T) {
 	}
 	if _, err := a.newHTTPStore().verify(context.Background(), []string{"short"}, func(storh.Problem) {}); err == nil || !strings.Contains(err.Error(), "without a report") {
 		t.Errorf("a verify stream without its report: %v", err)
+	}
+}
+
+// TestRemoteTailFollow follows a log over HTTP while records are written
+// to the server's database: each arrives once, in order, across the
+// reconnections that a short tail limit forces (Last-Event-ID), and a
+// record whose id is older than the last printed is not shown, as on a
+// file. Cancelling ends the tail with exit code 0.
+func TestRemoteTailFollow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.db")
+	seedRemote(t, path)
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.Handler(db, web.WithTailLimit(150*time.Millisecond)))
+	defer func() { srv.Close(); db.Close() }()
+	events, err := db.Log("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, outW := io.Pipe()
+	var stderr bytes.Buffer
+	a := newApp(ctx, strings.NewReader(""), outW, &stderr, func(string) string { return "" })
+	done := make(chan int, 1)
+	go func() {
+		root := a.rootCmd()
+		root.SetArgs([]string{"--url", srv.URL, "tail", "events", "-f", "-n", "2", "--interval", "5ms"})
+		cmd, err := root.ExecuteC()
+		code := exitOK
+		if err != nil {
+			code = a.report(cmd, err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("tail -f --url ended early")
+			}
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("tail -f --url printed nothing for 10s")
+		}
+		return ""
+	}
+	for _, i := range []int{10, 11} {
+		if l := next(); !strings.HasPrefix(l, `{"id":"`+remoteIDs[i].String()+`"`) {
+			t.Fatalf("tail -n 2 printed %s, want record %d", l, i)
+		}
+	}
+	const n = 30
+	go func() {
+		for i := 0; i < n; i++ {
+			if i == n/2 {
+				// An id below the last one printed: not shown, as on a file.
+				if _, err := events.PutWithID(remoteIDs[0], map[string]any{"old": true}); err != nil {
+					t.Error(err)
+				}
+			}
+			if _, err := events.Put(map[string]any{"n": int64(100 + i)}); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(20 * time.Millisecond) // across several tail limits
+		}
+	}()
+	for i := 0; i < n; i++ {
+		want := fmt.Sprintf(`"data":{"n":%d}}`, 100+i)
+		if l := next(); !strings.HasSuffix(l, want) {
+			t.Fatalf("record %d: tail -f --url printed %s, want one ending %s", i, l, want)
+		}
+	}
+	cancel()
+	for l := range lines {
+		t.Errorf("after the last record, tail -f --url printed %s", l)
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("tail -f --url cancelled: exit %d, stderr %s", code, stderr.String())
 	}
 }

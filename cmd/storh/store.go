@@ -8,6 +8,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
@@ -51,6 +52,15 @@ type store interface {
 	indexes(coll string) ([]storh.IndexInfo, error)
 	// queueStats counts the jobs of an existing queue by state.
 	queueStats(name string) (storh.QueueStats, error)
+	// last gives the last n records of a Docs collection or Log, oldest
+	// of them first (tail).
+	last(ctx context.Context, coll string, n int) ([]recLine, error)
+	// follow prints, through p, the records written to coll after the id
+	// after, flushing p as they come, until ctx ends (tail -f); it then
+	// returns nil. It may be called after close: on a file it opens the
+	// database for each poll (every interval), over HTTP it reads the
+	// tail endpoint.
+	follow(ctx context.Context, coll string, after uuidv7.UUID, interval time.Duration, p *recordPrinter) error
 	// verify checks the store, or only the named collections, handing
 	// each problem to report.
 	verify(ctx context.Context, colls []string, report func(storh.Problem)) (storh.VerifyReport, error)
@@ -67,7 +77,7 @@ type recLine struct {
 // ("index list").
 var httpCmds = map[string]bool{
 	"count": true, "get": true, "put": true, "delete": true, "query": true, "export": true, "stats": true,
-	"explain": true, "verify": true, "index list": true, "queue stats": true,
+	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true,
 }
 
 // noStoreCmds need no database at all: STORH_URL does not concern them.
@@ -115,7 +125,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "count, delete (by id), explain, export, get, index list, put, query, queue stats, stats and verify"
+	return "count, delete (by id), explain, export, get, index list, put, query, queue stats, stats, tail and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or

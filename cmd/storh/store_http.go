@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -11,8 +12,10 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
@@ -554,4 +557,168 @@ func (s *httpStore) verify(ctx context.Context, colls []string, report func(stor
 			return rep, nil
 		}
 	}
+}
+
+// last reads the last n records with newest=1, page after page, and gives
+// them oldest first.
+func (s *httpStore) last(ctx context.Context, coll string, n int) ([]recLine, error) {
+	f := &queryFlags{reverse: true, limit: n}
+	var recs []recLine
+	for rec, err := range s.stream(ctx, coll, f, query.Query{}) {
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	slices.Reverse(recs)
+	return recs, nil
+}
+
+// tailResumable are the kinds of a tail's last event after which the CLI
+// connects again with Last-Event-ID, as an EventSource would: the rest
+// (corrupt, not_found…) would only come again.
+var tailResumable = map[string]bool{"lagged": true, "timeout": true, "watch_lost": true, "unavailable": true}
+
+// follow reads the tail endpoint from after (from=0, every record, when
+// the collection was empty), and connects again with Last-Event-ID when
+// the stream breaks off or ends with a resumable error event, waiting
+// interval first. Like the file path it prints only records with ids
+// after the last one printed: a Docs record written again, or a record
+// with an older id, is not shown again.
+func (s *httpStore) follow(ctx context.Context, coll string, after uuidv7.UUID, interval time.Duration, p *recordPrinter) error {
+	from := "0"
+	if !after.IsZero() {
+		from = after.String()
+	}
+	last := after
+	retrying := false
+	for {
+		live, err := s.tailOnce(ctx, coll, from, &last, p)
+		if ferr := p.flush(); ferr != nil && ctx.Err() == nil {
+			return ferr
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		var re *remoteError
+		if errors.As(err, &re) && !tailResumable[re.kind] {
+			return err
+		}
+		if live {
+			retrying = false
+		}
+		// The server's tail limit (WithTailLimit) is routine: no note.
+		routine := errors.As(err, &re) && re.kind == "timeout"
+		if !routine && !retrying {
+			s.a.diag("storh: the tail from %s broke off (%v); connecting again", s.base, err)
+			retrying = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// tailOnce reads one connection of the tail endpoint, printing the
+// records after *last and moving *last on. live says the stream started.
+// It returns why the stream ended: an error event's (a *remoteError), the
+// connection's, or an answer that is an error (a *remoteError too).
+func (s *httpStore) tailOnce(ctx context.Context, coll, from string, last *uuidv7.UUID, p *recordPrinter) (live bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/"+collPath(coll)+"/tail?"+url.Values{"from": {from}}.Encode(), nil)
+	if err != nil {
+		return false, usagef("--url %s: %v", s.base, err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	if !last.IsZero() {
+		// As an EventSource reconnecting: it wins over from.
+		req.Header.Set("Last-Event-ID", last.String())
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("cannot reach the server at %s: %v", s.base, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return false, s.apiError(resp)
+	}
+	in := bufio.NewReader(resp.Body)
+	var event string
+	var data []byte
+	for {
+		line, err := in.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long record: read the rest of the line.
+			rest, rerr := in.ReadBytes('\n')
+			line, err = append(append([]byte(nil), line...), rest...), rerr
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return live, err
+		}
+		live = true
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(line) == 0 {
+			// The end of an event.
+			ev, d := event, data
+			event, data = "", data[:0]
+			switch {
+			case ev == "error":
+				return live, s.tailError(resp, d)
+			case len(d) == 0:
+				continue
+			}
+			id, err := lineID(d)
+			if err != nil {
+				return live, err
+			}
+			if id.Compare(*last) <= 0 {
+				continue
+			}
+			if err := p.printLine(append(d, '\n')); err != nil {
+				return live, err
+			}
+			*last = id
+			if in.Buffered() == 0 {
+				if err := p.flush(); err != nil {
+					return live, err
+				}
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment: the start, or a heartbeat
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			event = string(value)
+		case "data":
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+		}
+	}
+}
+
+// tailError reads the data of a tail's error event.
+func (s *httpStore) tailError(resp *http.Response, d []byte) error {
+	var body struct {
+		Error struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(d, &body); err != nil || body.Error.Kind == "" {
+		return fmt.Errorf("the tail from %s ended with an error event that is not an error of the storh API", s.base)
+	}
+	return &remoteError{status: resp.StatusCode, kind: body.Error.Kind, msg: body.Error.Message, err: kindErrors[body.Error.Kind]}
 }

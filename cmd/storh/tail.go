@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"time"
@@ -34,10 +35,16 @@ written by short-lived writers (storh put, storh import, a program that opens,
 writes and closes) show up at the next poll; while a long-running program
 keeps the file open, polls wait and new records show up once it closes it.
 Ids are compared, not times: a writer whose clock runs behind may write ids
-below the last one printed, and those are not shown.`,
+below the last one printed, and those are not shown.
+
+With --url (or $STORH_URL), tail reads a running program's storh/web handler
+or a storh serve instead: -f then follows the server's live tail, which
+sends each record as it commits, and --interval is the wait before it
+reconnects after the stream drops.`,
 		Example: `  storh tail events
   storh tail events -n 50
-  storh tail events -f --interval 250ms`,
+  storh tail events -f --interval 250ms
+  storh tail events -f --url http://127.0.0.1:7070`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 0 {
@@ -46,11 +53,11 @@ below the last one printed, and those are not shown.`,
 			if interval <= 0 {
 				return usagef("--interval %v: must be positive", interval)
 			}
-			last, err := a.tailLast(args[0], n)
+			s, last, err := a.tailLast(args[0], n)
 			if err != nil || !follow {
 				return err
 			}
-			return a.follow(args[0], last, interval)
+			return s.follow(a.ctx, args[0], last, interval, a.newPrinter())
 		},
 	}
 	cmd.Flags().IntVarP(&n, "lines", "n", 10, "print the last `N` records")
@@ -60,50 +67,69 @@ below the last one printed, and those are not shown.`,
 }
 
 // tailLast prints the last n records and returns the newest id of the
-// collection (zero when empty), where following starts.
-func (a *app) tailLast(name string, n int) (uuidv7.UUID, error) {
-	db, r, cs, err := a.openReader(name)
+// collection (zero when empty), where following starts. The store is
+// closed on return: -f does not hold the database open.
+func (a *app) tailLast(name string, n int) (store, uuidv7.UUID, error) {
+	s, cs, err := a.openStoreReader(name)
 	if err != nil {
-		return uuidv7.UUID{}, err
+		return nil, uuidv7.UUID{}, err
 	}
-	defer db.Close()
+	defer s.close()
 	if n == 0 {
-		return cs.LastID, nil
+		return s, cs.LastID, nil
 	}
-	var recs []storh.Record
-	for rec, err := range r.Stream(query.All().Reverse().Limit(n)) {
-		if err != nil {
-			return uuidv7.UUID{}, err
-		}
-		recs = append(recs, rec)
+	recs, err := s.last(a.ctx, cs.Name, n)
+	if err != nil {
+		return nil, uuidv7.UUID{}, err
 	}
-	slices.Reverse(recs)
 	p := a.newPrinter()
 	for _, rec := range recs {
-		if err := p.print(rec); err != nil {
-			return uuidv7.UUID{}, err
+		if err := p.printLine(rec.Line); err != nil {
+			return nil, uuidv7.UUID{}, err
 		}
 	}
 	last := cs.LastID
 	if len(recs) > 0 && recs[len(recs)-1].ID.Compare(last) > 0 {
 		last = recs[len(recs)-1].ID
 	}
-	return last, p.flush()
+	return s, last, p.flush()
 }
 
-// follow polls for records after last until the context ends.
-func (a *app) follow(name string, last uuidv7.UUID, interval time.Duration) error {
+// last gives the last n records, oldest of them first.
+func (s *localStore) last(ctx context.Context, coll string, n int) ([]recLine, error) {
+	r, err := s.reader(coll)
+	if err != nil {
+		return nil, err
+	}
+	var recs []recLine
+	for rec, err := range r.Stream(query.All().Reverse().Limit(n)) {
+		var line []byte
+		if err == nil {
+			line, err = recordLine(rec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, recLine{ID: rec.ID, Line: line})
+	}
+	slices.Reverse(recs)
+	return recs, nil
+}
+
+// follow polls for records after last until the context ends. It does not
+// use s.db: each poll opens the file for a moment.
+func (s *localStore) follow(ctx context.Context, name string, last uuidv7.UUID, interval time.Duration, p *recordPrinter) error {
+	a := s.a
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	p := a.newPrinter()
 	toldLocked := false
 	for {
 		select {
-		case <-a.ctx.Done():
+		case <-ctx.Done():
 			return p.flush()
 		case <-t.C:
 		}
-		next, err := a.poll(name, last, p)
+		next, err := a.poll(ctx, name, last, p)
 		if errors.Is(err, storh.ErrLocked) {
 			if !toldLocked {
 				a.diag("storh: %s is locked by a writer; waiting for it to close the file", a.dbPath)
@@ -124,7 +150,7 @@ func (a *app) follow(name string, last uuidv7.UUID, interval time.Duration) erro
 }
 
 // poll opens the database briefly and prints what is new after last.
-func (a *app) poll(name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
+func (a *app) poll(ctx context.Context, name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
 	db, err := storh.Open(a.dbPath, storh.WithReadOnly(), storh.WithLockTimeout(min(followLockWait, a.timeout)))
 	if err != nil {
 		return last, err
@@ -146,7 +172,7 @@ func (a *app) poll(name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID
 			return last, err
 		}
 		last = rec.ID
-		if a.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 	}
