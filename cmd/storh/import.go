@@ -74,6 +74,11 @@ terminal (--quiet turns it off).`,
 			default:
 				return usagef("--on-duplicate %q: want fail (the default), last or skip", o.onDuplicate)
 			}
+			if a.url != "" {
+				if err := o.overHTTP(); err != nil {
+					return err
+				}
+			}
 			return a.runImport(args[0], args[1], o)
 		},
 	}
@@ -112,30 +117,55 @@ type importStats struct {
 	Seconds     float64 `json:"seconds"`
 }
 
+// overHTTP refuses, with --url, a flag the API's import endpoint cannot
+// honour: it reads plain JSON lines (no Extended JSON of mongoexport, no
+// binary for bad UTF-8) and stops at the first bad line or repeated id.
+func (o importOpts) overHTTP() error {
+	var flag string
+	switch {
+	case o.mongo:
+		flag = "--mongo"
+	case o.skipInvalid:
+		flag = "--skip-invalid"
+	case o.invalidUTF8 == "binary":
+		flag = "--invalid-utf8=binary"
+	case o.onDuplicate != "fail":
+		flag = "--on-duplicate=" + o.onDuplicate
+	default:
+		return nil
+	}
+	return usagef("import %s works on a database file only, not over HTTP: the server's import endpoint reads plain JSON lines and stops at the first bad line or repeated id; drop %s, or pass --db PATH", flag, flag)
+}
+
 func (a *app) runImport(name, src string, o importOpts) error {
 	in, size, closeIn, err := a.openInput(src)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
-	db, err := a.open(true)
+	s, err := a.openStore(true)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	w, kind, created, err := a.writer(db, name, o.asLog)
+	defer s.close()
+	st0, err := s.stats()
 	if err != nil {
-		a.removeIfNew(db)
+		s.discard(name, false)
+		return err
+	}
+	kind, created, err := writerKind(st0, name, o.asLog)
+	if err != nil {
+		s.discard(name, false)
 		return err
 	}
 	if kind == "log" && o.onDuplicate == "last" {
-		a.removeIfNew(db)
+		s.discard(name, false)
 		return usagef("--on-duplicate=last: %s is a log, whose records cannot be replaced; use fail or skip", qname(name))
 	}
 	im := &importer{a: a, o: o, src: src, created: created}
 	prog := a.startProgress("importing", size, true)
 	start := time.Now()
-	rep, err := jsonl.Import(a.ctx, in, w, im.options(prog)...)
+	rep, removedFile, err := s.importLines(a.ctx, name, kind, created, in, im, prog)
 	prog.stop()
 	im.rep = rep
 	st := importStats{Collection: name, Kind: kind, Source: src, Seconds: time.Since(start).Seconds(),
@@ -145,16 +175,11 @@ func (a *app) runImport(name, src string, o importOpts) error {
 		a.diag("storh: note: %s looks like mongoexport output (an ObjectID _id); import --mongo would make the ObjectIDs the record ids", src)
 	}
 	if err != nil {
-		dropIfEmpty(db, name, created)
-		im.removedFile = a.removeIfNew(db)
+		im.removedFile = removedFile
 		return im.explain(err, name, kind)
 	}
 	st.Created = created
-	if st.Imported == 0 {
-		// Nothing valid: keep no empty collection, nor an empty new file.
-		dropIfEmpty(db, name, created)
-		st.RemovedFile = a.removeIfNew(db)
-	}
+	st.RemovedFile = removedFile
 	return a.importSummary(st)
 }
 
@@ -324,7 +349,10 @@ func (im *importer) explain(err error, name, kind string) error {
 			plural(imported, "record"), committedLine, are, committedLine)
 	}
 	var de *jsonl.DuplicateError
-	if errors.As(err, &de) {
+	if im.a.url != "" && le != nil {
+		// Over HTTP: all or nothing, and no --skip-invalid or --on-duplicate.
+		b.WriteString("\n  fix the line and run the import again (over --url the import is all or nothing; --skip-invalid and --on-duplicate work on a database file only)")
+	} else if errors.As(err, &de) {
 		fmt.Fprintf(&b, "\n  choose the row to keep: --on-duplicate=last keeps line %d, --on-duplicate=skip keeps line %d", le.Line, de.First)
 		if committedLine > 0 && src != "-" {
 			fmt.Fprintf(&b, "\n  then import the rest: tail -n +%d %s | storh import --on-duplicate=last %s -", committedLine+1, shellQuote(src), shellQuote(name))

@@ -126,6 +126,12 @@ func TestRemoteSameAsFile(t *testing.T) {
 	id := func(i int) string { return remoteIDs[i].String() }
 	absent := uuidv7.NewDeterministic(9, 1714564800000, 1).New().String()
 	fresh := uuidv7.NewDeterministic(11, 1714565800000, 1).New().String()
+	impIDs := uuidv7.NewDeterministic(17, 1714566800000, 1000)
+	imps := make([]string, 8)
+	for i := range imps {
+		imps[i] = impIDs.New().String()
+	}
+	imp := func(i int) string { return imps[i] }
 	cases := []remoteCase{
 		{"count", []remoteStep{step("count", "posts"), step("--json", "count", "events"), step("count", "empty")}},
 		{"count where", []remoteStep{
@@ -189,6 +195,38 @@ func TestRemoteSameAsFile(t *testing.T) {
 			{args: []string{"put", "posts"}, stdin: "{\"slug\":\"pz\"}\n{\"slug\":\"pa\"}\n"}, // line 2 violates
 			step("count", "posts"),
 			{args: []string{"--json", "count", "lines"}},
+		}},
+		{"import", []remoteStep{
+			{args: []string{"import", "posts", "-"}, stdin: `{"id":"` + imp(0) + `","data":{"slug":"q0","score":2}}` + "\n" +
+				`{"id":"` + id(1) + `","data":{"slug":"pb","score":99}}` + "\n\n"},
+			step("count", "posts"),
+			step("get", "posts", imp(0)),
+			step("get", "posts", id(1)),
+			{args: []string{"import", "fresh", "-"}, stdin: `{"id":"` + imp(1) + `","data":{"n":1}}` + "\n" + `{"id":"` + imp(2) + `","data":{"n":{"$numberLong":"2"}}}` + "\n"},
+			step("--json", "stats", "fresh"),
+			step("query", "fresh"),
+			{args: []string{"import", "--log", "flog", "-"}, stdin: `{"id":"` + imp(3) + `","data":{"level":"info"}}` + "\n"},
+			step("--json", "stats", "flog"),
+			{args: []string{"import", "--log", "posts", "-"}, stdin: `{"data":{"x":1}}` + "\n"},
+			{args: []string{"import", "jobs", "-"}, stdin: `{"data":{"x":1}}` + "\n"},
+			{args: []string{"import", "blank", "-"}, stdin: "\n\n"},
+			step("stats", "blank"),
+			{args: []string{"import", "posts", "-"}, stdin: "\n"},
+			step("count", "posts"),
+		}},
+		{"import errors", []remoteStep{
+			{args: []string{"import", "posts", "-"}, stdin: `{"id":"` + imp(4) + `","data":{"slug":"q4"}}` + "\nnot json\n"}, // bad line 2
+			step("get", "posts", imp(4)),
+			{args: []string{"import", "posts", "-"}, stdin: `[{"slug":"q5"}]` + "\n"}, // a JSON array: the hint
+			{args: []string{"import", "newbad", "-"}, stdin: `{"id":"` + imp(5) + `","data":{"n":1}}` + "\n{\"n\":\n"},
+			step("stats", "newbad"),
+			{args: []string{"import", "posts", "-"}, stdin: `{"id":"` + imp(6) + `","data":{"slug":"q6"}}` + "\n" + `{"data":{"slug":"pa"}}` + "\n"}, // unique violation
+			step("count", "posts"),
+			step("get", "posts", imp(6)),
+			{args: []string{"import", "events", "-"}, stdin: `{"id":"` + id(8) + `","data":{"level":"x"}}` + "\n"},                                             // a log's existing id
+			{args: []string{"import", "posts", "-"}, stdin: `{"id":"` + imp(7) + `","data":{"a":1}}` + "\n" + `{"id":"` + imp(7) + `","data":{"a":2}}` + "\n"}, // an id twice
+			step("count", "posts"),
+			step("import", "posts", "no-such-file.jsonl"),
 		}},
 		{"explain", []remoteStep{
 			step("explain", "posts", "--where", "slug=pc", "--limit", "2"),
@@ -315,6 +353,12 @@ func TestRemoteErrors(t *testing.T) {
 		{[]string{"--url", ro.URL, "queue", "jobs", "jobs"}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", ro.URL, "index", "list", "posts"}, nil, exitOK, "NAME   PATHS  UNIQUE  ENTRIES  STATE\nscore  score  no      7        ready\nslug   slug   yes     7        ready\n", ""},
 		{[]string{"--url", ro.URL, "--json", "queue", "stats", "jobs"}, nil, exitOK, `{"queue":"jobs","pending":1,"claimed":1,"done":1,"dead":0,"bytes":27}` + "\n", ""},
+		{[]string{"--url", ro.URL, "import", "--mongo", "users", "-"}, nil, exitUsage, "", "import --mongo works on a database file only"},
+		{[]string{"--url", ro.URL, "import", "--skip-invalid", "posts", "-"}, nil, exitUsage, "", "drop --skip-invalid"},
+		{[]string{"--url", ro.URL, "import", "--on-duplicate=last", "posts", "-"}, nil, exitUsage, "", "--on-duplicate=last"},
+		{[]string{"--url", ro.URL, "import", "--on-duplicate", "skip", "posts", "-"}, nil, exitUsage, "", "--on-duplicate=skip"},
+		{[]string{"--url", ro.URL, "import", "--invalid-utf8=binary", "posts", "-"}, nil, exitUsage, "", "--invalid-utf8=binary"},
+		{[]string{"--url", ro.URL, "import", "posts", "-"}, nil, exitError, "", "read-only"},
 		{[]string{"--url", ro.URL, "uuid", "new"}, nil, exitUsage, "", "needs no database"},
 		{[]string{"--url", ro.URL, "delete", "posts", "--where", "x=1"}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", "ftp://x", "count", "posts"}, nil, exitUsage, "", "http://"},

@@ -39,6 +39,14 @@ type store interface {
 	// is not nil, else under new ids. It returns the stored records. An
 	// error about one item is a *storh.Error whose Index is the item's.
 	put(coll, kind string, ids []uuidv7.UUID, items []any) ([]recLine, error)
+	// importLines reads the JSON lines of in into coll, of kind (created:
+	// the import makes the collection), as jsonl.Import with im's options
+	// does, moving prog on. When it writes nothing, a collection (and a
+	// database file) the import created is not left behind; removedFile
+	// says a new database file was removed again. A bad line's error is a
+	// *jsonl.LineError. On a file, rows are committed in batches; over
+	// HTTP, all or nothing.
+	importLines(ctx context.Context, coll, kind string, created bool, in io.Reader, im *importer, prog *progress) (rep jsonl.ImportReport, removedFile bool, err error)
 	// discard takes back what a failed put created (a collection, a new
 	// database file) when nothing was written.
 	discard(coll string, created bool)
@@ -76,7 +84,7 @@ type recLine struct {
 // file only, and refuse --url. A subcommand is named after its group
 // ("index list").
 var httpCmds = map[string]bool{
-	"count": true, "get": true, "put": true, "delete": true, "query": true, "export": true, "stats": true,
+	"count": true, "get": true, "put": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
 	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true,
 }
 
@@ -125,7 +133,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "count, delete (by id), explain, export, get, index list, put, query, queue stats, stats, tail and verify"
+	return "count, delete (by id), explain, export, get, import, index list, put, query, queue stats, stats, tail and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or
@@ -320,6 +328,25 @@ func (s *localStore) put(coll, kind string, ids []uuidv7.UUID, items []any) ([]r
 		out[i] = recLine{ID: rec.ID, Line: line}
 	}
 	return out, nil
+}
+
+func (s *localStore) importLines(ctx context.Context, coll, kind string, created bool, in io.Reader, im *importer, prog *progress) (rep jsonl.ImportReport, removedFile bool, err error) {
+	var w writer
+	if kind == "log" {
+		w, err = s.db.Log(coll)
+	} else {
+		w, err = s.db.Docs(coll)
+	}
+	if err == nil {
+		rep, err = jsonl.Import(ctx, in, w, im.options(prog)...)
+	}
+	if err != nil || rep.Imported == 0 {
+		// Nothing valid, or a failure: keep no empty collection, nor an
+		// empty new file.
+		dropIfEmpty(s.db, coll, created)
+		removedFile = s.a.removeIfNew(s.db)
+	}
+	return rep, removedFile, err
 }
 
 func (s *localStore) discard(coll string, created bool) {
