@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,28 +12,6 @@ import (
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/web"
 )
-
-// doHeader sends a request with extra headers.
-func (c *client) doHeader(method, path string, body []byte, header http.Header) response {
-	c.t.Helper()
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
-}
 
 // TestEndpointStatuses covers every status of the endpoints of the second
 // slice: indexes, count, queues, verify, export, import, tail and stats.

@@ -119,12 +119,21 @@ type response struct {
 
 func (c *client) do(method, path string, body []byte) response {
 	c.t.Helper()
+	return c.doHeader(method, path, body, nil)
+}
+
+// doHeader is do with extra headers, which win over the client's token.
+func (c *client) doHeader(method, path string, body []byte, header http.Header) response {
+	c.t.Helper()
 	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
