@@ -494,12 +494,26 @@ func putStream[I any](ctx context.Context, c *coll, seq iter.Seq[I], add func(*b
 // Get returns the record id. A valid id that is not stored is ErrNotFound;
 // an id that is not a UUIDv7 is ErrInvalidID; a damaged value is ErrCorrupt.
 func (c *coll) Get(id uuidv7.UUID) (Record, error) {
-	var rec Record
-	err := c.get("get", id, func(p []byte) error {
-		rec = Record{ID: id, payload: append([]byte(nil), p...)}
-		return nil
-	})
-	return rec, err
+	if c.tx != nil {
+		var rec Record
+		err := c.get("get", id, func(p []byte) error {
+			rec = Record{ID: id, payload: append([]byte(nil), p...)}
+			return nil
+		})
+		return rec, err
+	}
+	if !id.IsV7() {
+		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	p, err := c.db.eng.CopyRecord(c.h, id)
+	c.db.eng.Exit()
+	if err != nil {
+		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	return Record{ID: id, payload: p}, nil
 }
 
 // get reads the record id and hands its payload, valid only during the
@@ -508,17 +522,26 @@ func (c *coll) get(op string, id uuidv7.UUID, use func(payload []byte) error) er
 	if !id.IsV7() {
 		return opErr(c.opName(op), c.name, id.String(), -1, ErrInvalidID)
 	}
-	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
-		if ec == nil {
-			return engine.ErrNotFound
-		}
-		p, err := etx.Get(ec, id)
-		if err != nil {
-			return err
-		}
-		return use(p)
-	})
-	return opErr(c.opName(op), c.name, id.String(), -1, err)
+	var err error
+	if c.tx != nil {
+		err = c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+			if ec == nil {
+				return engine.ErrNotFound
+			}
+			p, err := etx.Get(ec, id)
+			if err != nil {
+				return err
+			}
+			return use(p)
+		})
+	} else if err = c.db.eng.Enter(); err == nil {
+		err = c.db.eng.ReadRecord(c.h, id, use)
+		c.db.eng.Exit()
+	}
+	if err != nil {
+		return opErr(c.opName(op), c.name, id.String(), -1, err)
+	}
+	return nil
 }
 
 // Count returns the number of records, from a counter kept in the same

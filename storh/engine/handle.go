@@ -20,6 +20,8 @@ type Handle struct {
 	// Indexes are the indexes the handle was opened with: they are created
 	// with the collection, or by EnsureIndexes on an existing one.
 	Indexes []IndexSpec
+
+	key []byte // Name as a bucket key, made once: see ReadRecord
 }
 
 // errNoColl is the ErrNotFound of a collection that is not in the file.
@@ -44,7 +46,7 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 	if err := ValidateName(name); err != nil {
 		return Handle{}, err
 	}
-	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load()}
+	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load(), key: []byte(name)}
 	// A file's kinds are known for good. Other processes drop and create
 	// the collections of a shared store: there the store says, and only a
 	// name it does not hold keeps the kind a handle here opened it as.
@@ -88,7 +90,7 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 // transaction. No Drop can run while a transaction is open, so the handle
 // takes the current epoch.
 func (t *Tx) Handle(name string, kind Kind) Handle {
-	h := Handle{Name: name, Kind: kind}
+	h := Handle{Name: name, Kind: kind, key: []byte(name)}
 	if t.db != nil {
 		h.Epoch = t.db.epoch.Load()
 	}

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// A point read is the most frequent read, and on a file almost all of its
+// cost is the path to the value. On bbolt it therefore goes straight to the
+// file: one read transaction, the collection's bucket, its records bucket,
+// the key, without opening the collection's metadata. That is sound because
+// a file belongs to one process at a time (bbolt locks it), and within the
+// process a collection's kind only changes through DropColl, after which a
+// handle opened earlier takes the full path and its checks. Other stores,
+// and collections Open found damaged, take the full path always.
+
+// ReadRecord reads the record id of the collection of h in a read
+// transaction of its own and hands its checked payload to use, valid only
+// during the call. A record or collection that is not there is
+// ErrNotFound. The caller must hold Enter.
+func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) error) (err error) {
+	if !db.direct(h) {
+		return db.ViewSafe(func(tx *Tx) error {
+			p, err := tx.getIn(h, id)
+			if err != nil {
+				return err
+			}
+			return use(p)
+		})
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(r)
+		}
+	}()
+	btx, err := db.bolt.Begin(false)
+	if err != nil {
+		return mapStoreErr(boltErr(err))
+	}
+	defer btx.Rollback()
+	p, err := directGet(btx, h, id)
+	if err != nil {
+		return err
+	}
+	return use(p)
+}
+
+// CopyRecord is ReadRecord that returns a copy of the payload.
+func (db *DB) CopyRecord(h Handle, id uuidv7.UUID) (out []byte, err error) {
+	if !db.direct(h) {
+		err = db.ViewSafe(func(tx *Tx) error {
+			p, err := tx.getIn(h, id)
+			out = append([]byte(nil), p...)
+			return err
+		})
+		return out, err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, damaged(r)
+		}
+	}()
+	btx, err := db.bolt.Begin(false)
+	if err != nil {
+		return nil, mapStoreErr(boltErr(err))
+	}
+	defer btx.Rollback()
+	p, err := directGet(btx, h, id)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), p...), nil
+}
+
+// direct reports whether a point read of h may take the direct path.
+func (db *DB) direct(h Handle) bool {
+	return db.bolt != nil && db.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
+}
+
+// getIn is the full path: the collection opened with its checks.
+func (t *Tx) getIn(h Handle, id uuidv7.UUID) ([]byte, error) {
+	c, err := t.Use(h, false)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, ErrNotFound
+	}
+	return t.Get(c, id)
+}
+
+// directGet is the direct path in btx.
+func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
+	name := h.key
+	if name == nil {
+		name = []byte(h.Name)
+	}
+	root := btx.Bucket(name)
+	if root == nil {
+		return nil, ErrNotFound
+	}
+	recs := root.Bucket(bucketRecords)
+	if recs == nil {
+		return nil, fmt.Errorf("%w: collection %q lacks its records bucket", ErrCorrupt, h.Name)
+	}
+	v := recs.Get(id[:])
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return Payload(id[:], v)
+}
