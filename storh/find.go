@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Stream returns the records q selects, in id order (oldest first) unless
@@ -36,28 +38,79 @@ func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 // wrapping ctx.Err() and ends, with no transaction left open.
 func (c *coll) StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		c.run(ctx, c.opName("stream"), q, func(r Record) (bool, error) { return yield(r, nil), nil }, func(err error) { yield(Record{}, err) })
+		c.run(ctx, c.opName("stream"), q, false, func(r Record) (bool, error) { return yield(r, nil), nil }, func(err error) { yield(Record{}, err) })
 	}
 }
+
+// ScanRaw calls fn for each record q selects, in Stream's order, with its
+// id and its msgpack payload (what Record.Raw returns) lent for the call:
+// the bytes are valid only until fn returns and must not be modified; copy
+// what you keep. It is Stream for code that only looks at the bytes (an
+// export, a checksum, a count by a custom rule): it reads in chunks, each
+// in its own short read transaction as Stream does, and copies each chunk
+// into one buffer it reuses, so it allocates nothing per record and its
+// memory does not grow with the collection.
+//
+// An error from fn stops the scan and is returned as it is; ScanRaw's own
+// errors are Stream's. With ContinueOnError, unreadable records are skipped
+// and reported to its callback.
+func (c *coll) ScanRaw(q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error {
+	return c.ScanRawContext(context.Background(), q, fn)
+}
+
+// ScanRawContext is ScanRaw that stops when ctx is done, as StreamContext
+// does, returning an error that wraps ctx.Err().
+func (c *coll) ScanRawContext(ctx context.Context, q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error {
+	var err, own error
+	c.run(ctx, c.opName("scan"), q, true, func(r Record) (bool, error) {
+		if own = fn(r.ID, r.payload); own != nil {
+			return false, nil
+		}
+		return true, nil
+	}, func(e error) { err = e })
+	if own != nil {
+		return own
+	}
+	return err
+}
+
+// itemBufs holds the chunk buffers of runs: a stream of many pages would
+// otherwise allocate one per page.
+var itemBufs = sync.Pool{New: func() any {
+	b := make([]engine.Item, 0, engine.ChunkRecords)
+	return &b
+}}
 
 // run runs q, passing each record to each until it returns false, and a
 // failure to fail. An error from each (a record that does not decode into
 // the caller's type) is a failure of that record, which ContinueOnError
 // skips. It returns the run, for its statistics.
-func (c *coll) run(ctx context.Context, op string, q query.Query, each func(Record) (bool, error), fail func(error)) *engine.Run {
+//
+// With lend, each record's bytes are valid only during its call of each
+// (see ScanRaw): the run copies every chunk into one buffer it reuses.
+func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, each func(Record) (bool, error), fail func(error)) *engine.Run {
 	spec, err := plan.Compile(q)
 	if err != nil {
 		fail(opErr(op, c.name, "", -1, err))
 		return nil
 	}
 	r := engine.NewRun(spec)
-	items := make([]engine.Item, 0, min(max(spec.Limit, 1), engine.ChunkRecords))
+	if lend {
+		r.Lend()
+	}
+	buf := itemBufs.Get().(*[]engine.Item)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // the pool must not pin the records' bytes
+		itemBufs.Put(buf)
+	}()
+	items := (*buf)[:0]
 	for !r.Done {
 		if err := ctx.Err(); err != nil {
 			fail(opErr(op, c.name, "", -1, err))
 			return r
 		}
 		items, err = c.chunk(r, items[:0])
+		*buf = items
 		if err != nil {
 			fail(opErr(op, c.name, "", -1, err))
 			return r
@@ -128,7 +181,7 @@ func (c *coll) FindContext(ctx context.Context, q query.Query) ([]Record, error)
 // find runs q to its end, handing each record to take.
 func (c *coll) find(ctx context.Context, op string, q query.Query, take func(Record) error) error {
 	var err error
-	c.run(ctx, c.opName(op), q, func(r Record) (bool, error) { return true, take(r) }, func(e error) { err = e })
+	c.run(ctx, c.opName(op), q, false, func(r Record) (bool, error) { return true, take(r) }, func(e error) { err = e })
 	return err
 }
 
@@ -151,7 +204,7 @@ func (c *coll) first(ctx context.Context, q query.Query, take func(Record) error
 	}
 	found := false
 	var err error
-	c.run(ctx, c.opName("first"), q.Limit(1), func(r Record) (bool, error) {
+	c.run(ctx, c.opName("first"), q.Limit(1), false, func(r Record) (bool, error) {
 		if err := take(r); err != nil {
 			return true, err
 		}
@@ -194,7 +247,7 @@ func (c *coll) CountMatchingContext(ctx context.Context, q query.Query) (int, er
 		}
 		if !r.Done && !r.Countable() {
 			n := 0
-			c.run(ctx, op, q, func(Record) (bool, error) { n++; return true, nil }, func(e error) { err = e })
+			c.run(ctx, op, q, true, func(Record) (bool, error) { n++; return true, nil }, func(e error) { err = e })
 			return n, err
 		}
 	}
@@ -262,7 +315,7 @@ func (c *coll) Explain(q query.Query) (Plan, error) {
 // ExplainContext is Explain that stops when ctx is done (see StreamContext).
 func (c *coll) ExplainContext(ctx context.Context, q query.Query) (Plan, error) {
 	var err error
-	r := c.run(ctx, c.opName("explain"), q, func(Record) (bool, error) { return true, nil }, func(e error) { err = e })
+	r := c.run(ctx, c.opName("explain"), q, true, func(Record) (bool, error) { return true, nil }, func(e error) { err = e })
 	if err != nil {
 		return Plan{}, err
 	}

@@ -25,6 +25,8 @@ type Collection interface {
 	Get(id uuidv7.UUID) (Record, error)
 	Stream(q query.Query) iter.Seq2[Record, error]
 	StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error]
+	ScanRaw(q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error
+	ScanRawContext(ctx context.Context, q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error
 	Find(q query.Query) ([]Record, error)
 	FindContext(ctx context.Context, q query.Query) ([]Record, error)
 	First(q query.Query) (Record, error)

@@ -44,6 +44,8 @@ type Run struct {
 	Stats RunStats
 	Done  bool
 
+	reuse *[]byte // see Lend
+
 	planned bool
 	access  plan.Access
 	mode    runMode
@@ -92,6 +94,13 @@ func NewRun(spec *plan.Spec) *Run {
 	}
 	return r
 }
+
+// Lend makes the run copy each chunk's payloads into one buffer it reuses
+// for the next chunk, instead of a new allocation per chunk: a chunk's
+// payloads are then valid only until the next call of Next. For a reader
+// that is done with a chunk before it asks for the next (an export, a
+// count, a callback that lends the bytes), memory stays flat.
+func (r *Run) Lend() { r.reuse = new([]byte) }
 
 // RunChunk reads the next chunk of r in a short read transaction of its
 // own, appending at most max items to dst. The caller must hold Enter.
@@ -285,7 +294,7 @@ func (r *Run) inCursors(seq []byte) bool {
 func (r *Run) nextIDs(c *Coll, max int, dst []Item) []Item {
 	start := len(dst)
 	var examined int
-	dst = scanColl(c, &r.ids, r.match, max, ChunkExamined, dst, &examined)
+	dst = scanColl(c, &r.ids, r.match, max, ChunkExamined, dst, &examined, r.reuse)
 	r.Stats.RecordsRead += examined
 	r.took(dst[start:])
 	if r.ids.Done {
@@ -312,7 +321,7 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 	w := &r.walks[0]
 	cur := ix.entries.Cursor()
 	w.reposition()
-	arena := make([]byte, 0, min(chunkArena, max*256))
+	start := len(dst)
 	taken, size := 0, 0
 	for examined := 0; taken < max && examined < ChunkExamined && size < ChunkBytes; examined++ {
 		k := w.next(cur)
@@ -325,25 +334,27 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 		if !r.inIDs(id) || (r.spec.Order != nil && !r.inCursors(w.seqKey(k))) {
 			continue
 		}
-		item, keep := r.fetch(c, id, &arena)
+		item, keep := r.fetch(c, id)
 		if keep {
 			dst = append(dst, item)
 			taken++
 			size += len(item.Payload)
 		}
 	}
+	ownPayloads(dst[start:], r.reuse)
 	r.took(dst[len(dst)-taken:])
 	return dst, nil
 }
 
-// fetch reads and checks the record an index key points to.
-func (r *Run) fetch(c *Coll, id uuidv7.UUID, arena *[]byte) (Item, bool) {
+// fetch reads and checks the record an index key points to; its payload
+// aliases the transaction's memory.
+func (r *Run) fetch(c *Coll, id uuidv7.UUID) (Item, bool) {
 	v := c.records.Get(id[:])
 	if v == nil {
 		return Item{}, false // an entry without its record: Verify reports it
 	}
 	r.Stats.RecordsRead++
-	return readItem(id, id[:], v, r.match, arena)
+	return readItem(id, id[:], v, r.match)
 }
 
 func (r *Run) inIDs(id uuidv7.UUID) bool {
@@ -379,7 +390,7 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 	if r.access.Kind == plan.AccessIDs {
 		for budget > 0 && !r.ids.Done {
 			var examined int
-			items := scanColl(c, &r.ids, r.match, ChunkRecords, budget, nil, &examined)
+			items := scanColl(c, &r.ids, r.match, ChunkRecords, budget, nil, &examined, nil)
 			budget -= examined
 			r.Stats.RecordsRead += examined
 			for _, it := range items {
@@ -413,7 +424,7 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 			}
 			r.seen[id] = struct{}{}
 			arena = arena[:0]
-			item, keep := r.fetch(c, id, &arena)
+			item, keep := r.fetch(c, id)
 			if !keep {
 				continue
 			}
@@ -514,14 +525,13 @@ func (r *Run) emit(c *Coll, max int, dst []Item) []Item {
 		r.hits.errs = r.hits.errs[1:]
 	}
 	start := len(dst)
-	var arena []byte
 	for ; r.emitAt < len(r.hits.items) && len(dst)-start < max; r.emitAt++ {
 		h := r.hits.items[r.emitAt]
 		if h.payload != nil {
 			dst = append(dst, Item{ID: h.id, Payload: h.payload})
 			continue
 		}
-		if item, keep := r.fetch(c, h.id, &arena); keep {
+		if item, keep := r.fetch(c, h.id); keep {
 			if item.Err == nil {
 				item.Payload = bytes.Clone(item.Payload)
 			}

@@ -11,7 +11,7 @@ var SealValue = sealValue
 
 func ScanColl(c *Coll, cur *Cursor, match Matcher, max, budget int, dst []Item) []Item {
 	var examined int
-	return scanColl(c, cur, match, max, budget, dst, &examined)
+	return scanColl(c, cur, match, max, budget, dst, &examined, nil)
 }
 
 func NewCursor(s *plan.Spec) Cursor {

@@ -35,7 +35,6 @@ const (
 	ChunkRecords  = 256
 	ChunkBytes    = 1 << 20
 	ChunkExamined = 4096
-	chunkArena    = 64 << 10
 )
 
 // Matcher filters payloads; nil matches everything.
@@ -44,8 +43,8 @@ type Matcher func(payload []byte) (bool, error)
 // scanColl scans c from cur inside the caller's transaction, appending up
 // to max items (and examining at most maxExamined keys) to dst, and advances
 // cur; examined counts the keys it looked at. Payloads are copied, so items
-// outlive the transaction.
-func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item, examined *int) []Item {
+// outlive the transaction (into *reuse, when given: see ownPayloads).
+func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item, examined *int, reuse *[]byte) []Item {
 	if cur.Done || max <= 0 {
 		return dst
 	}
@@ -76,13 +75,22 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		readAhead(max + 1)
 		k, v = bc.Seek(cur.Lo[:])
 	}
-	// Small reads (a Limit(1) lookup) should not pay for a full-size arena.
-	// A backend whose values outlive the transaction needs none.
-	var arena []byte
-	var into *[]byte
-	if _, lasting := bc.(kv.Lasting); !lasting {
-		arena = make([]byte, 0, min(chunkArena, max*256))
-		into = &arena
+	// Payloads alias the transaction's memory during the walk; finish
+	// copies them all into one allocation of exactly their size when it
+	// stops (a backend whose values outlive the transaction needs no copy),
+	// and moves the cursor's open end past the last key taken, once.
+	_, lasting := bc.(kv.Lasting)
+	start := len(dst)
+	var last uuidv7.UUID
+	walked := false
+	finish := func(dst []Item) []Item {
+		if walked && !advance(cur, last) {
+			cur.Done = true
+		}
+		if !lasting || reuse != nil {
+			ownPayloads(dst[start:], reuse)
+		}
+		return dst
 	}
 	taken, size := 0, 0
 	for ; k != nil; k, v = step(bc, cur.Reverse) {
@@ -98,16 +106,17 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 		*examined++
 		var item Item
 		keep := true
-		if backwards(cur, k) {
+		if backwards(cur, k, walked, last) {
 			// A damaged page put this key out of order. It is reported,
 			// and the resume point stays where it is: moving it back
 			// would walk the same keys again.
 			item = Item{ID: id, Err: errOutOfOrder}
 		} else {
-			if !advance(cur, id) {
-				cur.Done = true
+			last, walked = id, true
+			if cur.Reverse && id == cur.Lo || !cur.Reverse && id == cur.Hi {
+				cur.Done = true // the range's last key
 			}
-			item, keep = readItem(id, k, v, match, into)
+			item, keep = readItem(id, k, v, match)
 		}
 		if keep {
 			dst = append(dst, item)
@@ -115,11 +124,42 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 			size += len(item.Payload)
 		}
 		if cur.Done || taken >= max || *examined >= maxExamined || size >= ChunkBytes {
-			return dst
+			return finish(dst)
 		}
 	}
 	cur.Done = true
-	return dst
+	return finish(dst)
+}
+
+// ownPayloads copies the payloads of items, which alias a transaction's
+// memory, into one allocation of their total size: one allocation per
+// chunk, none wasted, and every item's bytes its own to keep. With reuse it
+// copies them into *reuse instead, grown when too small: the payloads are
+// then valid only until the buffer is reused.
+func ownPayloads(items []Item, reuse *[]byte) {
+	total := 0
+	for i := range items {
+		total += len(items[i].Payload)
+	}
+	if total == 0 {
+		return
+	}
+	var arena []byte
+	if reuse != nil && cap(*reuse) >= total {
+		arena = (*reuse)[:0]
+	} else {
+		arena = make([]byte, 0, total)
+	}
+	for i := range items {
+		if p := items[i].Payload; p != nil {
+			start := len(arena)
+			arena = append(arena, p...)
+			items[i].Payload = arena[start:len(arena):len(arena)]
+		}
+	}
+	if reuse != nil {
+		*reuse = arena
+	}
 }
 
 func step(c kv.Cursor, reverse bool) ([]byte, []byte) {
@@ -132,14 +172,20 @@ func step(c kv.Cursor, reverse bool) ([]byte, []byte) {
 // errOutOfOrder is the error of a key a walk meets out of order.
 var errOutOfOrder = fmt.Errorf("%w: the database file is damaged: a key out of order; run Verify", ErrCorrupt)
 
-// backwards reports whether record key k lies behind the cursor's open end,
-// where a healthy walk never goes. Keys that are not 16 bytes are reported
-// by readItem and skipped here.
-func backwards(cur *Cursor, k []byte) bool {
+// backwards reports whether record key k lies behind the cursor's open
+// end, where a healthy walk never goes: before the range's start, or, once
+// the walk has taken a key (walked), not past the last one taken. Keys
+// that are not 16 bytes are reported by readItem and skipped here.
+func backwards(cur *Cursor, k []byte, walked bool, last uuidv7.UUID) bool {
 	if len(k) != len(cur.Lo) {
 		return false
 	}
-	if cur.Reverse {
+	switch {
+	case walked && cur.Reverse:
+		return bytes.Compare(k, last[:]) >= 0
+	case walked:
+		return bytes.Compare(k, last[:]) <= 0
+	case cur.Reverse:
 		return bytes.Compare(k, cur.Hi[:]) > 0
 	}
 	return bytes.Compare(k, cur.Lo[:]) < 0
@@ -158,9 +204,8 @@ func advance(cur *Cursor, id uuidv7.UUID) bool {
 }
 
 // readItem checks record (k, v) and, if match keeps it, makes it an item
-// whose payload is copied into arena, or kept as it is without one (a
-// value that outlives its transaction: kv.Lasting).
-func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, bool) {
+// whose payload aliases v.
+func readItem(id uuidv7.UUID, k, v []byte, match Matcher) (Item, bool) {
 	if len(k) != len(id) {
 		return Item{ID: id, Err: fmt.Errorf("%w: key of %d bytes in a records bucket", ErrCorrupt, len(k))}, true
 	}
@@ -180,15 +225,5 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher, arena *[]byte) (Item, 
 			return Item{}, false
 		}
 	}
-	if arena == nil {
-		return Item{ID: id, Payload: payload[:len(payload):len(payload)]}, true
-	}
-	if len(payload) > chunkArena/4 {
-		// Large records get their own allocation: in the arena they would
-		// make it grow by doubling and pin every neighbour's memory.
-		return Item{ID: id, Payload: append([]byte(nil), payload...)}, true
-	}
-	start := len(*arena)
-	*arena = append(*arena, payload...)
-	return Item{ID: id, Payload: (*arena)[start:len(*arena):len(*arena)]}, true
+	return Item{ID: id, Payload: payload[:len(payload):len(payload)]}, true
 }

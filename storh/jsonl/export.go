@@ -8,6 +8,7 @@ import (
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // exportBuffer is how many bytes of lines Export gathers before it writes
@@ -88,25 +89,33 @@ func Export(ctx context.Context, w io.Writer, c storh.Collection, q query.Query,
 		return rep, err
 	}
 	withTime := !cfg.withoutTime
-	for rec, err := range c.StreamContext(ctx, q) {
-		if err != nil {
-			return fail(err)
-		}
+	// The bytes are lent: each record is written into buf before the next.
+	var flushErr error // already reported with progress: returned as is
+	err := c.ScanRawContext(ctx, q, func(id uuidv7.UUID, raw []byte) error {
 		if err := ctx.Err(); err != nil {
-			return fail(fmt.Errorf("jsonl: export %q: %w", c.Name(), err))
+			return fmt.Errorf("jsonl: export %q: %w", c.Name(), err)
 		}
-		if buf, err = jsonv.AppendObject(buf, rec.ID, rec.Raw(), withTime); err != nil {
-			return fail(fmt.Errorf("record %s: %w", rec.ID, err))
+		var err error
+		if buf, err = jsonv.AppendObject(buf, id, raw, withTime); err != nil {
+			return fmt.Errorf("record %s: %w", id, err)
 		}
 		buf = append(buf, '\n')
 		pending++
 		if len(buf) >= exportBuffer {
 			if err := flush(); err != nil {
-				cfg.progress.call(rep.Records, rep.Bytes)
-				return rep, err
+				flushErr = err
+				return err
 			}
 		}
 		cfg.progress.tick(rep.Records+pending, rep.Bytes+int64(len(buf)))
+		return nil
+	})
+	switch {
+	case flushErr != nil:
+		cfg.progress.call(rep.Records, rep.Bytes)
+		return rep, flushErr
+	case err != nil:
+		return fail(err)
 	}
 	if err := flush(); err != nil {
 		cfg.progress.call(rep.Records, rep.Bytes)
