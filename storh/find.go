@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -115,6 +116,10 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 			fail(opErr(op, c.name, "", -1, err))
 			return r
 		}
+		var slab *mpack.Slab // the decoding slab of this chunk's records
+		if !lend {
+			slab = new(mpack.Slab)
+		}
 		for _, it := range items {
 			// A consumer that cancels mid-chunk gets no further record.
 			if done := ctx.Done(); done != nil {
@@ -127,7 +132,7 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 			}
 			more := true
 			if it.Err == nil {
-				more, it.Err = each(Record{ID: it.ID, payload: it.Payload})
+				more, it.Err = each(Record{ID: it.ID, payload: it.Payload, slab: slab})
 			}
 			if it.Err != nil {
 				if spec.OnError != nil {

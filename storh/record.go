@@ -5,6 +5,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/jsonv"
+	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -29,6 +30,9 @@ type Entry struct {
 type Record struct {
 	ID      uuidv7.UUID
 	payload []byte
+	// slab, when set, is shared by the records of one page: Data boxes
+	// their numbers and strings in it (see mpack.Slab).
+	slab *mpack.Slab
 }
 
 // Time returns the creation time carried by the id.
@@ -46,7 +50,7 @@ func (r Record) Data() Map {
 // DataErr is Data that also returns the error of a record that fails to
 // decode, an *Error wrapping ErrCorrupt.
 func (r Record) DataErr() (Map, error) {
-	m, err := engine.DecodeMap(r.payload)
+	m, err := engine.DecodeMapIn(r.payload, r.slab)
 	if err != nil {
 		return nil, opErr("decode", "", r.ID.String(), -1, err)
 	}

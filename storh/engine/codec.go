@@ -68,7 +68,13 @@ func Payload(key, value []byte) ([]byte, error) {
 // (uint64 above MaxInt64), floats as float64, lists as []any, maps as
 // map[string]any, msgpack timestamps as time.Time in UTC, binary as []byte.
 func DecodeMap(payload []byte) (map[string]any, error) {
-	m, err := mpack.DecodeMap(payload)
+	return DecodeMapIn(payload, nil)
+}
+
+// DecodeMapIn is DecodeMap boxing the values in slab, shared by the
+// records of a page; nil gives the record a slab of its own.
+func DecodeMapIn(payload []byte, slab *mpack.Slab) (map[string]any, error) {
+	m, err := mpack.DecodeMapIn(payload, slab)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

@@ -20,7 +20,20 @@ import "math"
 // unique map keys, MaxDepth, no extension but timestamps) and never returns
 // memory that aliases b, so b may be reused or unmapped afterwards.
 func Decode(b []byte) (any, int, error) {
-	d := decoder{b: b}
+	return DecodeIn(b, nil)
+}
+
+// DecodeIn is Decode that boxes numbers and strings, and cuts lists, from
+// slab (see Slab); nil decodes with a slab of its own, sized to b.
+func DecodeIn(b []byte, slab *Slab) (any, int, error) {
+	if slab == nil {
+		// Enough boxes for a record of small fields, in one block each.
+		slab = &Slab{words: make([]uint64, len(b)/16+1), strs: make([]string, len(b)/16+1), one: true}
+	} else {
+		slab.mu.Lock()
+		defer slab.mu.Unlock()
+	}
+	d := decoder{b: b, slab: slab}
 	if len(b) > 0 && len(b) <= sharedMax && (b[0] >= 0x80 && b[0] <= 0x9f || b[0] >= 0xdc && b[0] <= 0xdf) {
 		d.s = string(b) // a container: its keys and strings share one copy
 	}
@@ -34,10 +47,15 @@ func Decode(b []byte) (any, int, error) {
 // DecodeMap decodes a whole record payload: exactly one map, no trailing
 // bytes. It accepts exactly the inputs ValidateRecord accepts.
 func DecodeMap(b []byte) (map[string]any, error) {
+	return DecodeMapIn(b, nil)
+}
+
+// DecodeMapIn is DecodeMap with the boxes of slab (see DecodeIn).
+func DecodeMapIn(b []byte, slab *Slab) (map[string]any, error) {
 	if err := isMap(b); err != nil {
 		return nil, err
 	}
-	v, end, err := Decode(b)
+	v, end, err := DecodeIn(b, slab)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +72,9 @@ func DecodeMap(b []byte) (map[string]any, error) {
 const sharedMax = 4 << 10
 
 type decoder struct {
-	b []byte
-	s string // string(b) for a container of at most sharedMax bytes, else ""
+	b    []byte
+	s    string // string(b) for a container of at most sharedMax bytes, else ""
+	slab *Slab
 }
 
 // str returns the n bytes at b[p:] as a string that does not alias b.
@@ -79,18 +98,18 @@ func (d *decoder) value(pos, depth int) (any, int, error) {
 	case kFalse, kTrue:
 		return h.k == kTrue, p, nil
 	case kInt:
-		return int64(h.u), p, nil
+		return d.slab.int64(int64(h.u)), p, nil
 	case kUint:
 		if h.u > math.MaxInt64 {
-			return h.u, p, nil
+			return d.slab.uint64(h.u), p, nil
 		}
-		return int64(h.u), p, nil
+		return d.slab.int64(int64(h.u)), p, nil
 	case kFloat32:
-		return float64(math.Float32frombits(uint32(h.u))), p, nil
+		return d.slab.float64(float64(math.Float32frombits(uint32(h.u)))), p, nil
 	case kFloat64:
-		return math.Float64frombits(h.u), p, nil
+		return d.slab.float64(math.Float64frombits(h.u)), p, nil
 	case kStr:
-		return d.str(p, h.n), p + h.n, nil
+		return d.slab.string(d.str(p, h.n)), p + h.n, nil
 	case kBin:
 		return append([]byte{}, b[p:p+h.n]...), p + h.n, nil
 	case kExt:
@@ -104,7 +123,7 @@ func (d *decoder) value(pos, depth int) (any, int, error) {
 		return nil, 0, tooDeepAt(pos)
 	}
 	if h.k == kArray {
-		a := make([]any, h.n) // h.n is bounded by the input length
+		a := d.slab.list(h.n) // h.n is bounded by the input length
 		for i := range a {
 			if a[i], p, err = d.value(p, depth+1); err != nil {
 				return nil, 0, err
