@@ -100,6 +100,11 @@ const rawTxRecords = 10_000
 // rawBulkLoad writes records 0..n-1 under id(i), rawTxRecords per
 // transaction, encoding with one reused encoder into a per-transaction arena.
 func rawBulkLoad(db *bolt.DB, n int, id func(i int) uuidv7.UUID) error {
+	return rawBulkLoadOf(db, n, id, func(i int) any { return record(i) })
+}
+
+// rawBulkLoadOf is rawBulkLoad of the records rec(i).
+func rawBulkLoadOf(db *bolt.DB, n int, id func(i int) uuidv7.UUID, rec func(i int) any) error {
 	var w arenaWriter
 	enc := msgpack.NewEncoder(&w)
 	for start := 0; start < n; start += rawTxRecords {
@@ -114,7 +119,7 @@ func rawBulkLoad(db *bolt.DB, n int, id func(i int) uuidv7.UUID) error {
 			b.FillPercent = 1.0
 			for i := start; i < end; i++ {
 				off := len(w.buf)
-				if err := enc.Encode(record(i)); err != nil {
+				if err := enc.Encode(rec(i)); err != nil {
 					return err
 				}
 				k := id(i)
@@ -359,6 +364,7 @@ func (c commits) report(b *testing.B, records int) {
 		return
 	}
 	b.ReportMetric(float64(records)/float64(n), "records/commit")
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "commits/s")
 	b.ReportMetric(float64((end.io-c.io).Microseconds())/float64(n), "io-µs/commit")
 	b.ReportMetric(float64(end.writes-c.writes)/float64(n), "writes/commit")
 }
@@ -443,12 +449,40 @@ func BenchmarkPutConcurrent(b *testing.B) {
 			return err
 		})
 	})
+	b.Run("impl=storh-4g", func(b *testing.B) {
+		db, docs := openStorhTemp(b)
+		runWriters(b, countStorhCommits(b, db), 4, func(i int) error {
+			_, err := docs.Put(record(i))
+			return err
+		})
+	})
 	b.Run("impl=storh-1g", func(b *testing.B) {
 		db, docs := openStorhTemp(b)
 		runWriters(b, countStorhCommits(b, db), 1, func(i int) error {
 			_, err := docs.Put(record(i))
 			return err
 		})
+	})
+	b.Run(fmt.Sprintf("impl=storh-putmany%d", concurrentWriters), func(b *testing.B) {
+		// The other half of the group-commit ceiling: what commits of the
+		// crowd's size cost when one goroutine hands them over whole. 64
+		// writers cannot beat 64 records per commit at this rate.
+		db, docs := openStorhTemp(b)
+		c := countStorhCommits(b, db)
+		b.ReportAllocs()
+		items := make([]any, concurrentWriters)
+		b.ResetTimer()
+		for i := range b.N {
+			for j := range items {
+				items[j] = record(i*concurrentWriters + j)
+			}
+			if _, err := docs.PutMany(items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		reportRate(b, b.N*concurrentWriters)
+		c.report(b, b.N*concurrentWriters)
 	})
 	b.Run(fmt.Sprintf("impl=bolt-batch-%dg", concurrentWriters), func(b *testing.B) {
 		db := openRawTemp(b, false)
@@ -660,6 +694,23 @@ func BenchmarkPage(b *testing.B) {
 					}
 				}
 			})
+			b.Run("impl=storh-lend", func(b *testing.B) {
+				// The same page with its bytes lent (ScanRaw), not copied
+				// for the caller to keep.
+				docs := f.storh(b)
+				b.ReportAllocs()
+				q := query.All().After(mid).Limit(pageSize)
+				for b.Loop() {
+					got := 0
+					if err := docs.ScanRaw(q, func(_ uuidv7.UUID, raw []byte) error {
+						sinkBytes += len(raw)
+						got++
+						return nil
+					}); err != nil || got != pageSize {
+						b.Fatalf("page: %d records, %v", got, err)
+					}
+				}
+			})
 			b.Run("impl=bolt", func(b *testing.B) {
 				db := f.raw(b)
 				b.ReportAllocs()
@@ -669,6 +720,20 @@ func BenchmarkPage(b *testing.B) {
 					if out, err = rawPage(db, mid, pageSize, out); err != nil || len(out) != pageSize {
 						b.Fatalf("page: %d records, %v", len(out), err)
 					}
+				}
+			})
+			b.Run("impl=bolt-copy", func(b *testing.B) {
+				// Walk and copy each value out: what storh-nodecode's
+				// records must cost at least, since they outlive the read.
+				db := f.raw(b)
+				b.ReportAllocs()
+				var vals [][]byte
+				var err error
+				for b.Loop() {
+					if vals, err = rawPageCopy(db, mid, pageSize, vals); err != nil || len(vals) != pageSize {
+						b.Fatalf("page: %d records, %v", len(vals), err)
+					}
+					sinkBytes += len(vals[0])
 				}
 			})
 			b.Run("impl=bolt-nodecode", func(b *testing.B) {

@@ -87,13 +87,21 @@ func recordSeq(n int) iter.Seq[any] {
 }
 
 // sizes are the fixture sizes the engine benchmarks run at.
+// With STORH_BENCH_SMOKE=1 (benchreport -smoke) they are tiny: the smoke
+// pass only proves that every benchmark still runs.
 func sizes() []int {
+	if smoke() {
+		return []int{1000, 2000}
+	}
 	s := []int{10_000, 100_000}
 	if os.Getenv("STORH_BENCH_LARGE") == "1" {
 		s = append(s, 1_000_000)
 	}
 	return s
 }
+
+// smoke reports a smoke pass: every benchmark once, at tiny sizes.
+func smoke() bool { return os.Getenv("STORH_BENCH_SMOKE") == "1" }
 
 func sizeName(n int) string {
 	switch {
@@ -309,6 +317,9 @@ func (f *fixture) mid() uuidv7.UUID { return f.ids[f.n/2] }
 func TestMain(m *testing.M) {
 	code := m.Run()
 	releaseQueryFixtures()
+	for _, done := range smallCleanup {
+		done()
+	}
 	cache.mu.Lock()
 	for _, f := range cache.fixtures {
 		if err := f.release(); err != nil {

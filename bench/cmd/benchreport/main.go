@@ -1,16 +1,67 @@
 // Command benchreport runs the storh-go peer benchmarks, summarises them
-// with benchstat and writes the raw output, a JSON file and a Markdown report
-// with the ratios against the project's targets, all computed from the same
-// run.
+// with benchstat and writes the raw output, a JSON file, SVG charts and a
+// Markdown report with the ratios against the project's targets, all
+// computed from the same run. It also compares two reports and gates on
+// regressed ratios.
 //
 // Run it from the bench module:
 //
 //	cd bench && go run ./cmd/benchreport [flags] [output-dir]
+//	cd bench && go run ./cmd/benchreport compare [-alpha 0.05] OLD.json NEW.json
+//	cd bench && go run ./cmd/benchreport gate [-threshold 0.10] OLD.json NEW.json
+//	cd bench && go run ./cmd/benchreport charts REPORT.json DIR
+//
+// # Running and reporting
 //
 // The output directory defaults to results/ (git-ignored). Each run writes
 // bench-<stamp>.txt (the go test output, benchstat's input), benchstat-<stamp>.txt,
-// report-<stamp>.json and report-<stamp>.md. With -input it skips running and
-// reports on existing go test output files, joined into bench-<stamp>.txt.
+// report-<stamp>.json, report-<stamp>.md and the charts in
+// charts-<stamp>/, which the Markdown report embeds. Flags:
+//
+//	-bench REGEXP     go test -bench (default ".")
+//	-count N          go test -count (default 5)
+//	-benchtime D      go test -benchtime
+//	-timeout D        go test -timeout (default 3h)
+//	-large            also run the n=1M engine sizes (STORH_BENCH_LARGE=1)
+//	-smoke            every benchmark once at tiny sizes: STORH_BENCH_SMOKE=1,
+//	                  -benchtime 1x -count 1, no benchstat; still writes the
+//	                  JSON, the Markdown and the charts, and fails if go test does
+//	-benchstat CMD    the benchstat command; empty to skip
+//	-input FILES      report on existing go test output files (comma-separated),
+//	                  joined into bench-<stamp>.txt, instead of running go test
+//	-dir DIR          the bench module directory to run go test in
+//	-out DIR          the output directory (or the first argument)
+//	-charts DIR       also write the charts into DIR under stable names
+//	                  (say ../docs/images); the report then links to those
+//	-local-charts=false  do not write charts-<stamp>/ next to the report
+//
+// The charts, drawn with gonum.org/v1/plot: scale-page.svg,
+// scale-window.svg, scale-query-eq.svg, scale-query-range.svg and
+// scale-get.svg plot µs per operation against the collection size, one
+// line per implementation (a chart is left out when fewer than two sizes
+// of it ran); ratios.svg has a bar per target, measured/limit for ">="
+// targets and limit/measured for "<=" ones, so that 1 is the target and
+// more is better (targets with a limit of 0 are only in the Markdown).
+//
+// # compare
+//
+// compare prints, for every benchmark in both reports and each of its
+// units, the old and new medians, the change, and its significance as
+// benchstat computes it (Mann-Whitney U test over the runs; "~" when not
+// significant at -alpha, with "(p=… n=…)"), then every target's value old
+// → new.
+//
+// # gate
+//
+// gate exits with status 1, naming them, when a ratio target judged in
+// both reports (met or not met) moved against its direction by more than
+// -threshold of its old value: smaller for a ">=" target, larger for a
+// "<=" one. Absolute targets are not checked: on a shared machine they
+// measure the machine. It prints a table of every ratio it checked.
+//
+// # charts
+//
+// charts redraws the charts of an existing report-<stamp>.json into DIR.
 package main
 
 import (
@@ -46,9 +97,24 @@ type config struct {
 	benchstat string
 	input     string
 	timeout   string
+	smoke     bool
+	// charts is an extra directory for the charts, under stable names.
+	charts string
+	// localCharts writes the charts into charts-<stamp>/ beside the report.
+	localCharts bool
 }
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "compare":
+			os.Exit(compareMain(os.Args[2:], os.Stdout, os.Stderr))
+		case "gate":
+			os.Exit(gateMain(os.Args[2:], os.Stdout, os.Stderr))
+		case "charts":
+			os.Exit(chartsMain(os.Args[2:], os.Stderr))
+		}
+	}
 	var c config
 	flag.StringVar(&c.out, "out", "results", "output `directory` (also accepted as the first argument)")
 	flag.StringVar(&c.dir, "dir", ".", "the bench module `directory` to run go test in")
@@ -59,8 +125,14 @@ func main() {
 	flag.StringVar(&c.benchstat, "benchstat", defaultBenchstat, "benchstat `command`; empty to skip")
 	flag.StringVar(&c.input, "input", "", "report on existing go test output `files` (comma-separated) instead of running")
 	flag.StringVar(&c.timeout, "timeout", "3h", "go test -timeout")
+	flag.BoolVar(&c.smoke, "smoke", false, "run every benchmark once at tiny sizes (STORH_BENCH_SMOKE=1, -benchtime 1x -count 1, no benchstat)")
+	flag.StringVar(&c.charts, "charts", "", "also write the SVG charts into `directory` under stable names (e.g. ../docs/images)")
+	flag.BoolVar(&c.localCharts, "local-charts", true, "write the SVG charts into charts-<stamp>/ beside the report")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: benchreport [flags] [output-dir]\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: benchreport [flags] [output-dir]\n"+
+			"       benchreport compare [-alpha 0.05] OLD.json NEW.json\n"+
+			"       benchreport gate [-threshold 0.10] OLD.json NEW.json\n"+
+			"       benchreport charts REPORT.json DIR\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -136,18 +208,11 @@ func run(c config) error {
 		}
 		rep.Command = "(report on " + c.input + ")"
 	} else {
-		args := []string{"test", "-run", "^$", "-bench", c.bench, "-count", strconv.Itoa(c.count), "-timeout", c.timeout}
-		if c.benchtime != "" {
-			args = append(args, "-benchtime", c.benchtime)
-		}
-		args = append(args, "./...")
-		rep.Command = "go " + shellJoin(args)
-		if c.large {
-			rep.Command = "STORH_BENCH_LARGE=1 " + rep.Command
-		}
+		args, env := goTestCommand(c)
+		rep.Command = strings.TrimPrefix(strings.Join(env, " ")+" go "+shellJoin(args), " ")
 		fmt.Fprintf(os.Stderr, "benchreport: %s (in %s)\n", rep.Command, c.dir)
 		rep.Machine.LoadBefore = loadavg()
-		if err := runGoTest(c, args, rawPath); err != nil {
+		if err := runGoTest(c.dir, args, env, rawPath); err != nil {
 			return err
 		}
 		rep.Machine.LoadAfter = loadavg()
@@ -168,7 +233,7 @@ func run(c config) error {
 	}
 	rep.Ratios = evaluate(rep.Benchmarks)
 
-	if c.benchstat != "" {
+	if c.benchstat != "" && !c.smoke {
 		out, err := runBenchstat(c.benchstat, rawPath)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchreport: benchstat failed (the report will list medians instead): %v\n", err)
@@ -188,30 +253,108 @@ func run(c config) error {
 	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	mdPath := filepath.Join(c.out, "report-"+stamp+".md")
-	if err := os.WriteFile(mdPath, []byte(markdown(rep)), 0o644); err != nil {
+	files, svgs, err := charts(rep)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "benchreport: wrote %s, %s and %s\n", rawPath, jsonPath, mdPath)
+	// The report links to the local copies, else to those in -charts.
+	var links []chartLink
+	var dirs []string
+	if c.localCharts {
+		dirs = append(dirs, filepath.Join(c.out, "charts-"+stamp))
+	}
+	if c.charts != "" {
+		dirs = append(dirs, c.charts)
+	}
+	if err := writeCharts(files, svgs, dirs...); err != nil {
+		return err
+	}
+	if len(dirs) > 0 {
+		rel, err := filepath.Rel(c.out, dirs[0])
+		if err != nil {
+			rel = dirs[0]
+		}
+		for _, f := range files {
+			links = append(links, chartLink{Title: f.Title, Path: filepath.ToSlash(filepath.Join(rel, f.Name))})
+		}
+	}
+	mdPath := filepath.Join(c.out, "report-"+stamp+".md")
+	if err := os.WriteFile(mdPath, []byte(markdown(rep, links)), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "benchreport: wrote %s, %s and %s", rawPath, jsonPath, mdPath)
+	if len(files) > 0 && len(dirs) > 0 {
+		fmt.Fprintf(os.Stderr, ", and %d charts into %s", len(files), strings.Join(dirs, " and "))
+	}
+	fmt.Fprintln(os.Stderr)
 	return nil
+}
+
+// chartLink is a chart as the Markdown report embeds it.
+type chartLink struct {
+	Title string
+	Path  string // relative to the report
+}
+
+// goTestCommand returns go test's arguments and the variables to add to
+// its environment.
+func goTestCommand(c config) (args, env []string) {
+	count, benchtime := c.count, c.benchtime
+	if c.smoke {
+		count, benchtime = 1, "1x"
+		env = append(env, "STORH_BENCH_SMOKE=1")
+	}
+	if c.large {
+		env = append(env, "STORH_BENCH_LARGE=1")
+	}
+	args = []string{"test", "-run", "^$", "-bench", c.bench, "-count", strconv.Itoa(count), "-timeout", c.timeout}
+	if benchtime != "" {
+		args = append(args, "-benchtime", benchtime)
+	}
+	args = append(args, "./...")
+	return args, env
+}
+
+// chartsMain redraws the charts of a report: benchreport charts REPORT.json DIR.
+func chartsMain(args []string, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: benchreport charts REPORT.json DIR")
+		return 2
+	}
+	rep, err := readReport(args[0])
+	if err == nil {
+		var files []chartFile
+		var svgs map[string][]byte
+		files, svgs, err = charts(rep)
+		if err == nil {
+			err = writeCharts(files, svgs, args[1])
+		}
+		if err == nil {
+			for _, f := range files {
+				fmt.Fprintln(stderr, "benchreport: wrote", filepath.Join(args[1], f.Name))
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "benchreport charts:", err)
+		return 1
+	}
+	return 0
 }
 
 // runGoTest runs go test, copying its output to the terminal as it comes
 // (a full run takes many minutes) and to rawPath.
-func runGoTest(c config, args []string, rawPath string) error {
+func runGoTest(dir string, args, env []string, rawPath string) error {
 	f, err := os.Create(rawPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	cmd := exec.Command("go", args...)
-	cmd.Dir = c.dir
+	cmd.Dir = dir
 	cmd.Stdout = io.MultiWriter(f, os.Stdout)
 	cmd.Stderr = os.Stderr
-	cmd.Env = os.Environ()
-	if c.large {
-		cmd.Env = append(cmd.Env, "STORH_BENCH_LARGE=1")
-	}
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go test: %w (partial output in %s)", err, rawPath)
 	}
@@ -344,6 +487,14 @@ type target struct {
 	op       string  // ">=", "<=" or "" for information only
 	limit    float64 //
 	sizes    []string
+	// except lists sizes to leave out (those another entry judges).
+	except []string
+	// scale divides a ratio: 64 turns "64 goroutines vs 1" into the
+	// fraction of the 64 × ceiling. 0 means 1.
+	scale float64
+	// capBy, when set, names a benchmark whose median of unit caps the
+	// scaled denominator: the ceiling is min(den × scale, capBy).
+	capBy string
 }
 
 var targets = []target{
@@ -366,6 +517,12 @@ var targets = []target{
 
 	{what: "durable Put vs bolt.Update (throughput ratio)", num: "BenchmarkPutDurable/impl=bolt", den: "BenchmarkPutDurable/impl=storh", unit: "ns/op", op: ">=", limit: 0.9},
 	{what: "64 goroutines vs 1 goroutine (throughput ratio)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=storh-1g", unit: "records/s", op: ">=", limit: 15},
+	{what: "64 goroutines vs their ceiling, min(64 × 1 goroutine, commits of 64) (fraction)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=storh-1g", unit: "records/s", scale: 64, capBy: "BenchmarkPutConcurrent/impl=storh-putmany64", op: ">=", limit: 0.6},
+	{what: "64 goroutines vs 64 × 1 goroutine, uncapped (fraction)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=storh-1g", unit: "records/s", scale: 64},
+	{what: "durable PutMany of 64 from one goroutine (records/s: the cap)", num: "BenchmarkPutConcurrent/impl=storh-putmany64", unit: "records/s"},
+	{what: "group commit, 64 goroutines (records per commit)", num: "BenchmarkPutConcurrent/impl=storh-64g", unit: "records/commit"},
+	{what: "group commit, 64 goroutines (commits/s)", num: "BenchmarkPutConcurrent/impl=storh-64g", unit: "commits/s"},
+	{what: "4 goroutines vs 1 goroutine (throughput ratio)", num: "BenchmarkPutConcurrent/impl=storh-4g", den: "BenchmarkPutConcurrent/impl=storh-1g", unit: "records/s"},
 	{what: "64 goroutines vs bolt db.Batch, 64 goroutines (throughput ratio)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=bolt-batch-64g", unit: "records/s", op: ">=", limit: 10},
 	{what: "PutMany vs raw bulk load, {n} (throughput ratio)", num: "BenchmarkBulk/{n}/impl=storh-putmany", den: "BenchmarkBulk/{n}/impl=bolt", unit: "records/s", op: ">=", limit: 0.9},
 	{what: "PutStream vs raw bulk load, {n} (throughput ratio)", num: "BenchmarkBulk/{n}/impl=storh-putstream", den: "BenchmarkBulk/{n}/impl=bolt", unit: "records/s", op: ">=", limit: 0.9},
@@ -374,15 +531,31 @@ var targets = []target{
 	{what: "raw bulk load bytes on disk per record, {n}", num: "BenchmarkBulk/{n}/impl=bolt", unit: "B/record"},
 	{what: "back-fill: random vs ascending PutWithID, {n} (slow-down)", num: "BenchmarkBackfill/{n}/impl=storh-random", den: "BenchmarkBackfill/{n}/impl=storh-ascending", unit: "ns/op"},
 	{what: "back-fill: random-order bytes per record, {n}", num: "BenchmarkBackfill/{n}/impl=storh-random", unit: "B/record"},
-	{what: "decoded page of 100 vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh", den: "BenchmarkPage/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.1},
+	{what: "decoded page of 100 vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh", den: "BenchmarkPage/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 0.7},
+	{what: "decoded small page vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPageSmall/{n}/impl=storh", den: "BenchmarkPageSmall/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 0.7},
 	{what: "decoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh", unit: "µs"},
 	{what: "undecoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh-nodecode", unit: "µs"},
 	{what: "undecoded page of 100 vs raw seek + 100 × Next, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-nodecode", unit: "ns/op"},
+	{what: "undecoded page of 100 vs raw seek + walk + copy, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-copy", unit: "ns/op", op: "<=", limit: 1.5},
+	{what: "lent page of 100 (no copy) vs raw seek + walk without copy, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-lend", den: "BenchmarkPage/{n}/impl=bolt-nodecode", unit: "ns/op"},
 	{what: "200-record time window vs raw, {n} (time ratio)", num: "BenchmarkTimeWindow/{n}/impl=storh", den: "BenchmarkTimeWindow/{n}/impl=bolt", unit: "ns/op"},
 	{what: "200-record time window, {n} (µs per window)", num: "BenchmarkTimeWindow/{n}/impl=storh", unit: "µs"},
 	{what: "unindexed WhereEqual vs decode-and-compare, {n} (speed-up)", num: "BenchmarkWhereEqual/{n}/impl=bolt", den: "BenchmarkWhereEqual/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10},
 	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", op: "<=", limit: 1, sizes: []string{"n=100k", "n=1M"}},
 	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", sizes: []string{"n=10k"}},
+
+	// Reads (read_test.go).
+	{what: "point Get, not decoded, vs raw View + Get, {n} (time ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.2},
+	{what: "point Get allocations vs raw View + Get + copy, {n} (allocs ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt-copy", unit: "allocs/op", op: "<=", limit: 1},
+	{what: "Get + Data() vs raw View + Get + copy + Unmarshal, {n} (time ratio)", num: "BenchmarkGetData/{n}/impl=storh", den: "BenchmarkGetData/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.1},
+	{what: "full stream, bytes lent (ScanRaw), {n} (records/s)", num: "BenchmarkStream/{n}/impl=storh-lend", unit: "records/s", op: ">=", limit: 10e6, sizes: []string{"n=1M"}},
+	{what: "full stream, bytes lent (ScanRaw), {n} (records/s)", num: "BenchmarkStream/{n}/impl=storh-lend", unit: "records/s", except: []string{"n=1M"}},
+	{what: "full stream, bytes lent (ScanRaw), {n} (allocs per record)", num: "BenchmarkStream/{n}/impl=storh-lend", unit: "allocs/record", op: "<=", limit: 1},
+	{what: "full stream, bytes lent (ScanRaw), {n} (peak anonymous memory, MiB)", num: "BenchmarkStream/{n}/impl=storh-lend", unit: "peak-anon-MiB"},
+	{what: "full stream of owned records (Stream), {n} (records/s)", num: "BenchmarkStream/{n}/impl=storh", unit: "records/s"},
+	{what: "full stream of owned records (Stream), {n} (allocs per record)", num: "BenchmarkStream/{n}/impl=storh", unit: "allocs/record", op: "<=", limit: 1},
+	{what: "full stream of owned records (Stream), {n} (peak anonymous memory, MiB)", num: "BenchmarkStream/{n}/impl=storh", unit: "peak-anon-MiB"},
+	{what: "full stream, bytes lent, vs raw cursor walk, {n} (throughput ratio)", num: "BenchmarkStream/{n}/impl=storh-lend", den: "BenchmarkStream/{n}/impl=bolt", unit: "records/s"},
 
 	// Secondary indexes and queries against bolthold (query_test.go).
 	{what: "indexed Eq on status (11%), limit 100, vs bolthold, {n} (speed-up)", num: "BenchmarkQueryEq/field=status/{n}/impl=bolthold", den: "BenchmarkQueryEq/field=status/{n}/impl=storh", unit: "ns/op", op: ">=", limit: 10, sizes: []string{"n=100k"}},
@@ -446,6 +619,10 @@ type Result struct {
 	Limit  float64 `json:"limit,omitempty"`
 	Status string  `json:"status"` // "met", "not met", "info", "not run"
 	Detail string  `json:"detail"`
+	// Ratio tells whether Value divides two benchmarks' medians (true) or
+	// is one median (false). Reports written before it existed lack it
+	// (nil, unknown): see isRatio.
+	Ratio *bool `json:"ratio,omitempty"`
 }
 
 var sizeRE = regexp.MustCompile(`/(n=[0-9]+[kM]?)/`)
@@ -508,10 +685,11 @@ func evaluate(bs []Benchmark) []Result {
 			if t.sizes != nil {
 				expand = slices.DeleteFunc(slices.Clone(t.sizes), func(s string) bool { return !slices.Contains(sizes, s) })
 			}
+			expand = slices.DeleteFunc(slices.Clone(expand), func(s string) bool { return slices.Contains(t.except, s) })
 		}
 		for _, n := range expand {
 			sub := func(s string) string { return strings.ReplaceAll(s, "{n}", n) }
-			r := Result{What: sub(t.what), Op: t.op, Limit: t.limit}
+			r := Result{What: sub(t.what), Op: t.op, Limit: t.limit, Ratio: boolPtr(t.den != "")}
 			num, okNum := lookup(sub(t.num), t.unit)
 			if t.den == "" {
 				r.Value = num
@@ -528,6 +706,24 @@ func evaluate(bs []Benchmark) []Result {
 				}
 				r.Value = num / den
 				r.Detail = fmt.Sprintf("%s / %s %s", fmtNum(num), fmtNum(den), t.unit)
+				if t.scale != 0 {
+					r.Value /= t.scale
+					r.Detail += fmt.Sprintf(" / %s", fmtNum(t.scale))
+				}
+				if t.capBy != "" {
+					capV, okCap := lookup(sub(t.capBy), t.unit)
+					if !okCap || capV == 0 {
+						r.Status, r.Detail = "not run", sub(t.capBy)
+						out = append(out, r)
+						continue
+					}
+					ceiling := den * max(t.scale, 1)
+					if capV < ceiling {
+						ceiling = capV
+					}
+					r.Value = num / ceiling
+					r.Detail = fmt.Sprintf("%s / min(%s × %g, %s) %s", fmtNum(num), fmtNum(den), max(t.scale, 1), fmtNum(capV), t.unit)
+				}
 			}
 			if r.Status == "" {
 				r.Status = judge(r.Value, t.op, t.limit)
@@ -536,13 +732,21 @@ func evaluate(bs []Benchmark) []Result {
 		}
 	}
 	for _, f := range flat {
-		r := Result{What: f.what, Op: "<=", Limit: 1.5}
-		if len(sizes) < 2 {
+		r := Result{What: f.what, Op: "<=", Limit: 1.5, Ratio: boolPtr(true)}
+		// The sizes this benchmark ran at: others (BenchmarkRetention's
+		// n=2M) may be larger.
+		var ran []string
+		for _, n := range sizes {
+			if _, ok := med[strings.ReplaceAll(f.pattern, "{n}", n)]; ok {
+				ran = append(ran, n)
+			}
+		}
+		if len(ran) < 2 {
 			r.Status = "not run"
 			out = append(out, r)
 			continue
 		}
-		lo, hi := sizes[0], sizes[len(sizes)-1]
+		lo, hi := ran[0], ran[len(ran)-1]
 		a, okA := lookup(strings.ReplaceAll(f.pattern, "{n}", lo), "ns/op")
 		z, okZ := lookup(strings.ReplaceAll(f.pattern, "{n}", hi), "ns/op")
 		if !okA || !okZ || a == 0 {
@@ -557,6 +761,8 @@ func evaluate(bs []Benchmark) []Result {
 	}
 	return out
 }
+
+func boolPtr(b bool) *bool { return &b }
 
 func judge(v float64, op string, limit float64) string {
 	switch op {
@@ -592,7 +798,7 @@ func fmtNum(v float64) string {
 // ---------------------------------------------------------------------------
 // Output.
 
-func markdown(r Report) string {
+func markdown(r Report, charts []chartLink) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# storh-go benchmark report %s\n\n", r.Stamp)
 	fmt.Fprintf(&b, "Command (in bench/): `%s`\n\n", r.Command)
@@ -632,6 +838,14 @@ func markdown(r Report) string {
 			status = "**not met**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.What, val, limit, status, x.Detail)
+	}
+	if len(charts) > 0 {
+		b.WriteString("\n## Charts\n\nMedians of this run. The targets chart shows measured/limit for ≥ targets and " +
+			"limit/measured for ≤ targets, so that 1 is the target and more is better; targets with a limit of 0 " +
+			"are only in the table above.\n\n")
+		for _, c := range charts {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", c.Title, c.Path)
+		}
 	}
 	if r.Benchstat != "" {
 		b.WriteString("\n## benchstat\n\n`benchstat -table .name -col /impl`: one table per benchmark, " +

@@ -1,0 +1,371 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// The read path against raw bbolt on the same keys: point gets, pages that
+// do not decode, whole-collection streams, and decoded pages of small
+// records. Raw bbolt is the floor: what storh adds on top of it is its
+// checksum, its handle and its copy out of the mmap.
+
+// getStride walks the fixture's ids in a fixed scattered order, so that a
+// point-get benchmark does not read one hot leaf page.
+const getStride = 7919
+
+// BenchmarkGet: one record by id in its own read transaction, not decoded.
+func BenchmarkGet(b *testing.B) {
+	for _, n := range sizes() {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := getFixture(b, n)
+			b.Run("impl=storh", func(b *testing.B) {
+				docs := f.storh(b)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					r, err := docs.Get(f.ids[i%n])
+					if err != nil {
+						b.Fatal(err)
+					}
+					sinkBytes += len(r.Raw())
+					i += getStride
+				}
+			})
+			b.Run("impl=bolt", func(b *testing.B) {
+				// What the issue calls raw: the value is only valid inside
+				// the transaction, so this is the floor, not a usable read.
+				db := f.raw(b)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					id := f.ids[i%n]
+					if err := db.View(func(tx *bolt.Tx) error {
+						v := tx.Bucket(rawBucket).Get(id[:])
+						if v == nil {
+							return fmt.Errorf("bench: %s not found", id)
+						}
+						sinkBytes += len(v)
+						return nil
+					}); err != nil {
+						b.Fatal(err)
+					}
+					i += getStride
+				}
+			})
+			b.Run("impl=bolt-copy", func(b *testing.B) {
+				// The raw read a caller can keep: the value copied out.
+				db := f.raw(b)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					id := f.ids[i%n]
+					var out []byte
+					if err := db.View(func(tx *bolt.Tx) error {
+						v := tx.Bucket(rawBucket).Get(id[:])
+						if v == nil {
+							return fmt.Errorf("bench: %s not found", id)
+						}
+						out = append([]byte(nil), v...)
+						return nil
+					}); err != nil {
+						b.Fatal(err)
+					}
+					sinkBytes += len(out)
+					i += getStride
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkGetData: one record by id, decoded to a map.
+func BenchmarkGetData(b *testing.B) {
+	for _, n := range sizes() {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := getFixture(b, n)
+			b.Run("impl=storh", func(b *testing.B) {
+				docs := f.storh(b)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					r, err := docs.Get(f.ids[i%n])
+					if err != nil {
+						b.Fatal(err)
+					}
+					if m := r.Data(); len(m) != len(record(0)) {
+						b.Fatalf("decoded %d fields", len(m))
+					}
+					i += getStride
+				}
+			})
+			b.Run("impl=bolt", func(b *testing.B) {
+				db := f.raw(b)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					id := f.ids[i%n]
+					var out []byte
+					if err := db.View(func(tx *bolt.Tx) error {
+						v := tx.Bucket(rawBucket).Get(id[:])
+						if v == nil {
+							return fmt.Errorf("bench: %s not found", id)
+						}
+						out = append([]byte(nil), v...)
+						return nil
+					}); err != nil {
+						b.Fatal(err)
+					}
+					var m map[string]any
+					if err := msgpack.Unmarshal(out, &m); err != nil || len(m) != len(record(0)) {
+						b.Fatalf("decoded %d fields, %v", len(m), err)
+					}
+					i += getStride
+				}
+			})
+		})
+	}
+}
+
+// rawPageCopy walks the limit records after id and copies each value out of
+// the mmap, as straightforward code that keeps the bytes past the
+// transaction does.
+func rawPageCopy(db *bolt.DB, after uuidv7.UUID, limit int, vals [][]byte) ([][]byte, error) {
+	vals = vals[:0]
+	err := db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(rawBucket).Cursor()
+		k, v := c.Seek(after[:])
+		if bytes.Equal(k, after[:]) {
+			k, v = c.Next()
+		}
+		for ; k != nil && len(vals) < limit; k, v = c.Next() {
+			vals = append(vals, append([]byte(nil), v...))
+		}
+		return nil
+	})
+	return vals, err
+}
+
+// BenchmarkStream: every record of the collection, not decoded, through the
+// public iterator (impl=storh) and through the callback that lends the
+// bytes (impl=storh-lend), against a raw cursor walk. records/s is the
+// headline; allocs/record must stay below one and peak-anon-MiB (the
+// anonymous memory the process held at its peak while streaming, sampled)
+// must not grow with n.
+func BenchmarkStream(b *testing.B) {
+	for _, n := range sizes() {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := getFixture(b, n)
+			run := func(b *testing.B, walk func(tick func()) (int, error)) {
+				b.ReportAllocs()
+				var peak memPeak
+				peak.start()
+				for b.Loop() {
+					got, err := walk(peak.tick)
+					if err != nil || got != n {
+						b.Fatalf("streamed %d of %d records: %v", got, n, err)
+					}
+				}
+				b.StopTimer()
+				reportRate(b, b.N*n)
+				b.ReportMetric(peak.mib(), "peak-anon-MiB")
+				b.ReportMetric(float64(testing.AllocsPerRun(1, func() { walk(func() {}) }))/float64(n), "allocs/record")
+			}
+			b.Run("impl=storh", func(b *testing.B) {
+				docs := f.storh(b)
+				run(b, func(tick func()) (int, error) {
+					got := 0
+					for r, err := range docs.Stream(query.All()) {
+						if err != nil {
+							return got, err
+						}
+						sinkBytes += len(r.Raw())
+						if got++; got%streamSample == 0 {
+							tick()
+						}
+					}
+					return got, nil
+				})
+			})
+			b.Run("impl=storh-lend", func(b *testing.B) {
+				docs := f.storh(b)
+				run(b, func(tick func()) (int, error) {
+					got := 0
+					err := docs.ScanRaw(query.All(), func(_ uuidv7.UUID, raw []byte) error {
+						sinkBytes += len(raw)
+						if got++; got%streamSample == 0 {
+							tick()
+						}
+						return nil
+					})
+					return got, err
+				})
+			})
+			b.Run("impl=bolt", func(b *testing.B) {
+				db := f.raw(b)
+				run(b, func(tick func()) (int, error) {
+					got := 0
+					err := db.View(func(tx *bolt.Tx) error {
+						c := tx.Bucket(rawBucket).Cursor()
+						for k, v := c.First(); k != nil; k, v = c.Next() {
+							sinkBytes += len(v)
+							if got++; got%streamSample == 0 {
+								tick()
+							}
+						}
+						return nil
+					})
+					return got, err
+				})
+			})
+		})
+	}
+}
+
+// streamSample is how often (in records) a stream benchmark samples the
+// process's memory.
+const streamSample = 100_000
+
+// memPeak samples the process's anonymous resident memory (RssAnon: the
+// heap and stacks, not the mmap of the file, which the kernel may share and
+// drop at will) and keeps the largest value.
+type memPeak struct{ peak int64 }
+
+func (p *memPeak) start() { p.peak = rssAnon() }
+
+func (p *memPeak) tick() {
+	if v := rssAnon(); v > p.peak {
+		p.peak = v
+	}
+}
+
+func (p *memPeak) mib() float64 { return float64(p.peak) / (1 << 20) }
+
+// rssAnon reads RssAnon from /proc/self/status, in bytes (0 where there is
+// no /proc).
+func rssAnon() int64 {
+	fh, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// ---------------------------------------------------------------------------
+// Small records: four fields, the shape of many application records, where
+// the per-record overhead of decoding weighs the most.
+
+// smallRecord is record i of the small fixture.
+func smallRecord(i int) map[string]any {
+	return map[string]any{
+		"name":   fmt.Sprintf("user-%06d", i%recordPool),
+		"age":    18 + i%60,
+		"score":  float64(i%1000) / 8,
+		"active": i%3 != 2,
+	}
+}
+
+var smallFixtures = struct {
+	sync.Mutex
+	m map[int]*smallFixture
+}{m: map[int]*smallFixture{}}
+
+// smallFixture is a storh collection and a raw bbolt file holding the same
+// n small records under the same ids.
+type smallFixture struct {
+	ids  []uuidv7.UUID
+	docs *storh.Docs
+	raw  *bolt.DB
+}
+
+func getSmallFixture(b *testing.B, n int) *smallFixture {
+	smallFixtures.Lock()
+	defer smallFixtures.Unlock()
+	if f, ok := smallFixtures.m[n]; ok {
+		return f
+	}
+	dir := tempDir(b)
+	f := &smallFixture{ids: fixtureIDs(n)}
+	db, err := storh.Open(filepath.Join(dir, fmt.Sprintf("storh-small-%d.db", n)), storh.WithoutSync())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if f.docs, err = db.Docs(collName); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.docs.PutStream(func(yield func(any) bool) {
+		for i, id := range f.ids {
+			if !yield(storh.Entry{ID: id, Data: smallRecord(i)}) {
+				return
+			}
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if f.raw, err = rawOpen(filepath.Join(dir, fmt.Sprintf("bolt-small-%d.db", n)), true); err != nil {
+		b.Fatal(err)
+	}
+	if err := rawBulkLoadOf(f.raw, n, func(i int) uuidv7.UUID { return f.ids[i] }, func(i int) any { return smallRecord(i) }); err != nil {
+		b.Fatal(err)
+	}
+	smallFixtures.m[n] = f
+	smallCleanup = append(smallCleanup, func() { db.Close(); f.raw.Close() })
+	return f
+}
+
+// smallCleanup closes the small fixtures' handles before TestMain removes
+// their files.
+var smallCleanup []func()
+
+// BenchmarkPageSmall: a decoded page of 100 four-field records after the
+// middle id.
+func BenchmarkPageSmall(b *testing.B) {
+	for _, n := range sizes() {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := getSmallFixture(b, n)
+			mid := f.ids[n/2]
+			b.Run("impl=storh", func(b *testing.B) {
+				b.ReportAllocs()
+				var out []storh.Map
+				var err error
+				for b.Loop() {
+					if out, err = storhPage(f.docs, mid, pageSize, out); err != nil || len(out) != pageSize {
+						b.Fatalf("page: %d records, %v", len(out), err)
+					}
+				}
+			})
+			b.Run("impl=bolt", func(b *testing.B) {
+				b.ReportAllocs()
+				var out []map[string]any
+				var err error
+				for b.Loop() {
+					if out, err = rawPage(f.raw, mid, pageSize, out); err != nil || len(out) != pageSize {
+						b.Fatalf("page: %d records, %v", len(out), err)
+					}
+				}
+			})
+		})
+	}
+}
