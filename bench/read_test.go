@@ -46,6 +46,20 @@ func BenchmarkGet(b *testing.B) {
 					i += getStride
 				}
 			})
+			b.Run("impl=storh-lend", func(b *testing.B) {
+				// GetRaw: the bytes lent to a callback, not copied for the
+				// caller to keep.
+				docs := f.storh(b)
+				b.ReportAllocs()
+				i := 0
+				use := func(raw []byte) error { sinkBytes += len(raw); return nil }
+				for b.Loop() {
+					if err := docs.GetRaw(f.ids[i%n], use); err != nil {
+						b.Fatal(err)
+					}
+					i += getStride
+				}
+			})
 			b.Run("impl=bolt", func(b *testing.B) {
 				// What the issue calls raw: the value is only valid inside
 				// the transaction, so this is the floor, not a usable read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -508,13 +509,56 @@ func (c *coll) Get(id uuidv7.UUID) (Record, error) {
 	if err := c.db.eng.Enter(); err != nil {
 		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
 	}
-	p, err := c.db.eng.CopyRecord(c.h, id)
+	p, err := c.db.eng.CopyRecord(c.h, id, nil)
 	c.db.eng.Exit()
 	if err != nil {
 		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
 	}
 	return Record{ID: id, payload: p}, nil
 }
+
+// GetRaw calls fn with the msgpack payload of record id (what Record.Raw
+// returns), lent for the call: valid only until fn returns, and not to be
+// modified. It is Get for code that looks at the bytes and keeps nothing:
+// the bytes are copied out of the read transaction, which has ended when
+// fn runs, into a buffer that is reused, so a point read allocates only
+// what its read transaction does. Errors are Get's; an error from fn comes
+// back as it is.
+func (c *coll) GetRaw(id uuidv7.UUID, fn func(raw []byte) error) error {
+	if c.tx != nil {
+		var own error
+		err := c.get("get", id, func(p []byte) error { own = fn(p); return own })
+		if own != nil {
+			return own
+		}
+		return err
+	}
+	if !id.IsV7() {
+		return opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	buf := rawBufs.Get().(*[]byte)
+	p, err := c.db.eng.CopyRecord(c.h, id, (*buf)[:0])
+	c.db.eng.Exit()
+	if err != nil {
+		rawBufs.Put(buf)
+		return opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	err = fn(p)
+	if cap(p) <= maxPooledRaw {
+		*buf = p
+		rawBufs.Put(buf)
+	}
+	return err
+}
+
+// rawBufs holds GetRaw's buffers; one that grew past maxPooledRaw for a
+// large record is left to the collector rather than pinned.
+var rawBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRaw = 64 << 10
 
 // get reads the record id and hands its payload, valid only during the
 // call, to use.

@@ -100,8 +100,9 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 		r.Lend()
 	}
 	buf := itemBufs.Get().(*[]engine.Item)
+	used := 0 // the most items a chunk held
 	defer func() {
-		clear((*buf)[:cap(*buf)]) // the pool must not pin the records' bytes
+		clear((*buf)[:used]) // the pool must not pin the records' bytes
 		itemBufs.Put(buf)
 	}()
 	items := (*buf)[:0]
@@ -111,7 +112,7 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 			return r
 		}
 		items, err = c.chunk(r, items[:0])
-		*buf = items
+		*buf, used = items, max(used, len(items))
 		if err != nil {
 			fail(opErr(op, c.name, "", -1, err))
 			return r

@@ -23,6 +23,7 @@ type Collection interface {
 	PutStreamContext(ctx context.Context, seq iter.Seq[any]) (int, error)
 
 	Get(id uuidv7.UUID) (Record, error)
+	GetRaw(id uuidv7.UUID, fn func(raw []byte) error) error
 	Stream(q query.Query) iter.Seq2[Record, error]
 	StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error]
 	ScanRaw(q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error

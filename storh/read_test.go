@@ -109,6 +109,76 @@ func TestGetAllocations(t *testing.T) {
 	}
 }
 
+// TestGetRaw: GetRaw lends what Get returns; fn's error comes back as it
+// is; Get's errors are GetRaw's; inside a transaction it reads the
+// transaction's snapshot.
+func TestGetRaw(t *testing.T) {
+	db := openTemp(t)
+	docs, _ := db.Docs("c")
+	ids := fillDocs(t, docs, 300)
+	for _, id := range ids[:50] {
+		rec, err := docs.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		if err := docs.GetRaw(id, func(raw []byte) error {
+			calls++
+			if !bytes.Equal(raw, rec.Raw()) {
+				t.Errorf("GetRaw(%s) lent %x; Get has %x", id, raw, rec.Raw())
+			}
+			return nil
+		}); err != nil || calls != 1 {
+			t.Fatalf("GetRaw(%s) = %v after %d calls", id, err, calls)
+		}
+	}
+	stop := errors.New("stop")
+	if err := docs.GetRaw(ids[0], func([]byte) error { return stop }); err != stop {
+		t.Errorf("GetRaw with a failing fn = %v; want fn's error as it is", err)
+	}
+	never := func([]byte) error { t.Error("fn called for a record that is not there"); return nil }
+	checkErr(t, docs.GetRaw(uuidv7.New(), never), storh.ErrNotFound)
+	checkErr(t, docs.GetRaw(badVariantID(t), never), storh.ErrInvalidID)
+	err := db.Update(func(tx *storh.Tx) error {
+		d, err := tx.Docs("c")
+		if err != nil {
+			return err
+		}
+		if _, err := d.PutWithID(ids[1], storh.Map{"i": "changed"}); err != nil {
+			return err
+		}
+		return d.GetRaw(ids[1], func(raw []byte) error {
+			if !bytes.Contains(raw, []byte("changed")) {
+				t.Errorf("GetRaw inside Update does not see the transaction's write: %x", raw)
+			}
+			return stop
+		})
+	})
+	if err != stop {
+		t.Errorf("Update returning GetRaw's fn error = %v; want it as it is", err)
+	}
+}
+
+// TestGetRawAllocations: a lent point read allocates only what bbolt's
+// read transaction and the two bucket look-ups do.
+func TestGetRawAllocations(t *testing.T) {
+	fileOnly(t)
+	db := openTemp(t)
+	docs, _ := db.Docs("c")
+	ids := fillDocs(t, docs, 2000)
+	i := 0
+	fn := func(raw []byte) error { i += len(raw) & 1; return nil }
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := docs.GetRaw(ids[(i*37)%len(ids)], fn); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if allocs > 13 {
+		t.Errorf("GetRaw allocates %.1f times; want at most 13 (Get's, less the copy)", allocs)
+	}
+}
+
 // TestScanRaw: ScanRaw yields what Stream yields, in the same order and
 // with the same bytes, across many chunks and in every direction; lent
 // bytes are whole during the call; fn's error comes back as it is; a

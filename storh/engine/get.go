@@ -50,12 +50,14 @@ func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) erro
 	return use(p)
 }
 
-// CopyRecord is ReadRecord that returns a copy of the payload.
-func (db *DB) CopyRecord(h Handle, id uuidv7.UUID) (out []byte, err error) {
+// CopyRecord is ReadRecord that appends a copy of the payload to dst
+// (nil for a new slice) and returns it: the transaction has ended before
+// the caller looks at the bytes.
+func (db *DB) CopyRecord(h Handle, id uuidv7.UUID, dst []byte) (out []byte, err error) {
 	if !db.direct(h) {
 		err = db.ViewSafe(func(tx *Tx) error {
 			p, err := tx.getIn(h, id)
-			out = append([]byte(nil), p...)
+			out = append(dst, p...)
 			return err
 		})
 		return out, err
@@ -75,7 +77,7 @@ func (db *DB) CopyRecord(h Handle, id uuidv7.UUID) (out []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte(nil), p...), nil
+	return append(dst, p...), nil
 }
 
 // direct reports whether a point read of h may take the direct path.

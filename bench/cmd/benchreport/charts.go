@@ -76,11 +76,12 @@ var scaleCharts = []scaleChart{
 	{
 		file: "scale-get.svg", title: "Point Get by id, not decoded",
 		pattern: "BenchmarkGet/{n}/impl={impl}",
-		impls:   []string{"storh", "bolt", "bolt-copy"},
+		impls:   []string{"storh", "storh-lend", "bolt", "bolt-copy"},
 		labels: map[string]string{
-			"storh":     "storh-go Get",
-			"bolt":      "raw bbolt View + Get",
-			"bolt-copy": "raw bbolt View + Get + copy",
+			"storh":      "storh-go Get",
+			"storh-lend": "storh-go GetRaw (lent)",
+			"bolt":       "raw bbolt View + Get",
+			"bolt-copy":  "raw bbolt View + Get + copy",
 		},
 	},
 }

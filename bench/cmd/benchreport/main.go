@@ -545,7 +545,10 @@ var targets = []target{
 	{what: "storh.Open + first Get + Close, {n} (ms)", num: "BenchmarkOpenGet/{n}/impl=storh", unit: "ms", sizes: []string{"n=10k"}},
 
 	// Reads (read_test.go).
-	{what: "point Get, not decoded, vs raw View + Get, {n} (time ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.2},
+	{what: "point GetRaw (bytes lent), vs raw View + Get, {n} (time ratio)", num: "BenchmarkGet/{n}/impl=storh-lend", den: "BenchmarkGet/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.2},
+	{what: "point Get (bytes owned) vs raw View + Get + copy, {n} (time ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt-copy", unit: "ns/op", op: "<=", limit: 1.2},
+	{what: "point Get (bytes owned) vs raw View + Get without the copy, {n} (time ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt", unit: "ns/op"},
+	{what: "point GetRaw allocations vs raw View + Get, {n} (allocs ratio)", num: "BenchmarkGet/{n}/impl=storh-lend", den: "BenchmarkGet/{n}/impl=bolt", unit: "allocs/op"},
 	{what: "point Get allocations vs raw View + Get + copy, {n} (allocs ratio)", num: "BenchmarkGet/{n}/impl=storh", den: "BenchmarkGet/{n}/impl=bolt-copy", unit: "allocs/op", op: "<=", limit: 1},
 	{what: "Get + Data() vs raw View + Get + copy + Unmarshal, {n} (time ratio)", num: "BenchmarkGetData/{n}/impl=storh", den: "BenchmarkGetData/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 1.1},
 	{what: "full stream, bytes lent (ScanRaw), {n} (records/s)", num: "BenchmarkStream/{n}/impl=storh-lend", unit: "records/s", op: ">=", limit: 10e6, sizes: []string{"n=1M"}},
