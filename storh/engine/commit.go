@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -60,7 +61,8 @@ func (db *DB) Submit(op *WriteOp) error {
 func (db *DB) writer() {
 	defer close(db.writerDone)
 	batch := make([]*WriteOp, 0, db.opts.MaxBatch)
-	prev := 0 // size of the previous batch
+	crowd := 0             // the writers seen lately: the largest recent batch, fading
+	var last time.Duration // what the previous commit took
 	for {
 		select {
 		case op := <-db.writes:
@@ -68,9 +70,11 @@ func (db *DB) writer() {
 		case <-db.stop:
 			return
 		}
-		batch = db.drain(batch, prev)
-		prev = len(batch)
+		batch = db.drain(batch, crowd, last/8)
+		crowd = max(crowd-crowd/8, len(batch))
+		start := time.Now()
 		db.commit(batch)
+		last = time.Since(start)
 		for i, op := range batch {
 			op.done <- struct{}{}
 			batch[i] = nil
@@ -79,13 +83,17 @@ func (db *DB) writer() {
 }
 
 // drain adds whatever else is queued to batch. The callers of the previous
-// batch were woken an instant ago and most are about to submit again; when
-// fewer than that are queued, yielding the processor once or twice lets them
-// in, instead of committing a handful now and the rest one fsync later.
-// This is not a timer: with nothing else runnable, Gosched returns at once,
-// so a lone writer does not wait.
-func (db *DB) drain(batch []*WriteOp, prev int) []*WriteOp {
+// batch were woken an instant ago and most are about to submit again (they
+// encode their record first); when fewer than the crowd seen lately are
+// queued, the writer yields the processor and takes what arrived, for as
+// long as writes keep arriving and at most wait: an eighth of the last
+// commit's time. Waiting that long for a full batch costs less than the
+// extra commit the rest would need. A lone writer's crowd is one, so it
+// never waits; nor does the writer once a yield brings nothing new.
+func (db *DB) drain(batch []*WriteOp, crowd int, wait time.Duration) []*WriteOp {
+	var deadline time.Time
 	for yields := 0; ; yields++ {
+		before := len(batch)
 	take:
 		for len(batch) < db.opts.MaxBatch {
 			select {
@@ -95,14 +103,22 @@ func (db *DB) drain(batch []*WriteOp, prev int) []*WriteOp {
 				break take
 			}
 		}
-		if len(batch) >= prev || len(batch) >= db.opts.MaxBatch || yields == maxYields {
+		if len(batch) >= crowd || len(batch) >= db.opts.MaxBatch {
+			return batch
+		}
+		if yields == 0 {
+			deadline = time.Now().Add(wait)
+		} else if len(batch) == before && yields >= minYields || time.Now().After(deadline) {
 			return batch
 		}
 		runtime.Gosched()
 	}
 }
 
-const maxYields = 8
+// minYields is how many times the writer yields before a yield that
+// brings no write ends the wait: on two cores a yield can come straight
+// back before the woken callers ran.
+const minYields = 8
 
 // ownFault marks failures that belong to one op and left the transaction
 // untouched, so the rest of the batch can still commit.

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -144,10 +145,26 @@ func ownPayloads(items []Item, reuse *[]byte) {
 	if total == 0 {
 		return
 	}
-	var arena []byte
-	if reuse != nil && cap(*reuse) >= total {
-		arena = (*reuse)[:0]
-	} else {
+	if reuse == nil {
+		// bytes.Join allocates exactly the total without zeroing it
+		// first, which a make would: every byte is overwritten at once.
+		parts := partsPool.Get().(*[][]byte)
+		for i := range items {
+			*parts = append(*parts, items[i].Payload)
+		}
+		arena := bytes.Join(*parts, nil)
+		clear(*parts)
+		*parts = (*parts)[:0]
+		partsPool.Put(parts)
+		for i := range items {
+			if n := len(items[i].Payload); n > 0 {
+				items[i].Payload, arena = arena[:n:n], arena[n:]
+			}
+		}
+		return
+	}
+	arena := (*reuse)[:0]
+	if cap(arena) < total {
 		arena = make([]byte, 0, total)
 	}
 	for i := range items {
@@ -157,10 +174,14 @@ func ownPayloads(items []Item, reuse *[]byte) {
 			items[i].Payload = arena[start:len(arena):len(arena)]
 		}
 	}
-	if reuse != nil {
-		*reuse = arena
-	}
+	*reuse = arena
 }
+
+// partsPool holds ownPayloads' lists of the payloads to join.
+var partsPool = sync.Pool{New: func() any {
+	p := make([][]byte, 0, ChunkRecords)
+	return &p
+}}
 
 func step(c kv.Cursor, reverse bool) ([]byte, []byte) {
 	if reverse {
