@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -314,8 +316,26 @@ func (f *fixture) release() error {
 // mid is the id the middle-of-the-collection page starts after.
 func (f *fixture) mid() uuidv7.UUID { return f.ids[f.n/2] }
 
+// ballast is the live heap every benchmark runs beside (see TestMain).
+var ballast []byte
+
 func TestMain(m *testing.M) {
+	// An application holds a live heap, and how often the collector runs
+	// (and so what an allocation costs) follows its size. Without a floor,
+	// the heap would be whatever the fixtures built so far left behind:
+	// the 10k benchmarks would run beside a few MiB, the 1M ones beside a
+	// hundred, and the same code would show different ratios by size. A
+	// fixed ballast gives every benchmark, and both sides of every ratio,
+	// the same collector pace. STORH_BENCH_HEAP_MIB sets it (0: none).
+	mib := 64
+	if v := os.Getenv("STORH_BENCH_HEAP_MIB"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			mib = n
+		}
+	}
+	ballast = make([]byte, mib<<20)
 	code := m.Run()
+	runtime.KeepAlive(ballast)
 	releaseQueryFixtures()
 	for _, done := range smallCleanup {
 		done()
