@@ -75,6 +75,12 @@ func (c *coll) ScanRawContext(ctx context.Context, q query.Query, fn func(id uui
 	return err
 }
 
+// lendBufs holds the buffers lending runs copy their chunks into; one that
+// grew past maxPooledLend for large records is left to the collector.
+var lendBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledLend = 1 << 20
+
 // itemBufs holds the chunk buffers of runs: a stream of many pages would
 // otherwise allocate one per page.
 var itemBufs = sync.Pool{New: func() any {
@@ -97,7 +103,13 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 	}
 	r := engine.NewRun(spec)
 	if lend {
-		r.Lend()
+		lent := lendBufs.Get().(*[]byte)
+		defer func() {
+			if cap(*lent) <= maxPooledLend {
+				lendBufs.Put(lent)
+			}
+		}()
+		r.Lend(lent)
 	}
 	buf := itemBufs.Get().(*[]engine.Item)
 	used := 0 // the most items a chunk held

@@ -95,12 +95,13 @@ func NewRun(spec *plan.Spec) *Run {
 	return r
 }
 
-// Lend makes the run copy each chunk's payloads into one buffer it reuses
-// for the next chunk, instead of a new allocation per chunk: a chunk's
-// payloads are then valid only until the next call of Next. For a reader
-// that is done with a chunk before it asks for the next (an export, a
-// count, a callback that lends the bytes), memory stays flat.
-func (r *Run) Lend() { r.reuse = new([]byte) }
+// Lend makes the run copy each chunk's payloads into *buf, grown when too
+// small and reused for the next chunk, instead of a new allocation per
+// chunk: a chunk's payloads are then valid only until the next call of
+// Next. For a reader that is done with a chunk before it asks for the next
+// (an export, a count, a callback that lends the bytes), memory stays
+// flat; a caller that pools buf allocates nothing for payloads at all.
+func (r *Run) Lend(buf *[]byte) { r.reuse = buf }
 
 // RunChunk reads the next chunk of r in a short read transaction of its
 // own, appending at most max items to dst. The caller must hold Enter.
