@@ -326,3 +326,51 @@ func ExampleDocs_Find_keysetPages() {
 	// page 2: p3=7 p2=3 p0=3
 	// page 3: p5=1
 }
+
+// ScanRaw lends each record's msgpack bytes to a callback: here a checksum
+// over a whole collection that allocates nothing per record.
+func ExampleDocs_ScanRaw() {
+	db, done := exampleDB()
+	defer done()
+	events, _ := db.Docs("events")
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = storh.Map{"n": i}
+	}
+	if _, err := events.PutMany(items); err != nil {
+		panic(err)
+	}
+	records, bytes := 0, 0
+	err := events.ScanRaw(query.All(), func(id uuidv7.UUID, raw []byte) error {
+		// raw is valid until this call returns: copy what you keep.
+		records++
+		bytes += len(raw)
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(records, "records,", bytes > 0)
+	// Output: 1000 records, true
+}
+
+// GetRaw lends one record's bytes: a point read that allocates only what
+// its read transaction does.
+func ExampleDocs_GetRaw() {
+	db, done := exampleDB()
+	defer done()
+	users, _ := db.Docs("users")
+	rec, _ := users.Put(storh.Map{"name": "ada"})
+	err := users.GetRaw(rec.ID, func(raw []byte) error {
+		fmt.Printf("%d bytes of msgpack\n", len(raw))
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = users.GetRaw(uuidv7.New(), func([]byte) error { return nil })
+	fmt.Println(errors.Is(err, storh.ErrNotFound))
+	// Output:
+	// 10 bytes of msgpack
+	// true
+}
