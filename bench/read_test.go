@@ -28,6 +28,25 @@ import (
 // point-get benchmark does not read one hot leaf page.
 const getStride = 7919
 
+// rawGet reads id in its own read transaction and hands the value, valid
+// only inside it, to use.
+func rawGet(db *bolt.DB, id uuidv7.UUID, use func(v []byte)) error {
+	return db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(rawBucket).Get(id[:])
+		if v == nil {
+			return fmt.Errorf("bench: %s not found", id)
+		}
+		use(v)
+		return nil
+	})
+}
+
+// rawGetCopy is rawGet that copies the value out, to keep.
+func rawGetCopy(db *bolt.DB, id uuidv7.UUID) (out []byte, err error) {
+	err = rawGet(db, id, func(v []byte) { out = append([]byte(nil), v...) })
+	return out, err
+}
+
 // BenchmarkGet: one record by id in its own read transaction, not decoded.
 func BenchmarkGet(b *testing.B) {
 	for _, n := range sizes() {
@@ -67,15 +86,7 @@ func BenchmarkGet(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					id := f.ids[i%n]
-					if err := db.View(func(tx *bolt.Tx) error {
-						v := tx.Bucket(rawBucket).Get(id[:])
-						if v == nil {
-							return fmt.Errorf("bench: %s not found", id)
-						}
-						sinkBytes += len(v)
-						return nil
-					}); err != nil {
+					if err := rawGet(db, f.ids[i%n], func(v []byte) { sinkBytes += len(v) }); err != nil {
 						b.Fatal(err)
 					}
 					i += getStride
@@ -87,16 +98,8 @@ func BenchmarkGet(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					id := f.ids[i%n]
-					var out []byte
-					if err := db.View(func(tx *bolt.Tx) error {
-						v := tx.Bucket(rawBucket).Get(id[:])
-						if v == nil {
-							return fmt.Errorf("bench: %s not found", id)
-						}
-						out = append([]byte(nil), v...)
-						return nil
-					}); err != nil {
+					out, err := rawGetCopy(db, f.ids[i%n])
+					if err != nil {
 						b.Fatal(err)
 					}
 					sinkBytes += len(out)
@@ -132,16 +135,8 @@ func BenchmarkGetData(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					id := f.ids[i%n]
-					var out []byte
-					if err := db.View(func(tx *bolt.Tx) error {
-						v := tx.Bucket(rawBucket).Get(id[:])
-						if v == nil {
-							return fmt.Errorf("bench: %s not found", id)
-						}
-						out = append([]byte(nil), v...)
-						return nil
-					}); err != nil {
+					out, err := rawGetCopy(db, f.ids[i%n])
+					if err != nil {
 						b.Fatal(err)
 					}
 					var m map[string]any
