@@ -495,24 +495,9 @@ func putStream[I any](ctx context.Context, c *coll, seq iter.Seq[I], add func(*b
 // Get returns the record id. A valid id that is not stored is ErrNotFound;
 // an id that is not a UUIDv7 is ErrInvalidID; a damaged value is ErrCorrupt.
 func (c *coll) Get(id uuidv7.UUID) (Record, error) {
-	if c.tx != nil {
-		var rec Record
-		err := c.get("get", id, func(p []byte) error {
-			rec = Record{ID: id, payload: append([]byte(nil), p...)}
-			return nil
-		})
-		return rec, err
-	}
-	if !id.IsV7() {
-		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
-	}
-	if err := c.db.eng.Enter(); err != nil {
-		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
-	}
-	p, err := c.db.eng.CopyRecord(c.h, id, nil)
-	c.db.eng.Exit()
+	p, err := c.readCopy(id, nil)
 	if err != nil {
-		return Record{}, opErr(c.opName("get"), c.name, id.String(), -1, err)
+		return Record{}, err
 	}
 	return Record{ID: id, payload: p}, nil
 }
@@ -525,33 +510,39 @@ func (c *coll) Get(id uuidv7.UUID) (Record, error) {
 // what its read transaction does. Errors are Get's; an error from fn comes
 // back as it is.
 func (c *coll) GetRaw(id uuidv7.UUID, fn func(raw []byte) error) error {
-	if c.tx != nil {
-		var own error
-		err := c.get("get", id, func(p []byte) error { own = fn(p); return own })
-		if own != nil {
-			return own
-		}
-		return err
-	}
-	if !id.IsV7() {
-		return opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
-	}
-	if err := c.db.eng.Enter(); err != nil {
-		return opErr(c.opName("get"), c.name, id.String(), -1, err)
-	}
 	buf := rawBufs.Get().(*[]byte)
-	p, err := c.db.eng.CopyRecord(c.h, id, (*buf)[:0])
-	c.db.eng.Exit()
-	if err != nil {
-		rawBufs.Put(buf)
-		return opErr(c.opName("get"), c.name, id.String(), -1, err)
-	}
-	err = fn(p)
-	if cap(p) <= maxPooledRaw {
+	p, err := c.readCopy(id, (*buf)[:0])
+	if err == nil {
+		err = fn(p)
 		*buf = p
+	}
+	if cap(*buf) <= maxPooledRaw {
 		rawBufs.Put(buf)
 	}
 	return err
+}
+
+// readCopy appends the payload of record id to dst. A DB-level handle
+// reads in a transaction of its own, on a file straight from the records
+// bucket (engine.DB.CopyRecord).
+func (c *coll) readCopy(id uuidv7.UUID, dst []byte) ([]byte, error) {
+	if c.tx != nil {
+		var out []byte
+		err := c.get("get", id, func(p []byte) error { out = append(dst, p...); return nil })
+		return out, err
+	}
+	if !id.IsV7() {
+		return nil, opErr(c.opName("get"), c.name, id.String(), -1, ErrInvalidID)
+	}
+	if err := c.db.eng.Enter(); err != nil {
+		return nil, opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	p, err := c.db.eng.CopyRecord(c.h, id, dst)
+	c.db.eng.Exit()
+	if err != nil {
+		return nil, opErr(c.opName("get"), c.name, id.String(), -1, err)
+	}
+	return p, nil
 }
 
 // rawBufs holds GetRaw's buffers; one that grew past maxPooledRaw for a

@@ -22,7 +22,7 @@ import (
 // transaction of its own and hands its checked payload to use, valid only
 // during the call. A record or collection that is not there is
 // ErrNotFound. The caller must hold Enter.
-func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) error) (err error) {
+func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) error) error {
 	if !db.direct(h) {
 		return db.ViewSafe(func(tx *Tx) error {
 			p, err := tx.getIn(h, id)
@@ -32,6 +32,32 @@ func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) erro
 			return use(p)
 		})
 	}
+	return db.directRead(h, id, use)
+}
+
+// CopyRecord is ReadRecord that appends a copy of the payload to dst
+// (nil for a new slice) and returns it: the transaction has ended before
+// the caller looks at the bytes.
+func (db *DB) CopyRecord(h Handle, id uuidv7.UUID, dst []byte) (out []byte, err error) {
+	keep := func(p []byte) error {
+		out = append(dst, p...)
+		return nil
+	}
+	if !db.direct(h) {
+		return out, db.ViewSafe(func(tx *Tx) error {
+			p, err := tx.getIn(h, id)
+			if err != nil {
+				return err
+			}
+			return keep(p)
+		})
+	}
+	return out, db.directRead(h, id, keep)
+}
+
+// directRead is the direct path: use runs inside the read transaction, and
+// a panic of bbolt's over a damaged page becomes ErrCorrupt.
+func (db *DB) directRead(h Handle, id uuidv7.UUID, use func(payload []byte) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -48,36 +74,6 @@ func (db *DB) ReadRecord(h Handle, id uuidv7.UUID, use func(payload []byte) erro
 		return err
 	}
 	return use(p)
-}
-
-// CopyRecord is ReadRecord that appends a copy of the payload to dst
-// (nil for a new slice) and returns it: the transaction has ended before
-// the caller looks at the bytes.
-func (db *DB) CopyRecord(h Handle, id uuidv7.UUID, dst []byte) (out []byte, err error) {
-	if !db.direct(h) {
-		err = db.ViewSafe(func(tx *Tx) error {
-			p, err := tx.getIn(h, id)
-			out = append(dst, p...)
-			return err
-		})
-		return out, err
-	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, damaged(r)
-		}
-	}()
-	btx, err := db.bolt.Begin(false)
-	if err != nil {
-		return nil, mapStoreErr(boltErr(err))
-	}
-	defer btx.Rollback()
-	p, err := directGet(btx, h, id)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, p...), nil
 }
 
 // direct reports whether a point read of h may take the direct path.
