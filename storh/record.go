@@ -39,7 +39,9 @@ type Record struct {
 func (r Record) Time() time.Time { return r.ID.Time() }
 
 // Data decodes the record into a Map (see Map for the types). It decodes on
-// every call, so keep the result. It returns nil only for a record that fails
+// every call, so keep the result. The records of one chunk of a Stream box
+// their decoded numbers and strings in shared blocks, so a kept Map holds
+// on to at most a few KiB of its neighbours' values. It returns nil only for a record that fails
 // to decode (a payload whose checksum is valid but that is not a record: a
 // bug or a forgery, which Verify reports); DataErr says why.
 func (r Record) Data() Map {
