@@ -24,12 +24,10 @@ func Decode(b []byte) (any, int, error) {
 }
 
 // DecodeIn is Decode that boxes numbers and strings, and cuts lists, from
-// slab (see Slab); nil decodes with a slab of its own, sized to b.
+// slab (see Slab); with nil, a slab of its own sized to b is made when the
+// first value needs one.
 func DecodeIn(b []byte, slab *Slab) (any, int, error) {
-	if slab == nil {
-		// Enough boxes for a record of small fields, in one block each.
-		slab = &Slab{words: make([]uint64, len(b)/16+1), strs: make([]string, len(b)/16+1), one: true}
-	} else {
+	if slab != nil {
 		slab.mu.Lock()
 		defer slab.mu.Unlock()
 	}
@@ -74,7 +72,16 @@ const sharedMax = 4 << 10
 type decoder struct {
 	b    []byte
 	s    string // string(b) for a container of at most sharedMax bytes, else ""
-	slab *Slab
+	slab *Slab  // made by boxes when nil
+}
+
+// boxes returns the slab values are boxed in, making one for this value
+// alone the first time one is needed.
+func (d *decoder) boxes() *Slab {
+	if d.slab == nil {
+		d.slab = &Slab{one: true, size: len(d.b)}
+	}
+	return d.slab
 }
 
 // str returns the n bytes at b[p:] as a string that does not alias b.
@@ -97,19 +104,20 @@ func (d *decoder) value(pos, depth int) (any, int, error) {
 		return nil, p, nil
 	case kFalse, kTrue:
 		return h.k == kTrue, p, nil
-	case kInt:
-		return d.slab.int64(int64(h.u)), p, nil
-	case kUint:
-		if h.u > math.MaxInt64 {
-			return d.slab.uint64(h.u), p, nil
+	case kInt, kUint:
+		switch {
+		case h.u < 256: // an int64 the runtime boxes without allocating
+			return int64(h.u), p, nil
+		case h.k == kUint && h.u > math.MaxInt64:
+			return d.boxes().uint64(h.u), p, nil
 		}
-		return d.slab.int64(int64(h.u)), p, nil
+		return d.boxes().int64(int64(h.u)), p, nil
 	case kFloat32:
-		return d.slab.float64(float64(math.Float32frombits(uint32(h.u)))), p, nil
+		return d.boxes().float64(float64(math.Float32frombits(uint32(h.u)))), p, nil
 	case kFloat64:
-		return d.slab.float64(math.Float64frombits(h.u)), p, nil
+		return d.boxes().float64(math.Float64frombits(h.u)), p, nil
 	case kStr:
-		return d.slab.string(d.str(p, h.n)), p + h.n, nil
+		return d.boxes().string(d.str(p, h.n)), p + h.n, nil
 	case kBin:
 		return append([]byte{}, b[p:p+h.n]...), p + h.n, nil
 	case kExt:
@@ -123,7 +131,7 @@ func (d *decoder) value(pos, depth int) (any, int, error) {
 		return nil, 0, tooDeepAt(pos)
 	}
 	if h.k == kArray {
-		a := d.slab.list(h.n) // h.n is bounded by the input length
+		a := d.boxes().list(h.n) // h.n is bounded by the input length
 		for i := range a {
 			if a[i], p, err = d.value(p, depth+1); err != nil {
 				return nil, 0, err

@@ -21,9 +21,10 @@ type Slab struct {
 	words []uint64 // free boxes for int64, uint64 and float64
 	strs  []string // free boxes for strings
 	anys  []any    // free elements for lists
-	// one is set on the slab of a single record: it allocates what that
-	// record needs, not blocks for a page.
-	one bool
+	// one is set on the slab of a single value of size bytes: it allocates
+	// blocks sized to that value, when it needs them, not blocks for a page.
+	one  bool
+	size int
 }
 
 // Blocks of boxes: a page of a hundred ten-field records fills a few.
@@ -106,11 +107,11 @@ func (s *Slab) list(n int) []any {
 	return a
 }
 
-// block is the size of a new block of boxes: a page's, or a few more for
-// a single record that ran out of the ones sized for it.
+// block is the size of a new block of boxes: a page's, or one sized to a
+// single value (a box per 16 bytes of it covers a record of small fields).
 func (s *Slab) block(page int) int {
 	if s.one {
-		return 8
+		return max(8, s.size/16+1)
 	}
 	return page
 }
