@@ -70,12 +70,9 @@ func (s *Slab) word(typ unsafe.Pointer, bits uint64) any {
 	return boxAt(typ, unsafe.Pointer(p))
 }
 
-func (s *Slab) int64(v int64) any {
-	if v >= 0 && v < 256 {
-		return v // the runtime boxes these without allocating
-	}
-	return s.word(typeInt64, uint64(v))
-}
+// int64 boxes v; the decoder keeps 0..255, which the runtime boxes
+// without allocating, out of the slab.
+func (s *Slab) int64(v int64) any { return s.word(typeInt64, uint64(v)) }
 
 func (s *Slab) uint64(v uint64) any { return s.word(typeUint64, v) }
 
