@@ -405,7 +405,6 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 		}
 		return nil
 	}
-	var arena []byte
 	for ; r.walk < len(r.walks); r.walk++ {
 		w := &r.walks[r.walk]
 		cur := ixs[r.walk].entries.Cursor()
@@ -424,7 +423,6 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 				continue
 			}
 			r.seen[id] = struct{}{}
-			arena = arena[:0]
 			item, keep := r.fetch(c, id)
 			if !keep {
 				continue
