@@ -48,9 +48,11 @@ type pageChecker struct {
 	want     map[string]bool // top-level buckets to descend into; nil: all
 	shallow  bool            // leaves of large trees are claimed, not read
 	report   func(top, detail string)
-	// loops, when set, takes the findings that can make a search or walk
-	// go on forever (a page reached twice, a tree too deep) instead of
-	// report, which then gets the rest.
+	// loops, when set, takes the findings that make it unsafe to start a
+	// search or walk at all (a page reached twice or a tree too deep: it
+	// can go on forever; a bucket whose value lies outside its page:
+	// opening it can allocate gigabytes) instead of report, which then
+	// gets the rest.
 	loops func(top, detail string)
 	pace  *pace
 }
@@ -240,7 +242,19 @@ func (pc *pageChecker) leaf(top string, page []byte, depth int, where, what stri
 		flags, pos, ksize, vsize := ne.Uint32(e[0:]), uint64(ne.Uint32(e[4:])), uint64(ne.Uint32(e[8:])), uint64(ne.Uint32(e[12:]))
 		kv, ok := span(page, at+pos, ksize+vsize)
 		if !ok {
-			pc.report(top, fmt.Sprintf("%s: element %d's key or value lies outside the page", where, i))
+			detail := fmt.Sprintf("%s: element %d's key or value lies outside the page", where, i)
+			if flags&boltBucketLeaf == 0 {
+				pc.report(top, detail)
+				return nil
+			}
+			// bbolt copies an unaligned bucket value before reading
+			// its header, as many bytes as the element claims (up to
+			// 4 GiB): opening this bucket must not be tried.
+			owner := top
+			if key, ok := span(page, at+pos, ksize); ok && root {
+				owner = string(key)
+			}
+			pc.loop(owner, detail)
 			return nil
 		}
 		if flags&boltBucketLeaf != 0 {
@@ -342,8 +356,9 @@ func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
 	}
 	defer pc.f.Close()
 	var broken map[string]string
-	// Only what can loop matters here: a fault on a damaged page is
-	// contained where it happens, and Verify reports the rest.
+	// Only what makes a walk unsafe to start matters here (see loops): a
+	// fault on a damaged page is contained where it happens, and Verify
+	// reports the rest.
 	pc.shallow, pc.report = true, func(string, string) {}
 	pc.loops = func(top, detail string) {
 		if broken == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -127,8 +128,9 @@ func TestCheckPagesHealthy(t *testing.T) {
 func TestCheckPagesFindsDamage(t *testing.T) {
 	fixture, root := pagesFixture(t)
 	ne := binary.NativeEndian
-	var firstLeaf uint64
+	var firstLeaf, collRoot uint64
 	editPage(t, fixture, root, func(p []byte) { firstLeaf = ne.Uint64(p[16+8:]) })
+	withTx(t, fixture, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
 	for _, tc := range []struct {
 		name  string
 		page  func() uint64
@@ -147,6 +149,10 @@ func TestCheckPagesFindsDamage(t *testing.T) {
 		{"wrong page id", func() uint64 { return root }, func(p []byte) { ne.PutUint64(p, 7) }, "says it is page 7", false},
 		{"overflow past the file", func() uint64 { return root }, func(p []byte) { ne.PutUint32(p[12:], 1<<30) }, "overflow pages", false},
 		{"leaf value past the page", func() uint64 { return firstLeaf }, func(p []byte) { ne.PutUint32(p[16+12:], 0x7ffff000) }, "outside the page", false},
+		// Found in CI (TestCorruptFile, seed 1796125429852942380): bbolt
+		// copies an unaligned bucket value whole before reading it, so
+		// opening the collection allocated 2 GiB and stalled the child.
+		{"bucket value past the page", func() uint64 { return collRoot }, func(p []byte) { ne.PutUint32(p[16+12:], 0x7ffff000) }, "outside the page", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := copyDB(t, fixture)
@@ -211,4 +217,42 @@ func TestOpenRefusesLoopingCollection(t *testing.T) {
 	if _, err := db.Repair(nil); err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
+}
+
+// TestOpenRefusesBucketPastPage opens a file where the element naming a
+// collection's metadata bucket claims a 2 GiB value: bbolt would copy that
+// much to open it, so Open must refuse the collection before anything
+// tries, and the refusal must cost no such allocation.
+func TestOpenRefusesBucketPastPage(t *testing.T) {
+	fixture, _ := pagesFixture(t)
+	path := copyDB(t, fixture)
+	var collRoot uint64
+	withTx(t, path, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
+	editPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Docs("a"); !errors.Is(err, storh.ErrCorrupt) {
+		t.Fatalf("collection a: %v, want ErrCorrupt", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("opening the damaged collection allocated %d MiB", grew>>20)
+	}
+	if n, err := mustLog(t, db, "b").Count(); err != nil || n != 1 {
+		t.Fatalf("the healthy log: %d, %v", n, err)
+	}
+}
+
+func mustLog(t *testing.T, db *storh.DB, name string) *storh.Log {
+	t.Helper()
+	l, err := db.Log(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
