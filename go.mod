@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/chromedp/chromedp v0.23.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/petermattis/goid v0.0.0-20261109124353-7cfa343ad0ab
 	github.com/rogpeppe/go-internal v1.16.0
