@@ -135,7 +135,17 @@ func exportFile(rows func(io.Writer) (int64, error), path, dbPath string) (n, si
 	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
 		return n, 0, err
 	}
-	return n, fi.Size(), os.Rename(tmp.Name(), path)
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return n, 0, err
+	}
+	// The rename lasts through a power cut only once the directory that
+	// holds the new name is synced.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return n, 0, err
+	}
+	defer dir.Close()
+	return n, fi.Size(), dir.Sync()
 }
 
 // exportRows writes the rows q selects to w with jsonl.Export, in the

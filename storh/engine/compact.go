@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -63,6 +64,10 @@ func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport,
 	err = containPanic(func() error { return compactInto(out, in.bolt, compactTxBytes, pace) })
 	if cerr := out.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		// The copy is synced; its name is not until its directory is.
+		err = syncDir(filepath.Dir(dst))
 	}
 	if err != nil {
 		os.Remove(dst)

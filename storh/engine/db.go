@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -173,6 +174,13 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if err := precheck(path); err != nil {
 		return nil, openError(path, opts, err)
 	}
+	// bbolt syncs a new file's first pages but not its name: until the
+	// directory is synced too, a power cut can take the file, and every
+	// write acknowledged into it, away.
+	fresh := false
+	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		fresh = !opts.ReadOnly
+	}
 	// bbolt's lock lives on its file descriptor. Should bolt.Open panic
 	// anyway, the descriptor is closed here, so a failed open never leaves
 	// the file locked for the rest of the process.
@@ -190,6 +198,12 @@ func Open(path string, opts Options) (db *DB, err error) {
 	})
 	if panicked && file != nil {
 		file.Close()
+	}
+	if err == nil && fresh {
+		if err = syncDir(filepath.Dir(path)); err != nil {
+			bdb.Close()
+			err = fmt.Errorf("storh: created %s but could not sync its directory, so the file may not survive a power cut: %w", path, err)
+		}
 	}
 	if err != nil {
 		return nil, openError(path, opts, err)

@@ -425,7 +425,7 @@ func TestCrashKill9(t *testing.T) {
 			model = map[string]map[uuidv7.UUID]string{crashDocs: {}, crashLog: {}}
 			clear(cache)
 		}
-		evs, mode := runCrashCycle(t, path, fmt.Sprintf("c%d", cycle), seed+uint64(cycle), r, "")
+		evs, mode := runCrashCycle(t, path, fmt.Sprintf("c%d", cycle), seed+uint64(cycle), r, "", nil)
 		st.killModes[mode]++
 		st.kills++
 		model = checkCrashCycle(t, path, model, evs, &st, cache)
@@ -444,10 +444,15 @@ func TestCrashKill9(t *testing.T) {
 		st.inflight, st.partialStreams, st.killModes)
 }
 
+// killHook chooses the moment of a kill itself: it returns when the child
+// is to be killed, with the name of its mode and, if the child cannot die
+// until something is let go (a stalled fsync), what lets it go.
+type killHook func(seen <-chan crashEvent) (mode string, release func())
+
 // runCrashCycle starts the child on path, kills it with SIGKILL at a
-// moment chosen by one of three modes, and returns every complete report
-// line it wrote.
-func runCrashCycle(t *testing.T, path, run string, seed uint64, r *rand.Rand, mode string) ([]crashEvent, string) {
+// moment chosen by one of three modes (or by hook, when not nil), and
+// returns every complete report line it wrote.
+func runCrashCycle(t *testing.T, path, run string, seed uint64, r *rand.Rand, mode string, hook killHook) ([]crashEvent, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -496,7 +501,10 @@ func runCrashCycle(t *testing.T, path, run string, seed uint64, r *rand.Rand, mo
 		}
 	}()
 
-	if mode == "" {
+	var release func()
+	if hook != nil {
+		mode, release = hook(seen)
+	} else if mode == "" {
 		mode = []string{"early", "random", "random", "targeted", "targeted"}[r.IntN(5)]
 	}
 	var delay time.Duration
@@ -523,6 +531,9 @@ func runCrashCycle(t *testing.T, path, run string, seed uint64, r *rand.Rand, mo
 	time.Sleep(delay) // the random moment is the point here, not a wait for something
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
+	}
+	if release != nil {
+		release()
 	}
 	for range seen { // drain so the reader reaches EOF
 	}
@@ -558,7 +569,7 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 		os.Remove(path)
 		// Each attempt its own stream: the same one would kill at the same
 		// moment again.
-		evs, _ = runCrashCycle(t, path, "m", seed, rand.New(rand.NewPCG(seed, 5+uint64(attempt))), "random")
+		evs, _ = runCrashCycle(t, path, "m", seed, rand.New(rand.NewPCG(seed, 5+uint64(attempt))), "random", nil)
 		in := map[int64]crashEvent{}
 		type acked struct {
 			id  uuidv7.UUID
