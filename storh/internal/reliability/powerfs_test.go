@@ -15,6 +15,7 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // powerFS is a FUSE file system for tests that forgets what a power cut
@@ -162,13 +163,59 @@ func (p *powerFS) mount() error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoFUSE, err)
 	}
-	p.server, p.stats = server, pfStats{}
+	p.server = server
+	return startFUSEWatchdog(p.mnt)
+}
+
+func init() { roles["fuse-watchdog"] = fuseWatchdogChild }
+
+// startFUSEWatchdog starts a process that aborts the FUSE connection of mnt
+// if this process dies while it is mounted. The test process serves the
+// file system and, in some tests, uses it too: dying (a test timeout, a
+// signal) with one of its own requests in flight, it would wait forever
+// for its own answer, a zombie that holds the mount and hangs CI.
+func startFUSEWatchdog(mnt string) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return err
+	}
+	conn := fmt.Sprint(unix.Minor(st.Dev)) // the device's minor number names the connection
+	if _, err := os.Stat("/sys/fs/fuse/connections/" + conn); err != nil {
+		_ = syscall.Mount("none", "/sys/fs/fuse/connections", "fusectl", 0, "")
+	}
+	cmd := childCmd(context.Background(), "fuse-watchdog", "STORH_FUSE_CONN="+conn, "STORH_FUSE_MNT="+mnt, fmt.Sprintf("STORH_FUSE_PID=%d", os.Getpid()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the test's process group
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go cmd.Wait() //nolint:errcheck // reaped; it ends with the mount
 	return nil
+}
+
+// fuseWatchdogChild polls: when the connection is gone (unmounted) it
+// ends; when the process that serves it is gone or a zombie, it aborts
+// the connection, which fails the stuck requests and lets it die, and
+// detaches the mount.
+func fuseWatchdogChild() int {
+	conn, pid := os.Getenv("STORH_FUSE_CONN"), os.Getenv("STORH_FUSE_PID")
+	dir := "/sys/fs/fuse/connections/" + conn
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if _, err := os.Stat(dir); err != nil {
+			return 0
+		}
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || (i > 0 && i+2 < len(stat) && stat[i+2] == 'Z') {
+			_ = os.WriteFile(dir+"/abort", []byte("1"), 0)
+			_ = syscall.Unmount(os.Getenv("STORH_FUSE_MNT"), syscall.MNT_DETACH)
+			return 0
+		}
+	}
 }
 
 // load takes the backing directory's content as durable.
 func (p *powerFS) load() error {
-	p.files, p.dirs = map[uint64]*pfFile{}, map[uint64]*pfDir{}
+	p.files, p.dirs, p.stats = map[uint64]*pfFile{}, map[uint64]*pfDir{}, pfStats{}
 	var walk func(dir string) (uint64, error)
 	walk = func(dir string) (uint64, error) {
 		ino, err := inode(dir)
