@@ -58,46 +58,6 @@ func TestPowerLoss(t *testing.T) {
 	}
 }
 
-// TestQueuePowerLoss runs the queue crash test (queue_crash_test.go) with
-// its database on the power-cut file system, STORH_QUEUE_POWER_ROUNDS
-// runs per model (default 4; 1 with -short): the victim's acknowledged
-// claims, extensions and completions must survive the cut, and the drain
-// must still complete every job exactly once.
-func TestQueuePowerLoss(t *testing.T) {
-	jobs, rounds := 600, 4
-	if testing.Short() {
-		jobs, rounds = 200, 1
-	}
-	n := envInt(t, "STORH_QUEUE_JOBS", jobs)
-	rounds = envInt(t, "STORH_QUEUE_POWER_ROUNDS", rounds)
-	for _, model := range cutModels {
-		t.Run(string(model), func(t *testing.T) {
-			p, _, mnt := requireFUSE(t)
-			for range rounds {
-				queueRound(t, p, mnt, n, model)
-			}
-		})
-	}
-}
-
-func queueRound(t *testing.T, p *powerFS, mnt string, n int, model cutModel) {
-	t.Helper()
-	if err := os.Remove(filepath.Join(mnt, "queue.db")); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	queueCrash(t, n, mnt, t.TempDir(), func(r *rand.Rand) {
-		if err := p.unmount(); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := p.cut(model, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("the cut after the victim's kill: %v", rep)
-		p.remount(t)
-	})
-}
-
 type powerStats struct {
 	crashStats
 	cut        cutReport // summed

@@ -479,18 +479,11 @@ func TestQueueCrashKill9(t *testing.T) {
 	if testing.Short() {
 		def = 500
 	}
-	dir := t.TempDir()
-	queueCrash(t, envInt(t, "STORH_QUEUE_JOBS", def), dir, dir, nil)
-}
-
-// queueCrash runs the test above with n jobs, the database in dbDir and the
-// workers' logs in logDir. afterKill, when not nil, runs once the victim is
-// dead, before anything looks at the file (the power-loss suite cuts the
-// power there).
-func queueCrash(t *testing.T, n int, dbDir, logDir string, afterKill func(r *rand.Rand)) {
+	n := envInt(t, "STORH_QUEUE_JOBS", def)
 	seed := runSeed(t)
 	r := rand.New(rand.NewPCG(seed, 0x9e3))
-	path := filepath.Join(dbDir, "queue.db")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "queue.db")
 	start := time.Now()
 
 	// The queue: batches of random size, and now and then a single Enqueue.
@@ -545,11 +538,8 @@ func queueCrash(t *testing.T, n int, dbDir, logDir string, afterKill func(r *ran
 	holdPct := 25 + r.IntN(36)
 	victims := 2 + r.IntN(3)
 	delay := time.Duration(50+r.IntN(1200)) * time.Millisecond
-	victimLog := filepath.Join(logDir, "victim.log")
+	victimLog := filepath.Join(dir, "victim.log")
 	killMs := runQueueVictim(t, path, victimLog, seed, lease, holdPct, victims, n/2, delay)
-	if afterKill != nil {
-		afterKill(r)
-	}
 	killed := time.Since(start)
 
 	vevs := readQueueLog(t, victimLog)
@@ -673,7 +663,7 @@ func queueCrash(t *testing.T, n int, dbDir, logDir string, afterKill func(r *ran
 	}
 
 	// The drain.
-	drainLog := filepath.Join(logDir, "drain.log")
+	drainLog := filepath.Join(dir, "drain.log")
 	res := runChild(t, "queue-drain", "STORH_REL_DB="+path, "STORH_REL_OUT="+drainLog,
 		"STORH_REL_SEED="+strconv.FormatUint(seed, 10), "STORH_REL_LEASE_MS="+strconv.FormatInt(queueDrainLease.Milliseconds(), 10),
 		"STORH_REL_WORKERS="+strconv.Itoa(queueDrainWorkers))
