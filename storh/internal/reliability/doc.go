@@ -12,6 +12,12 @@
 //     acknowledgement after it; the parent kills it with SIGKILL at random
 //     moments, reopens the file and checks acknowledged writes, atomicity of
 //     batches and transactions, counters and checksums.
+//   - Power loss (powerloss_test.go, on powerfs_test.go): the crash
+//     suite's writer runs on a FUSE file system
+//     that records what was not yet synced; after the kill it is cut as a
+//     power loss could leave it (everything unsynced lost; a random mix
+//     kept, lost and torn at sector boundaries; bbolt's meta pages only),
+//     and the same checks run. Half the cuts land inside an fsync.
 //   - Corruption (corrupt_test.go): damaged record values must be named by
 //     Verify, refused by reads and quarantined by Repair; damaged files
 //     (truncated, overwritten pages, zeroed meta pages) must be reported as
@@ -38,7 +44,9 @@
 //
 // # Knobs
 //
-// STORH_CRASH_CYCLES sets the number of kill cycles (default 60, 15 with
-// -short); STORH_SOAK=1 lengthens the race soak; STORH_RELIABILITY_SEED
+// STORH_CRASH_CYCLES sets the number of kill cycles (default 50, 15 with
+// -short); STORH_POWER_CUTS the power cuts per model (default 30, 6 with
+// -short); STORH_REQUIRE_FUSE=1 makes the power-loss tests fail rather
+// than skip where FUSE cannot be mounted; STORH_SOAK=1 lengthens the race soak; STORH_RELIABILITY_SEED
 // replays a run with the seed it logged.
 package reliability

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,91 +194,99 @@ func acceptsWrites(t *testing.T, path string) {
 // TestPowerLossKeepsNewFiles: a file the library (or the CLI) creates and
 // reports done must survive a power cut that drops everything unsynced,
 // name included. Each row failed before its directory sync was added
-// (the Open row was found by TestPowerLoss, drop-all, cut seed 1).
+// (the Open row was found by TestPowerLoss, drop-all, cut seed 1). The
+// databases are written by a child process: the test process serves the
+// mount and must not map a file on it (a page fault there would wait for
+// the server while the collector waits for the faulting thread).
 func TestPowerLossKeepsNewFiles(t *testing.T) {
-	// seeded writes a database with one record on the mount and returns
-	// the record's id.
-	seeded := func(t *testing.T, path string) uuidv7.UUID {
-		t.Helper()
-		db, err := storh.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs, err := db.Docs(crashDocs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := docs.Put(content("kept"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return rec.ID
+	for _, tc := range []struct{ op, file string }{
+		{"open", "src.db"},
+		{"compact", "dst.db"},
+		{"backup", "backup.db"},
+		{"export", "out.jsonl"},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			if tc.op == "export" && cliPath == "" {
+				t.Fatalf("the CLI could not be built: %v", cliErr)
+			}
+			p, backing, mnt := requireFUSE(t)
+			res := runChild(t, "power-new-file", "STORH_REL_DIR="+mnt, "STORH_REL_OP="+tc.op, "STORH_REL_CLI="+cliPath)
+			if res.Exit != 0 {
+				t.Fatalf("child: exit %d\n%s", res.Exit, res.Stderr)
+			}
+			id, err := uuidv7.Parse(strings.TrimSpace(res.Stdout))
+			if err != nil {
+				t.Fatalf("child printed %q: %v", res.Stdout, err)
+			}
+			cutNow(t, p, cutDropAll, 1)
+			path := filepath.Join(backing, tc.file)
+			if tc.op == "export" {
+				if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte(id.String())) {
+					t.Fatalf("the export after a drop-all cut: %v, %q", err, b)
+				}
+				return
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("after a drop-all cut: %v", err)
+			}
+			db, err := storh.Open(path, storh.WithReadOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			docs, err := db.Docs(crashDocs)
+			if err == nil {
+				_, err = docs.Get(id)
+			}
+			if err != nil {
+				t.Fatalf("the acknowledged record: %v", err)
+			}
+		})
 	}
-	holds := func(t *testing.T, path string, id uuidv7.UUID) {
-		t.Helper()
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("after a drop-all cut: %v", err)
-		}
-		db, err := storh.Open(path, storh.WithReadOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		docs, err := db.Docs(crashDocs)
-		if err == nil {
-			_, err = docs.Get(id)
-		}
-		if err != nil {
-			t.Fatalf("the acknowledged record: %v", err)
+}
+
+func init() { roles["power-new-file"] = powerNewFileChild }
+
+// powerNewFileChild writes src.db in STORH_REL_DIR with one record, does
+// STORH_REL_OP from it, and prints the record's id.
+func powerNewFileChild() int {
+	dir := os.Getenv("STORH_REL_DIR")
+	src := filepath.Join(dir, "src.db")
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	db, err := storh.Open(src)
+	if err != nil {
+		return fail(err)
+	}
+	docs, err := db.Docs(crashDocs)
+	if err != nil {
+		return fail(err)
+	}
+	rec, err := docs.Put(content("kept"))
+	if err != nil {
+		return fail(err)
+	}
+	if os.Getenv("STORH_REL_OP") == "backup" {
+		if _, err := db.BackupFile(filepath.Join(dir, "backup.db")); err != nil {
+			return fail(err)
 		}
 	}
-	t.Run("Open", func(t *testing.T) {
-		p, backing, mnt := requireFUSE(t)
-		id := seeded(t, filepath.Join(mnt, "new.db"))
-		cutNow(t, p, cutDropAll, 1)
-		holds(t, filepath.Join(backing, "new.db"), id)
-	})
-	t.Run("Compact", func(t *testing.T) {
-		p, backing, mnt := requireFUSE(t)
-		id := seeded(t, filepath.Join(mnt, "src.db"))
-		if _, err := storh.Compact(filepath.Join(mnt, "src.db"), filepath.Join(mnt, "dst.db")); err != nil {
-			t.Fatal(err)
+	if err := db.Close(); err != nil {
+		return fail(err)
+	}
+	switch os.Getenv("STORH_REL_OP") {
+	case "compact":
+		if _, err := storh.Compact(src, filepath.Join(dir, "dst.db")); err != nil {
+			return fail(err)
 		}
-		cutNow(t, p, cutDropAll, 1)
-		holds(t, filepath.Join(backing, "dst.db"), id)
-	})
-	t.Run("BackupFile", func(t *testing.T) {
-		p, backing, mnt := requireFUSE(t)
-		id := seeded(t, filepath.Join(mnt, "src.db"))
-		db, err := storh.Open(filepath.Join(mnt, "src.db"))
+	case "export":
+		out, err := exec.Command(os.Getenv("STORH_REL_CLI"), "--db", src, "export", crashDocs, filepath.Join(dir, "out.jsonl")).CombinedOutput()
 		if err != nil {
-			t.Fatal(err)
+			return fail(fmt.Errorf("storh export: %v\n%s", err, out))
 		}
-		if _, err := db.BackupFile(filepath.Join(mnt, "backup.db")); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		cutNow(t, p, cutDropAll, 1)
-		holds(t, filepath.Join(backing, "backup.db"), id)
-	})
-	t.Run("CLI export", func(t *testing.T) {
-		if cliPath == "" {
-			t.Fatalf("the CLI could not be built: %v", cliErr)
-		}
-		p, backing, mnt := requireFUSE(t)
-		seeded(t, filepath.Join(mnt, "src.db"))
-		out, err := exec.Command(cliPath, "--db", filepath.Join(mnt, "src.db"), "export", crashDocs, filepath.Join(mnt, "out.jsonl")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("storh export: %v\n%s", err, out)
-		}
-		cutNow(t, p, cutDropAll, 1)
-		if b, err := os.ReadFile(filepath.Join(backing, "out.jsonl")); err != nil || !bytes.Contains(b, []byte(`"kept"`)) {
-			t.Fatalf("the export after a drop-all cut: %v, %q", err, b)
-		}
-	})
+	}
+	fmt.Println(rec.ID)
+	return 0
 }
