@@ -550,19 +550,18 @@ func (n *pfNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.
 }
 
 func (n *pfNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	n.pfs.mu.Lock()
-	defer n.pfs.mu.Unlock()
-	errno := n.LoopbackNode.Unlink(ctx, name)
-	if errno == 0 {
-		n.pfs.dirOp(n.ino(), pfEntry{name, 0})
-	}
-	return errno
+	return n.remove(name, func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) })
 }
 
 func (n *pfNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.remove(name, func() syscall.Errno { return n.LoopbackNode.Rmdir(ctx, name) })
+}
+
+// remove runs op, which removes name, and records the removal.
+func (n *pfNode) remove(name string, op func() syscall.Errno) syscall.Errno {
 	n.pfs.mu.Lock()
 	defer n.pfs.mu.Unlock()
-	errno := n.LoopbackNode.Rmdir(ctx, name)
+	errno := op()
 	if errno == 0 {
 		n.pfs.dirOp(n.ino(), pfEntry{name, 0})
 	}
