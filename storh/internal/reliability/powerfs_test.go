@@ -573,7 +573,7 @@ func (n *pfNode) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if !ok || to.ino() != n.ino() {
 		return syscall.EXDEV // one directory's record cannot hold it
 	}
-	if flags&^uint32(unixRenameNoReplace) != 0 {
+	if flags&^uint32(unix.RENAME_NOREPLACE) != 0 {
 		return syscall.ENOTSUP
 	}
 	n.pfs.mu.Lock()
@@ -588,8 +588,6 @@ func (n *pfNode) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	}
 	return errno
 }
-
-const unixRenameNoReplace = 1 // RENAME_NOREPLACE
 
 func (n *pfNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.pfs.mu.Lock()
