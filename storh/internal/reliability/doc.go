@@ -13,7 +13,7 @@
 //     moments, reopens the file and checks acknowledged writes, atomicity of
 //     batches and transactions, counters and checksums.
 //   - Power loss (powerloss_test.go, on powerfs_test.go): the crash
-//     suite's writer runs on a FUSE file system
+//     suite's writer and the queue crash test run on a FUSE file system
 //     that records what was not yet synced; after the kill it is cut as a
 //     power loss could leave it (everything unsynced lost; a random mix
 //     kept, lost and torn at sector boundaries; bbolt's meta pages only),

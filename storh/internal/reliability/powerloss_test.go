@@ -59,6 +59,61 @@ func TestPowerLoss(t *testing.T) {
 	}
 }
 
+// TestQueuePowerLoss runs the queue crash test (queue_crash_test.go) with
+// its workers' database on the power-cut file system: the power is cut
+// right after the victim's kill, half the time while one of its fsyncs
+// hangs. STORH_QUEUE_POWER_ROUNDS runs per model
+// (default 4; 1 with -short): the claims, extensions and completions the
+// victim had acknowledged must survive the cut, and the drain must still
+// complete every job exactly once.
+func TestQueuePowerLoss(t *testing.T) {
+	jobs, rounds := 600, 4
+	if testing.Short() {
+		jobs, rounds = 200, 1
+	}
+	n := envInt(t, "STORH_QUEUE_JOBS", jobs)
+	rounds = envInt(t, "STORH_QUEUE_POWER_ROUNDS", rounds)
+	for _, model := range cutModels {
+		t.Run(string(model), func(t *testing.T) {
+			p, backing, mnt := requireFUSE(t)
+			unmount := func() {
+				if err := p.unmount(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for round := range rounds {
+				// The test process writes the queue on the backing file.
+				unmount()
+				os.Remove(filepath.Join(backing, "queue.db"))
+				r := rand.New(rand.NewPCG(uint64(round), 0x51))
+				queueCrash(t, n, queueSite{
+					parent: filepath.Join(backing, "queue.db"), child: filepath.Join(mnt, "queue.db"), logs: t.TempDir(),
+					toChildren: func(victim bool) func() {
+						p.remount(t)
+						if !victim || r.IntN(2) == 0 {
+							return nil
+						}
+						// Half the victims are killed while one of their
+						// fsyncs hangs, if they get that far.
+						_, release := p.stallSync(1 + r.IntN(40))
+						return release
+					},
+					toParent: func(killed bool) {
+						unmount()
+						if killed {
+							rep, err := p.cut(model, r)
+							if err != nil {
+								t.Fatal(err)
+							}
+							t.Logf("the cut after the victim's kill: %v", rep)
+						}
+					},
+				})
+			}
+		})
+	}
+}
+
 type powerStats struct {
 	crashStats
 	cut        cutReport // summed

@@ -479,11 +479,44 @@ func TestQueueCrashKill9(t *testing.T) {
 	if testing.Short() {
 		def = 500
 	}
-	n := envInt(t, "STORH_QUEUE_JOBS", def)
-	seed := runSeed(t)
-	r := rand.New(rand.NewPCG(seed, 0x9e3))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "queue.db")
+	queueCrash(t, envInt(t, "STORH_QUEUE_JOBS", def), queueSite{parent: path, child: path, logs: dir})
+}
+
+// queueSite says where queueCrash keeps its database: the path the test
+// process opens and the one the children open, and what moves the file
+// between them. The power-loss suite puts the children's on the power-cut
+// mount and the test process's on the backing file (the test process
+// serves the mount and must not map a file on it); toChildren mounts,
+// toParent unmounts, after a kill cutting the power first.
+type queueSite struct {
+	parent, child, logs string
+	// toChildren runs before each child; for the victim it may return a
+	// function to call right after the victim is signalled (to let go of
+	// what keeps it from dying).
+	toChildren func(victim bool) (onKill func())
+	toParent   func(killed bool)
+}
+
+func (s queueSite) children(victim bool) func() {
+	if s.toChildren != nil {
+		return s.toChildren(victim)
+	}
+	return nil
+}
+
+func (s queueSite) parentAfter(killed bool) {
+	if s.toParent != nil {
+		s.toParent(killed)
+	}
+}
+
+// queueCrash runs the test above with n jobs at site.
+func queueCrash(t *testing.T, n int, site queueSite) {
+	seed := runSeed(t)
+	r := rand.New(rand.NewPCG(seed, 0x9e3))
+	dir, path := site.logs, site.parent
 	start := time.Now()
 
 	// The queue: batches of random size, and now and then a single Enqueue.
@@ -539,7 +572,9 @@ func TestQueueCrashKill9(t *testing.T) {
 	victims := 2 + r.IntN(3)
 	delay := time.Duration(50+r.IntN(1200)) * time.Millisecond
 	victimLog := filepath.Join(dir, "victim.log")
-	killMs := runQueueVictim(t, path, victimLog, seed, lease, holdPct, victims, n/2, delay)
+	onKill := site.children(true)
+	killMs := runQueueVictim(t, site.child, victimLog, seed, lease, holdPct, victims, n/2, delay, onKill)
+	site.parentAfter(true)
 	killed := time.Since(start)
 
 	vevs := readQueueLog(t, victimLog)
@@ -664,9 +699,11 @@ func TestQueueCrashKill9(t *testing.T) {
 
 	// The drain.
 	drainLog := filepath.Join(dir, "drain.log")
-	res := runChild(t, "queue-drain", "STORH_REL_DB="+path, "STORH_REL_OUT="+drainLog,
+	site.children(false)
+	res := runChild(t, "queue-drain", "STORH_REL_DB="+site.child, "STORH_REL_OUT="+drainLog,
 		"STORH_REL_SEED="+strconv.FormatUint(seed, 10), "STORH_REL_LEASE_MS="+strconv.FormatInt(queueDrainLease.Milliseconds(), 10),
 		"STORH_REL_WORKERS="+strconv.Itoa(queueDrainWorkers))
+	site.parentAfter(false)
 	if res.Exit != 0 {
 		t.Fatalf("drain child: exit %d %s\n%s", res.Exit, res.Signal, crashExcerpt(res.Stderr))
 	}
@@ -786,7 +823,7 @@ func TestQueueCrashKill9(t *testing.T) {
 // runQueueVictim starts the victim, waits for its first claim, lets it run
 // for delay and kills it with SIGKILL. It returns the time of the kill
 // (ms), after which no victim claim can have been made.
-func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.Duration, holdPct, workers, maxClaims int, delay time.Duration) int64 {
+func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.Duration, holdPct, workers, maxClaims int, delay time.Duration, onKill func()) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -826,6 +863,9 @@ func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.
 	time.Sleep(delay) // the random moment is the point here, not a wait for something
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
+	}
+	if onKill != nil {
+		onKill()
 	}
 	// Taken after the signal: every claim the victim made used an earlier
 	// clock reading.
