@@ -63,11 +63,11 @@ func TestPowerLoss(t *testing.T) {
 // its workers' database on the power-cut file system: the power is cut
 // right after the victim's kill, half the time while one of its fsyncs
 // hangs. STORH_QUEUE_POWER_ROUNDS runs per model
-// (default 4; 1 with -short): the claims, extensions and completions the
+// (default 2; 1 with -short): the claims, extensions and completions the
 // victim had acknowledged must survive the cut, and the drain must still
 // complete every job exactly once.
 func TestQueuePowerLoss(t *testing.T) {
-	jobs, rounds := 600, 4
+	jobs, rounds := 600, 2
 	if testing.Short() {
 		jobs, rounds = 200, 1
 	}
