@@ -88,14 +88,18 @@ func TestQueuePowerLoss(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(round), 0x51))
 				queueCrash(t, n, queueSite{
 					parent: filepath.Join(backing, "queue.db"), child: filepath.Join(mnt, "queue.db"), logs: t.TempDir(),
-					toChildren: func(victim bool) func() {
-						p.remount(t)
-						if !victim || r.IntN(2) == 0 {
+					toChildren: func() { p.remount(t) },
+					beforeKill: func() func() {
+						if r.IntN(2) == 0 {
 							return nil
 						}
 						// Half the victims are killed while one of their
-						// fsyncs hangs, if they get that far.
-						_, release := p.stallSync(1 + r.IntN(40))
+						// next few fsyncs hangs.
+						stalled, release := p.stallSync(1 + r.IntN(6))
+						select {
+						case <-stalled:
+						case <-time.After(5 * time.Second):
+						}
 						return release
 					},
 					toParent: func(killed bool) {

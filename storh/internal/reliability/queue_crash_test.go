@@ -492,18 +492,19 @@ func TestQueueCrashKill9(t *testing.T) {
 // toParent unmounts, after a kill cutting the power first.
 type queueSite struct {
 	parent, child, logs string
-	// toChildren runs before each child; for the victim it may return a
-	// function to call right after the victim is signalled (to let go of
-	// what keeps it from dying).
-	toChildren func(victim bool) (onKill func())
-	toParent   func(killed bool)
+	toChildren          func()
+	toParent            func(killed bool)
+	// beforeKill, when set, runs when the victim is due to be killed and
+	// may hold the kill back until a moment of its choosing; what it
+	// returns (if not nil) runs right after the victim is signalled, to
+	// let go of what would keep it from dying.
+	beforeKill func() (onKill func())
 }
 
-func (s queueSite) children(victim bool) func() {
+func (s queueSite) children() {
 	if s.toChildren != nil {
-		return s.toChildren(victim)
+		s.toChildren()
 	}
-	return nil
 }
 
 func (s queueSite) parentAfter(killed bool) {
@@ -572,8 +573,8 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 	victims := 2 + r.IntN(3)
 	delay := time.Duration(50+r.IntN(1200)) * time.Millisecond
 	victimLog := filepath.Join(dir, "victim.log")
-	onKill := site.children(true)
-	killMs := runQueueVictim(t, site.child, victimLog, seed, lease, holdPct, victims, n/2, delay, onKill)
+	site.children()
+	killMs := runQueueVictim(t, site.child, victimLog, seed, lease, holdPct, victims, n/2, delay, site.beforeKill)
 	site.parentAfter(true)
 	killed := time.Since(start)
 
@@ -699,7 +700,7 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 
 	// The drain.
 	drainLog := filepath.Join(dir, "drain.log")
-	site.children(false)
+	site.children()
 	res := runChild(t, "queue-drain", "STORH_REL_DB="+site.child, "STORH_REL_OUT="+drainLog,
 		"STORH_REL_SEED="+strconv.FormatUint(seed, 10), "STORH_REL_LEASE_MS="+strconv.FormatInt(queueDrainLease.Milliseconds(), 10),
 		"STORH_REL_WORKERS="+strconv.Itoa(queueDrainWorkers))
@@ -823,7 +824,7 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 // runQueueVictim starts the victim, waits for its first claim, lets it run
 // for delay and kills it with SIGKILL. It returns the time of the kill
 // (ms), after which no victim claim can have been made.
-func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.Duration, holdPct, workers, maxClaims int, delay time.Duration, onKill func()) int64 {
+func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.Duration, holdPct, workers, maxClaims int, delay time.Duration, beforeKill func() (onKill func())) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -861,6 +862,10 @@ func runQueueVictim(t *testing.T, path, logPath string, seed uint64, lease time.
 		t.Fatalf("the victim made no claim in 20 s:\n%s", crashExcerpt(stderr.String()))
 	}
 	time.Sleep(delay) // the random moment is the point here, not a wait for something
+	var onKill func()
+	if beforeKill != nil {
+		onKill = beforeKill()
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
