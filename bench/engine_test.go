@@ -403,6 +403,19 @@ func BenchmarkPutDurable(b *testing.B) {
 		reportRate(b, b.N)
 		c.report(b, b.N)
 	})
+	b.Run("impl=sqlite", func(b *testing.B) {
+		db := openSQLiteTemp(b)
+		ins := sqlitePrepare(b, db, sqliteInsert)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := sqlitePut(ins, uuidv7.New(), record(i)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		reportRate(b, b.N)
+	})
 }
 
 // concurrentWriters is the crowd of the group-commit benchmark.
@@ -488,6 +501,32 @@ func BenchmarkPutConcurrent(b *testing.B) {
 		db := openRawTemp(b, false)
 		runWriters(b, countCommits(b, db), concurrentWriters, func(i int) error {
 			return rawBatchPut(db, uuidv7.New(), record(i))
+		})
+	})
+	b.Run(fmt.Sprintf("impl=sqlite-%dg", concurrentWriters), func(b *testing.B) {
+		// The same *sql.DB from every goroutine, database/sql's default
+		// pool (one connection per busy goroutine), each insert its own
+		// autocommit transaction. SQLite admits one writer: the others
+		// wait in the busy handler (busy_timeout) and retry. An autocommit
+		// INSERT takes the write lock as it starts, with no read lock to
+		// upgrade, so _txlock=immediate would change nothing. There is no
+		// group commit: each record is one commit and one WAL fsync.
+		db := openSQLiteTemp(b)
+		ins := sqlitePrepare(b, db, sqliteInsert)
+		runWriters(b, noCommits(), concurrentWriters, func(i int) error {
+			return sqlitePut(ins, uuidv7.New(), record(i))
+		})
+	})
+	b.Run(fmt.Sprintf("impl=sqlite-%dg-1conn", concurrentWriters), func(b *testing.B) {
+		// The same with the pool capped at one connection: the writers
+		// queue in database/sql, first come first served, instead of
+		// sleeping in SQLite's busy handler (which backs off by up to
+		// 100 ms and then misses the moment the lock is free).
+		db := openSQLiteTemp(b)
+		db.SetMaxOpenConns(1)
+		ins := sqlitePrepare(b, db, sqliteInsert)
+		runWriters(b, noCommits(), concurrentWriters, func(i int) error {
+			return sqlitePut(ins, uuidv7.New(), record(i))
 		})
 	})
 }
@@ -632,6 +671,11 @@ func BenchmarkBulk(b *testing.B) {
 			b.Run("impl=storh-putmany", func(b *testing.B) { runBulk(b, n, storhBulk(loadPutMany(items))) })
 			b.Run("impl=storh-putstream", func(b *testing.B) { runBulk(b, n, storhBulk(loadPutStream(n))) })
 			b.Run("impl=bolt", func(b *testing.B) { runBulk(b, n, rawBulk(n, newUUID)) })
+			// SQLite: one transaction and one prepared insert per 5000
+			// records, synchronous=FULL (the setting of every SQLite row),
+			// and synchronous=OFF, without fsync like the rows above.
+			b.Run("impl=sqlite", func(b *testing.B) { runBulk(b, n, sqliteBulk(n, false)) })
+			b.Run("impl=sqlite-nosync", func(b *testing.B) { runBulk(b, n, sqliteBulk(n, true)) })
 		})
 	}
 }
@@ -722,6 +766,17 @@ func BenchmarkPage(b *testing.B) {
 					}
 				}
 			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				page := sqlitePrepare(b, sqliteEngine(b, f), sqlitePageSQL)
+				b.ReportAllocs()
+				var out []map[string]any
+				var err error
+				for b.Loop() {
+					if out, err = sqlitePage(page, mid, pageSize, out); err != nil || len(out) != pageSize {
+						b.Fatalf("page: %d records, %v", len(out), err)
+					}
+				}
+			})
 			b.Run("impl=bolt-copy", func(b *testing.B) {
 				// Walk and copy each value out: what storh-nodecode's
 				// records must cost at least, since they outlive the read.
@@ -781,6 +836,17 @@ func BenchmarkTimeWindow(b *testing.B) {
 					}
 				}
 			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				window := sqlitePrepare(b, sqliteEngine(b, f), sqliteWindowSQL)
+				b.ReportAllocs()
+				var out []map[string]any
+				var err error
+				for b.Loop() {
+					if out, err = sqliteWindow(window, from, until, out); err != nil || len(out) != want {
+						b.Fatalf("window: %d records, %v", len(out), err)
+					}
+				}
+			})
 		})
 	}
 }
@@ -808,6 +874,17 @@ func BenchmarkWhereEqual(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if got, err := rawWhere(db, "status", flagged); err != nil || got != want {
+						b.Fatalf("where: %d records, want %d, %v", got, want, err)
+					}
+				}
+				reportRate(b, n*b.N)
+			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				// json_extract on the JSON copy of every record, no index.
+				where := sqlitePrepare(b, sqliteEngine(b, f), sqliteWhereSQL)
+				b.ReportAllocs()
+				for b.Loop() {
+					if got, err := sqliteWhere(where, "status", flagged); err != nil || got != want {
 						b.Fatalf("where: %d records, want %d, %v", got, want, err)
 					}
 				}

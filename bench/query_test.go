@@ -129,10 +129,11 @@ func checkPlan(tb testing.TB, docs *storh.Docs, q query.Query, index string) sto
 // ---------------------------------------------------------------------------
 // Reads.
 
-// runFind benchmarks one query on both sides at every size: storh's Find
+// runFind benchmarks one query on every side at every size: storh's Find
 // plus a decode of each record into qRecord, bolthold's Find into
-// []qRecord. ns/op is per query.
-func runFind(b *testing.B, q query.Query, bq func() *bolthold.Query, index string,
+// []qRecord, and SQLite's SELECT (sq) with each JSON document decoded
+// into qRecord. ns/op is per query.
+func runFind(b *testing.B, q query.Query, bq func() *bolthold.Query, sq sqliteFind, index string,
 	want func(f *qFixture) []uuidv7.UUID) {
 	for _, n := range sizes() {
 		b.Run(sizeName(n), func(b *testing.B) {
@@ -169,6 +170,23 @@ func runFind(b *testing.B, q query.Query, bq func() *bolthold.Query, index strin
 				checkIDs(b, bq().String(), ids, expect)
 				checkRecords(b, f, out, ids)
 			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				db := sqliteQuery(b, f)
+				checkSQLitePlan(b, db, sq)
+				st := sqlitePrepare(b, db, sq.query)
+				var out []qRecord
+				var err error
+				b.ReportAllocs()
+				for b.Loop() {
+					if out, err = sqliteFindRecords(st, sq.args, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				ids := bhIDs(out)
+				checkIDs(b, sq.query, ids, expect)
+				checkRecords(b, f, out, ids)
+			})
 		})
 	}
 }
@@ -179,12 +197,12 @@ func runFind(b *testing.B, q query.Query, bq func() *bolthold.Query, index strin
 // field=user matches n/1000 (10 records at 10k, so fewer than the limit).
 func BenchmarkQueryEq(b *testing.B) {
 	b.Run("field=status", func(b *testing.B) {
-		runFind(b, qEqStatus, bhEqStatus, "status", func(f *qFixture) []uuidv7.UUID {
+		runFind(b, qEqStatus, bhEqStatus, sqlEqStatus, "status", func(f *qFixture) []uuidv7.UUID {
 			return qFirstIDs(f.ids, qLimit, func(i int) bool { return qStatus(i) == qPending })
 		})
 	})
 	b.Run("field=user", func(b *testing.B) {
-		runFind(b, qEqUser, bhEqUser, "user", func(f *qFixture) []uuidv7.UUID {
+		runFind(b, qEqUser, bhEqUser, sqlEqUser, "user", func(f *qFixture) []uuidv7.UUID {
 			return qFirstIDs(f.ids, qLimit, func(i int) bool { return qUser(i) == qUserProbe })
 		})
 	})
@@ -196,7 +214,7 @@ func BenchmarkQueryEq(b *testing.B) {
 // matching records, sorts them all and keeps 100. storh's ns/op should
 // not grow with n.
 func BenchmarkQueryRange(b *testing.B) {
-	runFind(b, qRange, bhRange, "score", func(f *qFixture) []uuidv7.UUID { return qRangeIDs(f.ids, qLimit) })
+	runFind(b, qRange, bhRange, sqlRange, "score", func(f *qFixture) []uuidv7.UUID { return qRangeIDs(f.ids, qLimit) })
 }
 
 // BenchmarkQueryCount: how many records are flagged (1%), four ways:
@@ -257,6 +275,24 @@ func BenchmarkQueryCount(b *testing.B) {
 			})
 			b.Run("impl=bolthold-scan", func(b *testing.B) {
 				bhCount(b, func() *bolthold.Query { return bolthold.Where("Status").Eq(qFlagged) })
+			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				// count(*) through the expression index on status.
+				db := sqliteQuery(b, f)
+				checkSQLitePlan(b, db, sqlCountFlagged)
+				st := sqlitePrepare(b, db, sqlCountFlagged.query)
+				got := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := st.QueryRow(sqlCountFlagged.args...).Scan(&got); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if got != want {
+					b.Fatalf("count = %d, want %d", got, want)
+				}
+				reportRate(b, n*b.N)
 			})
 		})
 	}

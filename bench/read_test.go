@@ -146,6 +146,18 @@ func BenchmarkGetData(b *testing.B) {
 					i += getStride
 				}
 			})
+			b.Run("impl=sqlite", func(b *testing.B) {
+				get := sqlitePrepare(b, sqliteEngine(b, f), sqliteGetSQL)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					m, err := sqliteGetData(get, f.ids[i%n])
+					if err != nil || len(m) != len(record(0)) {
+						b.Fatalf("decoded %d fields, %v", len(m), err)
+					}
+					i += getStride
+				}
+			})
 		})
 	}
 }

@@ -46,13 +46,14 @@ var implLabels = map[string]string{
 	"bolt-copy":      "raw bbolt, copied, not decoded",
 	"bolt-nodecode":  "raw bbolt, not decoded",
 	"bolthold":       "bolthold",
+	"sqlite":         "SQLite (WAL, go-sqlite3)",
 }
 
 var scaleCharts = []scaleChart{
 	{
 		file: "scale-page.svg", title: "Page of 100 records",
 		pattern: "BenchmarkPage/{n}/impl={impl}",
-		impls:   []string{"storh", "bolt", "storh-nodecode", "bolt-copy"},
+		impls:   []string{"storh", "bolt", "sqlite", "storh-nodecode", "bolt-copy"},
 		labels: map[string]string{
 			"storh": "storh-go, decoded",
 			"bolt":  "raw bbolt seek + msgpack.Unmarshal",
@@ -61,17 +62,17 @@ var scaleCharts = []scaleChart{
 	{
 		file: "scale-window.svg", title: "200-record time window",
 		pattern: "BenchmarkTimeWindow/{n}/impl={impl}",
-		impls:   []string{"storh", "bolt"},
+		impls:   []string{"storh", "bolt", "sqlite"},
 	},
 	{
 		file: "scale-query-eq.svg", title: "Indexed Eq on status, limit 100",
 		pattern: "BenchmarkQueryEq/field=status/{n}/impl={impl}",
-		impls:   []string{"storh", "bolthold"},
+		impls:   []string{"storh", "bolthold", "sqlite"},
 	},
 	{
 		file: "scale-query-range.svg", title: "Indexed range ordered by it, limit 100",
 		pattern: "BenchmarkQueryRange/{n}/impl={impl}",
-		impls:   []string{"storh", "bolthold"},
+		impls:   []string{"storh", "bolthold", "sqlite"},
 	},
 	{
 		file: "scale-get.svg", title: "Point Get by id, not decoded",

@@ -605,6 +605,23 @@ var targets = []target{
 	{what: "Watch: commit to delivery, 99th percentile (µs)", num: "BenchmarkWatchLatency/impl=storh", unit: "p99-µs"},
 	{what: "retention: DeleteBefore half of 200k, durable batches (records/s)", num: "BenchmarkRetention/n=200k/impl=storh", unit: "records/s"},
 	{what: "retention: DeleteBefore half of 2M, durable batches (records/s)", num: "BenchmarkRetention/n=2M/impl=storh", unit: "records/s"},
+
+	// SQLite (sqlite_test.go): go-sqlite3, WAL, synchronous=FULL, WITHOUT
+	// ROWID tables on the same records in the same run. storh's time over
+	// SQLite's: below 1 storh-go is faster. Information only.
+	{what: "durable Put vs SQLite INSERT, 1 goroutine (time ratio)", num: "BenchmarkPutDurable/impl=storh", den: "BenchmarkPutDurable/impl=sqlite", unit: "ns/op"},
+	{what: "durable Put, 64 goroutines, vs SQLite INSERT, 64 goroutines (time ratio per record)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=sqlite-64g", unit: "ns/op"},
+	{what: "durable Put, 64 goroutines, vs SQLite INSERT, 64 goroutines on one connection (time ratio per record)", num: "BenchmarkPutConcurrent/impl=storh-64g", den: "BenchmarkPutConcurrent/impl=sqlite-64g-1conn", unit: "ns/op"},
+	{what: "PutMany vs SQLite, 5000 per transaction, synchronous=FULL, {n} (time ratio)", num: "BenchmarkBulk/{n}/impl=storh-putmany", den: "BenchmarkBulk/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "PutMany vs SQLite, 5000 per transaction, synchronous=OFF, {n} (time ratio)", num: "BenchmarkBulk/{n}/impl=storh-putmany", den: "BenchmarkBulk/{n}/impl=sqlite-nosync", unit: "ns/op"},
+	{what: "Get + Data() vs SQLite SELECT by id + Unmarshal, {n} (time ratio)", num: "BenchmarkGetData/{n}/impl=storh", den: "BenchmarkGetData/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "decoded page of 100 vs SQLite id > ? LIMIT 100 + Unmarshal, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh", den: "BenchmarkPage/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "200-record time window vs SQLite id BETWEEN, {n} (time ratio)", num: "BenchmarkTimeWindow/{n}/impl=storh", den: "BenchmarkTimeWindow/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "unindexed WhereEqual vs SQLite json_extract count, {n} (time ratio)", num: "BenchmarkWhereEqual/{n}/impl=storh", den: "BenchmarkWhereEqual/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "indexed Eq on status (11%), limit 100, vs SQLite expression index, {n} (time ratio)", num: "BenchmarkQueryEq/field=status/{n}/impl=storh", den: "BenchmarkQueryEq/field=status/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "indexed Eq on user (0.1%), limit 100, vs SQLite expression index, {n} (time ratio)", num: "BenchmarkQueryEq/field=user/{n}/impl=storh", den: "BenchmarkQueryEq/field=user/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "indexed range ordered by it, limit 100, vs SQLite expression index, {n} (time ratio)", num: "BenchmarkQueryRange/{n}/impl=storh", den: "BenchmarkQueryRange/{n}/impl=sqlite", unit: "ns/op"},
+	{what: "indexed CountMatching of 1% vs SQLite count(*) on the index, {n} (time ratio)", num: "BenchmarkQueryCount/{n}/impl=storh", den: "BenchmarkQueryCount/{n}/impl=sqlite", unit: "ns/op"},
 }
 
 // flatness targets: the largest size's time over the smallest size's.
