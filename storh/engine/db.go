@@ -561,8 +561,13 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 	if ferr != nil || !writable {
 		return ferr
 	}
+	// Marked only once Commit has returned: a panic inside it (bbolt
+	// meeting a damaged page while it rebalances or spills) must still
+	// roll back, or the transaction keeps bbolt's writer lock and every
+	// later write, and Close, waits for it forever.
+	err = ktx.Commit()
 	committed = true
-	return ktx.Commit()
+	return err
 }
 
 // ViewSafe is View for the engine's own reads: a panic inside bbolt (it
