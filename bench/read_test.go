@@ -47,64 +47,62 @@ func rawGetCopy(db *bolt.DB, id uuidv7.UUID) (out []byte, err error) {
 	return out, err
 }
 
+// pointReads runs read on one id per iteration, striding through ids.
+func pointReads(b *testing.B, ids []uuidv7.UUID, read func(id uuidv7.UUID) error) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := read(ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+		i += getStride
+	}
+}
+
+// fullRecord fails unless m has every field of a fixture record.
+func fullRecord(m map[string]any) error {
+	if len(m) != len(record(0)) {
+		return fmt.Errorf("decoded %d fields, want %d", len(m), len(record(0)))
+	}
+	return nil
+}
+
 // BenchmarkGet: one record by id in its own read transaction, not decoded.
 func BenchmarkGet(b *testing.B) {
 	for _, n := range sizes() {
 		b.Run(sizeName(n), func(b *testing.B) {
 			f := getFixture(b, n)
+			ids := f.ids[:n]
 			b.Run("impl=storh", func(b *testing.B) {
 				docs := f.storh(b)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					r, err := docs.Get(f.ids[i%n])
-					if err != nil {
-						b.Fatal(err)
-					}
+				pointReads(b, ids, func(id uuidv7.UUID) error {
+					r, err := docs.Get(id)
 					sinkBytes += len(r.Raw())
-					i += getStride
-				}
+					return err
+				})
 			})
 			b.Run("impl=storh-lend", func(b *testing.B) {
 				// GetRaw: the bytes lent to a callback, not copied for the
 				// caller to keep.
 				docs := f.storh(b)
-				b.ReportAllocs()
-				i := 0
 				use := func(raw []byte) error { sinkBytes += len(raw); return nil }
-				for b.Loop() {
-					if err := docs.GetRaw(f.ids[i%n], use); err != nil {
-						b.Fatal(err)
-					}
-					i += getStride
-				}
+				pointReads(b, ids, func(id uuidv7.UUID) error { return docs.GetRaw(id, use) })
 			})
 			b.Run("impl=bolt", func(b *testing.B) {
 				// What the issue calls raw: the value is only valid inside
 				// the transaction, so this is the floor, not a usable read.
 				db := f.raw(b)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if err := rawGet(db, f.ids[i%n], func(v []byte) { sinkBytes += len(v) }); err != nil {
-						b.Fatal(err)
-					}
-					i += getStride
-				}
+				use := func(v []byte) { sinkBytes += len(v) }
+				pointReads(b, ids, func(id uuidv7.UUID) error { return rawGet(db, id, use) })
 			})
 			b.Run("impl=bolt-copy", func(b *testing.B) {
 				// The raw read a caller can keep: the value copied out.
 				db := f.raw(b)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					out, err := rawGetCopy(db, f.ids[i%n])
-					if err != nil {
-						b.Fatal(err)
-					}
+				pointReads(b, ids, func(id uuidv7.UUID) error {
+					out, err := rawGetCopy(db, id)
 					sinkBytes += len(out)
-					i += getStride
-				}
+					return err
+				})
 			})
 		})
 	}
@@ -115,48 +113,40 @@ func BenchmarkGetData(b *testing.B) {
 	for _, n := range sizes() {
 		b.Run(sizeName(n), func(b *testing.B) {
 			f := getFixture(b, n)
+			ids := f.ids[:n]
 			b.Run("impl=storh", func(b *testing.B) {
 				docs := f.storh(b)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					r, err := docs.Get(f.ids[i%n])
+				pointReads(b, ids, func(id uuidv7.UUID) error {
+					r, err := docs.Get(id)
 					if err != nil {
-						b.Fatal(err)
+						return err
 					}
-					if m := r.Data(); len(m) != len(record(0)) {
-						b.Fatalf("decoded %d fields", len(m))
-					}
-					i += getStride
-				}
+					return fullRecord(r.Data())
+				})
 			})
 			b.Run("impl=bolt", func(b *testing.B) {
 				db := f.raw(b)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					out, err := rawGetCopy(db, f.ids[i%n])
+				pointReads(b, ids, func(id uuidv7.UUID) error {
+					out, err := rawGetCopy(db, id)
 					if err != nil {
-						b.Fatal(err)
+						return err
 					}
 					var m map[string]any
-					if err := msgpack.Unmarshal(out, &m); err != nil || len(m) != len(record(0)) {
-						b.Fatalf("decoded %d fields, %v", len(m), err)
+					if err := msgpack.Unmarshal(out, &m); err != nil {
+						return err
 					}
-					i += getStride
-				}
+					return fullRecord(m)
+				})
 			})
 			b.Run("impl=sqlite", func(b *testing.B) {
 				get := sqlitePrepare(b, sqliteEngine(b, f), sqliteGetSQL)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					m, err := sqliteGetData(get, f.ids[i%n])
-					if err != nil || len(m) != len(record(0)) {
-						b.Fatalf("decoded %d fields, %v", len(m), err)
+				pointReads(b, ids, func(id uuidv7.UUID) error {
+					m, err := sqliteGetData(get, id)
+					if err != nil {
+						return err
 					}
-					i += getStride
-				}
+					return fullRecord(m)
+				})
 			})
 		})
 	}
