@@ -447,6 +447,12 @@ func (p *powerFS) file(ino uint64) *pfFile {
 	return f
 }
 
+func (p *powerFS) truncate(ino uint64, size int64) {
+	f := p.file(ino)
+	f.pending = append(f.pending, pfWrite{size: size})
+	p.stats.Truncates++
+}
+
 func (p *powerFS) dirOp(dir uint64, op ...pfEntry) {
 	d, ok := p.dirs[dir]
 	if !ok {
@@ -511,10 +517,9 @@ func (n *pfNode) Create(ctx context.Context, name string, flags uint32, mode uin
 		return ch, fh, fl, errno
 	}
 	ino := ch.StableAttr().Ino
-	f := n.pfs.file(ino)
+	n.pfs.file(ino) // a new file is known, and empty, from here on
 	if existed && flags&syscall.O_TRUNC != 0 {
-		f.pending = append(f.pending, pfWrite{size: 0})
-		n.pfs.stats.Truncates++
+		n.pfs.truncate(ino, 0)
 	}
 	if !existed {
 		n.pfs.dirOp(n.ino(), pfEntry{name, ino})
@@ -530,9 +535,7 @@ func (n *pfNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uin
 		return fh, fl, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
-		f := n.pfs.file(n.ino())
-		f.pending = append(f.pending, pfWrite{size: 0})
-		n.pfs.stats.Truncates++
+		n.pfs.truncate(n.ino(), 0)
 	}
 	return &pfHandle{f: fh.(*fusefs.LoopbackFile), ino: n.ino(), pfs: n.pfs}, fl, 0
 }
@@ -594,9 +597,7 @@ func (n *pfNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetA
 	defer n.pfs.mu.Unlock()
 	errno := n.LoopbackNode.Setattr(ctx, unwrap(f), in, out)
 	if size, ok := in.GetSize(); ok && errno == 0 {
-		file := n.pfs.file(n.ino())
-		file.pending = append(file.pending, pfWrite{size: int64(size)})
-		n.pfs.stats.Truncates++
+		n.pfs.truncate(n.ino(), int64(size))
 	}
 	return errno
 }
