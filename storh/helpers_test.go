@@ -20,6 +20,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/postgres"
 	"github.com/storhdb/storh-go/storh/query"
@@ -44,6 +45,17 @@ func fileOnly(t testing.TB) {
 	if onPostgres {
 		t.Skip("a database file's behaviour: not on the PostgreSQL backend")
 	}
+}
+
+// tuneFor applies tune settings (see package tune) for the rest of the
+// test: smaller index blocks and folds, or a forced index layout.
+func tuneFor(t testing.TB, settings string) {
+	t.Helper()
+	restore, err := tune.Set(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restore)
 }
 
 // newPath returns where a fresh database goes: a path in a per-test

@@ -282,6 +282,7 @@ func TestIndexLifecycle(t *testing.T) {
 // (as by a crash) is finished by the next open, whatever options it gives.
 func TestIndexBuildResumes(t *testing.T) {
 	fileOnly(t)
+	tuneFor(t, "layout=keys") // the damage below is to a key per entry
 	path := newPath(t)
 	db := openAt(t, path)
 	c, _ := db.Docs("c", storh.WithIndex(storh.Index("n")))
@@ -366,6 +367,7 @@ func TestIndexBuildResumes(t *testing.T) {
 // index problems, and Repair rebuilds the index.
 func TestIndexDamageVerifyRepair(t *testing.T) {
 	fileOnly(t)
+	tuneFor(t, "layout=keys") // the damage below is to a key per entry
 	path := newPath(t)
 	db := openAt(t, path)
 	c, _ := db.Docs("c", storh.WithIndex(storh.Index("n")), storh.WithIndex(storh.Index("u").Unique()))

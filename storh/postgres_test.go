@@ -18,14 +18,23 @@ import (
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // The PostgreSQL server starts on the first test that asks for one; the
-// others never wait for it.
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+// others never wait for it. TestMain also applies the index tuning of
+// STORH_TEST_TUNE: CI runs the package once more with tiny blocks and
+// folds, so that every test folds, splits and merges blocks.
+func TestMain(m *testing.M) {
+	if err := tune.FromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(pgtest.Run(m))
+}
 
 // openPostgres opens a fresh PostgreSQL store, closed when the test ends.
 func openPostgres(t *testing.T, url string, opts ...storh.Option) *storh.DB {

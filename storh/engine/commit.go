@@ -79,6 +79,13 @@ func (db *DB) writer() {
 			op.done <- struct{}{}
 			batch[i] = nil
 		}
+		// Once the batch's writers know their writes are durable: the folds
+		// its commit brought due (the writes queued meanwhile wait, and go
+		// into the next commit together).
+		if db.Enter() == nil {
+			db.RunFolds()
+			db.Exit()
+		}
 	}
 }
 
@@ -138,15 +145,17 @@ func (db *DB) commit(batch []*WriteOp) {
 	pending := batch
 	for len(pending) > 0 {
 		failed := -1
-		err := db.UpdateSafe(func(tx *Tx) error {
-			for i, op := range pending {
-				op.err = apply(tx, op)
-				if op.err != nil && !ownFault(op.err) {
-					failed = i
-					return op.err
+		err := containPanic(func() error {
+			return db.update(func(tx *Tx) error {
+				for i, op := range pending {
+					op.err = apply(tx, op)
+					if op.err != nil && !ownFault(op.err) {
+						failed = i
+						return op.err
+					}
 				}
-			}
-			return nil
+				return nil
+			}, false)
 		})
 		switch {
 		case err == nil:

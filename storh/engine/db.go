@@ -84,6 +84,8 @@ type DB struct {
 	closing chan struct{} // closed when Close starts: waiters stop waiting
 	signals signals       // per queue: closed when jobs become pending
 	watch   watchers      // per collection: the feeds of Watch
+	ixmem   ixMems        // per blocked index: its journal, decoded (index_view.go)
+	folds   folds         // blocked indexes whose fold is due (index_fold.go)
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
@@ -340,15 +342,15 @@ func (db *DB) initMeta() error {
 				if err != nil {
 					return mapStoreErr(err)
 				}
-				return putInt(nb, keyFormat, formatVersion)
+				return putInt(nb, keyFormat, formatBase)
 			}
 			return nil
 		}
 		switch v := getInt(b, keyFormat); {
 		case v > formatVersion && v <= maxPlausibleFormat:
-			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads format %d", ErrCorrupt, v, formatVersion)
-		case v != formatVersion:
-			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d)", ErrCorrupt, v, formatVersion)
+			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", ErrCorrupt, v, formatBase, formatVersion)
+		case v < formatBase || v > formatVersion:
+			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d to %d)", ErrCorrupt, v, formatBase, formatVersion)
 		}
 		if m := b.Get(keyMigrating); m != nil && !db.opts.CopyTarget {
 			// Part of a copy would pass for the whole of its source.
@@ -449,7 +451,17 @@ func (db *DB) Exit() {
 // that conflicts with a concurrent one is rolled back and fn runs again,
 // up to maxConflictRetries times: fn must not keep effects of an earlier
 // run. On bbolt, with one writer at a time, fn runs once.
+//
+// A commit that brings a blocked index's fold due runs the fold before
+// Update returns (see RunFolds).
 func (db *DB) Update(fn func(*Tx) error) error {
+	return db.update(fn, true)
+}
+
+// update is Update; without foldNow the folds a commit brings due are left
+// for the caller to run (the group-commit writer runs them once it has
+// told its writers their writes are durable).
+func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -464,7 +476,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 			}
 			if own = fn(tx); own == nil {
 				if own = tx.poisoned; own == nil {
-					own = tx.flush()
+					if own = tx.damage(); own == nil {
+						own = tx.flush()
+					}
 				}
 			}
 			return own
@@ -486,6 +500,10 @@ func (db *DB) Update(fn func(*Tx) error) error {
 		}
 		if len(tx.changes) > 0 {
 			db.publish(txid, tx.changes)
+		}
+		tx.afterCommit()
+		if foldNow && !tx.folding {
+			db.RunFolds()
 		}
 	}
 	return db.commitErr(err)
@@ -522,7 +540,10 @@ func conflictPause(attempt int) {
 func (db *DB) View(fn func(*Tx) error) error {
 	var own error
 	err := db.run(false, func(ktx kv.Tx) error {
-		own = fn(newTx(db, ktx))
+		tx := newTx(db, ktx)
+		if own = fn(tx); own == nil {
+			own = tx.damage()
+		}
 		return own
 	})
 	if own != nil && !errors.Is(err, kv.ErrStale) {

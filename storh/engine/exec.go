@@ -320,7 +320,10 @@ func (r *Run) took(items []Item) {
 // nextIndex streams the records of one index scan in its key order.
 func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, error) {
 	w := &r.walks[0]
-	cur := ix.entries.Cursor()
+	cur, err := ix.cursor()
+	if err != nil {
+		return dst, err
+	}
 	w.reposition()
 	start := len(dst)
 	taken, size := 0, 0
@@ -407,7 +410,10 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 	}
 	for ; r.walk < len(r.walks); r.walk++ {
 		w := &r.walks[r.walk]
-		cur := ixs[r.walk].entries.Cursor()
+		cur, err := ixs[r.walk].cursor()
+		if err != nil {
+			return err
+		}
 		w.reposition()
 		for ; budget > 0; budget-- {
 			k := w.next(cur)
@@ -597,7 +603,10 @@ func (r *Run) Count(c *Coll) error {
 	single := len(r.walks) == 1 && !r.access.Scans[0].Element
 	for ; r.walk < len(r.walks); r.walk++ {
 		w := &r.walks[r.walk]
-		cur := ixs[r.walk].entries.Cursor()
+		cur, err := ixs[r.walk].cursor()
+		if err != nil {
+			return err
+		}
 		w.reposition()
 		for budget := ChunkExamined * 4; budget > 0; budget-- {
 			k := w.next(cur)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -19,11 +21,15 @@ import (
 // Secondary indexes. A collection's indexes live beside its records:
 //
 //	<collection>/
-//	    "x"/  index definitions: name → msgpack {paths, unique, building, mark, entries}
-//	    "i"/  index entries, one bucket per index name:
-//	          0x00 ‖ value key(s) ‖ record id   one entry per record (the whole value)
-//	          0x01 ‖ element key  ‖ record id   one per distinct element of a list value
-//	                                            (single-field indexes only, for Contains)
+//	    "x"/  index definitions: name → msgpack {paths, unique, building, mark, entries, …}
+//	    "i"/  index entries, one bucket per index name
+//	    "l"/  the journals of blocked indexes, one bucket per index name
+//
+// An index's entries are keys:
+//
+//	0x00 ‖ value key(s) ‖ record id   one entry per record (the whole value)
+//	0x01 ‖ element key  ‖ record id   one per distinct element of a list value
+//	                                  (single-field indexes only, for Contains)
 //
 // A value key is the order key (package order) of the field's value, null
 // for a missing field; a compound index concatenates one per path. Keys are
@@ -31,9 +37,23 @@ import (
 // prefixes and sorted reads are seeks and walks, and an entry is one key, never
 // a list that grows with the values. Entries are written in the same
 // transaction as their record.
+//
+// An index stores its entry keys in one of two layouts (indexDef.Layout):
+// one bbolt key per entry (layoutKeys), or packed in blocks with a journal
+// of the changes not folded into them yet (layoutBlocks, index_block.go).
+// Both read as the same sorted keys. A bbolt file's new indexes are
+// blocked: a B+tree whose pages are copied on every write pays a page per
+// scattered key per commit otherwise. A PostgreSQL store's are keys: its
+// B-tree writes an entry in place, and a key per entry needs no memory.
 var (
 	bucketIndexDefs    = []byte("x")
 	bucketIndexEntries = []byte("i")
+	bucketIndexJournal = []byte("l")
+)
+
+const (
+	layoutKeys   = 0
+	layoutBlocks = 1
 )
 
 const (
@@ -73,15 +93,51 @@ type indexDef struct {
 	Mark     []byte     `msgpack:"mark,omitempty"`  // while building: every record with an id <= Mark has its entries
 	Built    int64      `msgpack:"built,omitempty"` // while building: records the build has indexed
 	Entries  int64      `msgpack:"entries"`
+
+	// A blocked index (Layout layoutBlocks) also records its journal: the
+	// last sequence written and the last folded into the blocks, the
+	// changes still journaled, and a fold in progress (every change up to
+	// FoldTo whose key is below FoldNext is in the blocks). Inc tells this
+	// index from an earlier one of the same name, for the views in memory.
+	Layout   uint8  `msgpack:"layout,omitempty"`
+	Inc      uint64 `msgpack:"inc,omitempty"`
+	Seq      uint64 `msgpack:"seq,omitempty"`
+	Floor    uint64 `msgpack:"floor,omitempty"`
+	Pending  int64  `msgpack:"pending,omitempty"`
+	FoldTo   uint64 `msgpack:"foldTo,omitempty"`
+	FoldNext []byte `msgpack:"foldNext,omitempty"`
 }
 
 // collIndex is one index of a collection inside a transaction.
 type collIndex struct {
 	name    string
 	def     indexDef
-	entries kv.Bucket
+	entries kv.Bucket // the entry keys (layoutKeys) or the blocks (layoutBlocks)
 	delta   int64
 	changed bool // def changed (build progress): rewrite it at flush
+
+	// A blocked index's journal, and as this transaction sees it: the
+	// journal's sequences when the transaction began (base), the committed
+	// changes (view, resolved on first read), the changes it made since
+	// its last flush (ops) and the ones it journaled at a flush (flushed).
+	journal  kv.Bucket
+	base     struct{ Seq, Floor uint64 }
+	view     *ixView
+	viewDone bool
+	ops      *opTree
+	flushed  []journaled
+	folded   bool // a fold finished in this transaction
+	coll     string
+	mems     *ixMems     // the DB's views; nil outside a DB
+	fail     func(error) // records damage found while reading (Coll.fail)
+	arena    []byte      // holds the keys of ops
+}
+
+// journaled is one flush's changes: the records after sequence before, up
+// to after.
+type journaled struct {
+	before, after uint64
+	ops           *opTree
 }
 
 // maintains reports whether writes of id must update this index: every
@@ -137,9 +193,10 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 		return nil, nil
 	}
 	entries := c.root.Bucket(bucketIndexEntries)
+	journals := c.root.Bucket(bucketIndexJournal)
 	err := forEach(defs, func(k, v []byte) error {
-		ix := &collIndex{name: string(k)}
-		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 {
+		ix := &collIndex{name: string(k), coll: c.Name, mems: c.mems, fail: c.fail}
+		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 || ix.def.Layout > layoutBlocks {
 			return fmt.Errorf("%w: collection %q: index %q has an unreadable definition", ErrCorrupt, c.Name, k)
 		}
 		if entries != nil {
@@ -148,8 +205,17 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 		if ix.entries == nil {
 			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", ErrCorrupt, c.Name, k)
 		}
+		if ix.def.Layout == layoutBlocks {
+			if journals != nil {
+				ix.journal = journals.Bucket(k)
+			}
+			if ix.journal == nil {
+				return fmt.Errorf("%w: collection %q: index %q lacks its journal bucket", ErrCorrupt, c.Name, k)
+			}
+			ix.base.Seq, ix.base.Floor = ix.def.Seq, ix.def.Floor
+		}
 		if c.writable {
-			ix.entries.SetFillPercent(indexFillPercent)
+			ix.setFill()
 		}
 		c.idx = append(c.idx, ix)
 		return nil
@@ -166,6 +232,18 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 // keys arrive in value order, not id order, so pages split in the middle and
 // need room to take more keys.
 const indexFillPercent = 0.7
+
+// setFill sets the fill of ix's buckets for a write transaction: room for
+// keys that arrive anywhere, or, for a blocked index, pages packed full
+// (a block is about a page, rewritten whole; the journal grows at its end).
+func (ix *collIndex) setFill() {
+	if ix.def.Layout == layoutBlocks {
+		ix.entries.SetFillPercent(appendFillPercent)
+		ix.journal.SetFillPercent(appendFillPercent)
+		return
+	}
+	ix.entries.SetFillPercent(indexFillPercent)
+}
 
 // index returns the index named name, or nil.
 func (c *Coll) index(name string) (*collIndex, error) {
@@ -315,17 +393,86 @@ func errUnique(ix *collIndex, payload []byte, other uuidv7.UUID) error {
 
 // conflict returns the id of another record holding the whole-entry key's
 // value in a unique index, if any.
-func (ix *collIndex) conflict(key []byte, self uuidv7.UUID) (uuidv7.UUID, bool) {
+func (ix *collIndex) conflict(key []byte, self uuidv7.UUID) (uuidv7.UUID, bool, error) {
 	prefix := key[:len(key)-16]
-	cur := ix.entries.Cursor()
+	cur, err := ix.cursor()
+	if err != nil {
+		return uuidv7.UUID{}, false, err
+	}
 	for k, _ := cur.Seek(prefix); k != nil && len(k) == len(key) && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
 		var other uuidv7.UUID
 		copy(other[:], k[len(prefix):])
 		if other != self {
-			return other, true
+			return other, true, nil
 		}
 	}
-	return uuidv7.UUID{}, false
+	return uuidv7.UUID{}, false, nil
+}
+
+// cursor returns a cursor over ix's entry keys as this transaction sees
+// them. Its moves return a nil value.
+func (ix *collIndex) cursor() (kv.Cursor, error) {
+	if ix.def.Layout == layoutKeys {
+		return ix.entries.Cursor(), nil
+	}
+	view, err := ix.committedView()
+	if err != nil {
+		return nil, err
+	}
+	blocks := newBlockCursor(ix.entries, ix.fail)
+	if view == nil && ix.ops == nil && len(ix.flushed) == 0 {
+		return blocks, nil
+	}
+	srcs := make([]ixSource, 0, 3+len(ix.flushed))
+	srcs = append(srcs, &kvSource{c: blocks})
+	if view != nil {
+		srcs = append(srcs, newOpSource(view.ops, ix.base.Seq))
+	}
+	for _, f := range ix.flushed {
+		srcs = append(srcs, newOpSource(f.ops, seqPending))
+	}
+	if ix.ops != nil {
+		srcs = append(srcs, newOpSource(ix.ops, seqPending))
+	}
+	return &ixCursor{srcs: srcs}, nil
+}
+
+// put adds the entry key (the caller knows it is missing), del removes it.
+// A blocked index keeps the change with the transaction, and journals it
+// at flush.
+func (ix *collIndex) put(key []byte) error {
+	if ix.def.Layout == layoutKeys {
+		return mapStoreErr(ix.entries.Put(key, nil))
+	}
+	ix.change(key, false)
+	return nil
+}
+
+func (ix *collIndex) del(key []byte) error {
+	if ix.def.Layout == layoutKeys {
+		return mapStoreErr(ix.entries.Delete(key))
+	}
+	ix.change(key, true)
+	return nil
+}
+
+func (ix *collIndex) change(key []byte, del bool) {
+	if ix.ops == nil {
+		ix.ops = newOpTree()
+	}
+	// The caller's key is scratch: the change keeps a copy, in an arena
+	// that grows in chunks (the keys of a full chunk stay where they are).
+	if cap(ix.arena)-len(ix.arena) < len(key) {
+		ix.arena = make([]byte, 0, max(32<<10, len(key)))
+	}
+	start := len(ix.arena)
+	ix.arena = append(ix.arena, key...)
+	ix.ops.Set(ixOp{key: ix.arena[start:len(ix.arena):len(ix.arena)], seq: seqPending, del: del})
+}
+
+// journalErr describes a damaged journal of ix.
+func (ix *collIndex) journalErr(err error) error {
+	return fmt.Errorf("index %q of collection %q: %w (Repair rebuilds the index)", ix.name, ix.coll, err)
 }
 
 // indexScratch holds the keys of one write's old and new entries.
@@ -367,7 +514,11 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 			whole := ks[len(s.newKs)]
 			s.newKs = ks
 			if ix.def.Unique && !null {
-				if other, taken := ix.conflict(whole, id); taken {
+				other, taken, err := ix.conflict(whole, id)
+				if err != nil {
+					return err
+				}
+				if taken {
 					return errUnique(ix, newPayload, other)
 				}
 			}
@@ -381,16 +532,16 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 		oldFrom, newFrom = oldTo, newTo
 		for _, k := range olds {
 			if !containsKey(news, k) {
-				if err := ix.entries.Delete(k); err != nil {
-					return mapStoreErr(err)
+				if err := ix.del(k); err != nil {
+					return err
 				}
 				ix.delta--
 			}
 		}
 		for _, k := range news {
 			if !containsKey(olds, k) {
-				if err := ix.entries.Put(k, nil); err != nil {
-					return mapStoreErr(err)
+				if err := ix.put(k); err != nil {
+					return err
 				}
 				ix.delta++
 			}
@@ -408,14 +559,28 @@ func containsKey(ks [][]byte, k []byte) bool {
 	return false
 }
 
-// flushIndexes writes the definitions whose entry count or build state
-// changed in this transaction.
+// flushIndexes journals the changes of blocked indexes and writes the
+// definitions whose entry count, journal or build state changed in this
+// transaction.
 func (c *Coll) flushIndexes() error {
 	if !c.idxLoaded {
 		return nil
 	}
 	defs := c.root.Bucket(bucketIndexDefs)
 	for _, ix := range c.idx {
+		if ix.ops != nil && ix.ops.Len() > 0 {
+			before := ix.def.Seq
+			after, err := appendJournal(ix.ops, before, func(seq uint64, rec []byte) error {
+				ix.def.Pending += journalCount(rec)
+				return mapStoreErr(ix.journal.Put(seqKey(seq), rec))
+			})
+			if err != nil {
+				return err
+			}
+			ix.def.Seq = after
+			ix.flushed = append(ix.flushed, journaled{before: before, after: after, ops: ix.ops})
+			ix.ops, ix.changed = nil, true
+		}
 		if ix.delta == 0 && !ix.changed {
 			continue
 		}
@@ -457,13 +622,44 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}
-	entries.SetFillPercent(indexFillPercent)
-	ix := &collIndex{name: s.Name, entries: entries, def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
+	ix := &collIndex{name: s.Name, coll: c.Name, mems: c.mems, fail: c.fail, entries: entries,
+		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
+	if t.newIndexLayout() == layoutBlocks {
+		if err := t.needFormat(formatBlocked); err != nil {
+			return nil, err
+		}
+		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)
+		if err != nil {
+			return nil, mapStoreErr(err)
+		}
+		if ix.journal, err = journals.CreateBucket([]byte(s.Name)); err != nil {
+			return nil, mapStoreErr(err)
+		}
+		ix.def.Layout, ix.def.Inc = layoutBlocks, rand.Uint64()|1
+		ix.viewDone = true // nothing journaled yet
+	}
+	ix.setFill()
 	if err := putDef(defs, s.Name, &ix.def); err != nil {
 		return nil, err
 	}
 	c.idx = append(c.idx, ix)
 	return ix, nil
+}
+
+// newIndexLayout is the layout of the indexes this transaction creates:
+// blocks in a bbolt file, keys elsewhere (see the layouts above), unless
+// tests force one.
+func (t *Tx) newIndexLayout() uint8 {
+	switch tune.IndexLayout {
+	case "keys":
+		return layoutKeys
+	case "blocks":
+		return layoutBlocks
+	}
+	if t.btx != nil {
+		return layoutBlocks
+	}
+	return layoutKeys
 }
 
 // DropIndex removes the index name and its entries.
@@ -480,6 +676,14 @@ func (t *Tx) DropIndex(c *Coll, name string) error {
 	}
 	if err := c.root.Bucket(bucketIndexEntries).DeleteBucket([]byte(name)); err != nil {
 		return mapStoreErr(err)
+	}
+	if ix.def.Layout == layoutBlocks {
+		if err := c.root.Bucket(bucketIndexJournal).DeleteBucket([]byte(name)); err != nil {
+			return mapStoreErr(err)
+		}
+		if c.mems != nil {
+			c.mems.drop(c.Name, name) // a view is a cache: losing it if this rolls back costs a rebuild
+		}
 	}
 	if err := c.root.Bucket(bucketIndexDefs).Delete([]byte(name)); err != nil {
 		return mapStoreErr(err)
@@ -555,13 +759,17 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 		}
 		s.buf, s.newKs = buf, keys
 		if ix.def.Unique && !null {
-			if other, taken := ix.conflict(keys[0], id); taken {
+			other, taken, err := ix.conflict(keys[0], id)
+			if err != nil {
+				return false, err
+			}
+			if taken {
 				return false, errUnique(ix, payload, other)
 			}
 		}
 		for _, key := range keys {
-			if err := ix.entries.Put(key, nil); err != nil {
-				return false, mapStoreErr(err)
+			if err := ix.put(key); err != nil {
+				return false, err
 			}
 			ix.delta++
 		}

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -61,6 +64,17 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 			emit(p)
 		}
 	}
+	if ix.def.Layout == layoutBlocks {
+		// Blocks and journal first: the entries below are read through them.
+		if err := checkBlocked(ix, report, pace); err != nil || problems > 0 {
+			return false, err
+		}
+	}
+	probe, err := ix.cursor()
+	if err != nil {
+		report(uuidv7.UUID{}, nil, "%v", trim(err))
+		return false, nil
+	}
 	// Every record the index covers has all its entries.
 	var expected, missingEntries int64
 	var buf []byte
@@ -90,7 +104,7 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 		}
 		for _, key := range keys {
 			expected++
-			if !hasKey(ix.entries, key) {
+			if k, _ := probe.Seek(key); k == nil || !bytes.Equal(k, key) {
 				missingEntries++
 				report(id, nil, "no entry for the record's value (key %x)", key)
 			}
@@ -101,14 +115,22 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 	// to one walk: when every expected entry is there, the index holds a
 	// stray exactly when it holds more entries than expected.
 	var actual int64
-	var prevValue []byte
+	var prevValue, prevKey []byte
 	var prevID uuidv7.UUID
-	ec := ix.entries.Cursor()
+	ec, err := ix.cursor()
+	if err != nil {
+		return false, err
+	}
 	for k, _ := ec.First(); k != nil; k, _ = ec.Next() {
 		if err := pace.step(0); err != nil {
 			return false, err
 		}
 		actual++
+		if prevKey != nil && bytes.Compare(prevKey, k) >= 0 {
+			report(uuidv7.UUID{}, k, "an entry key out of order")
+			break // a walk that goes back could go round for ever
+		}
+		prevKey = append(prevKey[:0], k...)
 		if len(k) < 18 || (k[0] != entryWhole && k[0] != entryElement) {
 			report(uuidv7.UUID{}, k, "an entry key of an unknown shape")
 			continue
@@ -128,14 +150,72 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 	if ix.def.Entries != actual {
 		report(uuidv7.UUID{}, nil, "the definition counts %d entries, the index holds %d", ix.def.Entries, actual)
 	}
+	if c.failed != nil {
+		report(uuidv7.UUID{}, nil, "%v", trim(c.failed))
+		c.failed = nil // reported: the collection's other checks go on
+	}
 	return problems == 0, nil
 }
 
-// hasKey is Get for a key that may hold an empty value (bbolt's Get cannot
-// tell an empty value from a missing key).
-func hasKey(b kv.Bucket, key []byte) bool {
-	k, _ := b.Cursor().Seek(key)
-	return k != nil && bytes.Equal(k, key)
+// checkBlocked checks a blocked index's own structure: every block sound
+// (its checksum, its entries in order, below the next block's), and a
+// journal of sound records under every sequence from Floor to Seq, holding
+// as many changes as the definition counts.
+func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any), pace *pace) error {
+	var last []byte
+	bc := ix.entries.Cursor()
+	for k, v := bc.First(); k != nil; k, v = bc.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return err
+		}
+		if v == nil {
+			report(uuidv7.UUID{}, k, "a nested bucket among the blocks")
+			return nil
+		}
+		b, err := parseBlock(k, v)
+		if err != nil {
+			report(uuidv7.UUID{}, k, "%v", err)
+			return nil
+		}
+		for i := range b.n {
+			e := b.entry(i)
+			if last != nil && bytes.Compare(last, e) >= 0 {
+				report(uuidv7.UUID{}, k, "%v: entry %d is not above the one before it", errBlock, i)
+				return nil
+			}
+			last = e
+		}
+	}
+	d := &ix.def
+	if d.Floor > d.Seq || d.FoldTo != 0 && (d.FoldTo <= d.Floor || d.FoldTo > d.Seq) {
+		report(uuidv7.UUID{}, nil, "the journal's sequences disagree: floor %d, seq %d, folding to %d", d.Floor, d.Seq, d.FoldTo)
+		return nil
+	}
+	var pending int64
+	want := d.Floor + 1
+	jc := ix.journal.Cursor()
+	for k, v := jc.First(); k != nil; k, v = jc.Next() {
+		if err := pace.step(len(v)); err != nil {
+			return err
+		}
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != want || want > d.Seq {
+			report(uuidv7.UUID{}, k, "a journal record out of place (want sequence %d of %d to %d)", want, d.Floor+1, d.Seq)
+			return nil
+		}
+		n, err := journalOps(k, v, func(ixOp) {})
+		if err != nil {
+			report(uuidv7.UUID{}, k, "journal record %d: %v", want, err)
+			return nil
+		}
+		pending += int64(n)
+		want++
+	}
+	if want != d.Seq+1 {
+		report(uuidv7.UUID{}, nil, "the journal ends at sequence %d, the definition at %d", want-1, d.Seq)
+	} else if pending != d.Pending {
+		report(uuidv7.UUID{}, nil, "the journal holds %d changes, the definition counts %d", pending, d.Pending)
+	}
+	return nil
 }
 
 // nullWhole reports whether the record id's values for ix include null (or
@@ -158,11 +238,19 @@ func nullWhole(c *Coll, ix *collIndex, id uuidv7.UUID) bool {
 func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any), pace *pace) error {
 	var buf []byte
 	var keys [][]byte
-	ec := ix.entries.Cursor()
+	ec, err := ix.cursor()
+	if err != nil {
+		return err
+	}
+	var prev []byte
 	for k, _ := ec.First(); k != nil; k, _ = ec.Next() {
 		if err := pace.step(0); err != nil {
 			return err
 		}
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			return nil // reported by checkIndex
+		}
+		prev = append(prev[:0], k...)
 		if len(k) < 18 {
 			continue
 		}
@@ -190,20 +278,34 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 
 // rebuildIndex empties an index and builds it again from the records, in
 // the caller's transaction, checking pace's context between build steps
-// (every buildBatch records).
+// (every buildBatch records). A blocked index is rebuilt as packed blocks
+// with an empty journal, under a new incarnation, so no view of its old
+// journal is used again.
 func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
-	entries := c.root.Bucket(bucketIndexEntries)
-	if err := entries.DeleteBucket([]byte(ix.name)); err != nil {
-		return mapStoreErr(err)
-	}
-	b, err := entries.CreateBucket([]byte(ix.name))
+	b, err := recreateBucket(c.root.Bucket(bucketIndexEntries), ix.name)
 	if err != nil {
-		return mapStoreErr(err)
+		return err
 	}
-	b.SetFillPercent(indexFillPercent)
 	ix.entries = b
 	ix.def.Entries, ix.delta = 0, 0
 	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true
+	if ix.def.Layout == layoutBlocks {
+		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)
+		if err != nil {
+			return mapStoreErr(err)
+		}
+		if ix.journal, err = recreateBucket(journals, ix.name); err != nil {
+			return err
+		}
+		if c.mems != nil {
+			c.mems.drop(c.Name, ix.name)
+		}
+		d := &ix.def
+		d.Inc, d.Floor, d.Pending, d.FoldTo, d.FoldNext = rand.Uint64()|1, d.Seq, 0, 0, nil
+		ix.base.Seq, ix.base.Floor = d.Seq, d.Seq
+		ix.view, ix.viewDone, ix.ops, ix.flushed, ix.folded = nil, true, nil, nil, false
+	}
+	ix.setFill()
 	for ix.def.Building {
 		if err := pace.check(); err != nil {
 			return err
@@ -212,5 +314,62 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 			return err
 		}
 	}
+	if ix.def.Layout == layoutBlocks && ix.ops != nil {
+		// Straight into blocks: the whole index is in hand, in order.
+		keys := make([][]byte, 0, ix.ops.Len())
+		ix.ops.Scan(func(op ixOp) bool {
+			keys = append(keys, op.key)
+			return true
+		})
+		ix.ops = nil
+		if err := writeBlocks(ix.entries, keys); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// checkJournaledViews compares, for each blocked index of c, the entries
+// this transaction reads (through the DB's views of the journals) with
+// those the file holds (blocks and journal records decoded afresh), after
+// flush: the invariant checks run it at every commit, so a view that
+// drifted from its journal is caught where it happened.
+func checkJournaledViews(c *Coll) error {
+	for _, ix := range c.idx {
+		if ix.def.Layout != layoutBlocks {
+			continue
+		}
+		mem, err := ix.cursor()
+		if err != nil {
+			return err
+		}
+		ops, err := readJournal(ix.journal, ix.def.Floor, ix.def.Seq)
+		if err != nil {
+			return err
+		}
+		tree := newOpTree()
+		for _, op := range ops {
+			tree.Load(op)
+		}
+		disk := &ixCursor{srcs: []ixSource{&kvSource{c: newBlockCursor(ix.entries, c.fail)}, newOpSource(tree, ix.def.Seq)}}
+		mk, _ := mem.First()
+		dk, _ := disk.First()
+		for mk != nil || dk != nil {
+			if !bytes.Equal(mk, dk) {
+				return fmt.Errorf("index %q: the view reads entry %x where the file holds %x", ix.name, mk, dk)
+			}
+			mk, _ = mem.Next()
+			dk, _ = disk.Next()
+		}
+	}
+	return c.failed
+}
+
+// recreateBucket replaces the bucket name inside parent with an empty one.
+func recreateBucket(parent kv.Bucket, name string) (kv.Bucket, error) {
+	if err := parent.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, kv.ErrBucketNotFound) {
+		return nil, mapStoreErr(err)
+	}
+	b, err := parent.CreateBucket([]byte(name))
+	return b, mapStoreErr(err)
 }

@@ -44,6 +44,9 @@ func checkInvariants(t *Tx) error {
 		if first != nil {
 			return fmt.Errorf("invariant: %v", first)
 		}
+		if err := checkJournaledViews(c); err != nil {
+			return fmt.Errorf("invariant: %q: %v", c.Name, err)
+		}
 		// A queue held beside other writers changes under this check (they
 		// commit as it reads), and its counter changes are in a slot by now:
 		// Verify checks it from a snapshot instead.

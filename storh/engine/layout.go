@@ -33,7 +33,15 @@ var (
 	keyBytes      = []byte("bytes")
 )
 
-const formatVersion = 1
+// Formats. A new file starts at formatBase; creating its first blocked
+// index (index_block.go) raises it to formatBlocked, which a storh from
+// before blocked indexes refuses to open rather than misread. This build
+// reads both.
+const (
+	formatBase    = 1
+	formatBlocked = 2
+	formatVersion = formatBlocked
+)
 
 // MaxNameLength bounds collection names (bytes of UTF-8).
 const MaxNameLength = 200
@@ -104,6 +112,11 @@ type Coll struct {
 
 	idx       []*collIndex // loaded on first use in the transaction
 	idxLoaded bool
+	mems      *ixMems // the DB's views of blocked indexes' journals; nil outside a DB
+	// failed is the first damage a read of this collection met where the
+	// read could not return an error (a damaged index block under a
+	// cursor): the transaction fails with it (Tx.damage).
+	failed error
 
 	baseCount, baseBytes   int64
 	baseRead               bool // the counters were read (on first use)
@@ -131,6 +144,13 @@ type Coll struct {
 	slotKey  []byte
 	jobSeq   int64  // -1 until read
 	jobArena []byte // see scratch
+}
+
+// fail records damage found by a read that cannot return it.
+func (c *Coll) fail(err error) {
+	if c.failed == nil {
+		c.failed = err
+	}
 }
 
 func (c *Coll) beyondLast(id uuidv7.UUID) bool {

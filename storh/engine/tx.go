@@ -29,6 +29,9 @@ type Tx struct {
 
 	scratch indexScratch
 
+	// folding marks a fold's own transaction, which starts no other fold.
+	folding bool
+
 	// poisoned is set when Protect contained a panic inside this write
 	// transaction: bbolt may have been stopped half way through changing
 	// its pages, so the transaction must not commit, whatever the callback
@@ -121,6 +124,9 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 	}
 	if t.colls == nil {
 		t.colls = make(map[string]*Coll, 2)
+	}
+	if t.db != nil {
+		c.mems = &t.db.ixmem
 	}
 	t.colls[name] = c
 	return c, nil
@@ -267,6 +273,54 @@ func (t *Tx) flush() error {
 		}
 	}
 	return checkInvariants(t)
+}
+
+// needFormat raises the database's format marker to at least v, in this
+// transaction: what it writes needs a storh that reads format v.
+func (t *Tx) needFormat(v int64) error {
+	b := t.ktx.Bucket(dbMetaBucket)
+	if b == nil {
+		return nil // a transaction outside a database (tests of the layout)
+	}
+	if getInt(b, keyFormat) >= v {
+		return nil
+	}
+	return putInt(b, keyFormat, v)
+}
+
+// damage returns the first damage a read of this transaction met and could
+// not report at the call (Coll.fail): the transaction fails with it.
+func (t *Tx) damage() error {
+	for _, c := range t.colls {
+		if c.failed != nil {
+			return c.failed
+		}
+	}
+	return nil
+}
+
+// afterCommit hands what a committed transaction changed in blocked
+// indexes to the DB's views, and notes the folds that came due.
+func (t *Tx) afterCommit() {
+	for _, c := range t.colls {
+		for _, ix := range c.idx {
+			if ix.def.Layout != layoutBlocks {
+				continue
+			}
+			if len(ix.flushed) > 0 || ix.folded {
+				mem := t.db.ixmem.get(c.Name, ix.name, ix.def.Inc)
+				for _, f := range ix.flushed {
+					mem.publishCommit(ix.def.Floor, f.before, f.after, f.ops)
+				}
+				if ix.folded {
+					mem.publishFold(ix.def.Floor)
+				}
+			}
+			if !t.folding && ix.foldDue() {
+				t.db.folds.add(c.Name, ix.name)
+			}
+		}
+	}
 }
 
 // damaged refuses a collection whose pages Open found damaged.

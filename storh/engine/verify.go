@@ -669,7 +669,8 @@ func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFind
 		}
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
-			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketJobs))
+			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketIndexJournal) ||
+			bytes.Equal(k, bucketJobs))
 		if own {
 			continue
 		}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -121,10 +122,21 @@ type crashChild struct {
 	stream atomic.Bool // one PutStream per run keeps the file small
 }
 
+// crashTune makes the writer's blocked indexes fold every few dozen
+// changes into small blocks, so that kills and power cuts land in folds,
+// block splits and merges as often as in plain writes.
+const crashTune = "block=512,foldmin=24,foldmax=200,step=2048"
+
 func crashWriterChild() int {
 	path := os.Getenv("STORH_REL_DB")
 	seed, _ := strconv.ParseUint(os.Getenv("STORH_REL_SEED"), 10, 64)
 	c := &crashChild{rep: &crashReporter{w: os.NewFile(3, "report")}, run: os.Getenv("STORH_REL_RUN")}
+	if os.Getenv(tune.Env) == "" {
+		if _, err := tune.Set(crashTune); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 4
+		}
+	}
 	var err error
 	if c.db, err = storh.Open(path); err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/tune"
 )
 
 // The test binary doubles as the helper for the subprocess suites: started
@@ -34,6 +36,10 @@ var (
 var runDir string
 
 func TestMain(m *testing.M) {
+	if err := tune.FromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "reliability:", err)
+		os.Exit(2)
+	}
 	if role := os.Getenv(envRole); role != "" {
 		fn, ok := roles[role]
 		if !ok {

@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/storhdb/storh-go/storh/internal/tune"
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// Folding a blocked index's journal into its blocks. A fold takes the
+// changes journaled up to the moment it starts (FoldTo), walks them in key
+// order, and rewrites each block they touch once, with all of that
+// block's changes, then removes the folded records from the journal. Each
+// fold transaction writes a bounded amount (tune.IndexFoldStepBytes) and
+// records where the next one starts (FoldNext), so a fold of a large index
+// lets writers in between, and a crash resumes it. Since applying a change
+// again is harmless, a reader sees the same entries before, during and
+// after a fold.
+//
+// A fold is due once the journal holds half as many changes as the index
+// has entries (within tune bounds): a fold then rewrites at most every
+// block once for as many changes as the index holds entries, so its cost
+// per change stays flat however large the index grows, and the memory
+// the journal's view takes stays within IndexFoldMax changes.
+
+// foldThreshold is the number of journaled changes at which an index of
+// that many entries is folded.
+func foldThreshold(entries int64) int64 {
+	return min(max(entries/2, int64(tune.IndexFoldMin)), int64(tune.IndexFoldMax))
+}
+
+// foldDue reports whether ix should fold now (or finish a fold).
+func (ix *collIndex) foldDue() bool {
+	d := &ix.def
+	return d.Layout == layoutBlocks && (d.FoldTo != 0 || d.Pending >= foldThreshold(d.Entries))
+}
+
+// foldStep folds changes of ix into its blocks, writing about budget bytes
+// of blocks at most (at least one block); done reports that the fold is
+// over. It runs in a transaction of its own, which changes nothing else.
+func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error) {
+	d := &ix.def
+	if d.FoldTo == 0 {
+		if d.Seq <= d.Floor {
+			return true, nil
+		}
+		d.FoldTo, d.FoldNext = d.Seq, nil
+	}
+	ix.changed = true
+	view, err := ix.committedView()
+	if err != nil {
+		return false, err
+	}
+	if view != nil {
+		ops := newOpSource(view.ops, d.FoldTo)
+		if d.FoldNext == nil {
+			ops.first()
+		} else {
+			ops.seek(d.FoldNext)
+		}
+		w := blockWriter{blocks: ix.entries}
+		for k, _ := ops.current(); k != nil; k, _ = ops.current() {
+			if w.written >= budget {
+				d.FoldNext = bytes.Clone(k)
+				return false, nil
+			}
+			if err := w.rewrite(ops); err != nil {
+				return false, ix.blockErr(err)
+			}
+		}
+	}
+	// Every change up to FoldTo is in the blocks: its records go.
+	var folded [][]byte
+	jc := ix.journal.Cursor()
+	for k, v := jc.First(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= d.FoldTo; k, v = jc.Next() {
+		d.Pending -= journalCount(v)
+		folded = append(folded, k)
+	}
+	for _, k := range folded {
+		if err := ix.journal.Delete(k); err != nil {
+			return false, mapStoreErr(err)
+		}
+	}
+	d.Floor, d.FoldTo, d.FoldNext = d.FoldTo, 0, nil
+	d.Pending = max(d.Pending, 0)
+	ix.folded = true
+	return true, nil
+}
+
+// blockWriter applies changes to the blocks bucket of an index, one block
+// (and the neighbours a shrunk block takes in) at a time.
+type blockWriter struct {
+	blocks  kv.Bucket
+	written int
+	merged  [][]byte // scratch
+}
+
+// rewrite applies every change of ops that falls in the range of the
+// block holding ops' current key, then moves ops past them.
+func (w *blockWriter) rewrite(ops *opSource) error {
+	k, _ := ops.current()
+	cur := w.blocks.Cursor()
+	var olds [][]byte // keys of the blocks replaced
+	var entries [][]byte
+	hi, err := w.take(cur, k, &olds, &entries)
+	if err != nil {
+		return err
+	}
+	w.merged = w.merged[:0]
+	for {
+		w.merged = applyOps(w.merged, entries, ops, hi)
+		if hi == nil || blockSize(w.merged) >= tune.IndexBlockBytes/4 {
+			break
+		}
+		// Too small for a block of its own: take in the next one.
+		entries = entries[:0]
+		next, err := w.takeAt(cur, hi, &olds, &entries)
+		if err != nil {
+			return err
+		}
+		entries = append(append(entries[:0:0], w.merged...), entries...)
+		w.merged = w.merged[:0]
+		hi = next
+	}
+	for _, old := range olds {
+		if err := w.blocks.Delete(old); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	if len(w.merged) == 0 {
+		return nil
+	}
+	for _, run := range splitBlocks(w.merged, hi == nil) {
+		b := appendBlock(nil, run)
+		if err := w.blocks.Put(run[0], b); err != nil {
+			return mapStoreErr(err)
+		}
+		w.written += len(b)
+	}
+	return nil
+}
+
+// take finds the block whose range holds k (from its key, or from below
+// everything for the first block, up to the next block's key), adds its
+// key to olds and its entries to entries, and returns the next block's key
+// (nil: it is the last).
+func (w *blockWriter) take(cur kv.Cursor, k []byte, olds, entries *[][]byte) (next []byte, err error) {
+	bk, bv := cur.Seek(k)
+	if bk == nil || !bytes.Equal(bk, k) {
+		if bk == nil {
+			bk, bv = cur.Last()
+		} else if pk, pv := cur.Prev(); pk != nil {
+			bk, bv = pk, pv
+		} else {
+			bk, bv = cur.First() // k is below every block: the first one takes it
+		}
+	}
+	if bk == nil {
+		return nil, nil // no blocks yet
+	}
+	if err := addBlock(bk, bv, olds, entries); err != nil {
+		return nil, err
+	}
+	next, _ = cur.Next()
+	return next, nil
+}
+
+// takeAt takes the block filed under key (the next one of a range).
+func (w *blockWriter) takeAt(cur kv.Cursor, key []byte, olds, entries *[][]byte) (next []byte, err error) {
+	bk, bv := cur.Seek(key)
+	if bk == nil || !bytes.Equal(bk, key) {
+		return nil, fmt.Errorf("%w: block %x vanished while folding", errBlock, key)
+	}
+	if err := addBlock(bk, bv, olds, entries); err != nil {
+		return nil, err
+	}
+	next, _ = cur.Next()
+	return next, nil
+}
+
+func addBlock(key, v []byte, olds, entries *[][]byte) error {
+	b, err := parseBlock(key, v)
+	if err != nil {
+		return fmt.Errorf("block %x: %w", key, err)
+	}
+	*olds = append(*olds, key)
+	for i := range b.n {
+		*entries = append(*entries, b.entry(i))
+	}
+	return nil
+}
+
+// applyOps appends to dst the entries merged with the changes of ops below
+// hi (nil: all of them), moving ops past those. The keys alias the blocks
+// and the view, which outlive the transaction's writes.
+func applyOps(dst, entries [][]byte, ops *opSource, hi []byte) [][]byte {
+	i := 0
+	for k, del := ops.current(); k != nil && (hi == nil || bytes.Compare(k, hi) < 0); k, del = ops.current() {
+		for i < len(entries) && bytes.Compare(entries[i], k) < 0 {
+			dst = append(dst, entries[i])
+			i++
+		}
+		if i < len(entries) && bytes.Equal(entries[i], k) {
+			i++ // replaced by the change: kept below if it puts
+		}
+		if !del {
+			dst = append(dst, k)
+		}
+		ops.next()
+	}
+	return append(dst, entries[i:]...)
+}
+
+// writeBlocks fills the empty blocks bucket b with keys (ascending), packed
+// full: a rebuild, or the first blocks of an index.
+func writeBlocks(b kv.Bucket, keys [][]byte) error {
+	for _, run := range splitBlocks(keys, true) {
+		if err := b.Put(run[0], appendBlock(nil, run)); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	return nil
+}
+
+func (ix *collIndex) blockErr(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: index %q: %v; Repair rebuilds it", ErrCorrupt, ix.name, err)
+}
+
+// folds is the set of indexes whose fold is due, by collection and name.
+type folds struct {
+	mu  sync.Mutex
+	due map[[2]string]struct{}
+	run sync.Mutex // held by the goroutine that folds
+	err error      // the last fold that failed, kept until one succeeds
+}
+
+func (f *folds) add(coll, index string) {
+	f.mu.Lock()
+	if f.due == nil {
+		f.due = map[[2]string]struct{}{}
+	}
+	f.due[[2]string{coll, index}] = struct{}{}
+	f.mu.Unlock()
+}
+
+func (f *folds) take() [][2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([][2]string, 0, len(f.due))
+	for k := range f.due {
+		out = append(out, k)
+	}
+	clear(f.due)
+	return out
+}
+
+// RunFolds folds the indexes whose fold came due in earlier commits, each
+// to its end, in transactions of a bounded size. A fold is work on behalf
+// of writes that are already durable, so its failure (a full disk, a
+// damaged block) fails no write: it is kept for FoldError, and the fold is
+// tried again after the next commit to the index. When another goroutine
+// is folding, RunFolds returns at once: that one takes the new work too.
+// The caller must hold Enter.
+func (db *DB) RunFolds() {
+	if !db.folds.run.TryLock() {
+		return
+	}
+	defer db.folds.run.Unlock()
+	for {
+		due := db.folds.take()
+		if len(due) == 0 {
+			return
+		}
+		for _, d := range due {
+			err := db.fold(d[0], d[1])
+			db.folds.mu.Lock()
+			db.folds.err = err
+			db.folds.mu.Unlock()
+		}
+	}
+}
+
+// FoldError returns the error of the last fold, if it failed.
+func (db *DB) FoldError() error {
+	db.folds.mu.Lock()
+	defer db.folds.mu.Unlock()
+	return db.folds.err
+}
+
+// fold folds the index coll/name to the end of its journal as it stands.
+func (db *DB) fold(coll, name string) error {
+	for {
+		done := true
+		err := db.update(func(tx *Tx) error {
+			tx.folding = true
+			c, err := tx.Coll(coll, 0, false)
+			if err != nil {
+				if isNoColl(err) {
+					return nil
+				}
+				return err
+			}
+			ix, err := c.index(name)
+			if err != nil || ix == nil || !ix.foldDue() {
+				return err // gone, or folded by another process
+			}
+			done, err = tx.foldStep(c, ix, tune.IndexFoldStepBytes)
+			return err
+		}, false)
+		if err != nil || done {
+			return err
+		}
+	}
+}
