@@ -113,13 +113,21 @@ func WithIndex(s IndexSpec) CollectionOption {
 // (one per record, plus one per distinct element of a list value in a
 // single-field index) and whether it is still being built (queries do not
 // use it until it is complete).
+//
+// Layout is how the entries are stored: "blocks" (a database file's
+// indexes: sorted blocks, and a journal of the changes since they were
+// last folded into them, Journaled of them) or "keys" (a PostgreSQL
+// store's, and a file's indexes made before blocks existed: a key per
+// entry). docs/indexes.md has the details.
 type IndexInfo struct {
-	Name     string
-	Paths    [][]string
-	Unique   bool
-	Entries  int
-	Building bool
-	Built    int // while Building: records indexed so far
+	Name      string
+	Paths     [][]string
+	Unique    bool
+	Entries   int
+	Building  bool
+	Built     int // while Building: records indexed so far
+	Layout    string
+	Journaled int
 }
 
 // Indexes lists the collection's indexes, by name.
@@ -135,7 +143,8 @@ func (c *coll) Indexes() ([]IndexInfo, error) {
 		}
 		infos, err := ec.Indexes()
 		for _, i := range infos {
-			out = append(out, IndexInfo{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building, Built: i.Built})
+			out = append(out, IndexInfo{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building, Built: i.Built,
+				Layout: i.Layout, Journaled: i.Journaled})
 		}
 		return err
 	})

@@ -39,12 +39,14 @@ were interrupted.`
 }
 
 type indexJSON struct {
-	Name     string   `json:"name"`
-	Paths    []string `json:"paths"`
-	Unique   bool     `json:"unique"`
-	Entries  int64    `json:"entries"`
-	Building bool     `json:"building"`
-	Built    int64    `json:"built,omitempty"` // records indexed so far, while building
+	Name      string   `json:"name"`
+	Paths     []string `json:"paths"`
+	Unique    bool     `json:"unique"`
+	Entries   int64    `json:"entries"`
+	Building  bool     `json:"building"`
+	Built     int64    `json:"built,omitempty"` // records indexed so far, while building
+	Layout    string   `json:"layout,omitempty"`
+	Journaled int64    `json:"journaled,omitempty"` // changes not folded into the blocks yet
 }
 
 func toIndexJSON(ix storh.IndexInfo) indexJSON {
@@ -52,7 +54,8 @@ func toIndexJSON(ix storh.IndexInfo) indexJSON {
 	for i, p := range ix.Paths {
 		paths[i] = pathString(p)
 	}
-	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: int64(ix.Entries), Building: ix.Building, Built: int64(ix.Built)}
+	return indexJSON{Name: ix.Name, Paths: paths, Unique: ix.Unique, Entries: int64(ix.Entries), Building: ix.Building, Built: int64(ix.Built),
+		Layout: ix.Layout, Journaled: int64(ix.Journaled)}
 }
 
 func (a *app) indexListCmd() *cobra.Command {
@@ -62,11 +65,13 @@ func (a *app) indexListCmd() *cobra.Command {
 		Long: `List shows each index of COLL: its name, its field paths (several for a
 compound index), whether it is unique, how many entries it holds (one per
 record, plus one per distinct element of a list value in a single-field
-index), and its state: ready, or building while a build is unfinished (with
-how many records it has indexed). Queries do not use an index until it is
+index), its state: ready, or building while a build is unfinished (with
+how many records it has indexed), and its layout: "blocks" with how many
+changes its journal holds that are not folded into the blocks yet, or
+"keys" (see docs/indexes.md). Queries do not use an index until it is
 ready; 'storh index build COLL' (or any write to the collection) finishes an
 interrupted build. With --json it prints one object,
-{"collection":…,"indexes":[{"name","paths","unique","entries","building"}]}.`,
+{"collection":…,"indexes":[{"name","paths","unique","entries","building","layout","journaled"}]}.`,
 		Example: `  storh index list posts
   storh --json index list posts`,
 		Args: args(1, 1),
@@ -98,7 +103,7 @@ interrupted build. With --json it prints one object,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tPATHS\tUNIQUE\tENTRIES\tSTATE")
+			fmt.Fprintln(tw, "NAME\tPATHS\tUNIQUE\tENTRIES\tSTATE\tLAYOUT")
 			for _, ix := range infos {
 				j := toIndexJSON(ix)
 				unique, state := "no", "ready"
@@ -108,7 +113,11 @@ interrupted build. With --json it prints one object,
 				if ix.Building {
 					state = fmt.Sprintf("building (%s of %s records)", commas(int64(ix.Built)), commas(int64(cs.Records)))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ix.Name, strings.Join(j.Paths, ","), unique, commas(int64(ix.Entries)), state)
+				layout := ix.Layout
+				if ix.Layout == "blocks" {
+					layout = fmt.Sprintf("blocks (%s journaled)", commas(int64(ix.Journaled)))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ix.Name, strings.Join(j.Paths, ","), unique, commas(int64(ix.Entries)), state, layout)
 			}
 			return tw.Flush()
 		},

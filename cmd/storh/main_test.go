@@ -380,6 +380,13 @@ func cmdInterruptIndex(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		def["building"], def["entries"] = true, 0
 		delete(def, "mark")
+		// A blocked index's journal is empty too: nothing of it committed.
+		if def["layout"] != nil {
+			def["pending"], def["floor"] = 0, def["seq"]
+			if err := emptyBucket(coll.Bucket([]byte("l")), args[2]); err != nil {
+				return err
+			}
+		}
 		b, err := msgpack.Marshal(def)
 		if err != nil {
 			return err
@@ -387,11 +394,14 @@ func cmdInterruptIndex(ts *testscript.TestScript, neg bool, args []string) {
 		if err := defs.Put([]byte(args[2]), b); err != nil {
 			return err
 		}
-		entries := coll.Bucket([]byte("i"))
-		if err := entries.DeleteBucket([]byte(args[2])); err != nil {
-			return err
-		}
-		_, err = entries.CreateBucket([]byte(args[2]))
-		return err
+		return emptyBucket(coll.Bucket([]byte("i")), args[2])
 	}))
+}
+
+func emptyBucket(parent *bolt.Bucket, name string) error {
+	if err := parent.DeleteBucket([]byte(name)); err != nil {
+		return err
+	}
+	_, err := parent.CreateBucket([]byte(name))
+	return err
 }

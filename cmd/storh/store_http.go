@@ -443,12 +443,14 @@ func (s *httpStore) explain(ctx context.Context, coll string, f *queryFlags, _ q
 func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
 	var out struct {
 		Indexes []struct {
-			Name     string     `json:"name"`
-			Paths    [][]string `json:"paths"`
-			Unique   bool       `json:"unique"`
-			Entries  int        `json:"entries"`
-			Building bool       `json:"building"`
-			Built    int        `json:"built"`
+			Name      string     `json:"name"`
+			Paths     [][]string `json:"paths"`
+			Unique    bool       `json:"unique"`
+			Entries   int        `json:"entries"`
+			Building  bool       `json:"building"`
+			Built     int        `json:"built"`
+			Layout    string     `json:"layout"`
+			Journaled int        `json:"journaled"`
 		} `json:"indexes"`
 	}
 	if err := s.getJSON(collPath(coll)+"/indexes", nil, &out); err != nil {
@@ -456,7 +458,8 @@ func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
 	}
 	var infos []storh.IndexInfo
 	for _, ix := range out.Indexes {
-		infos = append(infos, storh.IndexInfo{Name: ix.Name, Paths: ix.Paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built})
+		infos = append(infos, storh.IndexInfo{Name: ix.Name, Paths: ix.Paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built,
+			Layout: ix.Layout, Journaled: ix.Journaled})
 	}
 	return infos, nil
 }

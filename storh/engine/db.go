@@ -120,6 +120,10 @@ type DB struct {
 	// processes the backend orders writers itself (PostgreSQL: a lock per
 	// collection).
 	writeMu sync.Mutex
+	// pubMu is held by a write transaction from its start until it has
+	// handed its changes to the lists of blocked indexes (Tx.afterCommit):
+	// the next writer then finds the lists holding every commit before it.
+	pubMu sync.Mutex
 
 	openTxid int          // the file's transaction id when it was opened
 	commits  atomic.Int64 // write transactions committed (other backends)
@@ -468,6 +472,13 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	var own error // from fn or from our own bookkeeping: returned as is
 	var tx *Tx
 	var txid int // bbolt clears the transaction's meta once it commits
+	db.pubMu.Lock()
+	published := false
+	defer func() {
+		if !published {
+			db.pubMu.Unlock()
+		}
+	}()
 	err := rerunConflicts(func() error {
 		return db.run(true, func(ktx kv.Tx) error {
 			tx = newTx(db, ktx)
@@ -502,6 +513,8 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 			db.publish(txid, tx.changes)
 		}
 		tx.afterCommit()
+		published = true
+		db.pubMu.Unlock()
 		if foldNow && !tx.folding {
 			db.RunFolds()
 		}

@@ -80,9 +80,11 @@ type IndexSpec struct {
 // IndexInfo describes an index of a collection.
 type IndexInfo struct {
 	IndexSpec
-	Entries  int  // index keys: one per record, plus one per distinct list element
-	Building bool // still being built: queries do not use it yet
-	Built    int  // while building: records indexed so far (of the collection's Count)
+	Entries   int    // index keys: one per record, plus one per distinct list element
+	Building  bool   // still being built: queries do not use it yet
+	Built     int    // while building: records indexed so far (of the collection's Count)
+	Layout    string // "keys" or "blocks"
+	Journaled int    // blocks: changes in the journal, not folded into the blocks yet
 }
 
 // indexDef is an index as stored.
@@ -118,26 +120,27 @@ type collIndex struct {
 
 	// A blocked index's journal, and as this transaction sees it: the
 	// journal's sequences when the transaction began (base), the committed
-	// changes (view, resolved on first read), the changes it made since
-	// its last flush (ops) and the ones it journaled at a flush (flushed).
+	// changes (view, resolved on first use), the changes it made since its
+	// last flush (pend) and those it journaled at a flush (flushed).
 	journal  kv.Bucket
 	base     struct{ Seq, Floor uint64 }
 	view     *ixView
 	viewDone bool
-	ops      *opTree
+	pend     *pending
 	flushed  []journaled
-	folded   bool // a fold finished in this transaction
+	folded   bool     // a fold finished in this transaction
+	collect  [][]byte // a rebuild's entries, collected instead of changed
+	unique   [][]byte // … and its whole entries a unique index constrains
 	coll     string
 	mems     *ixMems     // the DB's views; nil outside a DB
 	fail     func(error) // records damage found while reading (Coll.fail)
-	arena    []byte      // holds the keys of ops
 }
 
-// journaled is one flush's changes: the records after sequence before, up
-// to after.
+// journaled is one flush's changes, in key order: the records after
+// sequence before, up to after.
 type journaled struct {
 	before, after uint64
-	ops           *opTree
+	seg           *segment
 }
 
 // maintains reports whether writes of id must update this index: every
@@ -279,7 +282,11 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 	all, err := c.indexes()
 	out := make([]IndexInfo, 0, len(all))
 	for _, ix := range all {
-		out = append(out, IndexInfo{IndexSpec: ix.spec(), Entries: int(ix.def.Entries + ix.delta), Building: ix.def.Building, Built: int(ix.def.Built)})
+		info := IndexInfo{IndexSpec: ix.spec(), Entries: int(ix.def.Entries + ix.delta), Building: ix.def.Building, Built: int(ix.def.Built), Layout: "keys"}
+		if ix.def.Layout == layoutBlocks {
+			info.Layout, info.Journaled = "blocks", int(ix.def.Pending)
+		}
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b IndexInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
@@ -415,24 +422,27 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 	if ix.def.Layout == layoutKeys {
 		return ix.entries.Cursor(), nil
 	}
-	view, err := ix.committedView()
-	if err != nil {
-		return nil, err
-	}
 	blocks := newBlockCursor(ix.entries, ix.fail)
-	if view == nil && ix.ops == nil && len(ix.flushed) == 0 {
-		return blocks, nil
+	var view *ixView
+	if ix.base.Seq > ix.base.Floor {
+		var err error
+		if view, err = ix.committedView(); err != nil {
+			return nil, err
+		}
+	}
+	if (view == nil || view.empty()) && ix.pend.empty() && len(ix.flushed) == 0 {
+		return blocks, nil // nothing journaled, nothing changed
 	}
 	srcs := make([]ixSource, 0, 3+len(ix.flushed))
 	srcs = append(srcs, &kvSource{c: blocks})
-	if view != nil {
-		srcs = append(srcs, newOpSource(view.ops, ix.base.Seq))
+	if view != nil && !view.empty() {
+		srcs = append(srcs, newSegSource(view, ix.base.Seq))
 	}
 	for _, f := range ix.flushed {
-		srcs = append(srcs, newOpSource(f.ops, seqPending))
+		srcs = append(srcs, newSegSource(&ixView{segs: []*segment{f.seg}}, seqPending))
 	}
-	if ix.ops != nil {
-		srcs = append(srcs, newOpSource(ix.ops, seqPending))
+	if !ix.pend.empty() {
+		srcs = append(srcs, ix.pend.source())
 	}
 	return &ixCursor{srcs: srcs}, nil
 }
@@ -457,17 +467,14 @@ func (ix *collIndex) del(key []byte) error {
 }
 
 func (ix *collIndex) change(key []byte, del bool) {
-	if ix.ops == nil {
-		ix.ops = newOpTree()
+	if ix.collect != nil {
+		ix.collect = append(ix.collect, bytes.Clone(key))
+		return
 	}
-	// The caller's key is scratch: the change keeps a copy, in an arena
-	// that grows in chunks (the keys of a full chunk stay where they are).
-	if cap(ix.arena)-len(ix.arena) < len(key) {
-		ix.arena = make([]byte, 0, max(32<<10, len(key)))
+	if ix.pend == nil {
+		ix.pend = &pending{}
 	}
-	start := len(ix.arena)
-	ix.arena = append(ix.arena, key...)
-	ix.ops.Set(ixOp{key: ix.arena[start:len(ix.arena):len(ix.arena)], seq: seqPending, del: del})
+	ix.pend.add(key, del)
 }
 
 // journalErr describes a damaged journal of ix.
@@ -568,18 +575,22 @@ func (c *Coll) flushIndexes() error {
 	}
 	defs := c.root.Bucket(bucketIndexDefs)
 	for _, ix := range c.idx {
-		if ix.ops != nil && ix.ops.Len() > 0 {
+		if !ix.pend.empty() {
+			ops := ix.pend.inOrder()
 			before := ix.def.Seq
-			after, err := appendJournal(ix.ops, before, func(seq uint64, rec []byte) error {
+			after, err := appendJournal(ops, before, func(seq uint64, rec []byte) error {
 				ix.def.Pending += journalCount(rec)
 				return mapStoreErr(ix.journal.Put(seqKey(seq), rec))
 			})
 			if err != nil {
 				return err
 			}
+			for i := range ops {
+				ops[i].seq = after // a transaction's records commit together
+			}
 			ix.def.Seq = after
-			ix.flushed = append(ix.flushed, journaled{before: before, after: after, ops: ix.ops})
-			ix.ops, ix.changed = nil, true
+			ix.flushed = append(ix.flushed, journaled{before: before, after: after, seg: newSegment(ops)})
+			ix.pend, ix.changed = nil, true
 		}
 		if ix.delta == 0 && !ix.changed {
 			continue
@@ -636,7 +647,6 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 			return nil, mapStoreErr(err)
 		}
 		ix.def.Layout, ix.def.Inc = layoutBlocks, rand.Uint64()|1
-		ix.viewDone = true // nothing journaled yet
 	}
 	ix.setFill()
 	if err := putDef(defs, s.Name, &ix.def); err != nil {
@@ -758,7 +768,9 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 			return false, fmt.Errorf("building index %q: record %s: %w", ix.name, id, err)
 		}
 		s.buf, s.newKs = buf, keys
-		if ix.def.Unique && !null {
+		if ix.def.Unique && !null && ix.collect != nil {
+			ix.unique = append(ix.unique, bytes.Clone(keys[0])) // checked once all are in
+		} else if ix.def.Unique && !null {
 			other, taken, err := ix.conflict(keys[0], id)
 			if err != nil {
 				return false, err

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
+	"math/bits"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -48,7 +50,7 @@ func TestBlockRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		keys := sortedUnique(rapid.SliceOfN(entryKeyGen(), 1, 60).Draw(t, "keys"))
 		tail := rapid.Bool().Draw(t, "tail")
-		runs := splitBlocks(keys, tail)
+		runs, shared := splitBlocks(keys, tail)
 		var got [][]byte
 		for i, run := range runs {
 			if len(run) == 0 {
@@ -58,12 +60,18 @@ func TestBlockRoundTrip(t *testing.T) {
 				t.Fatalf("run %d is %d bytes, over the %d limit, with %d entries", i, size, tune.IndexBlockBytes, len(run))
 			}
 			v := appendBlock(nil, run)
+			if !bytes.Equal(v, appendRun(nil, run, shared[i])) {
+				t.Fatalf("run %d: the shares splitBlocks gives encode another block", i)
+			}
+			if len(v) != blockSize(run) {
+				t.Fatalf("run %d: %d bytes, blockSize says %d", i, len(v), blockSize(run))
+			}
 			b, err := parseBlock(run[0], v)
+			if err == nil {
+				got, _, err = b.entries(got, nil)
+			}
 			if err != nil {
 				t.Fatalf("run %d: %v", i, err)
-			}
-			for j := range b.n {
-				got = append(got, b.entry(j))
 			}
 			// A damaged byte anywhere, or the block under another key, is
 			// damage.
@@ -100,7 +108,7 @@ func FuzzParseBlock(f *testing.F) {
 	keys := [][]byte{[]byte("\x00a0123456789abcdef"), []byte("\x00b0123456789abcdef"), []byte("\x01c0123456789abcdef")}
 	f.Add(keys[0], appendBlock(nil, keys))
 	f.Add(keys[2], appendBlock(nil, keys[2:]))
-	f.Add([]byte{0}, []byte{1, 0, 0, 0, 0, 0, 1, 0, 1, 0})
+	f.Add([]byte{0}, []byte{1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, key, v []byte) {
 		if len(v) >= 5 {
 			// Seal it, so that the checks past the checksum are explored.
@@ -111,12 +119,32 @@ func FuzzParseBlock(f *testing.F) {
 		if err != nil {
 			return
 		}
-		entries := make([][]byte, b.n)
-		for i := range b.n {
-			entries[i] = b.entry(i)
+		// A cursor over it reads what entries reads, or reports damage
+		// where entries fails; neither panics.
+		entries, _, entriesErr := b.entries(nil, nil)
+		bc := &blockCursor{bc: noCursor{}, blk: b, bkey: key}
+		var damaged error
+		bc.fail = func(err error) { damaged = err }
+		var walked [][]byte
+		for k := bc.at(0); k != nil; k, _ = bc.Next() {
+			walked = append(walked, bytes.Clone(k))
+			if len(walked) > b.n {
+				t.Fatal("the walk goes past the block's entries")
+			}
 		}
-		if again := appendBlock(nil, entries); !bytes.Equal(again, v) {
-			t.Fatalf("re-encoded block differs:\n%x\n%x", again, v)
+		if entriesErr == nil {
+			if damaged != nil || !slices.EqualFunc(walked, entries, bytes.Equal) {
+				t.Fatalf("walked %q (%v), entries %q", walked, damaged, entries)
+			}
+			// Sound entries encode to a block that reads the same.
+			again, err := parseBlock(entries[0], appendBlock(nil, entries))
+			var back [][]byte
+			if err == nil {
+				back, _, err = again.entries(nil, nil)
+			}
+			if err != nil || !slices.EqualFunc(back, entries, bytes.Equal) {
+				t.Fatalf("re-encoded: %q, %v; want %q", back, err, entries)
+			}
 		}
 	})
 }
@@ -124,14 +152,12 @@ func FuzzParseBlock(f *testing.F) {
 // FuzzJournalOps: a journal record either fails to parse or holds changes
 // in strictly ascending order that encode back to the same record.
 func FuzzJournalOps(f *testing.F) {
-	tree := newOpTree()
-	tree.Set(ixOp{key: []byte("\x00a0123456789abcdef"), seq: seqPending})
-	tree.Set(ixOp{key: []byte("\x00b0123456789abcdef"), seq: seqPending, del: true})
 	var seeds [][2][]byte
-	if _, err := appendJournal(tree, 6, func(seq uint64, rec []byte) error {
-		seeds = append(seeds, [2][]byte{seqKey(seq), rec})
-		return nil
-	}); err != nil {
+	if _, err := appendJournal([]ixOp{{key: []byte("\x00a0123456789abcdef")}, {key: []byte("\x00b0123456789abcdef"), del: true}}, 6,
+		func(seq uint64, rec []byte) error {
+			seeds = append(seeds, [2][]byte{seqKey(seq), rec})
+			return nil
+		}); err != nil {
 		f.Fatal(err)
 	}
 	for _, s := range seeds {
@@ -143,21 +169,18 @@ func FuzzJournalOps(f *testing.F) {
 			v = bytes.Clone(v)
 			binary.BigEndian.PutUint32(v[1:], crc32.Update(crc32.Checksum(v[5:], castagnoli), castagnoli, key))
 		}
-		ops := newOpTree()
-		var prev []byte
+		var ops []ixOp
 		n, err := journalOps(key, v, func(op ixOp) {
-			if prev != nil && bytes.Compare(prev, op.key) >= 0 {
-				t.Fatalf("changes out of order: %q after %q", op.key, prev)
+			if len(ops) > 0 && bytes.Compare(ops[len(ops)-1].key, op.key) >= 0 {
+				t.Fatalf("changes out of order: %q after %q", op.key, ops[len(ops)-1].key)
 			}
-			prev = op.key
-			op.seq = seqPending
-			ops.Set(op)
+			ops = append(ops, op)
 		})
 		if err != nil {
 			return
 		}
-		if n != ops.Len() {
-			t.Fatalf("%d changes counted, %d read", n, ops.Len())
+		if n != len(ops) {
+			t.Fatalf("%d changes counted, %d read", n, len(ops))
 		}
 		if n == 0 {
 			return // appendJournal writes no empty record
@@ -317,9 +340,10 @@ func wipe(b kv.Bucket) error {
 	return nil
 }
 
-// TestIxCursorModel: blocks merged with journaled changes (several per
-// key, some past the snapshot) and a transaction's own changes read as the
-// set a brute-force replay of the same changes gives, under every move.
+// TestIxCursorModel: blocks merged with a view of journaled changes
+// (several per key, in segments merged as commits come, some past the
+// snapshot) and the reading transaction's own changes read as the set a
+// brute-force replay of the same changes gives, under every move.
 func TestIxCursorModel(t *testing.T) {
 	setTune(t, "block=100")
 	update := testBuckets(t)
@@ -329,31 +353,26 @@ func TestIxCursorModel(t *testing.T) {
 		for _, k := range base {
 			set[string(k)] = true
 		}
-		view := newOpTree()
-		upto := uint64(rapid.IntRange(1, 8).Draw(rt, "upto"))
-		type change struct {
-			key []byte
-			seq uint64
-			del bool
-		}
-		var changes []change
-		for range rapid.IntRange(0, 40).Draw(rt, "journaled") {
-			ch := change{key: entryKeyGen().Draw(rt, "key"), seq: uint64(rapid.IntRange(1, 10).Draw(rt, "seq")), del: rapid.Bool().Draw(rt, "del")}
-			if _, dup := view.Get(ixOp{key: ch.key, seq: ch.seq}); dup {
-				continue // one change per key and record
+		// Commits 1..n, each changing distinct keys; the reader sees up to
+		// upto of them.
+		commits := rapid.IntRange(0, 10).Draw(rt, "commits")
+		upto := uint64(rapid.IntRange(0, commits).Draw(rt, "upto"))
+		view := &ixView{}
+		for seq := uint64(1); seq <= uint64(commits); seq++ {
+			byKey := map[string]bool{}
+			for range rapid.IntRange(1, 8).Draw(rt, "changes") {
+				byKey[string(entryKeyGen().Draw(rt, "key"))] = rapid.Bool().Draw(rt, "del")
 			}
-			view.Set(ixOp{key: ch.key, seq: ch.seq, del: ch.del})
-			changes = append(changes, ch)
-		}
-		// Replay: a key's journaled changes in sequence order, up to the
-		// snapshot, then the transaction's own.
-		slices.SortStableFunc(changes, func(a, b change) int { return int(a.seq) - int(b.seq) })
-		for _, ch := range changes {
-			if ch.seq <= upto {
-				set[string(ch.key)] = !ch.del
+			var ops []ixOp
+			for k, del := range byKey {
+				ops = append(ops, ixOp{key: []byte(k), seq: seq, del: del})
+				if seq <= upto {
+					set[k] = !del
+				}
 			}
+			sortOps(ops)
+			view = view.with(newSegment(ops), seq)
 		}
-		var srcs []ixSource
 		own := newOpTree()
 		for range rapid.IntRange(0, 20).Draw(rt, "own") {
 			k, del := entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del")
@@ -377,8 +396,12 @@ func TestIxCursorModel(t *testing.T) {
 					return err
 				}
 			}
-			srcs = []ixSource{&kvSource{c: newBlockCursor(b, func(err error) { rt.Fatalf("damage: %v", err) })},
-				newOpSource(view, upto), newOpSource(own, seqPending)}
+			fail := func(err error) { rt.Fatalf("damage: %v", err) }
+			srcs := []ixSource{&kvSource{c: newBlockCursor(b, fail)}, newSegSource(view, upto), newOpSource(own, seqPending)}
+			checkCursorAgainst(rt, &ixCursor{srcs: srcs}, want, probes)
+			// The view flattened to the snapshot (what a fold walks) reads
+			// the same.
+			srcs = []ixSource{&kvSource{c: newBlockCursor(b, fail)}, &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)}
 			checkCursorAgainst(rt, &ixCursor{srcs: srcs}, want, probes)
 			return nil
 		})
@@ -397,12 +420,14 @@ func TestFoldModel(t *testing.T) {
 		for _, k := range base {
 			set[string(k)] = true
 		}
-		ops := newOpTree()
-		for range rapid.IntRange(1, 60).Draw(rt, "changes") {
+		view := &ixView{}
+		count := rapid.IntRange(1, 60).Draw(rt, "changes")
+		for i := range count {
 			k, del := entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del")
-			ops.Set(ixOp{key: k, seq: 1, del: del})
+			view = view.with(newSegment([]ixOp{{key: k, seq: uint64(i + 1), del: del}}), uint64(i+1)) // a key's later change wins
 			set[string(k)] = !del
 		}
+		upto := uint64(count)
 		var want [][]byte
 		for k, in := range set {
 			if in {
@@ -420,7 +445,7 @@ func TestFoldModel(t *testing.T) {
 					return err
 				}
 			}
-			src := newOpSource(ops, 1)
+			src := newSegSource(view, upto)
 			src.first()
 			for steps := 0; ; steps++ {
 				w := blockWriter{blocks: b}
@@ -434,7 +459,7 @@ func TestFoldModel(t *testing.T) {
 				}
 				// A new step resumes at the next change, as foldStep does.
 				next, _ := src.current()
-				src = newOpSource(ops, 1)
+				src = newSegSource(view, upto)
 				src.seek(bytes.Clone(next))
 				if steps > 1000 {
 					rt.Fatal("the fold does not end")
@@ -445,12 +470,12 @@ func TestFoldModel(t *testing.T) {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				blk, err := parseBlock(k, v)
+				var run [][]byte
+				if err == nil {
+					run, _, err = blk.entries(nil, nil)
+				}
 				if err != nil {
 					rt.Fatalf("block %q: %v", k, err)
-				}
-				var run [][]byte
-				for i := range blk.n {
-					run = append(run, blk.entry(i))
 				}
 				if len(run) > 1 && blockSize(run) > tune.IndexBlockBytes {
 					rt.Fatalf("block %q is %d bytes", k, blockSize(run))
@@ -468,5 +493,91 @@ func TestFoldModel(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestViewSegmentsStayFew: commits of any sizes leave a view of about the
+// log of their count in segments, holding every change once.
+func TestViewSegmentsStayFew(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		view := &ixView{}
+		total := 0
+		commits := rapid.IntRange(1, 300).Draw(rt, "commits")
+		for seq := uint64(1); seq <= uint64(commits); seq++ {
+			n := rapid.IntRange(1, 50).Draw(rt, "size")
+			ops := make([]ixOp, n)
+			for i := range ops {
+				ops[i] = ixOp{key: fmt.Appendf(nil, "%08d-%04d", seq, i), seq: seq}
+			}
+			total += n
+			view = view.with(newSegment(ops), seq)
+		}
+		held := 0
+		for _, s := range view.segs {
+			held += s.len()
+			for i := 1; i < s.len(); i++ {
+				if bytes.Compare(s.key(i-1), s.key(i)) > 0 {
+					rt.Fatal("a segment out of order")
+				}
+			}
+		}
+		// Each segment is under half the one before it (with a factor
+		// for the sizes commits come in): a few dozen at most.
+		if held != total || len(view.segs) > 2*bits.Len(uint(total))+2 {
+			rt.Fatalf("%d commits, %d changes: %d segments holding %d", commits, total, len(view.segs), held)
+		}
+	})
+}
+
+// noCursor is a bucket with nothing more in it, either way.
+type noCursor struct{}
+
+func (noCursor) First() ([]byte, []byte)      { return nil, nil }
+func (noCursor) Last() ([]byte, []byte)       { return nil, nil }
+func (noCursor) Seek([]byte) ([]byte, []byte) { return nil, nil }
+func (noCursor) Next() ([]byte, []byte)       { return nil, nil }
+func (noCursor) Prev() ([]byte, []byte)       { return nil, nil }
+func (noCursor) Delete() error                { return nil }
+
+// TestPendingModel: a transaction's changes, written and read in any
+// interleaving (so that they move into a tree part way for some runs),
+// read as the latest change of each key, in key order.
+func TestPendingModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := &pending{}
+		want := map[string]bool{}
+		for range rapid.IntRange(1, 80).Draw(rt, "steps") {
+			if rapid.IntRange(0, 3).Draw(rt, "read") > 0 {
+				k, del := entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del")
+				p.add(k, del)
+				want[string(k)] = del
+				continue
+			}
+			src := p.source()
+			var got []string
+			for src.first(); ; src.next() {
+				k, del := src.current()
+				if k == nil {
+					break
+				}
+				if want[string(k)] != del {
+					rt.Fatalf("key %q reads del=%v, want %v", k, del, want[string(k)])
+				}
+				got = append(got, string(k))
+			}
+			keys := slices.Sorted(maps.Keys(want))
+			if !slices.Equal(got, keys) {
+				rt.Fatalf("read %q, want %q", got, keys)
+			}
+		}
+		ops := p.inOrder()
+		if len(ops) != len(want) {
+			rt.Fatalf("%d changes in order, want %d", len(ops), len(want))
+		}
+		for i, op := range ops {
+			if i > 0 && bytes.Compare(ops[i-1].key, op.key) >= 0 || want[string(op.key)] != op.del {
+				rt.Fatalf("change %d: %q del=%v", i, op.key, op.del)
+			}
+		}
 	})
 }

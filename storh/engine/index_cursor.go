@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"math"
+	"slices"
 
 	"github.com/tidwall/btree"
 
@@ -15,10 +16,12 @@ import (
 // key's newest change decides whether it is there; a deleted key is
 // skipped. It has the moves of a kv.Cursor; after a move returns nil, only
 // First, Last or Seek may follow (the engine's walks never do otherwise).
+// A key it returns is valid until its next move.
 type ixCursor struct {
 	srcs []ixSource // in rising precedence: blocks, journal, own changes
 	fwd  bool
 	key  []byte // the key the cursor is on; nil: none
+	buf  []byte // holds key
 }
 
 // ixSource is one sorted run of changes: a source's current key and
@@ -121,8 +124,11 @@ func (m *ixCursor) settle() []byte {
 			return nil
 		}
 		_, del := m.srcs[best].current()
+		// A source's key lasts until it moves (a block's entries are
+		// decoded into the cursor): keep a copy.
+		m.buf = append(m.buf[:0], bk...)
 		for _, s := range m.srcs {
-			if k, _ := s.current(); k != nil && bytes.Equal(k, bk) {
+			if k, _ := s.current(); k != nil && bytes.Equal(k, m.buf) {
 				if m.fwd {
 					s.next()
 				} else {
@@ -131,8 +137,8 @@ func (m *ixCursor) settle() []byte {
 			}
 		}
 		if !del {
-			m.key = bk
-			return bk
+			m.key = m.buf
+			return m.buf
 		}
 	}
 }
@@ -253,4 +259,189 @@ func (s *opSource) backward() {
 		}
 	}
 	s.key, s.del = nil, false
+}
+
+// segSource reads the segments of a view as one sorted run: of each key,
+// the change with the highest sequence at or below upto counts (a
+// segment holds a key's changes newest first), and a key with none is
+// not there. pos holds, per segment, the next change to look at in the
+// direction of the last move (fwd): its index going forward, the index
+// after it going back.
+type segSource struct {
+	segs []*segment
+	upto uint64
+	pos  []int
+	fwd  bool
+	key  []byte
+	del  bool
+}
+
+func newSegSource(v *ixView, upto uint64) *segSource {
+	return &segSource{segs: v.segs, upto: upto, pos: make([]int, len(v.segs))}
+}
+
+// lowerBound returns the index of the first change of s at or after k.
+func lowerBound(s *segment, k []byte) int {
+	lo, hi := 0, s.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(s.key(m), k) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// upperBound returns the index of the first change of s after k.
+func upperBound(s *segment, k []byte) int {
+	lo, hi := 0, s.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(s.key(m), k) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (s *segSource) first() {
+	clear(s.pos)
+	s.fwd = true
+	s.forward()
+}
+
+func (s *segSource) last() {
+	for i, seg := range s.segs {
+		s.pos[i] = seg.len()
+	}
+	s.fwd = false
+	s.backward()
+}
+
+func (s *segSource) seek(k []byte) {
+	for i, seg := range s.segs {
+		s.pos[i] = lowerBound(seg, k)
+	}
+	s.fwd = true
+	s.forward()
+}
+
+func (s *segSource) next() {
+	if !s.fwd {
+		if s.key == nil {
+			s.first()
+			return
+		}
+		for i, seg := range s.segs {
+			s.pos[i] = upperBound(seg, s.key)
+		}
+		s.fwd = true
+	}
+	s.forward()
+}
+
+func (s *segSource) prev() {
+	if s.fwd {
+		if s.key == nil {
+			s.last()
+			return
+		}
+		for i, seg := range s.segs {
+			s.pos[i] = lowerBound(seg, s.key)
+		}
+		s.fwd = false
+	}
+	s.backward()
+}
+
+func (s *segSource) current() ([]byte, bool) { return s.key, s.del }
+
+// forward takes the smallest key at the segments' positions that has a
+// change the transaction sees, moving each segment past that key.
+func (s *segSource) forward() {
+	for {
+		var k []byte
+		for i, seg := range s.segs {
+			if p := s.pos[i]; p < seg.len() {
+				if pk := seg.key(p); k == nil || bytes.Compare(pk, k) < 0 {
+					k = pk
+				}
+			}
+		}
+		if k == nil {
+			s.key, s.del = nil, false
+			return
+		}
+		found, best := false, uint64(0)
+		for i, seg := range s.segs {
+			for p := s.pos[i]; p < seg.len() && bytes.Equal(seg.key(p), k); p++ {
+				if op := seg.ops[p]; op.seq <= s.upto && (!found || op.seq > best) {
+					found, best, s.del = true, op.seq, op.del
+				}
+				s.pos[i] = p + 1
+			}
+		}
+		if found {
+			s.key = k
+			return
+		}
+	}
+}
+
+// backward takes the largest key before the segments' positions that has
+// a change the transaction sees, moving each segment before that key.
+func (s *segSource) backward() {
+	for {
+		var k []byte
+		for i, seg := range s.segs {
+			if p := s.pos[i] - 1; p >= 0 {
+				if pk := seg.key(p); k == nil || bytes.Compare(pk, k) > 0 {
+					k = pk
+				}
+			}
+		}
+		if k == nil {
+			s.key, s.del = nil, false
+			return
+		}
+		found, best := false, uint64(0)
+		for i, seg := range s.segs {
+			for p := s.pos[i] - 1; p >= 0 && bytes.Equal(seg.key(p), k); p-- {
+				if op := seg.ops[p]; op.seq <= s.upto && (!found || op.seq > best) {
+					found, best, s.del = true, op.seq, op.del
+				}
+				s.pos[i] = p
+			}
+		}
+		if found {
+			s.key = k
+			return
+		}
+	}
+}
+
+// flatSource is a view flattened (ixView.flatten): changes in key order,
+// one per key.
+type flatSource struct {
+	ops []ixOp
+	i   int // -1 or len(ops): off the ends
+}
+
+func (s *flatSource) first() { s.i = 0 }
+func (s *flatSource) last()  { s.i = len(s.ops) - 1 }
+func (s *flatSource) seek(k []byte) {
+	s.i, _ = slices.BinarySearchFunc(s.ops, k, func(op ixOp, k []byte) int { return bytes.Compare(op.key, k) })
+}
+func (s *flatSource) next() { s.i = min(s.i+1, len(s.ops)) }
+func (s *flatSource) prev() { s.i = max(s.i-1, -1) }
+
+func (s *flatSource) current() ([]byte, bool) {
+	if s.i < 0 || s.i >= len(s.ops) {
+		return nil, false
+	}
+	return s.ops[s.i].key, s.ops[s.i].del
 }

@@ -55,22 +55,20 @@ func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error)
 	if err != nil {
 		return false, err
 	}
-	if view != nil {
-		ops := newOpSource(view.ops, d.FoldTo)
-		if d.FoldNext == nil {
-			ops.first()
-		} else {
-			ops.seek(d.FoldNext)
+	ops := &flatSource{ops: view.flatten(d.FoldTo)}
+	if d.FoldNext == nil {
+		ops.first()
+	} else {
+		ops.seek(d.FoldNext)
+	}
+	w := blockWriter{blocks: ix.entries}
+	for k, _ := ops.current(); k != nil; k, _ = ops.current() {
+		if w.written >= budget {
+			d.FoldNext = bytes.Clone(k)
+			return false, nil
 		}
-		w := blockWriter{blocks: ix.entries}
-		for k, _ := ops.current(); k != nil; k, _ = ops.current() {
-			if w.written >= budget {
-				d.FoldNext = bytes.Clone(k)
-				return false, nil
-			}
-			if err := w.rewrite(ops); err != nil {
-				return false, ix.blockErr(err)
-			}
+		if err := w.rewrite(ops); err != nil {
+			return false, ix.blockErr(err)
 		}
 	}
 	// Every change up to FoldTo is in the blocks: its records go.
@@ -101,7 +99,7 @@ type blockWriter struct {
 
 // rewrite applies every change of ops that falls in the range of the
 // block holding ops' current key, then moves ops past them.
-func (w *blockWriter) rewrite(ops *opSource) error {
+func (w *blockWriter) rewrite(ops ixSource) error {
 	k, _ := ops.current()
 	cur := w.blocks.Cursor()
 	var olds [][]byte // keys of the blocks replaced
@@ -134,8 +132,9 @@ func (w *blockWriter) rewrite(ops *opSource) error {
 	if len(w.merged) == 0 {
 		return nil
 	}
-	for _, run := range splitBlocks(w.merged, hi == nil) {
-		b := appendBlock(nil, run)
+	runs, shared := splitBlocks(w.merged, hi == nil)
+	for i, run := range runs {
+		b := appendRun(nil, run, shared[i])
 		if err := w.blocks.Put(run[0], b); err != nil {
 			return mapStoreErr(err)
 		}
@@ -184,20 +183,21 @@ func (w *blockWriter) takeAt(cur kv.Cursor, key []byte, olds, entries *[][]byte)
 
 func addBlock(key, v []byte, olds, entries *[][]byte) error {
 	b, err := parseBlock(key, v)
+	if err == nil {
+		*entries, _, err = b.entries(*entries, make([]byte, 0, len(v)))
+	}
 	if err != nil {
 		return fmt.Errorf("block %x: %w", key, err)
 	}
 	*olds = append(*olds, key)
-	for i := range b.n {
-		*entries = append(*entries, b.entry(i))
-	}
 	return nil
 }
 
 // applyOps appends to dst the entries merged with the changes of ops below
-// hi (nil: all of them), moving ops past those. The keys alias the blocks
-// and the view, which outlive the transaction's writes.
-func applyOps(dst, entries [][]byte, ops *opSource, hi []byte) [][]byte {
+// hi (nil: all of them), moving ops past those. The keys are the blocks'
+// entries as decoded and the view's, which outlive the transaction's
+// writes.
+func applyOps(dst, entries [][]byte, ops ixSource, hi []byte) [][]byte {
 	i := 0
 	for k, del := ops.current(); k != nil && (hi == nil || bytes.Compare(k, hi) < 0); k, del = ops.current() {
 		for i < len(entries) && bytes.Compare(entries[i], k) < 0 {
@@ -218,8 +218,9 @@ func applyOps(dst, entries [][]byte, ops *opSource, hi []byte) [][]byte {
 // writeBlocks fills the empty blocks bucket b with keys (ascending), packed
 // full: a rebuild, or the first blocks of an index.
 func writeBlocks(b kv.Bucket, keys [][]byte) error {
-	for _, run := range splitBlocks(keys, true) {
-		if err := b.Put(run[0], appendBlock(nil, run)); err != nil {
+	runs, shared := splitBlocks(keys, true)
+	for i, run := range runs {
+		if err := b.Put(run[0], appendRun(nil, run, shared[i])); err != nil {
 			return mapStoreErr(err)
 		}
 	}

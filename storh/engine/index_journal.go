@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -67,6 +68,8 @@ func opLess(a, b ixOp) bool {
 	return a.seq > b.seq
 }
 
+// opTree holds a write transaction's changes until it flushes them: one per
+// key (seqPending), in key order.
 type opTree = btree.BTreeG[ixOp]
 
 func newOpTree() *opTree {
@@ -75,10 +78,20 @@ func newOpTree() *opTree {
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
+// sortOps sorts changes by opLess.
+func sortOps(ops []ixOp) {
+	slices.SortFunc(ops, func(a, b ixOp) int {
+		if c := bytes.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
+}
+
 // appendJournal encodes ops (ascending, one per key) as journal records,
 // from sequence seq+1 on, and calls put for each. It returns the last
 // sequence used.
-func appendJournal(ops *opTree, seq uint64, put func(seq uint64, rec []byte) error) (uint64, error) {
+func appendJournal(ops []ixOp, seq uint64, put func(seq uint64, rec []byte) error) (uint64, error) {
 	var rec []byte
 	n := 0
 	flushRec := func() error {
@@ -93,8 +106,7 @@ func appendJournal(ops *opTree, seq uint64, put func(seq uint64, rec []byte) err
 		rec, n = nil, 0 // the store may keep rec until the transaction ends
 		return err
 	}
-	var err error
-	ops.Scan(func(op ixOp) bool {
+	for _, op := range ops {
 		if rec == nil {
 			rec = append(make([]byte, 0, 4096), journalVersion, 0, 0, 0, 0, 0, 0, 0, 0)
 		}
@@ -107,14 +119,12 @@ func appendJournal(ops *opTree, seq uint64, put func(seq uint64, rec []byte) err
 		rec = append(rec, op.key...)
 		n++
 		if len(rec) >= maxJournalRecord {
-			err = flushRec()
+			if err := flushRec(); err != nil {
+				return seq, err
+			}
 		}
-		return err == nil
-	})
-	if err == nil {
-		err = flushRec()
 	}
-	return seq, err
+	return seq, flushRec()
 }
 
 // journalOps calls fn for each change of the journal record v stored under
@@ -194,14 +204,6 @@ func readJournal(j kv.Bucket, from, to uint64) ([]ixOp, error) {
 	if want != to+1 {
 		return nil, fmt.Errorf("%w: journal record %d is missing", ErrCorrupt, want)
 	}
-	slices.SortFunc(ops, func(a, b ixOp) int {
-		switch {
-		case opLess(a, b):
-			return -1
-		case opLess(b, a):
-			return 1
-		}
-		return 0
-	})
+	sortOps(ops)
 	return ops, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -173,12 +174,15 @@ func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any
 			return nil
 		}
 		b, err := parseBlock(k, v)
+		var entries [][]byte
+		if err == nil {
+			entries, _, err = b.entries(nil, nil)
+		}
 		if err != nil {
 			report(uuidv7.UUID{}, k, "%v", err)
 			return nil
 		}
-		for i := range b.n {
-			e := b.entry(i)
+		for i, e := range entries {
 			if last != nil && bytes.Compare(last, e) >= 0 {
 				report(uuidv7.UUID{}, k, "%v: entry %d is not above the one before it", errBlock, i)
 				return nil
@@ -297,13 +301,16 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 		if ix.journal, err = recreateBucket(journals, ix.name); err != nil {
 			return err
 		}
-		if c.mems != nil {
-			c.mems.drop(c.Name, ix.name)
-		}
 		d := &ix.def
 		d.Inc, d.Floor, d.Pending, d.FoldTo, d.FoldNext = rand.Uint64()|1, d.Seq, 0, 0, nil
 		ix.base.Seq, ix.base.Floor = d.Seq, d.Seq
-		ix.view, ix.viewDone, ix.ops, ix.flushed, ix.folded = nil, true, nil, nil, false
+		ix.view, ix.viewDone, ix.pend, ix.flushed, ix.folded = nil, false, nil, nil, false
+		if c.mems != nil {
+			c.mems.drop(c.Name, ix.name)
+		}
+		// The entries are collected, sorted and written as packed blocks.
+		ix.collect, ix.unique = [][]byte{}, nil
+		defer func() { ix.collect, ix.unique = nil, nil }()
 	}
 	ix.setFill()
 	for ix.def.Building {
@@ -314,19 +321,23 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 			return err
 		}
 	}
-	if ix.def.Layout == layoutBlocks && ix.ops != nil {
-		// Straight into blocks: the whole index is in hand, in order.
-		keys := make([][]byte, 0, ix.ops.Len())
-		ix.ops.Scan(func(op ixOp) bool {
-			keys = append(keys, op.key)
-			return true
-		})
-		ix.ops = nil
-		if err := writeBlocks(ix.entries, keys); err != nil {
-			return err
+	if ix.collect == nil {
+		return nil
+	}
+	slices.SortFunc(ix.collect, bytes.Compare)
+	slices.SortFunc(ix.unique, bytes.Compare)
+	for i := 1; i < len(ix.unique); i++ {
+		a, b := ix.unique[i-1], ix.unique[i]
+		if bytes.Equal(a[:len(a)-16], b[:len(b)-16]) {
+			held, other := keyID(a), keyID(b)
+			payload, err := Payload(held[:], c.records.Get(held[:]))
+			if err != nil {
+				return err
+			}
+			return errUnique(ix, payload, other)
 		}
 	}
-	return nil
+	return writeBlocks(ix.entries, ix.collect)
 }
 
 // checkJournaledViews compares, for each blocked index of c, the entries
@@ -347,11 +358,8 @@ func checkJournaledViews(c *Coll) error {
 		if err != nil {
 			return err
 		}
-		tree := newOpTree()
-		for _, op := range ops {
-			tree.Load(op)
-		}
-		disk := &ixCursor{srcs: []ixSource{&kvSource{c: newBlockCursor(ix.entries, c.fail)}, newOpSource(tree, ix.def.Seq)}}
+		disk := &ixCursor{srcs: []ixSource{&kvSource{c: newBlockCursor(ix.entries, c.fail)},
+			newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq)}}
 		mk, _ := mem.First()
 		dk, _ := disk.First()
 		for mk != nil || dk != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,32 +10,140 @@ import (
 // The journal in memory. Reading a blocked index merges its blocks with
 // the changes its journal holds; decoding the journal in every transaction
 // would cost more than the read, so each DB keeps, per index, a view: the
-// journal's changes decoded and sorted in a copy-on-write B-tree, shared by
-// every transaction of the process and never changed once published.
+// journal's changes decoded into sorted segments, shared by every
+// transaction of the process, never changed once published.
 //
-// A view holds every change with a sequence in (floor, seq]. A
+// A view holds every change with a sequence in (floor, published]. A
 // transaction whose index definition reads Floor = F and Seq = S can use
-// any view with floor <= F and seq >= S: it ignores the changes past S
-// (they are commits it does not see), and the changes at or below F that
-// the view may still hold are already in the blocks it reads, where
-// applying them again changes nothing. So one view serves every snapshot
-// of an index between two folds, however old; a transaction that began
-// before the last fold finished uses the view from before it (prev); only
-// one older still builds its own from the journal in its snapshot.
+// any view with floor <= F and published >= S: it ignores the changes
+// past S (commits it does not see), and the changes at or below F that the
+// view may still hold are in the blocks it reads, where applying them
+// again changes nothing. So one view serves every snapshot of an index
+// between two folds, however old; a transaction that began before the
+// last fold finished uses the view from before it (prev); only one older
+// still decodes its own from the journal in its snapshot.
 //
-// Views are kept up to date by the writers, after they commit (publish),
-// and otherwise by the first transaction that needs more than the current
-// view holds: it reads the missing records from its own snapshot, where
-// they are committed, and publishes the longer view. A write transaction
-// reads only what was committed before it began, so a view never holds a
-// change that could still roll back.
+// A writer publishes its commit's changes as a new segment of the view
+// (DB.pubMu orders this before the next writer begins); segments merge
+// as they come, in pairs of similar size, so that a view holds a few
+// (about the log of its commits) and each change is copied as often. A
+// transaction that needs more than the current view holds (another
+// process wrote, on PostgreSQL) reads the missing records from its own
+// snapshot, where they are committed, and publishes the longer view. A
+// write transaction reads only what was committed before it began, so a
+// view never holds a change that could still roll back.
 type ixView struct {
-	floor, seq uint64
-	ops        *opTree // read-only once published
+	floor, published uint64
+	segs             []*segment // oldest first
+}
+
+// segment is changes in key order, a key's newest first, with their keys
+// back to back in one arena in the same order: merging and walking
+// segments then reads memory in order, where keys in the arenas of the
+// commits that made them would cost a cache miss a comparison.
+type segment struct {
+	keys []byte
+	ops  []segOp
+}
+
+type segOp struct {
+	end uint32 // the key is keys[end of the op before : end]
+	seq uint64
+	del bool
+}
+
+func (s *segment) len() int { return len(s.ops) }
+
+func (s *segment) key(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = s.ops[i-1].end
+	}
+	end := s.ops[i].end
+	return s.keys[start:end:end]
+}
+
+// newSegment copies ops (sorted by opLess) into a segment.
+func newSegment(ops []ixOp) *segment {
+	size := 0
+	for _, op := range ops {
+		size += len(op.key)
+	}
+	s := &segment{keys: make([]byte, 0, size), ops: make([]segOp, len(ops))}
+	for i, op := range ops {
+		s.keys = append(s.keys, op.key...)
+		s.ops[i] = segOp{end: uint32(len(s.keys)), seq: op.seq, del: op.del}
+	}
+	return s
+}
+
+func (s *segment) appendOp(from *segment, i int) {
+	s.keys = append(s.keys, from.key(i)...)
+	op := from.ops[i]
+	op.end = uint32(len(s.keys))
+	s.ops = append(s.ops, op)
 }
 
 func (v *ixView) covers(floor, seq uint64) bool {
-	return v != nil && v.floor <= floor && v.seq >= seq
+	return v != nil && v.floor <= floor && v.published >= seq
+}
+
+func (v *ixView) empty() bool { return len(v.segs) == 0 }
+
+// with returns the view with seg (changes later than all it holds) as
+// its newest segment, published up to seq, merging the newest segments
+// while the last is at least half the size of the one before it.
+func (v *ixView) with(seg *segment, seq uint64) *ixView {
+	segs := make([]*segment, len(v.segs), len(v.segs)+1)
+	copy(segs, v.segs)
+	if seg.len() > 0 {
+		segs = append(segs, seg)
+	}
+	for n := len(segs); n >= 2 && 2*segs[n-1].len() >= segs[n-2].len(); n = len(segs) {
+		segs = append(segs[:n-2], mergeSegments(segs[n-2], segs[n-1]))
+	}
+	return &ixView{floor: v.floor, published: seq, segs: segs}
+}
+
+// mergeSegments merges an older and a newer segment: for a key in both,
+// the newer's changes come first. Segments that merge are contiguous in a
+// view, so every change of the newer one is later than the older's.
+func mergeSegments(older, newer *segment) *segment {
+	out := &segment{keys: make([]byte, 0, len(older.keys)+len(newer.keys)), ops: make([]segOp, 0, older.len()+newer.len())}
+	i, j := 0, 0
+	for i < older.len() && j < newer.len() {
+		if bytes.Compare(newer.key(j), older.key(i)) <= 0 {
+			out.appendOp(newer, j)
+			j++
+		} else {
+			out.appendOp(older, i)
+			i++
+		}
+	}
+	for ; i < older.len(); i++ {
+		out.appendOp(older, i)
+	}
+	for ; j < newer.len(); j++ {
+		out.appendOp(newer, j)
+	}
+	return out
+}
+
+// flatten returns, in key order, each key's change with the highest
+// sequence at or below upto: one walk over all segments at once. The keys
+// alias the segments. A fold walks this rather than the segments side by
+// side, key by key.
+func (v *ixView) flatten(upto uint64) []ixOp {
+	total := 0
+	for _, s := range v.segs {
+		total += s.len()
+	}
+	out := make([]ixOp, 0, total)
+	src := newSegSource(v, upto)
+	for src.first(); src.key != nil; src.next() {
+		out = append(out, ixOp{key: src.key, del: src.del})
+	}
+	return out
 }
 
 // ixMem is the views of one index in one DB.
@@ -71,10 +180,10 @@ func (ms *ixMems) get(coll, index string, inc uint64) *ixMem {
 		}
 		fresh := &ixMem{inc: inc}
 		if !ok {
-			if v, loaded := ms.m.LoadOrStore(key, fresh); loaded && v.(*ixMem).inc == inc {
-				return v.(*ixMem)
-			} else if !loaded {
+			if v, loaded := ms.m.LoadOrStore(key, fresh); !loaded {
 				return fresh
+			} else if v.(*ixMem).inc == inc {
+				return v.(*ixMem)
 			}
 			continue
 		}
@@ -99,19 +208,14 @@ func (ms *ixMems) dropColl(coll string) {
 	})
 }
 
-// committedView returns the view of ix's journal for this transaction:
-// nil when the journal is empty. A view the DB holds is used as it is;
-// otherwise one is made from the journal records this transaction sees
-// and published for the others.
+// committedView returns the view of ix's journal for this transaction. A
+// view the DB holds is used as it is; otherwise one is made from the
+// journal records this transaction sees and published for the others.
 func (ix *collIndex) committedView() (*ixView, error) {
 	if ix.viewDone {
 		return ix.view, nil
 	}
 	floor, seq := ix.base.Floor, ix.base.Seq
-	if seq <= floor {
-		ix.viewDone = true
-		return nil, nil
-	}
 	var mem *ixMem
 	if ix.mems != nil {
 		mem = ix.mems.get(ix.coll, ix.name, ix.def.Inc)
@@ -126,12 +230,26 @@ func (ix *collIndex) committedView() (*ixView, error) {
 			return v, nil
 		}
 	}
-	v, err := extendView(mem, ix, floor, seq)
-	if err != nil {
-		return nil, err
-	}
+	// The DB's current view, when it can start this one, else nothing.
+	base := &ixView{floor: floor, published: floor}
 	if mem != nil {
-		if cur := mem.cur.Load(); cur == nil || v.seq > cur.seq && v.floor >= cur.floor {
+		if cur := mem.cur.Load(); cur != nil && cur.floor <= floor {
+			base = cur
+		}
+	}
+	// Records at or below floor are folded and gone from this snapshot's
+	// journal: a base that stops short of them starts this view at floor.
+	from := base.published
+	if from < floor {
+		from, base = floor, &ixView{floor: floor, published: floor, segs: base.segs}
+	}
+	ops, err := readJournal(ix.journal, from, seq)
+	if err != nil {
+		return nil, ix.journalErr(err)
+	}
+	v := base.with(newSegment(ops), seq)
+	if mem != nil {
+		if cur := mem.cur.Load(); cur == nil || v.published > cur.published && v.floor >= cur.floor {
 			mem.cur.Store(v)
 		}
 	}
@@ -139,88 +257,61 @@ func (ix *collIndex) committedView() (*ixView, error) {
 	return v, nil
 }
 
-// extendView makes a view for a snapshot with floor and seq: the DB's
-// current view with the records it lacks, when it can serve as the start,
-// or a new one from every record of the snapshot's journal.
-func extendView(mem *ixMem, ix *collIndex, floor, seq uint64) (*ixView, error) {
-	var base *ixView
-	if mem != nil {
-		if v := mem.cur.Load(); v != nil && v.floor <= floor && v.seq < seq {
-			base = v
-		}
-	}
-	if base == nil {
-		ops, err := readJournal(ix.journal, floor, seq)
-		if err != nil {
-			return nil, ix.journalErr(err)
-		}
-		tree := newOpTree()
-		for _, op := range ops {
-			tree.Load(op)
-		}
-		return &ixView{floor: floor, seq: seq, ops: tree}, nil
-	}
-	// Records at or below floor are folded and gone from this snapshot's
-	// journal: when base stops short of them, the longer view starts at
-	// floor.
-	from, newFloor := base.seq, base.floor
-	if from < floor {
-		from, newFloor = floor, floor
-	}
-	ops, err := readJournal(ix.journal, from, seq)
-	if err != nil {
-		return nil, ix.journalErr(err)
-	}
-	tree := base.ops.Copy()
-	for _, op := range ops {
-		tree.Set(op)
-	}
-	return &ixView{floor: newFloor, seq: seq, ops: tree}, nil
-}
-
 // publishCommit adds a committed transaction's changes (journaled after
 // sequence before, up to after, over an index folded up to floor) to the
 // DB's view of the index, when the view held everything before them;
 // otherwise the next reader extends the view from the journal.
-func (m *ixMem) publishCommit(floor, before, after uint64, ops *opTree) {
+func (m *ixMem) publishCommit(floor, before, after uint64, seg *segment) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.cur.Load()
 	if cur == nil && before == floor {
-		cur = &ixView{floor: floor, seq: before, ops: newOpTree()}
+		cur = &ixView{floor: floor, published: before}
 	}
-	if cur == nil || cur.seq != before {
+	if cur == nil || cur.published != before {
 		return
 	}
-	tree := cur.ops.Copy()
-	ops.Scan(func(op ixOp) bool {
-		op.seq = after
-		tree.Set(op)
-		return true
-	})
-	m.cur.Store(&ixView{floor: cur.floor, seq: after, ops: tree})
+	m.cur.Store(cur.with(seg, after))
 }
 
 // publishFold replaces the view after a fold to floor has committed: the
 // changes at or below floor are in the blocks now, and the new view holds
-// only the rest. The old view stays for the transactions that began before
-// the fold committed.
+// only the rest, in one segment. The old view stays for the transactions
+// that began before the fold committed.
 func (m *ixMem) publishFold(floor uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.cur.Load()
-	if cur == nil || cur.seq < floor {
-		m.prev.Store(cur)
+	m.prev.Store(cur)
+	if cur == nil || cur.published < floor {
 		m.cur.Store(nil)
 		return
 	}
-	tree := newOpTree()
-	cur.ops.Scan(func(op ixOp) bool {
-		if op.seq > floor {
-			tree.Load(op)
+	keep := &segment{}
+	for _, seg := range cur.segs {
+		for i := range seg.ops {
+			if seg.ops[i].seq > floor {
+				keep.appendOp(seg, i)
+			}
 		}
-		return true
-	})
-	m.prev.Store(cur)
-	m.cur.Store(&ixView{floor: floor, seq: cur.seq, ops: tree})
+	}
+	// The segments' changes, each segment in key order, into one.
+	next := &ixView{floor: floor, published: cur.published}
+	if keep.len() > 0 {
+		next.segs = []*segment{keep}
+		if len(cur.segs) > 1 {
+			next.segs[0] = sortSegment(keep)
+		}
+	}
+	m.cur.Store(next)
+}
+
+// sortSegment returns the changes of s sorted by opLess.
+func sortSegment(s *segment) *segment {
+	ops := make([]ixOp, s.len())
+	for i := range ops {
+		ops[i] = ixOp{key: s.key(i), seq: s.ops[i].seq, del: s.ops[i].del}
+	}
+	sortOps(ops)
+	return newSegment(ops)
 }

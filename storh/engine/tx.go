@@ -310,7 +310,7 @@ func (t *Tx) afterCommit() {
 			if len(ix.flushed) > 0 || ix.folded {
 				mem := t.db.ixmem.get(c.Name, ix.name, ix.def.Inc)
 				for _, f := range ix.flushed {
-					mem.publishCommit(ix.def.Floor, f.before, f.after, f.ops)
+					mem.publishCommit(ix.def.Floor, f.before, f.after, f.seg)
 				}
 				if ix.folded {
 					mem.publishFold(ix.def.Floor)

@@ -16,6 +16,10 @@ type indexJSON struct {
 	// Built is the records indexed so far, only while Building: a built
 	// index has no such count.
 	Built *int `json:"built,omitempty"`
+	// Layout is "blocks" or "keys"; Journaled, the changes a blocked
+	// index has not folded into its blocks yet.
+	Layout    string `json:"layout"`
+	Journaled int    `json:"journaled"`
 }
 
 // indexes serves GET api/collections/{name}/indexes.
@@ -37,7 +41,8 @@ func (h *handler) indexes(w http.ResponseWriter, r *http.Request) {
 		Indexes []indexJSON `json:"indexes"`
 	}{Indexes: make([]indexJSON, 0, len(infos))}
 	for _, i := range infos {
-		ij := indexJSON{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building}
+		ij := indexJSON{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building,
+			Layout: i.Layout, Journaled: i.Journaled}
 		if i.Building {
 			built := i.Built
 			ij.Built = &built

@@ -137,11 +137,11 @@ const querySample = `BenchmarkQueryEq/field=status/n=10k/impl=storh-2    	 100	 
 BenchmarkQueryEq/field=status/n=10k/impl=bolthold-2 	 100	 8000000 ns/op
 BenchmarkQueryEq/field=status/n=100k/impl=storh-2   	 100	 500000 ns/op
 BenchmarkQueryEq/field=status/n=100k/impl=bolthold-2	 100	 4000000 ns/op
-BenchmarkIndexedInsert/n=100k/impl=storh-2          	 10	 30000000 ns/op
-BenchmarkIndexedInsert/n=100k/impl=storh-idx0-2     	 10	 10000000 ns/op
-BenchmarkIndexedInsert/n=100k/impl=storh-idx1-2     	 10	 12000000 ns/op
-BenchmarkIndexedInsert/n=100k/impl=storh-idx2-2     	 10	 20000000 ns/op
-BenchmarkIndexedInsert/n=100k/impl=bolthold-2       	 1	 3000000000 ns/op
+BenchmarkIndexedInsert/n=100k/impl=storh-2          	 1	 6000000000 ns/op	 30000 ns/record
+BenchmarkIndexedInsert/n=100k/impl=storh-idx0-2     	 1	 1000000000 ns/op	 10000 ns/record
+BenchmarkIndexedInsert/n=100k/impl=storh-idx1-2     	 1	 2400000000 ns/op	 12000 ns/record
+BenchmarkIndexedInsert/n=100k/impl=storh-idx2-2     	 1	 4000000000 ns/op	 20000 ns/record
+BenchmarkIndexedInsert/n=100k/impl=bolthold-2       	 1	 3000000000 ns/op	 3000000 ns/record
 BenchmarkIndexBytes/n=100k/impl=storh-2             	 1000	 50000 ns/op	 104.5 B/entry	 230 B/record
 `
 
