@@ -19,7 +19,7 @@ import (
 // The blocked layout of a bbolt file's indexes (storh/engine/index_block.go):
 // entries in blocks, new changes in a journal that folds into them. These
 // tests use tiny blocks and folds so that every few writes fold.
-const tinyFolds = "block=96,foldmin=4,foldmax=16,step=200"
+const tinyFolds = "layout=blocks,block=96,foldmin=4,foldmax=16,step=200"
 
 // findIDs returns the ids Find(q) returns, in order.
 func findIDs(t testing.TB, c interface {
@@ -311,5 +311,36 @@ func TestBlockedIndexDamage(t *testing.T) {
 				t.Errorf("CountMatching after Repair = %d, %v; want 50", n, err)
 			}
 		})
+	}
+}
+
+// TestIndexLayoutByBackend: a database file's new indexes are blocked, a
+// PostgreSQL store's keep a key per entry (docs/indexes.md says why), and
+// both answer alike.
+func TestIndexLayoutByBackend(t *testing.T) {
+	tuneFor(t, "layout=,foldmin=4096,foldmax=131072") // the backend's layout; no fold: the 30 changes stay journaled
+	db := openTemp(t)
+	c, err := db.Docs("c", storh.WithIndex(storh.Index("n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := c.Put(storh.Map{"n": i % 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := c.Indexes()
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("Indexes = %v, %v", infos, err)
+	}
+	want, journaled := "blocks", 30
+	if onPostgres {
+		want, journaled = "keys", 0
+	}
+	if infos[0].Layout != want || infos[0].Journaled != journaled || infos[0].Entries != 30 {
+		t.Errorf("Indexes = %+v; want layout %s, %d journaled, 30 entries", infos[0], want, journaled)
+	}
+	if n, err := c.CountMatching(query.All().Where(query.Field("n").Eq(1))); err != nil || n != 10 {
+		t.Errorf("CountMatching = %d, %v; want 10", n, err)
 	}
 }

@@ -205,6 +205,65 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 }
 
+// A file's blocked indexes, migrated to PostgreSQL, keep their layout
+// there and keep working: writes journal and fold on the server (tiny
+// folds, so that many do), readers in another process see them, and
+// Verify is clean on both.
+func TestMigratedBlockedIndexOnPostgres(t *testing.T) {
+	tuneFor(t, tinyFolds)
+	file := filepath.Join(t.TempDir(), "blocked.db")
+	url := pgtest.URL(t)
+	migrateSource(t, file, 200)
+	if _, err := storh.Migrate(context.Background(), file, url); err != nil {
+		t.Fatal(err)
+	}
+	db := openAt(t, url)
+	docs, err := db.Docs("pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos, _ := docs.Indexes(); len(infos) != 2 || infos[0].Layout != "blocks" || infos[1].Layout != "blocks" {
+		t.Fatalf("Indexes on PostgreSQL = %+v; want both blocked", infos)
+	}
+	other := openAt(t, url) // a second DB: its views come from the journal
+	otherDocs, err := other.Docs("pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	score3 := query.All().WhereEqual("score", 3).RequireIndex()
+	want := 0
+	for i := range 200 {
+		if i%7 == 3 {
+			want++
+		}
+	}
+	for round := range 5 {
+		var items []any
+		for i := range 20 {
+			n := 200 + round*20 + i
+			items = append(items, storh.Map{"slug": fmt.Sprintf("p-%05d", n), "score": n % 7})
+			if n%7 == 3 {
+				want++
+			}
+		}
+		if _, err := docs.PutMany(items); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := docs.PutMany([]any{storh.Map{"slug": "p-00001", "score": 0}}); !errors.Is(err, storh.ErrUniqueViolation) {
+			t.Fatalf("a duplicate slug on PostgreSQL: %v; want ErrUniqueViolation", err)
+		}
+		for _, d := range []*storh.Docs{docs, otherDocs} {
+			if n, err := d.CountMatching(score3); err != nil || n != want {
+				t.Fatalf("round %d: CountMatching = %d, %v; want %d", round, n, err, want)
+			}
+		}
+	}
+	if infos, _ := docs.Indexes(); infos[0].Journaled >= infos[0].Entries {
+		t.Errorf("no fold ran on PostgreSQL: %+v", infos)
+	}
+	verifyClean(t, db)
+}
+
 // A migration cancelled midway, several times, resumes each time where it
 // stopped and copies nothing twice; one from a file that another process
 // writes cannot start.

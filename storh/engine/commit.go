@@ -79,13 +79,6 @@ func (db *DB) writer() {
 			op.done <- struct{}{}
 			batch[i] = nil
 		}
-		// Once the batch's writers know their writes are durable: the folds
-		// its commit brought due (the writes queued meanwhile wait, and go
-		// into the next commit together).
-		if db.Enter() == nil {
-			db.RunFolds()
-			db.Exit()
-		}
 	}
 }
 
@@ -155,7 +148,7 @@ func (db *DB) commit(batch []*WriteOp) {
 					}
 				}
 				return nil
-			}, false)
+			}, true)
 		})
 		switch {
 		case err == nil:

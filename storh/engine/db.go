@@ -463,8 +463,9 @@ func (db *DB) Update(fn func(*Tx) error) error {
 }
 
 // update is Update; without foldNow the folds a commit brings due are left
-// for the caller to run (the group-commit writer runs them once it has
-// told its writers their writes are durable).
+// for a later commit to run (a fold's own transactions start no other).
+// The group-commit writer folds before it tells its writers their writes
+// are durable: an operation that returns leaves no work of its behind.
 func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly

@@ -433,8 +433,7 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 	if (view == nil || view.empty()) && ix.pend.empty() && len(ix.flushed) == 0 {
 		return blocks, nil // nothing journaled, nothing changed
 	}
-	srcs := make([]ixSource, 0, 3+len(ix.flushed))
-	srcs = append(srcs, &kvSource{c: blocks})
+	srcs := make([]ixSource, 0, 2+len(ix.flushed))
 	if view != nil && !view.empty() {
 		srcs = append(srcs, newSegSource(view, ix.base.Seq))
 	}
@@ -444,7 +443,7 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 	if !ix.pend.empty() {
 		srcs = append(srcs, ix.pend.source())
 	}
-	return &ixCursor{srcs: srcs}, nil
+	return newIxCursor(blocks, srcs...), nil
 }
 
 // put adds the entry key (the caller knows it is missing), del removes it.

@@ -68,23 +68,28 @@ type block struct {
 
 func (b *block) restart(r int) int { return int(binary.BigEndian.Uint16(b.restarts[2*r:])) }
 
-// entryAt decodes the entry at off in the data, given the key before it
-// (prev, which must hold at least the shared bytes), into dst[:0]: the
-// key, and the offset of the next entry. ok is false for bytes that are
-// not an entry.
-func (b *block) entryAt(off int, prev, dst []byte) (key []byte, next int, ok bool) {
+// entryAt decodes the entry at off in the data over prev, the key before
+// it (which it overwrites past the shared bytes): the key, and the offset
+// of the next entry. ok is false for bytes that are not an entry.
+func (b *block) entryAt(off int, prev []byte) (key []byte, next int, ok bool) {
+	key, next, _, ok = b.entrySharing(off, prev)
+	return key, next, ok
+}
+
+// entrySharing is entryAt that also returns the bytes the entry shares
+// with prev.
+func (b *block) entrySharing(off int, prev []byte) (key []byte, next, sharedLen int, ok bool) {
 	shared, w1 := binary.Uvarint(b.data[off:])
 	if w1 <= 0 || shared > uint64(len(prev)) {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	rest, w2 := binary.Uvarint(b.data[off+w1:])
 	start := off + w1 + w2
 	if w2 <= 0 || rest > uint64(len(b.data)-start) || shared+rest == 0 {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	end := start + int(rest)
-	key = append(append(dst[:0], prev[:shared]...), b.data[start:end]...)
-	return key, end, true
+	return append(prev[:shared], b.data[start:end]...), end, int(shared), true
 }
 
 // restartKey returns the key of restart point r, aliasing the data: it
@@ -111,7 +116,7 @@ func (b *block) entries(dst [][]byte, arena []byte) ([][]byte, []byte, error) {
 			return dst, arena, fmt.Errorf("%w: restart %d is not where entry %d starts", errBlock, i/restartEvery, i)
 		}
 		var ok bool
-		if key, off, ok = b.entryAt(off, key, key); !ok {
+		if key, off, ok = b.entryAt(off, key); !ok {
 			return dst, arena, fmt.Errorf("%w: entry %d cannot be read", errBlock, i)
 		}
 		start := len(arena)
@@ -296,13 +301,14 @@ func splitBlocks(entries [][]byte, tail bool) (runs [][][]byte, shared [][]int) 
 // reports the damage through fail, which makes the transaction fail (see
 // Tx.damage): no answer read past it is ever used.
 type blockCursor struct {
-	bc   kv.Cursor
-	bkey []byte // the key of the block it is in
-	blk  block
-	i    int    // the entry it is on
-	next int    // where the entry after it starts
-	key  []byte // the entry it is on
-	fail func(error)
+	bc     kv.Cursor
+	bkey   []byte // the key of the block it is in
+	blk    block
+	i      int    // the entry it is on
+	next   int    // where the entry after it starts
+	key    []byte // the entry it is on
+	shared int    // after a Next within a block: the bytes key shares with the entry before; -1: not known
+	fail   func(error)
 }
 
 func newBlockCursor(b kv.Bucket, fail func(error)) *blockCursor {
@@ -327,17 +333,18 @@ func (c *blockCursor) load(k, v []byte) bool {
 
 func (c *blockCursor) damaged(k []byte, err error) {
 	c.fail(fmt.Errorf("%w: block %x: %v", ErrCorrupt, k, err))
-	c.blk = block{}
+	c.blk, c.shared = block{}, -1
 }
 
 // at decodes entry i, reading from the restart point before it.
 func (c *blockCursor) at(i int) []byte {
+	c.shared = -1
 	r := i / restartEvery
 	off := c.blk.restart(r)
 	c.key = c.key[:0]
 	for j := r * restartEvery; j <= i; j++ {
 		var ok bool
-		if c.key, off, ok = c.blk.entryAt(off, c.key, c.key); !ok {
+		if c.key, off, ok = c.blk.entryAt(off, c.key); !ok {
 			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", errBlock, j))
 			return nil
 		}
@@ -411,11 +418,14 @@ func (c *blockCursor) Next() ([]byte, []byte) {
 	}
 	if c.i+1 < c.blk.n {
 		var ok bool
-		if c.key, c.next, ok = c.blk.entryAt(c.next, c.key, c.key); !ok {
+		if c.key, c.next, c.shared, ok = c.blk.entrySharing(c.next, c.key); !ok {
 			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", errBlock, c.i+1))
 			return nil, nil
 		}
 		c.i++
+		if c.i%restartEvery == 0 {
+			c.shared = -1 // a restart point is stored whole: what it shares is not known
+		}
 		return c.key, nil
 	}
 	if !c.load(c.bc.Next()) {

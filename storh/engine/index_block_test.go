@@ -263,9 +263,23 @@ func checkCursorAgainst(t *rapid.T, cur kv.Cursor, want [][]byte, probes [][]byt
 	ref := &refCursor{keys: want}
 	onKey := false
 	for step := range rapid.IntRange(1, 80).Draw(t, "steps") {
-		move := rapid.IntRange(0, 4).Draw(t, "move")
+		move := rapid.IntRange(0, 5).Draw(t, "move")
 		if !onKey && move >= 3 {
 			move = rapid.IntRange(0, 2).Draw(t, "reposition")
+		}
+		if move == 5 {
+			// A long walk forward, as an index scan makes: every key in turn.
+			for range rapid.IntRange(1, 60).Draw(t, "run") {
+				got, _ := cur.Next()
+				exp := ref.Next()
+				if !bytes.Equal(got, exp) || (got == nil) != (exp == nil) {
+					t.Fatalf("step %d: Next in a walk = %q, want %q", step, got, exp)
+				}
+				if onKey = exp != nil; !onKey {
+					break
+				}
+			}
+			continue
 		}
 		var got, exp []byte
 		var name string
@@ -345,10 +359,11 @@ func wipe(b kv.Bucket) error {
 // snapshot) and the reading transaction's own changes read as the set a
 // brute-force replay of the same changes gives, under every move.
 func TestIxCursorModel(t *testing.T) {
-	setTune(t, "block=100")
 	update := testBuckets(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		base := sortedUnique(rapid.SliceOfN(entryKeyGen(), 0, 40).Draw(rt, "blocks"))
+		// Blocks of a few entries, or of enough to hold restart points.
+		setTune(t, fmt.Sprintf("block=%d", rapid.SampledFrom([]int{100, 400, 4000}).Draw(rt, "block")))
+		base := sortedUnique(rapid.SliceOfN(entryKeyGen(), 0, 120).Draw(rt, "blocks"))
 		set := map[string]bool{}
 		for _, k := range base {
 			set[string(k)] = true
@@ -397,12 +412,10 @@ func TestIxCursorModel(t *testing.T) {
 				}
 			}
 			fail := func(err error) { rt.Fatalf("damage: %v", err) }
-			srcs := []ixSource{&kvSource{c: newBlockCursor(b, fail)}, newSegSource(view, upto), newOpSource(own, seqPending)}
-			checkCursorAgainst(rt, &ixCursor{srcs: srcs}, want, probes)
+			checkCursorAgainst(rt, newIxCursor(newBlockCursor(b, fail), newSegSource(view, upto), newOpSource(own, seqPending)), want, probes)
 			// The view flattened to the snapshot (what a fold walks) reads
 			// the same.
-			srcs = []ixSource{&kvSource{c: newBlockCursor(b, fail)}, &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)}
-			checkCursorAgainst(rt, &ixCursor{srcs: srcs}, want, probes)
+			checkCursorAgainst(rt, newIxCursor(newBlockCursor(b, fail), &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)), want, probes)
 			return nil
 		})
 	})

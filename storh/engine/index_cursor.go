@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	"github.com/tidwall/btree"
-
-	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // ixCursor walks the entries of a blocked index as one transaction sees
@@ -17,11 +15,31 @@ import (
 // skipped. It has the moves of a kv.Cursor; after a move returns nil, only
 // First, Last or Seek may follow (the engine's walks never do otherwise).
 // A key it returns is valid until its next move.
+//
+// Most keys of a walk come from the blocks, with the changes far apart:
+// the blocks are a cursor of their own, so that a step is one comparison
+// with the nearest change. The sources on the current key stay on it (the
+// key returned is theirs, not a copy) and move at the next move.
 type ixCursor struct {
-	srcs []ixSource // in rising precedence: blocks, journal, own changes
-	fwd  bool
-	key  []byte // the key the cursor is on; nil: none
-	buf  []byte // holds key
+	blocks   *blockCursor
+	bk       []byte     // the blocks' entry; nil: none
+	ops      []ixSource // in rising precedence: journal, flushed, own changes
+	fwd      bool
+	key      []byte // the key the cursor is on; nil: none
+	onBlocks bool   // the blocks are on key
+	onOps    uint32 // bit i: ops[i] is on key
+	buf      []byte
+
+	// below: walking forward, the blocks' entry is below the nearest
+	// change, the two sharing their first same bytes; while only the
+	// blocks step, what an entry shares with the one before tells how it
+	// compares without comparing (see settle).
+	below bool
+	same  int
+}
+
+func newIxCursor(blocks *blockCursor, ops ...ixSource) *ixCursor {
+	return &ixCursor{blocks: blocks, ops: ops}
 }
 
 // ixSource is one sorted run of changes: a source's current key and
@@ -36,7 +54,9 @@ type ixSource interface {
 }
 
 func (m *ixCursor) First() ([]byte, []byte) {
-	for _, s := range m.srcs {
+	m.below = false
+	m.bk, _ = m.blocks.First()
+	for _, s := range m.ops {
 		s.first()
 	}
 	m.fwd = true
@@ -44,7 +64,9 @@ func (m *ixCursor) First() ([]byte, []byte) {
 }
 
 func (m *ixCursor) Last() ([]byte, []byte) {
-	for _, s := range m.srcs {
+	m.below = false
+	m.bk, _ = m.blocks.Last()
+	for _, s := range m.ops {
 		s.last()
 	}
 	m.fwd = false
@@ -52,83 +74,82 @@ func (m *ixCursor) Last() ([]byte, []byte) {
 }
 
 func (m *ixCursor) Seek(k []byte) ([]byte, []byte) {
-	for _, s := range m.srcs {
+	m.below = false
+	m.bk, _ = m.blocks.Seek(k)
+	for _, s := range m.ops {
 		s.seek(k)
 	}
 	m.fwd = true
 	return m.settle(), nil
 }
 
-// Next moves past the current key. Going forward, every source is already
-// past it (settle moved the ones on it); after a move backward, each is
-// put on its first key after it.
+// Next moves past the current key: the sources on it step forward; after a
+// move backward, each is put on its first key after it instead.
 func (m *ixCursor) Next() ([]byte, []byte) {
 	if m.key == nil {
 		return nil, nil
 	}
-	if !m.fwd {
-		for _, s := range m.srcs {
-			s.seek(m.key)
-			if k, _ := s.current(); k != nil && bytes.Equal(k, m.key) {
-				s.next()
-			}
-		}
-		m.fwd = true
+	if m.fwd {
+		m.stepOn()
+		return m.settle(), nil
 	}
+	key := append(m.buf[:0], m.key...) // the sources' keys move with them
+	m.buf, m.below = key, false
+	if m.bk, _ = m.blocks.Seek(key); m.bk != nil && bytes.Equal(m.bk, key) {
+		m.bk, _ = m.blocks.Next()
+	}
+	for _, s := range m.ops {
+		s.seek(key)
+		if k, _ := s.current(); k != nil && bytes.Equal(k, key) {
+			s.next()
+		}
+	}
+	m.fwd = true
 	return m.settle(), nil
 }
 
-// Prev moves before the current key, putting each source on its last key
-// below it after a move forward.
+// Prev moves before the current key: the sources on it step back; after a
+// move forward, each is put on its last key below it instead.
 func (m *ixCursor) Prev() ([]byte, []byte) {
 	if m.key == nil {
 		return nil, nil
 	}
-	if m.fwd {
-		for _, s := range m.srcs {
-			s.seek(m.key)
-			if k, _ := s.current(); k == nil {
-				s.last()
-			} else {
-				s.prev()
-			}
-		}
-		m.fwd = false
+	if !m.fwd {
+		m.stepOn()
+		return m.settle(), nil
 	}
+	key := append(m.buf[:0], m.key...)
+	m.buf, m.below = key, false
+	if m.bk, _ = m.blocks.Seek(key); m.bk == nil {
+		m.bk, _ = m.blocks.Last()
+	} else {
+		m.bk, _ = m.blocks.Prev()
+	}
+	for _, s := range m.ops {
+		s.seek(key)
+		if k, _ := s.current(); k == nil {
+			s.last()
+		} else {
+			s.prev()
+		}
+	}
+	m.fwd = false
 	return m.settle(), nil
 }
 
-// settle returns the next key in the cursor's direction that some source
-// holds and whose newest change is not a delete, moving every source that
-// was on it one step on.
-func (m *ixCursor) settle() []byte {
-	for {
-		best := -1
-		var bk []byte
-		for i, s := range m.srcs {
-			k, _ := s.current()
-			if k == nil {
-				continue
-			}
-			if best < 0 {
-				best, bk = i, k
-				continue
-			}
-			c := bytes.Compare(k, bk)
-			if c == 0 || (c < 0) == m.fwd {
-				best, bk = i, k // later sources take precedence on a tie
-			}
+// stepOn moves the sources on the current key one step on.
+func (m *ixCursor) stepOn() {
+	if m.onBlocks {
+		if m.fwd {
+			m.bk, _ = m.blocks.Next()
+		} else {
+			m.bk, _ = m.blocks.Prev()
 		}
-		if best < 0 {
-			m.key = nil
-			return nil
-		}
-		_, del := m.srcs[best].current()
-		// A source's key lasts until it moves (a block's entries are
-		// decoded into the cursor): keep a copy.
-		m.buf = append(m.buf[:0], bk...)
-		for _, s := range m.srcs {
-			if k, _ := s.current(); k != nil && bytes.Equal(k, m.buf) {
+	}
+	if m.onOps != 0 {
+		m.below = false // the nearest change moves
+		for i, s := range m.ops {
+			if m.onOps&(1<<i) != 0 {
 				if m.fwd {
 					s.next()
 				} else {
@@ -136,27 +157,95 @@ func (m *ixCursor) settle() []byte {
 				}
 			}
 		}
-		if !del {
-			m.key = m.buf
-			return m.buf
+	}
+	m.onBlocks, m.onOps = false, 0
+}
+
+// nearest returns the change nearest in the walk's direction among the
+// sources (-1: none) and the sources on its key: on a tie, the latest
+// source's change counts.
+func (m *ixCursor) nearest() (best int, ok []byte, on uint32) {
+	best = -1
+	for i, s := range m.ops {
+		k, _ := s.current()
+		if k == nil {
+			continue
 		}
+		if best < 0 {
+			best, ok, on = i, k, 1<<i
+			continue
+		}
+		c := bytes.Compare(k, ok)
+		if !m.fwd {
+			c = -c
+		}
+		switch {
+		case c < 0:
+			best, ok, on = i, k, 1<<i
+		case c == 0:
+			best, on = i, on|1<<i
+		}
+	}
+	return best, ok, on
+}
+
+// settle puts the cursor on the next key in its direction that some source
+// holds and whose newest change is not a delete, and returns it.
+func (m *ixCursor) settle() []byte {
+	for {
+		// The nearest change: of the changes on one key, the latest
+		// source's counts.
+		best := -1
+		var ok []byte
+		var on uint32 // bit i: source i is on ok
+		if len(m.ops) == 1 {
+			if ok, _ = m.ops[0].current(); ok != nil {
+				best, on = 0, 1
+			}
+		} else {
+			best, ok, on = m.nearest()
+		}
+		c := -1 // the blocks' entry, compared with the change: before it
+		switch {
+		case best < 0 && m.bk == nil:
+			m.key = nil
+			return nil
+		case best < 0:
+		case m.bk == nil:
+			c = 1
+		case !m.fwd:
+			c = -bytes.Compare(m.bk, ok)
+		case m.below && m.blocks.shared >= 0:
+			// The entry before was below the change, sharing same bytes
+			// with it. An entry sharing more with it differs from the
+			// change where that one did; sharing less, it is above it
+			// where that one matched it.
+			switch s := m.blocks.shared; {
+			case s > m.same:
+				c = -1
+			case s < m.same:
+				c = 1
+			default:
+				c, m.same = compareFrom(m.bk, ok, s)
+			}
+		default:
+			c, m.same = compareFrom(m.bk, ok, 0)
+		}
+		m.below = m.fwd && c < 0
+		if c < 0 {
+			m.key, m.onBlocks, m.onOps = m.bk, true, 0
+			return m.key
+		}
+		// The change is about this key (and the blocks' entry, on a tie).
+		m.key, m.onBlocks, m.onOps = ok, c == 0, on
+		if _, del := m.ops[best].current(); !del {
+			return m.key
+		}
+		m.stepOn()
 	}
 }
 
 func (m *ixCursor) Delete() error { return (*blockCursor)(nil).Delete() }
-
-// kvSource is the blocks: keys that are there.
-type kvSource struct {
-	c   kv.Cursor
-	key []byte
-}
-
-func (s *kvSource) first()                  { s.key, _ = s.c.First() }
-func (s *kvSource) last()                   { s.key, _ = s.c.Last() }
-func (s *kvSource) seek(k []byte)           { s.key, _ = s.c.Seek(k) }
-func (s *kvSource) next()                   { s.key, _ = s.c.Next() }
-func (s *kvSource) prev()                   { s.key, _ = s.c.Prev() }
-func (s *kvSource) current() ([]byte, bool) { return s.key, false }
 
 // opSource is a tree of changes seen up to sequence upto: of each key,
 // the newest change at or below upto counts, and a key with none is not
@@ -444,4 +533,22 @@ func (s *flatSource) current() ([]byte, bool) {
 		return nil, false
 	}
 	return s.ops[s.i].key, s.ops[s.i].del
+}
+
+// compareFrom compares a and b, which share their first from bytes, and
+// returns the length of the prefix they share.
+func compareFrom(a, b []byte, from int) (c, same int) {
+	same = from + sharedPrefix(a[from:], b[from:])
+	switch {
+	case same < len(a) && same < len(b):
+		if a[same] < b[same] {
+			return -1, same
+		}
+		return 1, same
+	case len(a) < len(b):
+		return -1, same
+	case len(a) > len(b):
+		return 1, same
+	}
+	return 0, same
 }

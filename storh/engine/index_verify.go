@@ -358,8 +358,7 @@ func checkJournaledViews(c *Coll) error {
 		if err != nil {
 			return err
 		}
-		disk := &ixCursor{srcs: []ixSource{&kvSource{c: newBlockCursor(ix.entries, c.fail)},
-			newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq)}}
+		disk := newIxCursor(newBlockCursor(ix.entries, c.fail), newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq))
 		mk, _ := mem.First()
 		dk, _ := disk.First()
 		for mk != nil || dk != nil {

@@ -1,0 +1,381 @@
+package storh_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Format 2 adds blocked indexes: a file's index entries in sorted,
+// prefix-compressed blocks and a journal of the changes not folded into
+// them yet (storh/engine/index_block.go). A file written by it
+// (testdata/format2/format2.db) and the exact bytes of every block and
+// journal record in it (testdata/format2/index.hex: bucket path, key, value
+// in hex) pin the encoding, as testdata/format1 pins the records': today's
+// code must read that file and write those bytes. A change to them needs a
+// new format version, never a regenerated file.
+var writeFormat2 = flag.Bool("write-format2", false, "write testdata/format2 (only where it does not exist yet)")
+
+const format2Dir = "testdata/format2"
+
+// format2Tune makes the 60 records of the pinned file fold twice, into
+// several blocks, and leave changes in the journal.
+const format2Tune = "layout=blocks,block=256,foldmin=16,foldmax=24,step=400"
+
+// format2ID is record i's id: stable forever.
+func format2ID(i int) uuidv7.UUID {
+	id, err := uuidv7.NewAt(1_700_000_100_000 + int64(i))
+	if err != nil {
+		panic(err)
+	}
+	copy(id[8:], []byte{0x80 | byte(i&0x3f), 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87})
+	id[6], id[7] = 0x70, byte(i)
+	return id
+}
+
+func format2Record(i int) storh.Map {
+	return storh.Map{"u": i, "tag": fmt.Sprintf("t%d", i%4), "tags": []any{"all", fmt.Sprintf("m%d", i%3)},
+		"kind": []string{"a", "b"}[i%2], "n": i % 5}
+}
+
+// writeFormat2DB writes the pinned content: 60 records, then 10 of them
+// rewritten with other values and 5 deleted, with a unique, a plain, a list
+// and a compound index.
+func writeFormat2DB(t testing.TB, path string) {
+	t.Helper()
+	tuneFor(t, format2Tune)
+	db, err := storh.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := db.Docs("docs", storh.WithIndex(storh.Index("u").Unique()), storh.WithIndex(storh.Index("tag")),
+		storh.WithIndex(storh.Index("tags")), storh.WithIndex(storh.Index("kind", "n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if _, err := docs.PutWithID(format2ID(i), format2Record(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if _, err := docs.PutWithID(format2ID(i), format2Record(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 50; i < 55; i++ {
+		if err := docs.Delete(format2ID(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// format2Final is the records the pinned file holds: id → data.
+func format2Final() map[uuidv7.UUID]storh.Map {
+	out := map[uuidv7.UUID]storh.Map{}
+	for i := range 60 {
+		if i < 50 || i >= 55 {
+			out[format2ID(i)] = format2Record(i)
+		}
+	}
+	for i := range 10 {
+		out[format2ID(i)] = format2Record(100 + i)
+	}
+	return out
+}
+
+// indexValues reads every block and journal record of the file at path:
+// "index/bucket key" → value.
+func indexValues(t testing.TB, path string) map[string][]byte {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	out := map[string][]byte{}
+	err = bdb.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket([]byte("docs"))
+		for _, b := range []string{"i", "l"} {
+			err := root.Bucket([]byte(b)).ForEachBucket(func(name []byte) error {
+				return root.Bucket([]byte(b)).Bucket(name).ForEach(func(k, v []byte) error {
+					out[fmt.Sprintf("%s/%s %x", b, name, k)] = bytes.Clone(v)
+					return nil
+				})
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func formatMarker(t testing.TB, path string) uint64 {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var v uint64
+	bdb.View(func(tx *bolt.Tx) error {
+		v = binary.BigEndian.Uint64(tx.Bucket([]byte("\x00storh")).Get([]byte("format")))
+		return nil
+	})
+	return v
+}
+
+func readIndexVectors(t *testing.T) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(format2Dir, "index.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]byte{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := hex.DecodeString(fields[len(fields)-1])
+		if len(fields) != 3 || err != nil {
+			t.Fatalf("index.hex: bad line %q", line)
+		}
+		out[fields[0]+" "+fields[1]] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFormat2WriteFiles writes the pinned files when asked to and they do
+// not exist yet.
+func TestFormat2WriteFiles(t *testing.T) {
+	if !*writeFormat2 {
+		t.Skip("run with -write-format2 to write testdata/format2 (once)")
+	}
+	if _, err := os.Stat(format2Dir); err == nil {
+		t.Fatalf("%s exists: the format-2 files are never rewritten", format2Dir)
+	}
+	tmp := filepath.Join(t.TempDir(), "format2.db")
+	writeFormat2DB(t, tmp)
+	if err := os.MkdirAll(format2Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storh.Compact(tmp, filepath.Join(format2Dir, "format2.db")); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("# index/bucket key value-hex: every block (\"i\") and journal record (\"l\") of collection docs\n")
+	b.WriteString("# Format 2, pinned: these bytes must never change. See storh/format2_test.go.\n")
+	vals := indexValues(t, tmp)
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range vals {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "%s %x\n", k, vals[k])
+	}
+	if err := os.WriteFile(filepath.Join(format2Dir, "index.hex"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFormat2FileReads: today's code opens the pinned file, whose indexes
+// hold exactly the pinned blocks and journal records, finds through each
+// index what a scan of the records finds, and Verify is clean.
+func TestFormat2FileReads(t *testing.T) {
+	fileOnly(t)
+	vectors := readIndexVectors(t)
+	path := filepath.Join(t.TempDir(), "format2.db")
+	orig, err := os.ReadFile(filepath.Join(format2Dir, "format2.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexValues(t, path); !mapsEqual(got, vectors) {
+		t.Errorf("the file holds %d blocks and records, index.hex %d, or their bytes differ", len(got), len(vectors))
+	}
+	if m := formatMarker(t, path); m != 2 {
+		t.Errorf("format marker %d, want 2", m)
+	}
+	db, err := storh.Open(path, storh.WithReadOnly())
+	if err != nil {
+		t.Fatalf("open the format-2 file: %v", err)
+	}
+	defer db.Close()
+	if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 || rep.Collections != 1 {
+		t.Errorf("Verify = %+v, %v", rep, err)
+	}
+	docs, err := db.Docs("docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := docs.Indexes()
+	if err != nil || len(infos) != 4 {
+		t.Fatalf("Indexes = %v, %v", infos, err)
+	}
+	journaled := 0
+	for _, ix := range infos {
+		if ix.Layout != "blocks" {
+			t.Errorf("index %s is in layout %q", ix.Name, ix.Layout)
+		}
+		journaled += ix.Journaled
+	}
+	if journaled == 0 {
+		t.Error("nothing journaled: the pinned file should hold journal records too")
+	}
+	final := format2Final()
+	for _, c := range []struct {
+		cond query.Cond
+		want func(storh.Map) bool
+	}{
+		{query.Field("u").Gte(20), func(m storh.Map) bool { return asInt(m["u"]) >= 20 }},
+		{query.Field("tag").Eq("t1"), func(m storh.Map) bool { return m["tag"] == "t1" }},
+		{query.Field("tags").Contains("m2"), func(m storh.Map) bool { return slices.Contains(m["tags"].([]any), any("m2")) }},
+		{query.And(query.Field("kind").Eq("b"), query.Field("n").Lt(3)), func(m storh.Map) bool { return m["kind"] == "b" && asInt(m["n"]) < 3 }},
+	} {
+		q := query.All().Where(c.cond).RequireIndex()
+		got := findIDs(t, docs, q)
+		var want []uuidv7.UUID
+		for id, m := range final {
+			if c.want(m) {
+				want = append(want, id)
+			}
+		}
+		slices.SortFunc(want, uuidv7.UUID.Compare)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: %d ids, want %d", c.cond, len(got), len(want))
+		}
+	}
+}
+
+// TestFormat2WritesThePinnedBytes: writing the same content with today's
+// code gives the pinned blocks and journal records, byte for byte.
+func TestFormat2WritesThePinnedBytes(t *testing.T) {
+	fileOnly(t)
+	vectors := readIndexVectors(t)
+	path := filepath.Join(t.TempDir(), "again.db")
+	writeFormat2DB(t, path)
+	got := indexValues(t, path)
+	for key, want := range vectors {
+		if !bytes.Equal(got[key], want) {
+			t.Errorf("%s: today's code writes\n %x\nindex.hex pins\n %x", key, got[key], want)
+		}
+	}
+	if len(got) != len(vectors) {
+		t.Errorf("wrote %d blocks and records; index.hex has %d", len(got), len(vectors))
+	}
+}
+
+// TestFormatMarkerRises: a new file is in format 1 until its first blocked
+// index, which raises it to 2; the pinned format-1 file does the same once
+// written to, with its records intact.
+func TestFormatMarkerRises(t *testing.T) {
+	fileOnly(t)
+	tuneFor(t, "layout=") // a file's indexes are blocked
+	path := newPath(t)
+	db := openAt(t, path)
+	c, err := db.Docs("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(storh.Map{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if m := formatMarker(t, path); m != 1 {
+		t.Errorf("a file without blocked indexes: format %d, want 1", m)
+	}
+	db = openAt(t, path)
+	ix, err := db.Docs("indexed", storh.WithIndex(storh.Index("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Put(storh.Map{"a": 1}); err != nil { // the collection, and its index, come with its first record
+		t.Fatal(err)
+	}
+	db.Close()
+	if m := formatMarker(t, path); m != 2 {
+		t.Errorf("after a blocked index: format %d, want 2", m)
+	}
+
+	old := filepath.Join(t.TempDir(), "format1.db")
+	orig, err := os.ReadFile(filepath.Join(format1Dir, "format1.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db = openAt(t, old)
+	d, err := db.Docs("docs", storh.WithIndex(storh.Index("yes")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.CountMatching(query.All().Where(query.Field("yes").Eq(true)).RequireIndex()); err != nil || n != 1 {
+		t.Errorf("the format-1 file's new index counts %d, %v; want 1", n, err)
+	}
+	db.Close()
+	if m := formatMarker(t, old); m != 2 {
+		t.Errorf("the format-1 file after a blocked index: format %d, want 2", m)
+	}
+	if vals, want := rawValues(t, old), readVectors(t); !mapsEqual(vals, want) {
+		t.Error("the format-1 file's records changed")
+	}
+}
+
+func mapsEqual(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func asInt(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case uint64:
+		return int64(n)
+	}
+	return -1
+}
