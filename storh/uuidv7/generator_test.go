@@ -521,14 +521,23 @@ func TestGeneratorAllocs(t *testing.T) {
 	// refill. Count all allocations of 5000 calls that each start a new
 	// millisecond, crossing a dozen 4 KiB refills, from crypto/rand and
 	// from ChaCha8.
+	// The runtime may allocate once for a thread the goroutine first runs
+	// on (its getrandom state): a refill that allocates does so in every
+	// run, so one clean run out of three is the proof.
 	c := &fakeClock{ms: t0}
 	crypto := NewGenerator(WithClock(c.now))
-	if got := testing.AllocsPerRun(1, func() {
-		for range 5000 {
-			c.ms++
-			sink = crypto.New()
+	var got float64
+	for range 3 {
+		if got = testing.AllocsPerRun(1, func() {
+			for range 5000 {
+				c.ms++
+				sink = crypto.New()
+			}
+		}); got == 0 {
+			break
 		}
-	}); got != 0 {
+	}
+	if got != 0 {
 		t.Errorf("crypto/rand refills: %v allocs in 5000 calls, want 0", got)
 	}
 	if got := testing.AllocsPerRun(1, func() {
