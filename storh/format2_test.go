@@ -1,10 +1,8 @@
 package storh_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -149,30 +147,7 @@ func formatMarker(t testing.TB, path string) uint64 {
 
 func readIndexVectors(t *testing.T) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(format2Dir, "index.hex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string][]byte{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := hex.DecodeString(fields[len(fields)-1])
-		if len(fields) != 3 || err != nil {
-			t.Fatalf("index.hex: bad line %q", line)
-		}
-		out[fields[0]+" "+fields[1]] = v
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return readHexLines(t, filepath.Join(format2Dir, "index.hex"))
 }
 
 // TestFormat2WriteFiles writes the pinned files when asked to and they do

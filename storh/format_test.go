@@ -222,7 +222,14 @@ func rawValues(t testing.TB, path string) map[string][]byte {
 
 func readVectors(t *testing.T) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(format1Dir, "values.hex"))
+	return readHexLines(t, filepath.Join(format1Dir, "values.hex"))
+}
+
+// readHexLines reads a pinned file of lines "a b hex" (and # comments):
+// "a b" → the bytes.
+func readHexLines(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,11 +244,11 @@ func readVectors(t *testing.T) map[string][]byte {
 		}
 		fields := strings.Fields(line)
 		if len(fields) != 3 {
-			t.Fatalf("values.hex: bad line %q", line)
+			t.Fatalf("%s: bad line %q", path, line)
 		}
 		v, err := hex.DecodeString(fields[2])
 		if err != nil {
-			t.Fatalf("values.hex: %v", err)
+			t.Fatalf("%s: %v", path, err)
 		}
 		out[fields[0]+" "+fields[1]] = v
 	}

@@ -369,26 +369,18 @@ func newSegSource(v *ixView, upto uint64) *segSource {
 	return &segSource{segs: v.segs, upto: upto, pos: make([]int, len(v.segs))}
 }
 
-// lowerBound returns the index of the first change of s at or after k.
-func lowerBound(s *segment, k []byte) int {
-	lo, hi := 0, s.len()
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(s.key(m), k) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+// lowerBound returns the index of the first change of s at or after k,
+// upperBound of the first after it.
+func lowerBound(s *segment, k []byte) int { return bound(s, k, 0) }
+func upperBound(s *segment, k []byte) int { return bound(s, k, 1) }
 
-// upperBound returns the index of the first change of s after k.
-func upperBound(s *segment, k []byte) int {
+// bound returns the index of the first change of s whose key compares with
+// k above past (0: at or after k, 1: after it).
+func bound(s *segment, k []byte, past int) int {
 	lo, hi := 0, s.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(s.key(m), k) <= 0 {
+		if bytes.Compare(s.key(m), k) < past {
 			lo = m + 1
 		} else {
 			hi = m
