@@ -104,8 +104,9 @@ func TestGetAllocations(t *testing.T) {
 		}
 		i += 37
 	})
-	if allocs > 14 {
-		t.Errorf("Get allocates %.1f times; want at most 14", allocs)
+	// bbolt's read transaction allocates 5 times, the record's copy once.
+	if allocs > 6 {
+		t.Errorf("Get allocates %.1f times; want at most 6", allocs)
 	}
 }
 
@@ -160,7 +161,7 @@ func TestGetRaw(t *testing.T) {
 }
 
 // TestGetRawAllocations: a lent point read allocates only what bbolt's
-// read transaction and the two bucket look-ups do.
+// read transaction does: the buckets on the way are not opened.
 func TestGetRawAllocations(t *testing.T) {
 	fileOnly(t)
 	db := openTemp(t)
@@ -174,8 +175,8 @@ func TestGetRawAllocations(t *testing.T) {
 		}
 		i++
 	})
-	if allocs > 13 {
-		t.Errorf("GetRaw allocates %.1f times; want at most 13 (Get's, less the copy)", allocs)
+	if allocs > 5 {
+		t.Errorf("GetRaw allocates %.1f times; want at most 5 (bbolt's read transaction)", allocs)
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 
 // A point read is the most frequent read, and on a file almost all of its
 // cost is the path to the value. On bbolt it therefore goes straight to the
-// file: one read transaction, the collection's bucket, its records bucket,
-// the key, without opening the collection's metadata. That is sound because
+// file: one read transaction and a search of the records bucket's pages
+// from the root this commit has (direct.go), without opening the
+// collection's metadata or bbolt's buckets on the way. That is sound because
 // a file belongs to one process at a time (bbolt locks it), and within the
 // process a collection's kind only changes through DropColl, after which a
 // handle opened earlier takes the full path and its checks. Other stores,
@@ -93,21 +94,30 @@ func (t *Tx) getIn(h Handle, id uuidv7.UUID) ([]byte, error) {
 	return t.Get(c, id)
 }
 
-// directGet is the direct path in btx.
+// directGet is the direct path in btx: the records bucket's root page as
+// found at this commit, then a search of its pages (direct.go); a
+// collection small enough that bbolt keeps its records inline in the
+// parent's page is read through bbolt's buckets.
 func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
-	name := h.key
-	if name == nil {
-		name = []byte(h.Name)
-	}
-	root := btx.Bucket(name)
-	if root == nil {
+	root, exists, err := recordsRoot(btx, h)
+	switch {
+	case err != nil:
+		return nil, err
+	case !exists:
 		return nil, ErrNotFound
 	}
-	recs := root.Bucket(bucketRecords)
-	if recs == nil {
-		return nil, fmt.Errorf("%w: collection %q lacks its records bucket", ErrCorrupt, h.Name)
+	var v []byte
+	if root != 0 {
+		if v, err = newPageReader(btx).get(root, id[:]); err != nil {
+			return nil, fmt.Errorf("collection %q: %w", h.Name, err)
+		}
+	} else {
+		name := h.key
+		if name == nil {
+			name = []byte(h.Name)
+		}
+		v = btx.Bucket(name).Bucket(bucketRecords).Get(id[:])
 	}
-	v := recs.Get(id[:])
 	if v == nil {
 		return nil, ErrNotFound
 	}

@@ -21,7 +21,8 @@ type Handle struct {
 	// with the collection, or by EnsureIndexes on an existing one.
 	Indexes []IndexSpec
 
-	key []byte // Name as a bucket key, made once: see ReadRecord
+	key   []byte    // Name as a bucket key, made once: see ReadRecord
+	roots *rootSlot // the records bucket's root page at the last commit a point read saw (direct.go)
 }
 
 // errNoColl is the ErrNotFound of a collection that is not in the file.
@@ -46,7 +47,7 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 	if err := ValidateName(name); err != nil {
 		return Handle{}, err
 	}
-	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load(), key: []byte(name)}
+	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load(), key: []byte(name), roots: new(rootSlot)}
 	// A file's kinds are known for good. Other processes drop and create
 	// the collections of a shared store: there the store says, and only a
 	// name it does not hold keeps the kind a handle here opened it as.

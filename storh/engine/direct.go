@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Point reads straight from the memory map. A collection's records sit in
+// a bucket nested in the collection's: bbolt opens each bucket of the path
+// with a cursor search and four allocations, twice per point read, which
+// was most of what a read cost over a raw bbolt Get from a top-level
+// bucket. Between two commits every reader sees the same tree, so the
+// records bucket's root page is found once per commit (rootAt, per
+// handle), and a read searches the B+tree from it in bbolt's pages
+// directly: the page layout the structural page check already reads
+// (pages.go), checked as it is read.
+//
+// The mapping is read while a bbolt read transaction is open: bbolt does
+// not remap while one is, and the transaction's pages are not reused
+// before it ends. A page outside the file, an element outside its page or
+// a tree deeper than any bbolt writes is ErrCorrupt; a fault on a
+// truncated file is contained as on every direct read.
+
+// rootAt is a records bucket's root page at one transaction id of one
+// open file: transaction ids are the file's, so a Handle value carried to
+// another DB (two files copied from one, whose ids coincide) must not
+// find its root here.
+type rootAt struct {
+	file *bolt.DB
+	txid int
+	root uint64
+}
+
+// rootSlot caches the rootAt of one handle's collection.
+type rootSlot struct{ p atomic.Pointer[rootAt] }
+
+// pageReader reads a read transaction's pages from bbolt's mapping.
+type pageReader struct {
+	data     []byte // the mapping, up to the transaction's size
+	pageSize uint64
+}
+
+func newPageReader(btx *bolt.Tx) pageReader {
+	info := btx.DB().Info()
+	// info.Data is the mapping's address as a uintptr: read it as the
+	// pointer it is. The mapping is not Go memory; the transaction keeps
+	// it in place.
+	base := *(*unsafe.Pointer)(unsafe.Pointer(&info.Data))
+	return pageReader{data: unsafe.Slice((*byte)(base), btx.Size()), pageSize: uint64(info.PageSize)}
+}
+
+// page returns page id with its overflow pages.
+func (r pageReader) page(id uint64) ([]byte, error) {
+	n := uint64(len(r.data)) / r.pageSize
+	if id < 2 || id >= n {
+		return nil, fmt.Errorf("%w: page %d is outside the file's pages 2 to %d", ErrCorrupt, id, n-1)
+	}
+	start := id * r.pageSize
+	head := r.data[start : start+boltPageHeader]
+	overflow := uint64(binary.NativeEndian.Uint32(head[12:]))
+	if binary.NativeEndian.Uint64(head) != id || overflow >= n-id {
+		return nil, fmt.Errorf("%w: page %d has a damaged header", ErrCorrupt, id)
+	}
+	return r.data[start : start+(1+overflow)*r.pageSize], nil
+}
+
+// get finds key in the tree rooted at page root: its value, or nil.
+func (r pageReader) get(root uint64, key []byte) ([]byte, error) {
+	id := root
+	for range maxTreeDepth {
+		p, err := r.page(id)
+		if err != nil {
+			return nil, err
+		}
+		flags, count := binary.NativeEndian.Uint16(p[8:]), int(binary.NativeEndian.Uint16(p[10:]))
+		if count == 0 || boltPageHeader+count*boltElemSize > len(p) {
+			return nil, fmt.Errorf("%w: page %d holds %d elements in %d bytes", ErrCorrupt, id, count, len(p))
+		}
+		switch flags {
+		case boltBranchPage:
+			// The last element whose key is at or below key (the first,
+			// when key is below them all): its child holds key.
+			lo, hi := 1, count
+			for lo < hi {
+				m := int(uint(lo+hi) >> 1)
+				k, err := branchKey(p, m, id)
+				if err != nil {
+					return nil, err
+				}
+				if bytes.Compare(k, key) <= 0 {
+					lo = m + 1
+				} else {
+					hi = m
+				}
+			}
+			id = binary.NativeEndian.Uint64(p[boltPageHeader+(lo-1)*boltElemSize+8:])
+		case boltLeafPage:
+			lo, hi := 0, count
+			for lo < hi {
+				m := int(uint(lo+hi) >> 1)
+				e := boltPageHeader + m*boltElemSize
+				elem := p[e : e+boltElemSize]
+				pos := e + int(binary.NativeEndian.Uint32(elem[4:]))
+				ks, vs := int(binary.NativeEndian.Uint32(elem[8:])), int(binary.NativeEndian.Uint32(elem[12:]))
+				if pos < e || ks > len(p)-pos || vs > len(p)-pos-ks {
+					return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, m)
+				}
+				switch c := bytes.Compare(p[pos:pos+ks], key); {
+				case c < 0:
+					lo = m + 1
+				case c > 0:
+					hi = m
+				case binary.NativeEndian.Uint32(elem)&boltBucketLeaf != 0:
+					return nil, nil // a nested bucket, not a value
+				default:
+					return p[pos+ks : pos+ks+vs : pos+ks+vs], nil
+				}
+			}
+			return nil, nil
+		default:
+			return nil, fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", ErrCorrupt, id, flags)
+		}
+	}
+	return nil, fmt.Errorf("%w: a tree deeper than %d pages", ErrCorrupt, maxTreeDepth)
+}
+
+func branchKey(p []byte, i int, id uint64) ([]byte, error) {
+	e := boltPageHeader + i*boltElemSize
+	pos := e + int(binary.NativeEndian.Uint32(p[e:]))
+	ks := int(binary.NativeEndian.Uint32(p[e+4:]))
+	if pos < e || ks > len(p)-pos {
+		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
+	}
+	return p[pos : pos+ks], nil
+}
+
+// recordsRoot returns the root page of h's records bucket in btx, found
+// once per commit; 0 when the bucket is inline in its parent's page (a
+// small collection), or when there is no collection (exists false).
+func recordsRoot(btx *bolt.Tx, h Handle) (root uint64, exists bool, err error) {
+	txid, file := btx.ID(), btx.DB()
+	if h.roots != nil {
+		if r := h.roots.p.Load(); r != nil && r.txid == txid && r.file == file {
+			return r.root, true, nil
+		}
+	}
+	name := h.key
+	if name == nil {
+		name = []byte(h.Name)
+	}
+	coll := btx.Bucket(name)
+	if coll == nil {
+		return 0, false, nil
+	}
+	recs := coll.Bucket(bucketRecords)
+	if recs == nil {
+		return 0, false, fmt.Errorf("%w: collection %q lacks its records bucket", ErrCorrupt, h.Name)
+	}
+	root = uint64(recs.Root())
+	if h.roots != nil {
+		h.roots.p.Store(&rootAt{file: file, txid: txid, root: root})
+	}
+	return root, true, nil
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	"pgregory.net/rapid"
+)
+
+// TestPageReaderAgreesWithBolt: a search of the pages finds what bbolt's
+// Get finds, present or not, in trees of one leaf up to several levels,
+// with values that spill into overflow pages, and with nested buckets
+// among the keys (which are not values).
+func TestPageReaderAgreesWithBolt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 3000).Draw(rt, "keys")
+		big := rapid.IntRange(0, 3).Draw(rt, "big")
+		present := map[uint32]bool{}
+		if err := bdb.Update(func(tx *bolt.Tx) error {
+			tx.DeleteBucket([]byte("c"))
+			c, err := tx.CreateBucket([]byte("c"))
+			if err != nil {
+				return err
+			}
+			recs, err := c.CreateBucket(bucketRecords)
+			if err != nil {
+				return err
+			}
+			for i := range n {
+				k := uint32(i * 3)
+				size := 40 + i%200
+				if big > 0 && i%97 == 0 {
+					size = 5000 * big // past a page: an overflow leaf
+				}
+				if i%501 == 7 {
+					if _, err := recs.CreateBucket(binary.BigEndian.AppendUint32(nil, k)); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := recs.Put(binary.BigEndian.AppendUint32(nil, k), bytes.Repeat([]byte{byte(i)}, size)); err != nil {
+					return err
+				}
+				present[k] = true
+			}
+			return nil
+		}); err != nil {
+			rt.Fatal(err)
+		}
+		if err := bdb.View(func(tx *bolt.Tx) error {
+			recs := tx.Bucket([]byte("c")).Bucket(bucketRecords)
+			root := uint64(recs.Root())
+			if root == 0 {
+				return nil // inline: the direct path does not read it
+			}
+			r := newPageReader(tx)
+			for range 200 {
+				k := binary.BigEndian.AppendUint32(nil, uint32(rapid.IntRange(0, 3*n+3).Draw(rt, "probe")))
+				got, err := r.get(root, k)
+				if err != nil {
+					rt.Fatalf("get %x: %v", k, err)
+				}
+				want := recs.Get(k)
+				if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+					rt.Fatalf("get %x: %d bytes, bbolt %d", k, len(got), len(want))
+				}
+			}
+			return nil
+		}); err != nil {
+			rt.Fatal(err)
+		}
+	})
+}
+
+// TestPageReaderRefusesDamage: a root outside the file, a page whose
+// header is not its own and a page of another kind are ErrCorrupt.
+func TestPageReaderRefusesDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucket([]byte("b"))
+		for i := range 2000 {
+			b.Put(binary.BigEndian.AppendUint32(nil, uint32(i)), make([]byte, 100))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.View(func(tx *bolt.Tx) error {
+		r := newPageReader(tx)
+		root := uint64(tx.Bucket([]byte("b")).Root())
+		for _, bad := range []uint64{0, 1, uint64(tx.Size()) / r.pageSize, 1 << 40} {
+			if _, err := r.get(bad, []byte("k")); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("root %d: %v, want ErrCorrupt", bad, err)
+			}
+		}
+		if v, err := r.get(root, binary.BigEndian.AppendUint32(nil, 1234)); err != nil || len(v) != 100 {
+			t.Errorf("a sound read: %d bytes, %v", len(v), err)
+		}
+		// A copy of the mapping with the root's header damaged.
+		data := bytes.Clone(r.data)
+		d := pageReader{data: data, pageSize: r.pageSize}
+		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root+1)
+		if _, err := d.get(root, []byte("k")); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a page with another page's id: %v, want ErrCorrupt", err)
+		}
+		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root)
+		binary.NativeEndian.PutUint16(data[root*r.pageSize+8:], 0x10) // the freelist's flag
+		if _, err := d.get(root, []byte("k")); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a page of another kind: %v, want ErrCorrupt", err)
+		}
+		return nil
+	})
+}
