@@ -211,7 +211,8 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string, kinds *sync.Map) (*Coll, 
 	}
 	c := &Coll{Name: name, root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
 	var kind []byte
-	if isRemote(meta.Cursor()) {
+	// A bucket of the file is local: asking its cursor would make one.
+	if _, local := meta.(boltBucket); !local && isRemote(meta.Cursor()) {
 		c.remote = true
 		// A kind is written when its collection is created and never
 		// changes, and a bucket's identity is never given to another: a
