@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -25,7 +26,8 @@ import (
 // values from a few bytes to several pages, so that the records bucket
 // goes from inline in its parent's page to a tree of several levels and
 // back; after each step Get and GetRaw through the one handle agree with
-// a map of what is there, present or not. Reopening the file in the
+// a map of what is there, present or not, and so do ranged Streams (see
+// checkRanges). Reopening the file in the
 // middle gives a new handle on a file whose transaction ids go on.
 func TestPointReadsFollowCommits(t *testing.T) {
 	fileOnly(t)
@@ -81,6 +83,7 @@ func TestPointReadsFollowCommits(t *testing.T) {
 					rt.Fatalf("step %d: Get of deleted %s: %v, want ErrNotFound", step, id, err)
 				}
 			}
+			checkRanges(rt, step, docs, model, ms)
 		}
 		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
 		for step := range steps {
@@ -148,6 +151,73 @@ func TestPointReadsFollowCommits(t *testing.T) {
 			rt.Fatal(err)
 		}
 	})
+}
+
+// checkRanges reads id ranges of docs (everything, after or before an id
+// of the model or one between them, a time window, forwards and in
+// reverse, with and without a limit) and checks each against the model,
+// whose ids were made at milliseconds up to lastMs. Such reads walk the
+// records bucket's leaves from the root kept in the handle.
+func checkRanges(rt *rapid.T, step int, docs *storh.Docs, model map[uuidv7.UUID]string, lastMs int64) {
+	ids := make([]uuidv7.UUID, 0, len(model))
+	for id := range model {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uuidv7.UUID) int { return a.Compare(b) })
+	bound := func(label string) uuidv7.UUID {
+		if len(ids) > 0 && rapid.Bool().Draw(rt, label+" present") {
+			return rapid.SampledFrom(ids).Draw(rt, label)
+		}
+		return uuidv7.MinForTimestampMs(rapid.Int64Range(1_700_000_000_000, lastMs+1).Draw(rt, label+" ms"))
+	}
+	for range rapid.IntRange(1, 3).Draw(rt, "ranges") {
+		q, want := query.All(), slices.Clone(ids)
+		switch rapid.IntRange(0, 3).Draw(rt, "range") {
+		case 1:
+			after := bound("after")
+			q = q.After(after)
+			want = slices.DeleteFunc(want, func(id uuidv7.UUID) bool { return id.Compare(after) <= 0 })
+		case 2:
+			before := bound("before")
+			q = q.Before(before)
+			want = slices.DeleteFunc(want, func(id uuidv7.UUID) bool { return id.Compare(before) >= 0 })
+		case 3:
+			from := rapid.Int64Range(1_700_000_000_000, lastMs+1).Draw(rt, "from")
+			until := from + rapid.Int64Range(0, 400).Draw(rt, "width")
+			q = q.TimeRangeMs(from, until)
+			want = slices.DeleteFunc(want, func(id uuidv7.UUID) bool { return id.Time().UnixMilli() < from || id.Time().UnixMilli() > until })
+		}
+		if rapid.Bool().Draw(rt, "reverse") {
+			q = q.Reverse()
+			slices.Reverse(want)
+		}
+		if limit := rapid.SampledFrom([]int{0, 1, 100, 300}).Draw(rt, "limit"); limit > 0 {
+			q = q.Limit(limit)
+			want = want[:min(limit, len(want))]
+		}
+		var got []uuidv7.UUID
+		for r, err := range docs.Stream(q) {
+			if err != nil {
+				rt.Fatalf("step %d: %s: %v", step, q, err)
+			}
+			if v, _ := r.Data()["v"].(string); v != model[r.ID] {
+				rt.Fatalf("step %d: %s: record %s has %d bytes, want %d", step, q, r.ID, len(v), len(model[r.ID]))
+			}
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, want) {
+			rt.Fatalf("step %d: %s: %d records, want %d (first difference at %d)", step, q, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b []uuidv7.UUID) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 // TestPointReadsDuringCommits (run it with -race): readers keep reading

@@ -110,6 +110,35 @@ func TestGetAllocations(t *testing.T) {
 	}
 }
 
+// TestStreamPageAllocations: a page of 100 records after an id, records
+// owning their bytes, allocates a fixed handful of times whatever its
+// records: the read transaction, the query's plan and run, the page
+// cursor, the chunk's slab and one arena for every payload. The bound
+// catches a return to opening the collection per chunk (28 before pages
+// were walked from the mapping) or to an allocation per record.
+func TestStreamPageAllocations(t *testing.T) {
+	fileOnly(t)
+	db := openTemp(t)
+	docs, _ := db.Docs("c")
+	ids := fillDocs(t, docs, 2000)
+	q := query.All().After(ids[1000]).Limit(100)
+	allocs := testing.AllocsPerRun(100, func() {
+		n := 0
+		for r, err := range docs.Stream(q) {
+			if err != nil || len(r.Raw()) == 0 {
+				t.Fatalf("Stream: %v", err)
+			}
+			n++
+		}
+		if n != 100 {
+			t.Fatalf("Stream: %d records, want 100", n)
+		}
+	})
+	if allocs > 12 {
+		t.Errorf("a page of 100 allocates %.1f times; want at most 12", allocs)
+	}
+}
+
 // TestGetRaw: GetRaw lends what Get returns; fn's error comes back as it
 // is; Get's errors are GetRaw's; inside a transaction it reads the
 // transaction's snapshot.

@@ -22,6 +22,46 @@ func scratchBolt(t *testing.T) *bolt.DB {
 	return bdb
 }
 
+// drawTree replaces bucket c of bdb with a collection whose records bucket
+// holds keys 0, 3, 6, … (four bytes each) in a tree of one leaf up to
+// several levels, some values spilling into overflow pages and some keys
+// nested buckets; it returns how many keys it wrote.
+func drawTree(rt *rapid.T, bdb *bolt.DB) int {
+	n := rapid.IntRange(1, 3000).Draw(rt, "keys")
+	big := rapid.IntRange(0, 3).Draw(rt, "big")
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		tx.DeleteBucket([]byte("c"))
+		c, err := tx.CreateBucket([]byte("c"))
+		if err != nil {
+			return err
+		}
+		recs, err := c.CreateBucket(bucketRecords)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			k := uint32(i * 3)
+			size := 40 + i%200
+			if big > 0 && i%97 == 0 {
+				size = 5000 * big // past a page: an overflow leaf
+			}
+			if i%501 == 7 {
+				if _, err := recs.CreateBucket(binary.BigEndian.AppendUint32(nil, k)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := recs.Put(binary.BigEndian.AppendUint32(nil, k), bytes.Repeat([]byte{byte(i)}, size)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		rt.Fatal(err)
+	}
+	return n
+}
+
 // TestPageReaderAgreesWithBolt: a search of the pages finds what bbolt's
 // Get finds, present or not, in trees of one leaf up to several levels,
 // with values that spill into overflow pages, and with nested buckets
@@ -29,38 +69,7 @@ func scratchBolt(t *testing.T) *bolt.DB {
 func TestPageReaderAgreesWithBolt(t *testing.T) {
 	bdb := scratchBolt(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(1, 3000).Draw(rt, "keys")
-		big := rapid.IntRange(0, 3).Draw(rt, "big")
-		if err := bdb.Update(func(tx *bolt.Tx) error {
-			tx.DeleteBucket([]byte("c"))
-			c, err := tx.CreateBucket([]byte("c"))
-			if err != nil {
-				return err
-			}
-			recs, err := c.CreateBucket(bucketRecords)
-			if err != nil {
-				return err
-			}
-			for i := range n {
-				k := uint32(i * 3)
-				size := 40 + i%200
-				if big > 0 && i%97 == 0 {
-					size = 5000 * big // past a page: an overflow leaf
-				}
-				if i%501 == 7 {
-					if _, err := recs.CreateBucket(binary.BigEndian.AppendUint32(nil, k)); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := recs.Put(binary.BigEndian.AppendUint32(nil, k), bytes.Repeat([]byte{byte(i)}, size)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			rt.Fatal(err)
-		}
+		n := drawTree(rt, bdb)
 		if err := bdb.View(func(tx *bolt.Tx) error {
 			recs := tx.Bucket([]byte("c")).Bucket(bucketRecords)
 			root := uint64(recs.Root())

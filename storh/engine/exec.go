@@ -107,6 +107,11 @@ func (r *Run) Lend(buf *[]byte) { r.reuse = buf }
 // own, appending at most max items to dst. The caller must hold Enter.
 func (db *DB) RunChunk(h Handle, r *Run, max int, dst []Item) ([]Item, error) {
 	n := len(dst)
+	if !r.Done && db.directRun(h, r) {
+		if out, ok, err := db.directChunk(h, r, max, dst); ok {
+			return out, err
+		}
+	}
 	err := db.ViewRun(r, func(tx *Tx) error {
 		c, err := tx.Use(h, false)
 		if err != nil {
@@ -159,25 +164,9 @@ func (r *Run) prepare(c *Coll) ([]*collIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.access = plan.Choose(r.spec, defs)
-		if r.spec.RequireIndex && r.access.ReadsAll(r.spec) {
-			return nil, fmt.Errorf("%w: no index serves %s, and without one the query reads the whole collection (declare an index with WithIndex, or bound the query by id or time)",
-				ErrNoIndex, describeConds(r.spec))
-		}
-		for _, s := range r.access.Scans {
-			r.names = append(r.names, ready[s.Index].name)
-		}
-		r.Stats.Indexes = r.names
-		if err := r.resolveCursors(c); err != nil {
+		if err := r.plan(defs, ready, c); err != nil {
 			return nil, err
 		}
-		r.ids = Cursor{Lo: r.spec.Lo, Hi: r.spec.Hi, Reverse: r.spec.Reverse, Done: r.spec.Empty}
-		r.mode = r.chooseMode()
-		r.Stats.Sorted = r.mode == modeCollect && r.spec.Order != nil
-		for _, s := range r.access.Scans {
-			r.walks = append(r.walks, newKeyWalk(s, r.walkForward(), r.mode == modeIndex, r))
-		}
-		r.planned = true
 	}
 	ixs := make([]*collIndex, len(r.names))
 	for i, name := range r.names {
@@ -191,6 +180,32 @@ func (r *Run) prepare(c *Coll) ([]*collIndex, error) {
 		ixs[i] = ix
 	}
 	return ixs, nil
+}
+
+// plan chooses how the run reads, from the collection's ready indexes
+// (defs, with ready their indexes in the same order); c reads the records
+// of keyset cursors, which only a field order has.
+func (r *Run) plan(defs []plan.IndexDef, ready []*collIndex, c *Coll) error {
+	r.access = plan.Choose(r.spec, defs)
+	if r.spec.RequireIndex && r.access.ReadsAll(r.spec) {
+		return fmt.Errorf("%w: no index serves %s, and without one the query reads the whole collection (declare an index with WithIndex, or bound the query by id or time)",
+			ErrNoIndex, describeConds(r.spec))
+	}
+	for _, s := range r.access.Scans {
+		r.names = append(r.names, ready[s.Index].name)
+	}
+	r.Stats.Indexes = r.names
+	if err := r.resolveCursors(c); err != nil {
+		return err
+	}
+	r.ids = Cursor{Lo: r.spec.Lo, Hi: r.spec.Hi, Reverse: r.spec.Reverse, Done: r.spec.Empty}
+	r.mode = r.chooseMode()
+	r.Stats.Sorted = r.mode == modeCollect && r.spec.Order != nil
+	for _, s := range r.access.Scans {
+		r.walks = append(r.walks, newKeyWalk(s, r.walkForward(), r.mode == modeIndex, r))
+	}
+	r.planned = true
+	return nil
 }
 
 func describeConds(s *plan.Spec) string {
@@ -293,9 +308,14 @@ func (r *Run) inCursors(seq []byte) bool {
 
 // nextIDs streams the records of the id range.
 func (r *Run) nextIDs(c *Coll, max int, dst []Item) []Item {
+	return r.nextIDsOn(c.records.Cursor(), max, dst)
+}
+
+// nextIDsOn is nextIDs over cursor bc of the records.
+func (r *Run) nextIDsOn(bc kv.Cursor, max int, dst []Item) []Item {
 	start := len(dst)
 	var examined int
-	dst = scanColl(c, &r.ids, r.match, max, ChunkExamined, dst, &examined, r.reuse)
+	dst = scanCursor(bc, &r.ids, r.match, max, ChunkExamined, dst, &examined, r.reuse)
 	r.Stats.RecordsRead += examined
 	r.took(dst[start:])
 	if r.ids.Done {
