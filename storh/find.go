@@ -39,7 +39,7 @@ func (c *coll) Stream(q query.Query) iter.Seq2[Record, error] {
 // wrapping ctx.Err() and ends, with no transaction left open.
 func (c *coll) StreamContext(ctx context.Context, q query.Query) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		c.run(ctx, c.opName("stream"), q, false, func(r Record) (bool, error) { return yield(r, nil), nil }, func(err error) { yield(Record{}, err) })
+		c.run(ctx, c.opName("stream"), q, false, yield, nil, func(err error) { yield(Record{}, err) })
 	}
 }
 
@@ -63,7 +63,7 @@ func (c *coll) ScanRaw(q query.Query, fn func(id uuidv7.UUID, raw []byte) error)
 // does, returning an error that wraps ctx.Err().
 func (c *coll) ScanRawContext(ctx context.Context, q query.Query, fn func(id uuidv7.UUID, raw []byte) error) error {
 	var err, own error
-	c.run(ctx, c.opName("scan"), q, true, func(r Record) (bool, error) {
+	c.run(ctx, c.opName("scan"), q, true, nil, func(r Record) (bool, error) {
 		if own = fn(r.ID, r.payload); own != nil {
 			return false, nil
 		}
@@ -91,11 +91,13 @@ var itemBufs = sync.Pool{New: func() any {
 // run runs q, passing each record to each until it returns false, and a
 // failure to fail. An error from each (a record that does not decode into
 // the caller's type) is a failure of that record, which ContinueOnError
-// skips. It returns the run, for its statistics.
+// skips. A stream passes its yield instead of each (which is then nil):
+// the run calls it with no closure between them. It returns the run, for
+// its statistics.
 //
 // With lend, each record's bytes are valid only during its call of each
 // (see ScanRaw): the run copies every chunk into one buffer it reuses.
-func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, each func(Record) (bool, error), fail func(error)) *engine.Run {
+func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, yield func(Record, error) bool, each func(Record) (bool, error), fail func(error)) *engine.Run {
 	spec, err := plan.Compile(q)
 	if err != nil {
 		fail(opErr(op, c.name, "", -1, err))
@@ -133,9 +135,11 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 		if !lend {
 			slab = new(mpack.Slab)
 		}
-		for _, it := range items {
+		done := ctx.Done()
+		for i := range items {
+			it := &items[i]
 			// A consumer that cancels mid-chunk gets no further record.
-			if done := ctx.Done(); done != nil {
+			if done != nil {
 				select {
 				case <-done:
 					fail(opErr(op, c.name, "", -1, ctx.Err()))
@@ -143,16 +147,20 @@ func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, eac
 				default:
 				}
 			}
-			more := true
-			if it.Err == nil {
-				more, it.Err = each(Record{ID: it.ID, payload: it.Payload, slab: slab})
+			more, err := true, it.Err
+			switch {
+			case err != nil:
+			case yield != nil:
+				more = yield(Record{ID: it.ID, payload: it.Payload, slab: slab}, nil)
+			default:
+				more, err = each(Record{ID: it.ID, payload: it.Payload, slab: slab})
 			}
-			if it.Err != nil {
+			if err != nil {
 				if spec.OnError != nil {
-					spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+					spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, err))
 					continue
 				}
-				fail(opErr(op, c.name, it.ID.String(), -1, it.Err))
+				fail(opErr(op, c.name, it.ID.String(), -1, err))
 				return r
 			}
 			if !more {
@@ -199,7 +207,7 @@ func (c *coll) FindContext(ctx context.Context, q query.Query) ([]Record, error)
 // find runs q to its end, handing each record to take.
 func (c *coll) find(ctx context.Context, op string, q query.Query, take func(Record) error) error {
 	var err error
-	c.run(ctx, c.opName(op), q, false, func(r Record) (bool, error) { return true, take(r) }, func(e error) { err = e })
+	c.run(ctx, c.opName(op), q, false, nil, func(r Record) (bool, error) { return true, take(r) }, func(e error) { err = e })
 	return err
 }
 
@@ -222,7 +230,7 @@ func (c *coll) first(ctx context.Context, q query.Query, take func(Record) error
 	}
 	found := false
 	var err error
-	c.run(ctx, c.opName("first"), q.Limit(1), false, func(r Record) (bool, error) {
+	c.run(ctx, c.opName("first"), q.Limit(1), false, nil, func(r Record) (bool, error) {
 		if err := take(r); err != nil {
 			return true, err
 		}
@@ -265,7 +273,7 @@ func (c *coll) CountMatchingContext(ctx context.Context, q query.Query) (int, er
 		}
 		if !r.Done && !r.Countable() {
 			n := 0
-			c.run(ctx, op, q, true, func(Record) (bool, error) { n++; return true, nil }, func(e error) { err = e })
+			c.run(ctx, op, q, true, nil, func(Record) (bool, error) { n++; return true, nil }, func(e error) { err = e })
 			return n, err
 		}
 	}
@@ -333,7 +341,7 @@ func (c *coll) Explain(q query.Query) (Plan, error) {
 // ExplainContext is Explain that stops when ctx is done (see StreamContext).
 func (c *coll) ExplainContext(ctx context.Context, q query.Query) (Plan, error) {
 	var err error
-	r := c.run(ctx, c.opName("explain"), q, true, func(Record) (bool, error) { return true, nil }, func(e error) { err = e })
+	r := c.run(ctx, c.opName("explain"), q, true, nil, func(Record) (bool, error) { return true, nil }, func(e error) { err = e })
 	if err != nil {
 		return Plan{}, err
 	}

@@ -264,7 +264,7 @@ func (t typed[T]) Stream(q query.Query) iter.Seq2[Item[T], error] {
 // Docs.StreamContext).
 func (t typed[T]) StreamContext(ctx context.Context, q query.Query) iter.Seq2[Item[T], error] {
 	return func(yield func(Item[T], error) bool) {
-		t.c.run(ctx, t.c.opName("stream"), q, false, func(r Record) (bool, error) {
+		t.c.run(ctx, t.c.opName("stream"), q, false, nil, func(r Record) (bool, error) {
 			it := Item[T]{ID: r.ID}
 			if err := t.tc.Decode(r.payload, &it.Value); err != nil {
 				return true, err
