@@ -307,6 +307,7 @@ var smallFixtures = struct {
 // n small records under the same ids.
 type smallFixture struct {
 	ids  []uuidv7.UUID
+	db   *storh.DB
 	docs *storh.Docs
 	raw  *bolt.DB
 }
@@ -323,6 +324,7 @@ func getSmallFixture(b *testing.B, n int) *smallFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
+	f.db = db
 	if f.docs, err = db.Docs(collName); err != nil {
 		b.Fatal(err)
 	}
@@ -351,7 +353,8 @@ func getSmallFixture(b *testing.B, n int) *smallFixture {
 var smallCleanup []func()
 
 // BenchmarkPageSmall: a decoded page of 100 four-field records after the
-// middle id.
+// middle id, as maps and as Go structs, each against the raw loop that
+// decodes the same way.
 func BenchmarkPageSmall(b *testing.B) {
 	for _, n := range sizes() {
 		b.Run(sizeName(n), func(b *testing.B) {
@@ -377,6 +380,62 @@ func BenchmarkPageSmall(b *testing.B) {
 					}
 				}
 			})
+			// The same page as Go structs: through a typed collection, and
+			// through the raw loop with msgpack.Unmarshal into the struct.
+			q := query.All().After(mid).Limit(pageSize)
+			out := make([]smallStruct, 0, pageSize)
+			check := func(b *testing.B, out []smallStruct, err error) {
+				if err != nil || len(out) != pageSize || out[0].Name == "" {
+					b.Fatalf("page: %d records, %v", len(out), err)
+				}
+			}
+			b.Run("impl=storh-typed", func(b *testing.B) {
+				typed, err := storh.DocsOf[smallStruct](f.db, collName)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					out = out[:0]
+					for it, err := range typed.Stream(q) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						out = append(out, it.Value)
+					}
+					check(b, out, nil)
+				}
+			})
+			b.Run("impl=bolt-struct", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					out = out[:0]
+					err := f.raw.View(func(tx *bolt.Tx) error {
+						c := tx.Bucket(rawBucket).Cursor()
+						k, v := c.Seek(mid[:])
+						if bytes.Equal(k, mid[:]) {
+							k, v = c.Next()
+						}
+						for ; k != nil && len(out) < pageSize; k, v = c.Next() {
+							var s smallStruct
+							if err := msgpack.Unmarshal(v, &s); err != nil {
+								return err
+							}
+							out = append(out, s)
+						}
+						return nil
+					})
+					check(b, out, err)
+				}
+			})
 		})
 	}
+}
+
+// smallStruct is the small record as a Go struct.
+type smallStruct struct {
+	Name   string  `msgpack:"name"`
+	Age    int     `msgpack:"age"`
+	Score  float64 `msgpack:"score"`
+	Active bool    `msgpack:"active"`
 }
