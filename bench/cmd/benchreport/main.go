@@ -481,7 +481,8 @@ func median(vs []float64) float64 {
 type target struct {
 	what string
 	// Ratio targets: value = median(num.unit) / median(den.unit).
-	// Absolute targets (den == ""): value = median(num.unit).
+	// Absolute targets (den == ""): value = median(num.unit); a unit
+	// "ratio" is one a benchmark measured itself (BenchmarkPagePaired).
 	num, den string
 	unit     string
 	op       string  // ">=", "<=" or "" for information only
@@ -532,12 +533,17 @@ var targets = []target{
 	{what: "back-fill: random vs ascending PutWithID, {n} (slow-down)", num: "BenchmarkBackfill/{n}/impl=storh-random", den: "BenchmarkBackfill/{n}/impl=storh-ascending", unit: "ns/op"},
 	{what: "back-fill: random-order bytes per record, {n}", num: "BenchmarkBackfill/{n}/impl=storh-random", unit: "B/record"},
 	{what: "decoded page of 100 vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh", den: "BenchmarkPage/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 0.7},
-	{what: "decoded small page vs raw seek + Unmarshal, {n} (time ratio)", num: "BenchmarkPageSmall/{n}/impl=storh", den: "BenchmarkPageSmall/{n}/impl=bolt", unit: "ns/op", op: "<=", limit: 0.7},
+	{what: "decoded small page vs raw seek + Unmarshal, {n} (time ratio, unpaired)", num: "BenchmarkPageSmall/{n}/impl=storh", den: "BenchmarkPageSmall/{n}/impl=bolt", unit: "ns/op"},
+	{what: "decoded small page vs raw seek + Unmarshal, {n} (time ratio, paired)", num: "BenchmarkPagePaired/{n}/pair=small-maps-vs-bolt-maps", unit: "ratio", op: "<=", limit: 0.7},
+	{what: "typed small page vs raw seek + Unmarshal to maps, {n} (time ratio, paired)", num: "BenchmarkPagePaired/{n}/pair=small-typed-vs-bolt-maps", unit: "ratio", op: "<=", limit: 0.7},
+	{what: "typed small page vs raw seek + Unmarshal to structs, {n} (time ratio)", num: "BenchmarkPageSmall/{n}/impl=storh-typed", den: "BenchmarkPageSmall/{n}/impl=bolt-struct", unit: "ns/op"},
 	{what: "decoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh", unit: "µs"},
 	{what: "undecoded page of 100, {n} (µs per page)", num: "BenchmarkPage/{n}/impl=storh-nodecode", unit: "µs"},
 	{what: "undecoded page of 100 vs raw seek + 100 × Next, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-nodecode", unit: "ns/op"},
-	{what: "undecoded page of 100 (Stream, owned) vs raw seek + walk + copy, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-copy", unit: "ns/op", op: "<=", limit: 1.5},
-	{what: "lent page of 100 (ScanRaw) vs raw seek + walk + copy, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-lend", den: "BenchmarkPage/{n}/impl=bolt-copy", unit: "ns/op", op: "<=", limit: 1.5},
+	{what: "undecoded page of 100 (Stream, owned) vs raw seek + walk + copy, {n} (time ratio, unpaired)", num: "BenchmarkPage/{n}/impl=storh-nodecode", den: "BenchmarkPage/{n}/impl=bolt-copy", unit: "ns/op"},
+	{what: "undecoded page of 100 (Stream, owned) vs raw seek + walk + copy, {n} (time ratio, paired)", num: "BenchmarkPagePaired/{n}/pair=nodecode-vs-bolt-copy", unit: "ratio", op: "<=", limit: 1.5},
+	{what: "lent page of 100 (ScanRaw) vs raw seek + walk + copy, {n} (time ratio, unpaired)", num: "BenchmarkPage/{n}/impl=storh-lend", den: "BenchmarkPage/{n}/impl=bolt-copy", unit: "ns/op"},
+	{what: "lent page of 100 (ScanRaw) vs raw seek + walk + copy, {n} (time ratio, paired)", num: "BenchmarkPagePaired/{n}/pair=lend-vs-bolt-copy", unit: "ratio", op: "<=", limit: 1.5},
 	{what: "lent page of 100 (ScanRaw) vs raw seek + walk without copy, {n} (time ratio)", num: "BenchmarkPage/{n}/impl=storh-lend", den: "BenchmarkPage/{n}/impl=bolt-nodecode", unit: "ns/op"},
 	{what: "200-record time window vs raw, {n} (time ratio)", num: "BenchmarkTimeWindow/{n}/impl=storh", den: "BenchmarkTimeWindow/{n}/impl=bolt", unit: "ns/op"},
 	{what: "200-record time window, {n} (µs per window)", num: "BenchmarkTimeWindow/{n}/impl=storh", unit: "µs"},
@@ -710,7 +716,7 @@ func evaluate(bs []Benchmark) []Result {
 		}
 		for _, n := range expand {
 			sub := func(s string) string { return strings.ReplaceAll(s, "{n}", n) }
-			r := Result{What: sub(t.what), Op: t.op, Limit: t.limit, Ratio: boolPtr(t.den != "")}
+			r := Result{What: sub(t.what), Op: t.op, Limit: t.limit, Ratio: boolPtr(t.den != "" || t.unit == "ratio")}
 			num, okNum := lookup(sub(t.num), t.unit)
 			if t.den == "" {
 				r.Value = num
