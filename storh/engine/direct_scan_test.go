@@ -85,16 +85,7 @@ func TestPageCursorAgreesWithBolt(t *testing.T) {
 // header names another page, and an element that points past its page
 // end the walk with ErrCorrupt kept in err, never a fault or a wrong key.
 func TestPageCursorRefusesDamage(t *testing.T) {
-	bdb := scratchBolt(t)
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		b, _ := tx.CreateBucket([]byte("b"))
-		for i := range 2000 {
-			b.Put(binary.BigEndian.AppendUint32(nil, uint32(i)), make([]byte, 100))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	bdb := flatBucket(t)
 	bdb.View(func(tx *bolt.Tx) error {
 		r := newPageReader(tx)
 		root := uint64(tx.Bucket([]byte("b")).Root())

@@ -22,6 +22,23 @@ func scratchBolt(t *testing.T) *bolt.DB {
 	return bdb
 }
 
+// flatBucket is a scratch file with bucket b of 2000 keys (0 to 1999,
+// four bytes each) of 100-byte values: a tree of one branch over leaves.
+func flatBucket(t *testing.T) *bolt.DB {
+	t.Helper()
+	bdb := scratchBolt(t)
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucket([]byte("b"))
+		for i := range 2000 {
+			b.Put(binary.BigEndian.AppendUint32(nil, uint32(i)), make([]byte, 100))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return bdb
+}
+
 // drawTree replaces bucket c of bdb with a collection whose records bucket
 // holds keys 0, 3, 6, … (four bytes each) in a tree of one leaf up to
 // several levels, some values spilling into overflow pages and some keys
@@ -98,16 +115,7 @@ func TestPageReaderAgreesWithBolt(t *testing.T) {
 // TestPageReaderRefusesDamage: a root outside the file, a page whose
 // header is not its own and a page of another kind are ErrCorrupt.
 func TestPageReaderRefusesDamage(t *testing.T) {
-	bdb := scratchBolt(t)
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		b, _ := tx.CreateBucket([]byte("b"))
-		for i := range 2000 {
-			b.Put(binary.BigEndian.AppendUint32(nil, uint32(i)), make([]byte, 100))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	bdb := flatBucket(t)
 	bdb.View(func(tx *bolt.Tx) error {
 		r := newPageReader(tx)
 		root := uint64(tx.Bucket([]byte("b")).Root())

@@ -181,8 +181,8 @@ func cmpUint64(a, b uint64) int {
 }
 
 // ownPayloads copies the payloads of items, which alias a transaction's
-// memory, into one allocation of their total size: one allocation per
-// chunk, none wasted, and every item's bytes its own to keep. With reuse it
+// memory, into allocations of exactly their size (one per 32 KiB of
+// payload), none wasted, and every item's bytes its own to keep. With reuse it
 // copies them into *reuse instead, grown when too small: the payloads are
 // then valid only until the buffer is reused.
 //
