@@ -69,64 +69,99 @@ func (r pageReader) page(id uint64) ([]byte, error) {
 	return r.data[start : start+(1+overflow)*r.pageSize], nil
 }
 
+// pageAt is one node of a tree as read from the mapping, at element i
+// where a walk stands on it.
+type pageAt struct {
+	p     []byte // the page with its overflow
+	id    uint64
+	count int
+	i     int
+	leaf  bool
+}
+
+// node reads page id as a node of a tree: a branch or a leaf whose element
+// headers lie inside it. Only a root leaf may be empty (emptyOK): bbolt
+// merges away every other page that runs empty.
+func (r pageReader) node(id uint64, emptyOK bool) (pageAt, error) {
+	p, err := r.page(id)
+	if err != nil {
+		return pageAt{}, err
+	}
+	flags, count := binary.NativeEndian.Uint16(p[8:]), int(binary.NativeEndian.Uint16(p[10:]))
+	if flags != boltBranchPage && flags != boltLeafPage {
+		return pageAt{}, fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", ErrCorrupt, id, flags)
+	}
+	if (count == 0 && !(emptyOK && flags == boltLeafPage)) || boltPageHeader+count*boltElemSize > len(p) {
+		return pageAt{}, fmt.Errorf("%w: page %d holds %d elements in %d bytes", ErrCorrupt, id, count, len(p))
+	}
+	return pageAt{p: p, id: id, count: count, leaf: flags == boltLeafPage}, nil
+}
+
 // get finds key in the tree rooted at page root: its value, or nil.
 func (r pageReader) get(root uint64, key []byte) ([]byte, error) {
 	id := root
 	for range maxTreeDepth {
-		p, err := r.page(id)
+		n, err := r.node(id, false)
 		if err != nil {
 			return nil, err
 		}
-		flags, count := binary.NativeEndian.Uint16(p[8:]), int(binary.NativeEndian.Uint16(p[10:]))
-		if count == 0 || boltPageHeader+count*boltElemSize > len(p) {
-			return nil, fmt.Errorf("%w: page %d holds %d elements in %d bytes", ErrCorrupt, id, count, len(p))
-		}
-		switch flags {
-		case boltBranchPage:
-			// The last element whose key is at or below key (the first,
-			// when key is below them all): its child holds key.
-			lo, hi := 1, count
-			for lo < hi {
-				m := int(uint(lo+hi) >> 1)
-				k, err := branchKey(p, m, id)
-				if err != nil {
-					return nil, err
-				}
-				if bytes.Compare(k, key) <= 0 {
-					lo = m + 1
-				} else {
-					hi = m
-				}
+		if !n.leaf {
+			i, err := branchIndex(n, key)
+			if err != nil {
+				return nil, err
 			}
-			id = binary.NativeEndian.Uint64(p[boltPageHeader+(lo-1)*boltElemSize+8:])
-		case boltLeafPage:
-			lo, hi := 0, count
-			for lo < hi {
-				m := int(uint(lo+hi) >> 1)
-				e := boltPageHeader + m*boltElemSize
-				elem := p[e : e+boltElemSize]
-				pos := e + int(binary.NativeEndian.Uint32(elem[4:]))
-				ks, vs := int(binary.NativeEndian.Uint32(elem[8:])), int(binary.NativeEndian.Uint32(elem[12:]))
-				if pos < e || ks > len(p)-pos || vs > len(p)-pos-ks {
-					return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, m)
-				}
-				switch c := bytes.Compare(p[pos:pos+ks], key); {
-				case c < 0:
-					lo = m + 1
-				case c > 0:
-					hi = m
-				case binary.NativeEndian.Uint32(elem)&boltBucketLeaf != 0:
-					return nil, nil // a nested bucket, not a value
-				default:
-					return p[pos+ks : pos+ks+vs : pos+ks+vs], nil
-				}
-			}
-			return nil, nil
-		default:
-			return nil, fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", ErrCorrupt, id, flags)
+			id = branchChild(n.p, i)
+			continue
 		}
+		i, err := leafIndex(n, key)
+		if err != nil || i == n.count {
+			return nil, err
+		}
+		k, v, err := leafElem(&n, i)
+		if err != nil || !bytes.Equal(k, key) {
+			return nil, err
+		}
+		return v, nil // nil for a nested bucket, which is not a value
 	}
 	return nil, fmt.Errorf("%w: a tree deeper than %d pages", ErrCorrupt, maxTreeDepth)
+}
+
+// branchIndex is the element of branch n whose child holds key's place:
+// the last at or below key, or the first when key is below them all.
+func branchIndex(n pageAt, key []byte) (int, error) {
+	lo, hi := 1, n.count
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		k, err := branchKey(n.p, m, n.id)
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Compare(k, key) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1, nil
+}
+
+// leafIndex is the first element of leaf n at or after key; n.count when
+// there is none.
+func leafIndex(n pageAt, key []byte) (int, error) {
+	lo, hi := 0, n.count
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		k, err := leafKey(n.p, m, n.id)
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Compare(k, key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, nil
 }
 
 func branchKey(p []byte, i int, id uint64) ([]byte, error) {
@@ -137,6 +172,39 @@ func branchKey(p []byte, i int, id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
 	}
 	return p[pos : pos+ks], nil
+}
+
+// leafKey is branchKey for a leaf's element, whose header starts with its
+// flags.
+func leafKey(p []byte, i int, id uint64) ([]byte, error) {
+	e := boltPageHeader + i*boltElemSize
+	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
+	ks := int(binary.NativeEndian.Uint32(p[e+8:]))
+	if pos < e || ks > len(p)-pos {
+		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
+	}
+	return p[pos : pos+ks], nil
+}
+
+// leafElem returns element i of leaf n: its key and its value, nil for a
+// nested bucket (as bbolt's cursor shows one).
+func leafElem(n *pageAt, i int) (k, v []byte, err error) {
+	p := n.p
+	e := boltPageHeader + i*boltElemSize
+	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
+	ks, vs := int(binary.NativeEndian.Uint32(p[e+8:])), int(binary.NativeEndian.Uint32(p[e+12:]))
+	if pos < e || ks > len(p)-pos || vs > len(p)-pos-ks {
+		return nil, nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, n.id, i)
+	}
+	k = p[pos : pos+ks : pos+ks]
+	if binary.NativeEndian.Uint32(p[e:])&boltBucketLeaf != 0 {
+		return k, nil, nil
+	}
+	return k, p[pos+ks : pos+ks+vs : pos+ks+vs], nil
+}
+
+func branchChild(p []byte, i int) uint64 {
+	return binary.NativeEndian.Uint64(p[boltPageHeader+i*boltElemSize+8:])
 }
 
 // recordsRoot returns the root page of h's records bucket in btx, found

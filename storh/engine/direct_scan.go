@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
-	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -37,15 +36,6 @@ type pageCursor struct {
 	inline [6]pageAt // path's first storage: trees this deep hold billions of keys
 }
 
-// pageAt is one page of a cursor's path.
-type pageAt struct {
-	p     []byte // the page with its overflow
-	id    uint64
-	count int
-	i     int
-	leaf  bool
-}
-
 func newPageCursor(r pageReader, root uint64) *pageCursor {
 	c := &pageCursor{r: r, root: root}
 	c.path = c.inline[:0]
@@ -67,22 +57,12 @@ func (c *pageCursor) push(id uint64, last bool) error {
 	if len(c.path) == maxTreeDepth {
 		return fmt.Errorf("%w: a tree deeper than %d pages", ErrCorrupt, maxTreeDepth)
 	}
-	p, err := c.r.page(id)
+	at, err := c.r.node(id, len(c.path) == 0)
 	if err != nil {
 		return err
 	}
-	flags, count := binary.NativeEndian.Uint16(p[8:]), int(binary.NativeEndian.Uint16(p[10:]))
-	if flags != boltBranchPage && flags != boltLeafPage {
-		return fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", ErrCorrupt, id, flags)
-	}
-	// Only a root leaf may be empty: bbolt merges away every other page
-	// that runs empty.
-	if (count == 0 && (flags == boltBranchPage || len(c.path) > 0)) || boltPageHeader+count*boltElemSize > len(p) {
-		return fmt.Errorf("%w: page %d holds %d elements in %d bytes", ErrCorrupt, id, count, len(p))
-	}
-	at := pageAt{p: p, id: id, count: count, leaf: flags == boltLeafPage}
 	if last {
-		at.i = count - 1
+		at.i = at.count - 1
 	}
 	c.path = append(c.path, at)
 	return nil
@@ -102,24 +82,8 @@ func (c *pageCursor) descend(last bool) error {
 	}
 }
 
-// leafKey is branchKey for a leaf's element, whose header starts with its
-// flags.
-func leafKey(p []byte, i int, id uint64) ([]byte, error) {
-	e := boltPageHeader + i*boltElemSize
-	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
-	ks := int(binary.NativeEndian.Uint32(p[e+8:]))
-	if pos < e || ks > len(p)-pos {
-		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
-	}
-	return p[pos : pos+ks], nil
-}
-
-func branchChild(p []byte, i int) uint64 {
-	return binary.NativeEndian.Uint64(p[boltPageHeader+i*boltElemSize+8:])
-}
-
-// here returns the leaf element the walk is on, or moves on (after, the
-// direction) from a leaf it stands past.
+// here returns the leaf element the walk is on, or moves on (forward
+// gives the direction) from a leaf it stands past.
 func (c *pageCursor) here(forward bool) ([]byte, []byte) {
 	if len(c.path) == 0 {
 		return nil, nil
@@ -136,18 +100,10 @@ func (c *pageCursor) here(forward bool) ([]byte, []byte) {
 
 // elem returns the element a leaf of the path is on.
 func (c *pageCursor) elem(top *pageAt) ([]byte, []byte) {
-	p := top.p
-	e := boltPageHeader + top.i*boltElemSize
-	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
-	ks, vs := int(binary.NativeEndian.Uint32(p[e+8:])), int(binary.NativeEndian.Uint32(p[e+12:]))
-	if pos < e || ks > len(p)-pos || vs > len(p)-pos-ks {
-		return c.fail(fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, top.id, top.i))
+	k, v, err := leafElem(top, top.i)
+	if err != nil {
+		return c.fail(err)
 	}
-	k := p[pos : pos+ks : pos+ks]
-	if binary.NativeEndian.Uint32(p[e:])&boltBucketLeaf != 0 {
-		return k, nil // a nested bucket, as bbolt's cursor shows one
-	}
-	v := p[pos+ks : pos+ks+vs : pos+ks+vs]
 	return k, v
 }
 
@@ -174,40 +130,19 @@ func (c *pageCursor) Seek(seek []byte) ([]byte, []byte) {
 	for {
 		top := &c.path[len(c.path)-1]
 		if top.leaf {
-			// The first element at or after seek.
-			lo, hi := 0, top.count
-			for lo < hi {
-				m := int(uint(lo+hi) >> 1)
-				k, err := leafKey(top.p, m, top.id)
-				if err != nil {
-					return c.fail(err)
-				}
-				if bytes.Compare(k, seek) < 0 {
-					lo = m + 1
-				} else {
-					hi = m
-				}
-			}
-			top.i = lo
-			return c.here(true)
-		}
-		// The last element at or below seek (the first, when seek is
-		// below them all): its child holds seek's place.
-		lo, hi := 1, top.count
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			k, err := branchKey(top.p, m, top.id)
+			i, err := leafIndex(*top, seek)
 			if err != nil {
 				return c.fail(err)
 			}
-			if bytes.Compare(k, seek) <= 0 {
-				lo = m + 1
-			} else {
-				hi = m
-			}
+			top.i = i
+			return c.here(true)
 		}
-		top.i = lo - 1
-		if err := c.push(branchChild(top.p, top.i), false); err != nil {
+		i, err := branchIndex(*top, seek)
+		if err != nil {
+			return c.fail(err)
+		}
+		top.i = i
+		if err := c.push(branchChild(top.p, i), false); err != nil {
 			return c.fail(err)
 		}
 	}
@@ -274,55 +209,42 @@ func (r *Run) rangeOnly() bool {
 
 // directChunk reads the next chunk of a rangeOnly run of h from the
 // mapping (ok), or reports that it must take the full path (!ok): a
-// collection small enough to sit inline in its parent's page. The
-// transaction and the fault handling are directRead's.
+// collection small enough to sit inline in its parent's page.
 func (db *DB) directChunk(h Handle, r *Run, max int, dst []Item) (out []Item, ok bool, err error) {
-	n := len(dst)
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if rec := recover(); rec != nil {
-			out, ok, err = dst[:n], true, damaged(rec)
-			r.Done = true
+	n, out, ok := len(dst), dst, true
+	err = db.directView(func(btx *bolt.Tx) error {
+		root, exists, err := recordsRoot(btx, h)
+		switch {
+		case err != nil:
+			return err
+		case !exists:
+			r.Done = true // read as an empty collection, as the full path does
+			return nil
+		case root == 0:
+			ok = false
+			return nil
 		}
-	}()
-	btx, err := db.bolt.Begin(false)
+		if !r.planned {
+			if err := r.plan(nil, nil, nil); err != nil {
+				return err
+			}
+		}
+		if r.left <= 0 || r.mode != modeIDs {
+			r.Done = true
+			return nil
+		}
+		cur := newPageCursor(newPageReader(btx), root)
+		out = r.nextIDsOn(cur, min(max, r.left), dst)
+		if cur.err != nil {
+			return fmt.Errorf("collection %q: %w", h.Name, cur.err)
+		}
+		return nil
+	})
 	if err != nil {
-		return dst, true, mapStoreErr(boltErr(err))
-	}
-	defer btx.Rollback()
-	root, exists, err := recordsRoot(btx, h)
-	switch {
-	case err != nil:
 		r.Done = true
-		return dst, true, err
-	case !exists:
-		r.Done = true // read as an empty collection, as the full path does
-		return dst, true, nil
-	case root == 0:
-		return dst, false, nil
+		return dst[:n], true, err
 	}
-	if !r.planned {
-		if err := r.plan(nil, nil, nil); err != nil {
-			r.Done = true
-			return dst, true, err
-		}
-	}
-	if r.Done || r.left <= 0 || r.mode != modeIDs {
-		r.Done = true
-		return dst, true, nil
-	}
-	cur := newPageCursor(newPageReader(btx), root)
-	dst = r.nextIDsOn(cur, min(max, r.left), dst)
-	if cur.err != nil {
-		r.Done = true
-		return dst[:n], true, fmt.Errorf("collection %q: %w", h.Name, cur.err)
-	}
-	return dst, true, nil
-}
-
-// directRun reports whether a chunk of r over h may take directChunk.
-func (db *DB) directRun(h Handle, r *Run) bool {
-	return db.direct(h) && r.rangeOnly()
+	return out, ok, nil
 }
 
 var _ kv.Cursor = (*pageCursor)(nil)

@@ -107,7 +107,7 @@ func (r *Run) Lend(buf *[]byte) { r.reuse = buf }
 // own, appending at most max items to dst. The caller must hold Enter.
 func (db *DB) RunChunk(h Handle, r *Run, max int, dst []Item) ([]Item, error) {
 	n := len(dst)
-	if !r.Done && db.directRun(h, r) {
+	if !r.Done && db.direct(h) && r.rangeOnly() {
 		if out, ok, err := db.directChunk(h, r, max, dst); ok {
 			return out, err
 		}

@@ -58,7 +58,20 @@ func (db *DB) CopyRecord(h Handle, id uuidv7.UUID, dst []byte) (out []byte, err 
 
 // directRead is the direct path: use runs inside the read transaction, and
 // a panic of bbolt's over a damaged page becomes ErrCorrupt.
-func (db *DB) directRead(h Handle, id uuidv7.UUID, use func(payload []byte) error) (err error) {
+func (db *DB) directRead(h Handle, id uuidv7.UUID, use func(payload []byte) error) error {
+	return db.directView(func(btx *bolt.Tx) error {
+		p, err := directGet(btx, h, id)
+		if err != nil {
+			return err
+		}
+		return use(p)
+	})
+}
+
+// directView runs fn in a bbolt read transaction of its own, with faults
+// on the mapping and bbolt's panics over a damaged page turned into
+// ErrCorrupt: the direct paths read the file's pages themselves.
+func (db *DB) directView(fn func(btx *bolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -70,11 +83,7 @@ func (db *DB) directRead(h Handle, id uuidv7.UUID, use func(payload []byte) erro
 		return mapStoreErr(boltErr(err))
 	}
 	defer btx.Rollback()
-	p, err := directGet(btx, h, id)
-	if err != nil {
-		return err
-	}
-	return use(p)
+	return fn(btx)
 }
 
 // direct reports whether a point read of h may take the direct path.

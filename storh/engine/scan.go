@@ -194,8 +194,8 @@ func ownPayloads(items []Item, reuse *[]byte) {
 	if reuse == nil {
 		// Arenas of at most maxArena bytes: larger ones are the runtime's
 		// large objects, each a span of its own taken under the heap's
-		// lock, which made a chunk of 256 records cost 10% more per record
-		// than a page of 100.
+		// lock; a full Stream of 10k records (chunks of 256, 50 KB each)
+		// went from 5.3 to 6.8 M records/s with the split.
 		for len(items) > 0 {
 			n, total := 0, 0
 			for ; n < len(items); n++ {
@@ -284,9 +284,9 @@ func readInto(it *Item, k, v []byte, match Matcher) bool {
 		it.Err = fmt.Errorf("%w: nested bucket in a records bucket", ErrCorrupt)
 		return true
 	}
-	payload, ok := sound(k, v)
-	if !ok {
-		_, it.Err = Payload(k, v) // says what is wrong
+	payload, err := Payload(k, v)
+	if err != nil {
+		it.Err = err
 		return true
 	}
 	if match != nil {
@@ -301,14 +301,4 @@ func readInto(it *Item, k, v []byte, match Matcher) bool {
 	}
 	it.Payload = payload[:len(payload):len(payload)]
 	return true
-}
-
-// sound is Payload's check without its errors, small enough to inline
-// into a walk; Payload says why a value is not sound.
-func sound(k, v []byte) ([]byte, bool) {
-	if len(v) < HeaderSize || v[0] != valueVersion {
-		return nil, false
-	}
-	payload := v[HeaderSize:]
-	return payload, checksum(payload, k) == binary.BigEndian.Uint32(v[1:])
 }
