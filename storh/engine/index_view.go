@@ -230,20 +230,18 @@ func (ix *collIndex) committedView() (*ixView, error) {
 			return v, nil
 		}
 	}
-	// The DB's current view, when it can start this one, else nothing.
+	// The DB's current view, when it can start this one, else nothing. A
+	// view that stops short of floor cannot: the changes between its end
+	// and floor are folded and gone from this snapshot's journal, and its
+	// own older changes of the same keys would then win over the blocks
+	// that hold the newer ones (another process folded them).
 	base := &ixView{floor: floor, published: floor}
 	if mem != nil {
-		if cur := mem.cur.Load(); cur != nil && cur.floor <= floor {
-			base = cur
+		if cur := mem.cur.Load(); cur != nil && cur.floor <= floor && cur.published >= floor {
+			base = cur.raise(floor)
 		}
 	}
-	// Records at or below floor are folded and gone from this snapshot's
-	// journal: a base that stops short of them starts this view at floor.
-	from := base.published
-	if from < floor {
-		from, base = floor, &ixView{floor: floor, published: floor, segs: base.segs}
-	}
-	ops, err := readJournal(ix.journal, from, seq)
+	ops, err := readJournal(ix.journal, base.published, seq)
 	if err != nil {
 		return nil, ix.journalErr(err)
 	}
@@ -268,10 +266,42 @@ func (m *ixMem) publishCommit(floor, before, after uint64, seg *segment) {
 	if cur == nil && before == floor {
 		cur = &ixView{floor: floor, published: before}
 	}
-	if cur == nil || cur.published != before {
+	if cur == nil || cur.published != before || cur.floor > floor {
 		return
 	}
-	m.cur.Store(cur.with(seg, after))
+	m.cur.Store(cur.raise(floor).with(seg, after))
+}
+
+// raise returns the view without the changes at or below floor, which a
+// fold (of another process, on PostgreSQL) has put in the blocks: a view
+// extended past a fold it did not make would otherwise keep every change
+// it ever held. The view must reach floor (published >= floor).
+func (v *ixView) raise(floor uint64) *ixView {
+	if floor <= v.floor {
+		return v
+	}
+	return &ixView{floor: floor, published: v.published, segs: keepAbove(v.segs, floor)}
+}
+
+// keepAbove returns the changes of segs later than floor, in one segment
+// in opLess order (none: no segment).
+func keepAbove(segs []*segment, floor uint64) []*segment {
+	keep := &segment{}
+	for _, seg := range segs {
+		for i := range seg.ops {
+			if seg.ops[i].seq > floor {
+				keep.appendOp(seg, i)
+			}
+		}
+	}
+	switch {
+	case keep.len() == 0:
+		return nil
+	case len(segs) > 1:
+		// Each segment's changes are in key order; together they are not.
+		return []*segment{sortSegment(keep)}
+	}
+	return []*segment{keep}
 }
 
 // publishFold replaces the view after a fold to floor has committed: the
@@ -287,23 +317,7 @@ func (m *ixMem) publishFold(floor uint64) {
 		m.cur.Store(nil)
 		return
 	}
-	keep := &segment{}
-	for _, seg := range cur.segs {
-		for i := range seg.ops {
-			if seg.ops[i].seq > floor {
-				keep.appendOp(seg, i)
-			}
-		}
-	}
-	// The segments' changes, each segment in key order, into one.
-	next := &ixView{floor: floor, published: cur.published}
-	if keep.len() > 0 {
-		next.segs = []*segment{keep}
-		if len(cur.segs) > 1 {
-			next.segs[0] = sortSegment(keep)
-		}
-	}
-	m.cur.Store(next)
+	m.cur.Store(cur.raise(floor))
 }
 
 // sortSegment returns the changes of s sorted by opLess.
