@@ -203,6 +203,11 @@ type Stats struct {
 	Commits      int64
 	PageWrites   int64
 	CommitIOTime time.Duration
+
+	// FoldError joins the failures of the last folds of the blocked
+	// indexes whose last fold in this process failed (nil when none did):
+	// see IndexInfo.FoldError.
+	FoldError error
 }
 
 // Stats reads the statistics of the database and every collection. It does
@@ -231,6 +236,7 @@ func (db *DB) Stats() (Stats, error) {
 	s.FreeBytes = db.eng.FreeBytes()
 	cs, err := db.eng.CommitStats()
 	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
+	s.FoldError = db.eng.FoldError()
 	return s, opErr("stats", "", "", -1, err)
 }
 

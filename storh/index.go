@@ -119,6 +119,14 @@ func WithIndex(s IndexSpec) CollectionOption {
 // last folded into them, Journaled of them) or "keys" (a PostgreSQL
 // store's, and a file's indexes made before blocks existed: a key per
 // entry). docs/indexes.md has the details.
+//
+// FoldError is why the last fold of a blocked index in this process
+// failed (nil when it did not): a fold moves journaled changes into the
+// blocks after the commit that made them, so its failure fails no write.
+// While it wraps ErrCorrupt the index's readers fail with it too, until a
+// fold succeeds or Repair rebuilds the index; another failure (a full
+// disk) leaves the index readable, and the fold is tried again after the
+// next write.
 type IndexInfo struct {
 	Name      string
 	Paths     [][]string
@@ -128,6 +136,7 @@ type IndexInfo struct {
 	Built     int // while Building: records indexed so far
 	Layout    string
 	Journaled int
+	FoldError error
 }
 
 // Indexes lists the collection's indexes, by name.
@@ -144,7 +153,7 @@ func (c *coll) Indexes() ([]IndexInfo, error) {
 		infos, err := ec.Indexes()
 		for _, i := range infos {
 			out = append(out, IndexInfo{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building, Built: i.Built,
-				Layout: i.Layout, Journaled: i.Journaled})
+				Layout: i.Layout, Journaled: i.Journaled, FoldError: i.FoldError})
 		}
 		return err
 	})

@@ -457,7 +457,8 @@ func (db *DB) Exit() {
 // run. On bbolt, with one writer at a time, fn runs once.
 //
 // A commit that brings a blocked index's fold due runs the fold before
-// Update returns (see RunFolds).
+// Update returns (see runFolds); the fold's outcome is not Update's: the
+// commit's is.
 func (db *DB) Update(fn func(*Tx) error) error {
 	return db.update(fn, true)
 }
@@ -517,7 +518,7 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 		published = true
 		db.pubMu.Unlock()
 		if foldNow && !tx.folding {
-			db.RunFolds()
+			db.runFolds()
 		}
 	}
 	return db.commitErr(err)

@@ -85,6 +85,7 @@ type IndexInfo struct {
 	Built     int    // while building: records indexed so far (of the collection's Count)
 	Layout    string // "keys" or "blocks"
 	Journaled int    // blocks: changes in the journal, not folded into the blocks yet
+	FoldError error  // blocks: why the index's last fold in this process failed; nil if it did not
 }
 
 // indexDef is an index as stored.
@@ -285,6 +286,9 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 		info := IndexInfo{IndexSpec: ix.spec(), Entries: int(ix.def.Entries + ix.delta), Building: ix.def.Building, Built: int(ix.def.Built), Layout: "keys"}
 		if ix.def.Layout == layoutBlocks {
 			info.Layout, info.Journaled = "blocks", int(ix.def.Pending)
+			if c.mems != nil {
+				info.FoldError = c.mems.foldFailure(c.Name, ix.name, ix.def.Inc)
+			}
 		}
 		out = append(out, info)
 	}

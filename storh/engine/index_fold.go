@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/storhdb/storh-go/storh/internal/tune"
@@ -51,7 +53,8 @@ func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error)
 		d.FoldTo, d.FoldNext = d.Seq, nil
 	}
 	ix.changed = true
-	view, err := ix.committedView()
+	// Not committedView: a fold tries again where the last one failed.
+	view, err := ix.journalView()
 	if err != nil {
 		return false, err
 	}
@@ -239,7 +242,6 @@ type folds struct {
 	mu  sync.Mutex
 	due map[[2]string]struct{}
 	run sync.Mutex // held by the goroutine that folds
-	err error      // the last fold that failed, kept until one succeeds
 }
 
 func (f *folds) add(coll, index string) {
@@ -262,14 +264,16 @@ func (f *folds) take() [][2]string {
 	return out
 }
 
-// RunFolds folds the indexes whose fold came due in earlier commits, each
+// runFolds folds the indexes whose fold came due in earlier commits, each
 // to its end, in transactions of a bounded size. A fold is work on behalf
-// of writes that are already durable, so its failure (a full disk, a
-// damaged block) fails no write: it is kept for FoldError, and the fold is
-// tried again after the next commit to the index. When another goroutine
-// is folding, RunFolds returns at once: that one takes the new work too.
-// The caller must hold Enter.
-func (db *DB) RunFolds() {
+// of writes that are already committed, so nothing it meets reaches them:
+// its failure (a full disk, a damaged block, a panic inside bbolt on a
+// damaged page) is kept for the index (foldFailures), which the index's
+// readers, FoldError, Stats and Verify report, and the fold is tried again
+// after the next commit to the index. When another goroutine is folding,
+// runFolds returns at once: that one takes the new work too. The caller
+// must hold Enter.
+func (db *DB) runFolds() {
 	if !db.folds.run.TryLock() {
 		return
 	}
@@ -280,23 +284,20 @@ func (db *DB) RunFolds() {
 			return
 		}
 		for _, d := range due {
-			err := db.fold(d[0], d[1])
-			db.folds.mu.Lock()
-			db.folds.err = err
-			db.folds.mu.Unlock()
+			var inc uint64
+			err := containPanic(func() error { return db.fold(d[0], d[1], &inc) })
+			db.ixmem.noteFold(d[0], d[1], inc, err)
 		}
 	}
 }
 
-// FoldError returns the error of the last fold, if it failed.
-func (db *DB) FoldError() error {
-	db.folds.mu.Lock()
-	defer db.folds.mu.Unlock()
-	return db.folds.err
-}
+// FoldError returns the failures of the last folds of the indexes whose
+// last fold failed, joined (nil when every fold succeeded).
+func (db *DB) FoldError() error { return db.ixmem.foldErrors() }
 
-// fold folds the index coll/name to the end of its journal as it stands.
-func (db *DB) fold(coll, name string) error {
+// fold folds the index coll/name to the end of its journal as it stands,
+// and sets inc to the incarnation of the index it folds.
+func (db *DB) fold(coll, name string, inc *uint64) error {
 	for {
 		done := true
 		err := db.update(func(tx *Tx) error {
@@ -309,14 +310,120 @@ func (db *DB) fold(coll, name string) error {
 				return err
 			}
 			ix, err := c.index(name)
-			if err != nil || ix == nil || !ix.foldDue() {
-				return err // gone, or folded by another process
+			if err != nil || ix == nil {
+				return err // gone
+			}
+			*inc = ix.def.Inc
+			if !ix.foldDue() {
+				return nil // folded by another process
 			}
 			done, err = tx.foldStep(c, ix, tune.IndexFoldStepBytes)
 			return err
 		}, false)
-		if err != nil || done {
-			return err
+		if err != nil {
+			return fmt.Errorf("folding index %q of collection %q: %w", name, coll, err)
+		}
+		if done {
+			return nil
 		}
 	}
+}
+
+// foldFailure is the failure of an index's last fold in this process.
+type foldFailure struct {
+	inc uint64 // the incarnation folded; 0 when the fold failed before it read the index
+	err error
+}
+
+// noteFold records how the fold of index coll/name (incarnation inc)
+// ended: a failure replaces the one before, a success forgets it.
+func (ms *ixMems) noteFold(coll, index string, inc uint64, err error) {
+	ms.failMu.Lock()
+	defer ms.failMu.Unlock()
+	key := [2]string{coll, index}
+	if err == nil {
+		delete(ms.failed, key)
+	} else {
+		if ms.failed == nil {
+			ms.failed = map[[2]string]foldFailure{}
+		}
+		ms.failed[key] = foldFailure{inc: inc, err: err}
+	}
+	ms.nfailed.Store(int32(len(ms.failed)))
+}
+
+// foldFailure returns the failure of the last fold of index coll/name
+// (incarnation inc) in this process, if it failed.
+func (ms *ixMems) foldFailure(coll, index string, inc uint64) error {
+	if ms.nfailed.Load() == 0 {
+		return nil
+	}
+	ms.failMu.Lock()
+	defer ms.failMu.Unlock()
+	f, ok := ms.failed[[2]string{coll, index}]
+	if !ok || (f.inc != 0 && f.inc != inc) {
+		return nil
+	}
+	return f.err
+}
+
+// foldFailed returns the failure of the last fold of index coll/name
+// (incarnation inc) when it found the index damaged: reading the index
+// could give a wrong answer, so its readers fail with it until Repair
+// rebuilds the index (a new incarnation) or a fold succeeds. A failure for
+// another reason (a full disk) leaves the index readable: its journal
+// holds every change the blocks lack.
+func (ms *ixMems) foldFailed(coll, index string, inc uint64) error {
+	if err := ms.foldFailure(coll, index, inc); err != nil && errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("%w (found by its last fold in this process; Repair rebuilds the index)", err)
+	}
+	return nil
+}
+
+// indexFailure is a recorded fold failure with its index.
+type indexFailure struct {
+	coll, index string
+	err         error
+}
+
+// foldFailures returns the recorded fold failures of the indexes of colls
+// (of every collection when colls is empty), by collection and index.
+func (ms *ixMems) foldFailures(colls []string) []indexFailure {
+	if ms.nfailed.Load() == 0 {
+		return nil
+	}
+	ms.failMu.Lock()
+	defer ms.failMu.Unlock()
+	var out []indexFailure
+	for k, f := range ms.failed {
+		if len(colls) == 0 || slices.Contains(colls, k[0]) {
+			out = append(out, indexFailure{k[0], k[1], f.err})
+		}
+	}
+	slices.SortFunc(out, func(a, b indexFailure) int {
+		return cmp.Or(cmp.Compare(a.coll, b.coll), cmp.Compare(a.index, b.index))
+	})
+	return out
+}
+
+// foldErrors returns every recorded fold failure, joined.
+func (ms *ixMems) foldErrors() error {
+	var errs []error
+	for _, f := range ms.foldFailures(nil) {
+		errs = append(errs, f.err)
+	}
+	return errors.Join(errs...)
+}
+
+// forgetFolds forgets the fold failures of index coll/name, or of every
+// index of coll when index is empty: the index is gone or rebuilt.
+func (ms *ixMems) forgetFolds(coll, index string) {
+	ms.failMu.Lock()
+	defer ms.failMu.Unlock()
+	for k := range ms.failed {
+		if k[0] == coll && (index == "" || k[1] == index) {
+			delete(ms.failed, k)
+		}
+	}
+	ms.nfailed.Store(int32(len(ms.failed)))
 }

@@ -164,8 +164,15 @@ func (m *ixMem) usable(floor, seq uint64) *ixView {
 	return nil
 }
 
-// ixMems maps collection and index names to their views.
-type ixMems struct{ m sync.Map }
+// ixMems maps collection and index names to their views, and keeps the
+// failures of their last folds (index_fold.go).
+type ixMems struct {
+	m sync.Map
+
+	failMu  sync.Mutex
+	failed  map[[2]string]foldFailure // by collection and index name
+	nfailed atomic.Int32              // len(failed): readers look only when it is not 0
+}
 
 func memKey(coll, index string) string { return coll + "\x00" + index }
 
@@ -194,11 +201,15 @@ func (ms *ixMems) get(coll, index string, inc uint64) *ixMem {
 }
 
 // drop forgets the views of an index that no longer exists.
-func (ms *ixMems) drop(coll, index string) { ms.m.Delete(memKey(coll, index)) }
+func (ms *ixMems) drop(coll, index string) {
+	ms.m.Delete(memKey(coll, index))
+	ms.forgetFolds(coll, index)
+}
 
 // dropColl forgets the views of every index of a collection that no
 // longer exists.
 func (ms *ixMems) dropColl(coll string) {
+	ms.forgetFolds(coll, "")
 	prefix := coll + "\x00"
 	ms.m.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {
@@ -208,10 +219,22 @@ func (ms *ixMems) dropColl(coll string) {
 	})
 }
 
-// committedView returns the view of ix's journal for this transaction. A
+// committedView returns the view of ix's journal for this transaction,
+// for a read of the index: it fails while the index's last fold found it
+// damaged (ixMems.foldFailed).
+func (ix *collIndex) committedView() (*ixView, error) {
+	if !ix.viewDone && ix.mems != nil {
+		if err := ix.mems.foldFailed(ix.coll, ix.name, ix.def.Inc); err != nil {
+			return nil, err
+		}
+	}
+	return ix.journalView()
+}
+
+// journalView returns the view of ix's journal for this transaction. A
 // view the DB holds is used as it is; otherwise one is made from the
 // journal records this transaction sees and published for the others.
-func (ix *collIndex) committedView() (*ixView, error) {
+func (ix *collIndex) journalView() (*ixView, error) {
 	if ix.viewDone {
 		return ix.view, nil
 	}

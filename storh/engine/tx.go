@@ -31,6 +31,9 @@ type Tx struct {
 
 	// folding marks a fold's own transaction, which starts no other fold.
 	folding bool
+	// rebuilt holds the indexes Repair rebuilt, by collection and name:
+	// once it commits, their earlier folds' failures are history.
+	rebuilt [][2]string
 
 	// poisoned is set when Protect contained a panic inside this write
 	// transaction: bbolt may have been stopped half way through changing
@@ -302,6 +305,9 @@ func (t *Tx) damage() error {
 // afterCommit hands what a committed transaction changed in blocked
 // indexes to the DB's views, and notes the folds that came due.
 func (t *Tx) afterCommit() {
+	for _, r := range t.rebuilt {
+		t.db.ixmem.forgetFolds(r[0], r[1])
+	}
 	for _, c := range t.colls {
 		for _, ix := range c.idx {
 			if ix.def.Layout != layoutBlocks {

@@ -150,6 +150,10 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 			if err := db.verifyTx(ktx, colls, emit, &rep, pace); err != nil {
 				return err
 			}
+			for _, f := range db.ixmem.foldFailures(colls) {
+				emit(Problem{Kind: ProblemIndex, Collection: f.coll,
+					Detail: fmt.Sprintf("index %q: its last fold in this process failed, and is tried again after the next write: %s", f.index, trim(f.err))})
+			}
 			return mapStoreErr(ktx.Err())
 		})
 	}
@@ -322,6 +326,7 @@ func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) 
 			return tx.repair(colls, func(p Problem) { rep.Problems++; found.add(p) }, &rep, pace)
 		})
 	}
+
 	if pace.stopped(err) {
 		rep.Quarantined, rep.Recounted, rep.Reindexed = 0, 0, 0
 		return rep, fmt.Errorf("cancelled: the transaction rolled back and nothing was repaired: %w", err)
@@ -479,6 +484,7 @@ func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, p
 			return err
 		}
 		rep.Reindexed++
+		t.rebuilt = append(t.rebuilt, [2]string{name, ix.name})
 	}
 	return c.flushIndexes()
 }

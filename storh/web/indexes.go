@@ -20,6 +20,9 @@ type indexJSON struct {
 	// index has not folded into its blocks yet.
 	Layout    string `json:"layout"`
 	Journaled int    `json:"journaled"`
+	// FoldError is why the index's last fold in the serving process
+	// failed, when it did.
+	FoldError string `json:"fold_error,omitempty"`
 }
 
 // indexes serves GET api/collections/{name}/indexes.
@@ -43,6 +46,9 @@ func (h *handler) indexes(w http.ResponseWriter, r *http.Request) {
 	for _, i := range infos {
 		ij := indexJSON{Name: i.Name, Paths: i.Paths, Unique: i.Unique, Entries: i.Entries, Building: i.Building,
 			Layout: i.Layout, Journaled: i.Journaled}
+		if i.FoldError != nil {
+			ij.FoldError = i.FoldError.Error()
+		}
 		if i.Building {
 			built := i.Built
 			ij.Built = &built

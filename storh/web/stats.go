@@ -19,6 +19,9 @@ type statsJSON struct {
 	PageWrites  *int64           `json:"page_writes,omitempty"`
 	CommitIOMs  *float64         `json:"commit_io_ms,omitempty"`
 	Collections []collectionJSON `json:"collections"`
+	// FoldError joins the failures of the blocked indexes' last folds in
+	// the serving process, when any failed.
+	FoldError string `json:"fold_error,omitempty"`
 }
 
 // stats serves GET api/stats. Like the collections endpoint, it reads
@@ -43,6 +46,9 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, c := range st.Collections {
 		out.Collections = append(out.Collections, collectionOf(c))
+	}
+	if st.FoldError != nil {
+		out.FoldError = st.FoldError.Error()
 	}
 	writeJSON(w, http.StatusOK, out)
 }
