@@ -28,8 +28,10 @@ const historyChunk = 256
 
 // Watch yields the records committed to the collection after from, then
 // waits for new ones until ctx ends (it then yields ctx's error once and
-// stops). With the zero id it starts from now: only records committed after
-// the call. With an id (the last one a previous Watch or Stream gave) it
+// stops). With the zero id it starts from now: only records written after
+// the call, each transaction whole (one that had written to the collection
+// by then commits before the first record is yielded, and is not
+// delivered). With an id (the last one a previous Watch or Stream gave) it
 // first catches up with the records whose ids come after it, in id order,
 // then follows the commits.
 //

@@ -124,6 +124,11 @@ type Coll struct {
 
 	key [16]byte // scratch for bbolt calls
 
+	// wrote is set by the transaction's first record write here, with the
+	// watchers' epoch then (see Tx.noteChange).
+	wrote      bool
+	watchEpoch uint64
+
 	// last is an upper bound of the largest key in the records bucket as
 	// this transaction sees it (deletes only lower the true maximum). Ids
 	// beyond it are certainly new, so appends, by far the common write,

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -50,6 +51,10 @@ type Sub struct {
 	db     *DB
 	coll   string
 	notify chan struct{} // one pending signal: changes are waiting
+	// since is the watchers' epoch this Sub began: it takes a commit's
+	// writes to its collection when the first of them came at it or later
+	// (see collChange.epoch).
+	since uint64
 
 	mu      sync.Mutex
 	backlog []Change
@@ -66,6 +71,13 @@ type watchers struct {
 	any  atomic.Int32 // watchers of every collection
 	mu   sync.RWMutex
 	subs map[string]map[*Sub]struct{}
+	// epoch counts Subscribes. A write transaction notes its writes for
+	// the watchers there are when it writes, so one that wrote to a
+	// collection before a Sub of it began may have written records the
+	// Sub never saw noted: the Sub takes a transaction's writes to its
+	// collection only when the first of them came in its epoch or later,
+	// and then it takes them all.
+	epoch atomic.Uint64
 
 	// On a kv.Shared store: the listener for other processes' commits,
 	// started by the first Subscribe, stopped by Close or when it fails.
@@ -95,6 +107,7 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 	}
 	w.subs[name][s] = struct{}{}
 	w.any.Add(1)
+	s.since = w.epoch.Add(1)
 	w.mu.Unlock()
 	// Another process's commit after this is announced to the listener;
 	// one before it is in every snapshot taken after.
@@ -115,12 +128,13 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 		s.mu.Unlock()
 	}
 	// A write transaction notes its changes when it writes, if someone
-	// watches then. One that wrote before this subscription may commit
-	// after it, unseen by the feed and, if the caller's catch-up had read
-	// past its ids already, by the catch-up too. Taking the writer lock
+	// watches then. One that wrote to the collection before this
+	// subscription is not delivered to it (the feed would hold part of
+	// it), so it must be in the caller's catch-up: taking the writer lock
 	// once (bbolt's, with a write transaction rolled back: nothing is
-	// written; elsewhere the DB's own) waits for it to commit; every write
-	// transaction after this sees the watcher.
+	// written; elsewhere the DB's own) waits for it to commit, before the
+	// catch-up's first read. Every write transaction after this sees the
+	// watcher from its start.
 	switch {
 	case db.opts.ReadOnly:
 	case db.bolt != nil:
@@ -191,24 +205,41 @@ func (t *Tx) noteChange(c *Coll, id uuidv7.UUID, payload []byte) {
 	if t.shared != nil {
 		t.shared.Announce(c.Name, id[:])
 	}
-	if t.db == nil || !t.db.watched(c.Name) {
+	if t.db == nil {
 		return
 	}
-	t.changes = append(t.changes, collChange{c.Name, Change{ID: id, Payload: append([]byte(nil), payload...)}})
+	if !c.wrote {
+		// Before the watched check: a watcher that subscribes after this
+		// load is not told of this transaction's writes to c (publish).
+		c.wrote, c.watchEpoch = true, t.db.watch.epoch.Load()
+	}
+	if !t.db.watched(c.Name) {
+		return
+	}
+	t.changes = append(t.changes, collChange{c.Name, c.watchEpoch, Change{ID: id, Payload: append([]byte(nil), payload...)}})
 }
 
 type collChange struct {
 	coll string
+	// epoch is the watchers' epoch at the transaction's first write to
+	// coll: the watchers subscribed by then were told of every one.
+	epoch uint64
 	Change
 }
 
-// publish hands a committed transaction's changes to the watchers.
+// publish hands a committed transaction's changes to the watchers of
+// their collections that were told of all of them: those subscribed
+// before the transaction's first write to the collection (another
+// process's commit, read whole after it, goes to every watcher).
 func (db *DB) publish(txid int, changes []collChange) {
 	db.watch.mu.RLock()
 	defer db.watch.mu.RUnlock()
 	for _, ch := range changes {
 		ch.Txid = txid
 		for s := range db.watch.subs[ch.coll] {
+			if s.since > ch.epoch {
+				continue
+			}
 			s.mu.Lock()
 			if !s.closed && !s.lagged {
 				c := ch.Change
@@ -353,7 +384,7 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 				}
 				return err
 			}
-			changes = append(changes, collChange{n.Topic, Change{ID: id, Payload: append([]byte(nil), v...)}})
+			changes = append(changes, collChange{n.Topic, math.MaxUint64, Change{ID: id, Payload: append([]byte(nil), v...)}})
 		}
 		return nil
 	})
