@@ -97,8 +97,8 @@ func docCommands(src string) []docCommand {
 	lines := strings.Split(src, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if strings.HasPrefix(l, "```") {
-			lang, inBlock = strings.TrimPrefix(l, "```"), !inBlock
+		if fence := strings.TrimLeft(l, " \t"); strings.HasPrefix(fence, "```") {
+			lang, inBlock = strings.TrimPrefix(fence, "```"), !inBlock
 			continue
 		}
 		switch {
@@ -106,9 +106,9 @@ func docCommands(src string) []docCommand {
 			for _, m := range storhSpan.FindAllStringSubmatch(l, -1) {
 				out = append(out, docCommand{i + 1, m[1], true})
 			}
-		case lang == "sh" || lang == "console" && strings.HasPrefix(l, "$ "):
+		case lang == "sh" || lang == "console" && strings.HasPrefix(strings.TrimSpace(l), "$ "):
 			first := i
-			text := strings.TrimPrefix(l, "$ ")
+			text := strings.TrimPrefix(strings.TrimSpace(l), "$ ")
 			for strings.HasSuffix(text, "\\") && i+1 < len(lines) {
 				i++
 				text = strings.TrimSuffix(text, "\\") + " " + strings.TrimSpace(lines[i])

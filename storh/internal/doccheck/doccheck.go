@@ -76,10 +76,6 @@ var AutoImports = []string{
 	"github.com/storhdb/storh-go/storh/web",
 }
 
-// GoVersion is the language version blocks are checked at: go.mod's, so
-// that a block using a newer feature fails.
-const GoVersion = "go1.25"
-
 // Block is one fenced code block of a Markdown file.
 type Block struct {
 	File string // the Markdown file, as given to Parse
@@ -99,8 +95,8 @@ type Directive struct {
 }
 
 // Parse returns the fenced code blocks of a Markdown file. A fence is a
-// line starting with ``` (indented blocks are not code here); an unclosed
-// one is an error.
+// line starting with ```, after any indentation (a block in a list item),
+// which is then taken off the block's lines; an unclosed one is an error.
 func Parse(file string, src []byte) ([]Block, error) {
 	lines := strings.Split(string(src), "\n")
 	var blocks []Block
@@ -115,16 +111,21 @@ func Parse(file string, src []byte) ([]Block, error) {
 			}
 			pending, i = d, end
 			continue
-		case strings.HasPrefix(line, "```"):
-			b := Block{File: file, Line: i + 2, Lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), Directive: pending}
+		case strings.HasPrefix(strings.TrimLeft(line, " \t"), "```"):
+			indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+			b := Block{File: file, Line: i + 2, Lang: strings.TrimSpace(strings.TrimPrefix(line[len(indent):], "```")), Directive: pending}
 			end := i + 1
-			for end < len(lines) && !strings.HasPrefix(lines[end], "```") {
+			for end < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[end], " \t"), "```") {
 				end++
 			}
 			if end == len(lines) {
 				return nil, fmt.Errorf("%s:%d: the code block is not closed", file, i+1)
 			}
-			b.Code = strings.Join(lines[i+1:end], "\n") + "\n"
+			code := make([]string, 0, end-i-1)
+			for _, l := range lines[i+1 : end] {
+				code = append(code, strings.TrimPrefix(l, indent))
+			}
+			b.Code = strings.Join(code, "\n") + "\n"
 			if pending != nil && b.Lang != "go" {
 				return nil, fmt.Errorf("%s:%d: a doccheck comment before a %q block, not a go one", file, i+1, b.Lang)
 			}
@@ -183,9 +184,12 @@ func parseDirective(file string, lines []string, i int) (d *Directive, end int, 
 // Checker type-checks blocks with the compiled export data of the
 // packages they import, found by `go list -export` in a module.
 type Checker struct {
-	fset    *token.FileSet
-	exports map[string]string // import path → export data file
-	imp     types.Importer
+	// goVersion is the module's language version (its go.mod's go line):
+	// a block using a newer feature fails, as it would for a user.
+	goVersion string
+	fset      *token.FileSet
+	exports   map[string]string // import path → export data file
+	imp       types.Importer
 }
 
 // NewChecker prepares a checker for blocks that import paths (besides
@@ -194,6 +198,18 @@ type Checker struct {
 // touching go.mod: every module must already be in the module cache.
 func NewChecker(moduleDir string, paths []string) (*Checker, error) {
 	c := &Checker{fset: token.NewFileSet(), exports: map[string]string{}}
+	mod, err := os.ReadFile(filepath.Join(moduleDir, "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.SplitSeq(string(mod), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go "); ok {
+			c.goVersion = "go" + strings.TrimSpace(v)
+		}
+	}
+	if c.goVersion == "" {
+		return nil, fmt.Errorf("%s: no go line in go.mod", moduleDir)
+	}
 	args := []string{"list", "-e", "-deps", "-export", "-f", "{{.ImportPath}}\t{{.Export}}\t{{with .Error}}{{.Err}}{{end}}"}
 	args = append(args, AutoImports...)
 	for _, p := range paths {
@@ -322,7 +338,7 @@ func (c *Checker) checkFile(src string, lenient func(token.Position) bool) []err
 	}
 	var errs []error
 	conf := types.Config{
-		GoVersion: GoVersion,
+		GoVersion: c.goVersion,
 		Importer:  c.imp,
 		Error: func(err error) {
 			var te types.Error
@@ -381,6 +397,10 @@ type chain struct {
 	nested int // open scopes to close
 }
 
+// add puts a block that is neither a program nor a mirror in the unit:
+// its imports at file level, declarations at package scope, and
+// statements in a scope of their own inside the current function, nested
+// in the scope of the block before.
 func (u *unit) add(b Block) error {
 	const clause = "package doc; "
 	fset := token.NewFileSet()
@@ -548,7 +568,7 @@ func (c *Checker) checkMirror(b Block) []error {
 		return []error{err}
 	}
 	var errs []error
-	conf := types.Config{GoVersion: GoVersion, Importer: c.imp, Error: func(err error) {
+	conf := types.Config{GoVersion: c.goVersion, Importer: c.imp, Error: func(err error) {
 		var te types.Error
 		if errors.As(err, &te) && te.Soft && strings.Contains(te.Msg, "imported and not used") {
 			return

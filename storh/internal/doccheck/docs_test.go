@@ -50,6 +50,15 @@ func TestDocs(t *testing.T) {
 		perFile[rel] = blocks
 		all = append(all, blocks...)
 	}
+	goBlocks := 0
+	for _, b := range all {
+		if b.Lang == "go" {
+			goBlocks++
+		}
+	}
+	if goBlocks < 50 {
+		t.Errorf("found %d go blocks: the extraction no longer finds what the docs hold", goBlocks)
+	}
 	c, err := doccheck.NewChecker(root, doccheck.Imports(all))
 	if err != nil {
 		t.Fatal(err)
