@@ -59,12 +59,11 @@ func lastLeafOf(t *testing.T, path string, bucket ...string) (id uint64, pageSiz
 	}
 }
 
-// A fold runs after the commit whose writes brought it due: whatever it
-// meets, even a panic inside bbolt on a damaged page, fails none of those
-// writes, which are committed. Its failure is kept and reported (Stats,
-// Indexes, Verify), and the index's readers fail with ErrCorrupt rather
-// than read past the damage.
-func TestFoldFailureFailsNoWrite(t *testing.T) {
+// indexedFile writes n records with v = 0 to n-1 and a blocked index on
+// v in a closed database file, with small blocks and folds that come
+// every few writes from then on.
+func indexedFile(t *testing.T, n int) string {
+	t.Helper()
 	fileOnly(t)
 	tuneFor(t, "block=128,foldmin=4,foldmax=16")
 	path := newPath(t)
@@ -73,11 +72,8 @@ func TestFoldFailureFailsNoWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Enough blocks for more leaves than Open reads (it only claims the
-	// leaves of a large tree).
-	const n = 20000
 	for start := 0; start < n; start += 1000 {
-		items := make([]any, 1000)
+		items := make([]any, min(1000, n-start))
 		for i := range items {
 			items[i] = storh.Map{"v": start + i}
 		}
@@ -88,6 +84,19 @@ func TestFoldFailureFailsNoWrite(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// A fold runs after the commit whose writes brought it due: whatever it
+// meets, even a panic inside bbolt on a damaged page, fails none of those
+// writes, which are committed. Its failure is kept and reported (Stats,
+// Indexes, Verify), and the index's readers fail with ErrCorrupt rather
+// than read past the damage.
+func TestFoldFailureFailsNoWrite(t *testing.T) {
+	// Enough blocks for more leaves than Open reads (it only claims the
+	// leaves of a large tree).
+	const n = 20000
+	path := indexedFile(t, n)
 	// A leaf of the index's blocks that is not a page of either kind:
 	// bbolt panics when a cursor reaches it. Writes with a value above
 	// every other put entries that the fold files in that last leaf.
@@ -101,8 +110,8 @@ func TestFoldFailureFailsNoWrite(t *testing.T) {
 	}
 	f.Close()
 
-	db = openAt(t, path)
-	docs, err = db.Docs("c", storh.WithIndex(storh.Index("v")))
+	db := openAt(t, path)
+	docs, err := db.Docs("c", storh.WithIndex(storh.Index("v")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,25 +193,8 @@ func TestFoldFailureFailsNoWrite(t *testing.T) {
 // either; Repair rebuilds the index, which ends the failure: its readers
 // and folds work again.
 func TestFoldFailureEndsWithRepair(t *testing.T) {
-	fileOnly(t)
-	tuneFor(t, "block=128,foldmin=4,foldmax=16")
-	path := newPath(t)
-	db := openAt(t, path)
-	docs, err := db.Docs("c", storh.WithIndex(storh.Index("v")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 500
-	items := make([]any, n)
-	for i := range items {
-		items[i] = storh.Map{"v": i}
-	}
-	if _, err := docs.PutMany(items); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := indexedFile(t, n)
 	// The last block, where entries above every value go, fails its
 	// checksum.
 	bdb, err := bolt.Open(path, 0o600, nil)
@@ -220,8 +212,8 @@ func TestFoldFailureEndsWithRepair(t *testing.T) {
 	}
 	bdb.Close()
 
-	db = openAt(t, path)
-	docs, err = db.Docs("c", storh.WithIndex(storh.Index("v")))
+	db := openAt(t, path)
+	docs, err := db.Docs("c", storh.WithIndex(storh.Index("v")))
 	if err != nil {
 		t.Fatal(err)
 	}
