@@ -314,6 +314,62 @@ func TestWrites(t *testing.T) {
 	}
 }
 
+// TestPutTime: a PUT's record may carry its time, as GET gives it, but the
+// id carries the time, so a time that contradicts the id is refused, with
+// nothing written, rather than silently dropped.
+func TestPutTime(t *testing.T) {
+	f := newFixture(t, 3, 1)
+	c := f.serve(t, web.WithWrites())
+	post := f.postIDs[1]
+	fresh := uuidv7.New()
+	idTime := func(id uuidv7.UUID) string { return id.Time().UTC().Format(jsonl.TimeLayout) }
+	path := func(coll string, id uuidv7.UUID) string { return "api/collections/" + coll + "/records/" + id.String() }
+	before := snapshot(t, f)
+	for _, tc := range []struct{ name, path, body, msg string }{
+		{"a time a second off", path("posts", post),
+			`{"id":"` + post.String() + `","time":"` + post.Time().Add(time.Second).UTC().Format(jsonl.TimeLayout) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id " + post.String()},
+		{"a time a millisecond off, without an id", path("posts", post),
+			`{"time":"` + post.Time().Add(time.Millisecond).UTC().Format(jsonl.TimeLayout) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id"},
+		{"a time within the millisecond but not on it", path("posts", post),
+			`{"time":"` + post.Time().Add(time.Microsecond).UTC().Format(time.RFC3339Nano) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id"},
+		{"an appended log record", path("events", fresh),
+			`{"time":"2001-01-01T00:00:00.000Z","data":{"n":7}}`, "is not the creation time of id " + fresh.String()},
+		{"a time that is not one", path("posts", post), `{"time":"yesterday","data":{"slug":"x"}}`, "is not an RFC 3339 time"},
+		{"a time that is not a string", path("posts", post), `{"time":1714564800000,"data":{"slug":"x"}}`, "time must be a string"},
+		{"a $date that is not the id's", path("posts", post), `{"time":{"$date":"2001-01-01T00:00:00Z"},"data":{"slug":"x"}}`, "is not the creation time of id"},
+	} {
+		r := c.do("PUT", tc.path, []byte(tc.body))
+		if r.status != 400 || r.errorKind(t) != "bad_request" || !strings.Contains(string(r.body), tc.msg) {
+			t.Errorf("%s: PUT %s: %d %s, want 400 bad_request saying %q", tc.name, tc.body, r.status, r.body, tc.msg)
+		}
+	}
+	if after := snapshot(t, f); after != before {
+		t.Errorf("refused PUTs changed the database:\n%s\n%s", before, after)
+	}
+
+	// The id's own time, in any zone or as a $date, is taken; a "time" among
+	// other fields is data, not the record's time.
+	for _, body := range []string{
+		`{"id":"` + post.String() + `","time":"` + idTime(post) + `","data":{"slug":"same"}}`,
+		`{"time":"` + post.Time().In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano) + `","data":{"slug":"zoned"}}`,
+		`{"time":{"$date":"` + idTime(post) + `"},"data":{"slug":"dated"}}`,
+	} {
+		if r := c.do("PUT", path("posts", post), []byte(body)); r.status != 200 {
+			t.Errorf("PUT %s: %d %s", body, r.status, r.body)
+		}
+	}
+	r := c.do("PUT", path("posts", post), []byte(`{"time":"2001-01-01T00:00:00Z","slug":"data"}`))
+	if r.status != 200 {
+		t.Fatalf("PUT of data with a time field: %d %s", r.status, r.body)
+	}
+	if got, err := f.posts.Get(post); err != nil || got.Data()["time"] != "2001-01-01T00:00:00Z" {
+		t.Errorf("a time field in the data: stored %v, %v", got.Data(), err)
+	}
+}
+
 // snapshot is every record of the fixture's collections, as JSON lines.
 func snapshot(t testing.TB, f *fixture) string {
 	t.Helper()
