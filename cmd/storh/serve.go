@@ -34,6 +34,7 @@ const (
 
 func (a *app) serveCmd() *cobra.Command {
 	var addr, token string
+	var allowHosts []string
 	var write bool
 	cmd := &cobra.Command{
 		Use:   "serve [DB]",
@@ -52,6 +53,11 @@ Authorization: Bearer TOKEN, compared in constant time; without it, 401.
 An --addr that is not loopback (127.0.0.1, ::1, localhost) needs a token:
 serve refuses to start without one. Prefer $STORH_TOKEN to --token, which
 other users can see in the process list. The token is never printed.
+On a loopback --addr serve answers only requests for localhost or a
+loopback address (any port), and for the hosts given with --allow-host;
+others get 421, so that a web page cannot reach it by making its own name
+resolve to 127.0.0.1 (DNS rebinding). Elsewhere --allow-host limits the
+hosts served the same way.
 
 A file is opened read-only unless --write, with bbolt's shared lock: other
 processes can still read it (storh count, query…), but none can write it
@@ -75,12 +81,13 @@ the handler of package storh/web in that program instead. DB must exist; serve n
 			if !cmd.Flags().Changed("token") {
 				token, from = a.getenv(envToken), envToken
 			}
-			return a.serve(addr, token, from, write)
+			return a.serve(addr, token, from, allowHosts, write)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", defaultServeAddr, "listen on `HOST:PORT` (port 0: any free port, printed)")
 	f.StringVar(&token, "token", "", "require this bearer token (default $"+envToken+"); needed off loopback")
+	f.StringArrayVar(&allowHosts, "allow-host", nil, "also serve requests for host `NAME` (repeatable); on loopback only localhost and loopback addresses are served without it")
 	f.BoolVar(&write, "write", false, "open the database for writing and allow PUT and DELETE of records")
 	return cmd
 }
@@ -96,7 +103,7 @@ type serveInfo struct {
 
 // serve checks the address and token, opens the database, and serves its
 // API until the context ends.
-func (a *app) serve(addr, token, tokenFrom string, write bool) error {
+func (a *app) serve(addr, token, tokenFrom string, allowHosts []string, write bool) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usagef("--addr %q: %s: give HOST:PORT, such as %s", addr, strings.TrimPrefix(err.Error(), "address "+addr+": "), defaultServeAddr)
 	}
@@ -108,6 +115,11 @@ func (a *app) serve(addr, token, tokenFrom string, write bool) error {
 		return usagef("--addr %s reaches beyond this machine, so serve needs a token: set %s (or pass --token), or listen on a loopback address such as %s",
 			addr, envToken, defaultServeAddr)
 	}
+	for _, h := range allowHosts {
+		if strings.TrimSpace(h) == "" {
+			return usagef("--allow-host %q: give a host name or address, such as storh.internal", h)
+		}
+	}
 	db, _, err := a.openExisting(write)
 	if err != nil {
 		return err
@@ -115,6 +127,13 @@ func (a *app) serve(addr, token, tokenFrom string, write bool) error {
 	var opts []web.Option
 	if token != "" {
 		opts = append(opts, web.WithToken(token))
+	}
+	// On loopback, any web page the user opens could rebind its own name
+	// to 127.0.0.1 and reach the server: only the Host tells its requests
+	// apart. Elsewhere a token is required, which such pages do not know,
+	// so the Host is checked only when hosts are given.
+	if onLoopback := web.RequireToken(addr, "") == nil; onLoopback || len(allowHosts) > 0 {
+		opts = append(opts, web.WithAllowedHosts(allowHosts...))
 	}
 	if write {
 		opts = append(opts, web.WithWrites())

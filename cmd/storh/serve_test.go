@@ -480,3 +480,87 @@ func TestServeSignals(t *testing.T) {
 		t.Errorf("count %q after two PUTs to 2 records, want 4", out)
 	}
 }
+
+// callHost is call for a request that names host in its Host header,
+// whatever address it is sent to: what a page that rebound its own name to
+// 127.0.0.1 sends.
+func callHost(t *testing.T, method, url, host, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s (Host %s): %v", method, url, host, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestServeHosts: serve --write on loopback without a token refuses, and
+// does not write, a request for another host (DNS rebinding), and serves
+// the loopback names and addresses and the hosts of --allow-host, at any
+// port. Off loopback, where a token is needed, every host is served unless
+// --allow-host is given.
+func TestServeHosts(t *testing.T) {
+	db := serveDB(t, 1)
+	s := startServe(t, nil, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write", "--allow-host", "storh.internal")
+	port := s.url[strings.LastIndex(s.url, ":")+1 : len(s.url)-1]
+	put := func(host string) (int, string) {
+		return callHost(t, "PUT", s.url+"api/collections/pages/records/"+uuidv7.New().String(), host, "", `{"n":1}`)
+	}
+	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:" + port, "storh.internal.attacker.example:" + port} {
+		if code, body := put(host); code != http.StatusMisdirectedRequest || !strings.Contains(body, `"misdirected"`) {
+			t.Errorf("PUT for host %s: %d %s, want 421 misdirected", host, code, body)
+		}
+		if code, _ := callHost(t, "GET", s.url, host, "", ""); code != http.StatusMisdirectedRequest {
+			t.Errorf("the page for host %s: %d, want 421", host, code)
+		}
+	}
+	if body := expectStatus(t, 200, "GET", s.url+"api/collections/pages/count", "", ""); strings.TrimSpace(body) != `{"count":1}` {
+		t.Errorf("count %s after PUTs for other hosts, want 1: they wrote", body)
+	}
+	want := 1
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "localhost", "storh.internal:" + port, "STORH.internal"} {
+		if code, body := put(host); code != 200 {
+			t.Errorf("PUT for host %s: %d %s", host, code, body)
+		}
+		want++
+	}
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("serve: exit %d:\n%s", code, s.stderr)
+	}
+	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != fmt.Sprint(want) {
+		t.Errorf("count %q, want %d", out, want)
+	}
+
+	// Off loopback a token keeps pages out; the Host is checked only with
+	// --allow-host.
+	s = startServe(t, nil, "--db", db, "serve", "--addr", "0.0.0.0:0", "--token", "t0k")
+	local := "http://127.0.0.1" + s.url[strings.LastIndex(s.url, ":"):]
+	if code, body := callHost(t, "GET", local+"api/collections", "storh.example.com", "t0k", ""); code != 200 {
+		t.Errorf("off loopback, host storh.example.com: %d %s", code, body)
+	}
+	s.stop()
+	s = startServe(t, nil, "--db", db, "serve", "--addr", "0.0.0.0:0", "--token", "t0k", "--allow-host", "storh.example.com")
+	local = "http://127.0.0.1" + s.url[strings.LastIndex(s.url, ":"):]
+	for host, want := range map[string]int{"storh.example.com": 200, "127.0.0.1": 200, "other.example.com": 421} {
+		if code, body := callHost(t, "GET", local+"api/collections", host, "t0k", ""); code != want {
+			t.Errorf("off loopback with --allow-host, host %s: %d %s, want %d", host, code, body, want)
+		}
+	}
+	s.stop()
+
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "serve", "--allow-host", ""); code != exitUsage || !strings.Contains(stderr, "--allow-host") {
+		t.Errorf("serve --allow-host '': exit %d, %s", code, stderr)
+	}
+}

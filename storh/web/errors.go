@@ -29,6 +29,7 @@ const (
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
 	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
 	KindTooLarge         = "too_large"          // 413: the request body is over the limit
+	KindMisdirected      = "misdirected"        // 421: a Host that WithAllowedHosts does not allow
 	KindLocked           = "locked"             // 423: another process holds the database file
 	KindCorrupt          = "corrupt"            // 500: a stored value fails its checksum
 	KindInternal         = "internal"           // 500: anything else

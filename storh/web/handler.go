@@ -6,7 +6,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -146,6 +149,11 @@ func (h *handler) sameOrigin(serve http.HandlerFunc) http.HandlerFunc {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r.Host) {
+		writeError(w, &apiError{status: http.StatusMisdirectedRequest, kind: KindMisdirected,
+			msg: fmt.Sprintf("web: this handler does not serve host %s: it serves %s (web.WithAllowedHosts)", quoteHost(r.Host), h.servedHosts())})
+		return
+	}
 	// The page holds no data and is where a person types the token, so it
 	// is served without one; everything it shows comes from the API.
 	if isPage(r.URL.Path) {
@@ -190,6 +198,34 @@ func isPage(path string) bool {
 		return true
 	}
 	return false
+}
+
+// hostAllowed reports whether a request for host (a Host header) is
+// served, as WithAllowedHosts says.
+func (h *handler) hostAllowed(host string) bool {
+	return h.cfg.hosts == nil || loopback(host) || h.cfg.hosts[hostOf(host)]
+}
+
+// servedHosts lists what WithAllowedHosts allows, for a message.
+func (h *handler) servedHosts() string {
+	names := slices.Sorted(maps.Keys(h.cfg.hosts))
+	if len(names) == 0 {
+		return "localhost and loopback addresses only"
+	}
+	return "localhost, loopback addresses and " + strings.Join(names, ", ")
+}
+
+// quoteHost quotes a Host header for a message, cut to the length of the
+// longest DNS name: it comes from the client and may be anything.
+func quoteHost(host string) string {
+	if host == "" {
+		return "(none: the request has no Host)"
+	}
+	const maxName = 253
+	if len(host) > maxName {
+		return strconv.Quote(host[:maxName]) + "…"
+	}
+	return strconv.Quote(host)
 }
 
 // authorized reports whether r shows the token, when there is one.

@@ -574,3 +574,65 @@ func TestPage(t *testing.T) {
 		t.Errorf("PUT the page: %d, want 405", r.status)
 	}
 }
+
+// TestAllowedHosts: with WithAllowedHosts, a request for another Host (a
+// page that rebound its own name to this machine) gets 421 and changes
+// nothing, the page included; loopback names and addresses and the hosts
+// given, with any port, are served. Without the option every Host is.
+func TestAllowedHosts(t *testing.T) {
+	f := newFixture(t, 3, 0)
+	put := func(h http.Handler, host string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest("PUT", "/api/collections/posts/records/"+uuidv7.New().String(), strings.NewReader(`{"host":"`+host+`"}`))
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	open := web.Handler(f.db, web.WithWrites())
+	if rec := put(open, "rebind.attacker.example"); rec.Code != 200 {
+		t.Errorf("without WithAllowedHosts, another host: %d %s", rec.Code, rec.Body)
+	}
+
+	h := web.Handler(f.db, web.WithWrites(), web.WithAllowedHosts("App.Example:9000", "[fd00::7]"))
+	loopbackOnly := web.Handler(f.db, web.WithWrites(), web.WithAllowedHosts())
+	before := snapshot(t, f)
+	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:7070", "localhost.attacker.example",
+		"app.example.attacker.example", "127.0.0.1.nip.io:7070", "10.0.0.1:7070", "[fd00::8]:7070", ""} {
+		rec := put(h, host)
+		var e struct {
+			Error struct{ Kind, Message string }
+		}
+		json.Unmarshal(rec.Body.Bytes(), &e)
+		if rec.Code != http.StatusMisdirectedRequest || e.Error.Kind != web.KindMisdirected ||
+			!strings.Contains(e.Error.Message, "it serves localhost, loopback addresses and app.example, fd00::7") {
+			t.Errorf("PUT for host %q: %d %s, want 421 misdirected naming the hosts served", host, rec.Code, rec.Body)
+		}
+		for _, path := range []string{"/", "/app.js", "/api/collections"} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusMisdirectedRequest {
+				t.Errorf("GET %s for host %q: %d, want 421", path, host, rec.Code)
+			}
+		}
+	}
+	if rec := put(loopbackOnly, "app.example"); rec.Code != http.StatusMisdirectedRequest ||
+		!strings.Contains(rec.Body.String(), "localhost and loopback addresses only") {
+		t.Errorf("WithAllowedHosts() and host app.example: %d %s", rec.Code, rec.Body)
+	}
+	if after := snapshot(t, f); after != before {
+		t.Errorf("requests for other hosts changed the database:\n%s\n%s", before, after)
+	}
+
+	for _, host := range []string{"localhost", "localhost:7070", "LocalHost:1", "127.0.0.1", "127.0.0.1:7070", "127.9.9.9:80",
+		"[::1]:7070", "[::1]", "::1", "[::ffff:127.0.0.1]:80", "app.example", "APP.example:8443", "[fd00::7]:7070"} {
+		if rec := put(h, host); rec.Code != 200 {
+			t.Errorf("PUT for host %q: %d %s", host, rec.Code, rec.Body)
+		}
+	}
+	if rec := put(loopbackOnly, "127.0.0.1:7070"); rec.Code != 200 {
+		t.Errorf("WithAllowedHosts() and host 127.0.0.1:7070: %d %s", rec.Code, rec.Body)
+	}
+}
