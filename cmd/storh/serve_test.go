@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -562,5 +563,88 @@ func TestServeHosts(t *testing.T) {
 
 	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "serve", "--allow-host", ""); code != exitUsage || !strings.Contains(stderr, "--allow-host") {
 		t.Errorf("serve --allow-host '': exit %d, %s", code, stderr)
+	}
+}
+
+// TestServeTimeouts: serve's timeouts reach its server and handler. A
+// client that trickles an import's body gets 408 at --request-timeout and
+// holds up no other import; one that trickles its headers, or keeps an
+// idle connection, is disconnected at --header-timeout or --idle-timeout.
+func TestServeTimeouts(t *testing.T) {
+	db := serveDB(t, 1)
+	for _, args := range [][]string{{"--request-timeout", "0s"}, {"--header-timeout", "-1s"}, {"--idle-timeout", "0s"}} {
+		if _, stderr, code := runStorh(context.Background(), "", append([]string{"--db", db, "serve"}, args...)...); code != exitUsage || !strings.Contains(stderr, args[0]+" ") || !strings.Contains(stderr, "must be positive") {
+			t.Errorf("serve %s: exit %d, %s", strings.Join(args, " "), code, stderr)
+		}
+	}
+	s := startServe(t, nil, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write",
+		"--request-timeout", "1s", "--header-timeout", "300ms", "--idle-timeout", "300ms")
+	addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/")
+	dial := func(head string) net.Conn {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		return conn
+	}
+
+	line := `{"data":{"from":"trickle"}}` + "\n"
+	trickle := dial(fmt.Sprintf("POST /api/collections/pages/import HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n%s", addr, len(line)+1000, line))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := io.WriteString(trickle, "\n"); err != nil {
+				return
+			}
+		}
+	}()
+	if b := expectStatus(t, 200, "POST", s.url+"api/collections/pages/import", "", `{"data":{"from":"normal"}}`); !strings.Contains(b, `"imported":1`) {
+		t.Errorf("an import beside a trickling one: %s", b)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(trickle), nil)
+	if err != nil {
+		t.Fatalf("the trickling import got no response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"timeout"`) || !resp.Close {
+		t.Errorf("the trickling import: %d (close %v) %s, want 408 timeout and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+
+	// Headers that never end, and a connection left idle after a request:
+	// the server closes both.
+	slowHead := dial("GET /api/collections HTTP/1.1\r\nHost: " + addr + "\r\n")
+	if n, err := slowHead.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a request whose headers never end: read %d bytes, %v; want the connection closed", n, err)
+	}
+	idle := dial("GET /api/collections HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+	r := bufio.NewReader(idle)
+	resp, err = http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a kept-alive request: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if n, err := r.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("an idle connection: read %d bytes, %v; want it closed", n, err)
+	}
+
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("serve: exit %d:\n%s", code, s.stderr)
+	}
+	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != "2" {
+		t.Errorf("count %q, want 2: the seeded record and the normal import's", out)
 	}
 }

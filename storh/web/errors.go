@@ -35,7 +35,8 @@ const (
 	KindInternal         = "internal"           // 500: anything else
 	KindUnsupported      = "unsupported"        // 501: not on this backend
 	KindUnavailable      = "unavailable"        // 503: the database is closed
-	KindTimeout          = "timeout"            // 503: the request ran past its time limit
+	KindTimeout          = "timeout"            // 503: the request ran past its time limit; 408: its body did not arrive within it
+	KindBusy             = "busy"               // 503: imports hold as much memory as they may; try again
 	KindLagged           = "lagged"             // 503: a tail fell too far behind the writers (storh.ErrLagged)
 	KindWatchLost        = "watch_lost"         // 503: a tail lost PostgreSQL's feed of other processes' commits
 	KindFull             = "full"               // 507: the database reached its size limit

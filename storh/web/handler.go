@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +35,9 @@ type handler struct {
 	tails atomic.Int64
 	// importing holds a token while an import runs: one at a time.
 	importing chan struct{}
+	// importBytes counts the bytes of import bodies in memory, received or
+	// being received, against importBudget.
+	importBytes atomic.Int64
 }
 
 // Handler returns an http.Handler that serves db's JSON API (docs/web.md),
@@ -239,6 +244,34 @@ func (h *handler) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	return subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) == 1
+}
+
+// readBody reads r's body, at most limit bytes (413 past it), by the
+// request's deadline. The request's context does not stop a read that
+// waits for the client: the connection's read deadline does, so it is set
+// to the context's, and a body that has not arrived by then is 408 (the
+// connection is then closed, its body unread). A ResponseWriter without a
+// connection (a test's recorder) reads without a deadline.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	if d, ok := r.Context().Deadline(); ok {
+		_ = http.NewResponseController(w).SetReadDeadline(d)
+	}
+	var body bytes.Buffer
+	_, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The rest of the body is still on its way: the connection cannot
+		// carry another request, and the client should know.
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{status: http.StatusRequestTimeout, kind: KindTimeout, err: err,
+			msg: fmt.Sprintf("web: the request's body did not arrive within the request's time limit (%d bytes came); send it faster, or raise web.WithTimeout", body.Len())}
+	case err != nil:
+		return nil, fmt.Errorf("web: body: %w", err)
+	}
+	return body.Bytes(), nil
 }
 
 // writesOff answers 403 and returns true when writes are off.

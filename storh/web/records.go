@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -151,9 +150,9 @@ func (h *handler) putRecord(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	body, err := readBody(w, r, h.cfg.maxBody)
 	if err != nil {
-		writeError(w, fmt.Errorf("web: body: %w", err))
+		writeError(w, err)
 		return
 	}
 	// The body is the record's data, or the record as GET gives it
