@@ -238,7 +238,8 @@ func TestServeReadOnly(t *testing.T) {
 	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "count", "pages"); code != 0 || strings.TrimSpace(out) != "3" {
 		t.Errorf("count beside serve: exit %d, %q, %s", code, out, stderr)
 	}
-	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":9}`); code != exitError || !strings.Contains(stderr, "is locked by another process") {
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":9}`); code != exitError ||
+		!strings.Contains(stderr, "is locked (waited 50ms): other processes have the file open read-only, which keeps writers out; close them") {
 		t.Errorf("put beside serve: exit %d, %s", code, stderr)
 	}
 
@@ -387,7 +388,7 @@ func TestServeOpen(t *testing.T) {
 	}
 	_, stderr, code := runStorh(context.Background(), "", "--timeout", "50ms", "serve", "--addr", "127.0.0.1:0", db)
 	holder.Close()
-	if code != exitError || !strings.HasPrefix(stderr, "storh: database "+db+" is locked by another process (waited 50ms)") {
+	if code != exitError || !strings.HasPrefix(stderr, "storh: database "+db+" is locked (waited 50ms): another process has the file open for writing") {
 		t.Errorf("serve of a locked file: exit %d, %s", code, stderr)
 	}
 
@@ -431,40 +432,54 @@ func TestServeJSON(t *testing.T) {
 	expectClosed(t, db)
 }
 
-// TestServeSignals runs storh serve as a process and stops it with SIGTERM
-// and with SIGINT: exit code 0, and the file is closed.
-func TestServeSignals(t *testing.T) {
+// serveProcess starts storh serve on db as a process of its own, with
+// args after "serve", and returns it once it listens, with the URL it
+// printed and the rest of its stderr to read. The test kills it at its end
+// if it still runs.
+func serveProcess(t *testing.T, db string, args ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
 	storhBin, err := exec.LookPath("storh") // the test binary, put on the PATH by TestMain
 	if err != nil {
 		t.Skip("no storh on the PATH")
 	}
-	db := serveDB(t, 2)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, envToken+"=") && !strings.HasPrefix(kv, envDB+"=") {
 			env = append(env, kv)
 		}
 	}
-	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
-		cmd := exec.Command(storhBin, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write")
-		cmd.Env = env
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewReader(stderr)
-		line, err := lines.ReadString('\n')
-		m := servingURL.FindStringSubmatch(line)
-		if m == nil {
+	cmd := exec.Command(storhBin, append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("storh serve printed %q (%v)", line, err)
 		}
-		expectStatus(t, 200, "GET", m[1]+"api/collections", "", "")
-		expectStatus(t, 200, "PUT", m[1]+"api/collections/pages/records/"+uuidv7.New().String(), "", `{"n":1}`)
+	})
+	lines := bufio.NewReader(stderr)
+	line, err := lines.ReadString('\n')
+	m := servingURL.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("storh serve printed %q (%v)", line, err)
+	}
+	return cmd, m[1], lines
+}
+
+// TestServeSignals runs storh serve as a process and stops it with SIGTERM
+// and with SIGINT: exit code 0, and the file is closed.
+func TestServeSignals(t *testing.T) {
+	db := serveDB(t, 2)
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		cmd, url, lines := serveProcess(t, db, "--write")
+		expectStatus(t, 200, "GET", url+"api/collections", "", "")
+		expectStatus(t, 200, "PUT", url+"api/collections/pages/records/"+uuidv7.New().String(), "", `{"n":1}`)
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
@@ -480,6 +495,34 @@ func TestServeSignals(t *testing.T) {
 	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != "4" {
 		t.Errorf("count %q after two PUTs to 2 records, want 4", out)
 	}
+}
+
+// TestServeLockMessages: beside a storh serve in another process, a
+// command that cannot open the file says what holds it: a read-only serve
+// has it open read-only, which keeps writers out (readers get in), and a
+// serve --write has it open for writing, which keeps everyone out.
+func TestServeLockMessages(t *testing.T) {
+	db := serveDB(t, 1)
+	cmd, _, _ := serveProcess(t, db)
+	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "count", "pages"); code != 0 || strings.TrimSpace(out) != "1" {
+		t.Errorf("count beside a read-only serve: exit %d, %q, %s", code, out, stderr)
+	}
+	want := "storh: database " + db + " is locked (waited 50ms): other processes have the file open read-only, which keeps writers out; close them, or wait longer with --timeout\n"
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":2}`); code != exitError || stderr != want {
+		t.Errorf("put beside a read-only serve: exit %d, %s; want:\n%s", code, stderr, want)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+
+	cmd, _, _ = serveProcess(t, db, "--write")
+	want = "storh: database " + db + " is locked (waited 50ms): another process has the file open for writing; close it, or wait longer with --timeout\n"
+	for _, args := range [][]string{{"count", "pages"}, {"put", "pages", `{"n":2}`}} {
+		if _, stderr, code := runStorh(context.Background(), "", append([]string{"--db", db, "--timeout", "50ms"}, args...)...); code != exitError || stderr != want {
+			t.Errorf("%s beside serve --write: exit %d, %s; want:\n%s", args[0], code, stderr, want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
 }
 
 // callHost is call for a request that names host in its Host header,
