@@ -112,9 +112,11 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 	r.Body = held
 	body, err := readBody(w, r, h.cfg.maxImport)
 	if errors.Is(err, errImportsBusy) {
+		// The rest of the body is still on its way: it is not read.
+		w.Header().Set("Connection", "close")
 		w.Header().Set("Retry-After", "1")
 		err = &apiError{status: http.StatusServiceUnavailable, kind: KindBusy, err: err,
-			msg: fmt.Sprintf("web: imports already hold %d bytes of bodies in memory, the most there may be (twice WithMaxImport): try again once they end", held.budget)}
+			msg: fmt.Sprintf("web: import bodies in memory would pass %d bytes, the most they may hold (twice WithMaxImport): try again once the imports running end", held.budget)}
 	}
 	if err != nil {
 		writeError(w, err)
