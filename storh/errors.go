@@ -37,7 +37,9 @@ var (
 	// decode (the error names the id), and for a damaged file.
 	ErrCorrupt = engine.ErrCorrupt
 	// ErrLocked is returned by Open when another process holds the file and
-	// the lock timeout passes.
+	// the lock timeout passes: a process that has it open for writing keeps
+	// every other out, and processes that have it open read-only keep out
+	// one that would write. The error says which, where the lock shows it.
 	ErrLocked = engine.ErrLocked
 	// ErrInvalidName is returned for a collection name that is empty, longer
 	// than MaxNameLength bytes, or not printable UTF-8.

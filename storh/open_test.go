@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
 )
@@ -75,4 +76,36 @@ func TestTooLargeSaysWhichLimit(t *testing.T) {
 	if !errors.Is(err, storh.ErrTooLarge) || !strings.Contains(err.Error(), "WithMaxSize") {
 		t.Errorf("a write past WithMaxSize = %v; want ErrTooLarge naming WithMaxSize", err)
 	}
+}
+
+// TestLockedSaysWho: an Open that waited for the file lock says what held
+// it, as far as the lock shows: a writer (an exclusive lock) or readers
+// (shared locks, which keep writers out), not "a writer" for both.
+func TestLockedSaysWho(t *testing.T) {
+	fileOnly(t)
+	path := newPath(t)
+	openAt(t, path).Close()
+	const wait = 50 * time.Millisecond
+	locked := func(want string, opts ...storh.Option) {
+		t.Helper()
+		db, err := storh.Open(path, append(opts, storh.WithLockTimeout(wait))...)
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open beside the holders succeeded")
+		}
+		if !errors.Is(err, storh.ErrLocked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "(waited 50ms)") {
+			t.Errorf("Open = %v; want ErrLocked saying %q", err, want)
+		}
+	}
+
+	readers := []*storh.DB{openAt(t, path, storh.WithReadOnly()), openAt(t, path, storh.WithReadOnly())}
+	locked("other processes, or other Opens in this one, have the file open read-only, which keeps writers out (close them")
+	for _, r := range readers {
+		r.Close()
+	}
+
+	writer := openAt(t, path)
+	locked("another process, or another Open in this one, has the file open for writing (close it")
+	locked("has the file open for writing", storh.WithReadOnly())
+	writer.Close()
 }

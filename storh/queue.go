@@ -431,9 +431,11 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 // yet: nothing to requeue.
 var errNoQueue = fmt.Errorf("%w: the queue holds no job", ErrNotFound)
 
-// Fail ends a claim in failure, keeping reason (cut at 1 KiB) as the job's
-// LastError: the job is pending again at its place, or dead if it has used
-// its attempts.
+// Fail ends a claim in failure, keeping reason as the job's LastError: the
+// job is pending again at its place, or dead if it has used its attempts.
+// LastError is always text: each byte of reason that is not part of a
+// UTF-8 character becomes U+FFFD, and the result is cut at 1 KiB on a
+// character boundary.
 func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)

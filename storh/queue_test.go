@@ -692,6 +692,57 @@ func TestQueueFailReasonCutKeepsUTF8(t *testing.T) {
 	}
 }
 
+// TestQueueFailReasonInvalidUTF8: a reason that is not valid UTF-8 is kept
+// as text: each byte that is not part of a character becomes U+FFFD, and
+// the cut at 1 KiB falls on a character boundary of the repaired text, on
+// every backend.
+func TestQueueFailReasonInvalidUTF8(t *testing.T) {
+	db, _, _ := openQueueDB(t)
+	a := strings.Repeat
+	for _, c := range []struct{ name, reason, want string }{
+		{"one bad byte", "bad \xff byte", "bad \uFFFD byte"},
+		{"only a bad byte", "\xff", "\uFFFD"},
+		{"a lead byte without its tail", "\xc3(", "\uFFFD("},
+		{"a U+FFFD given is kept", "x\uFFFDy", "x\uFFFDy"},
+		{"a bad byte at the cut", a("a", 1023) + "\xff" + a("b", 10), a("a", 1023)},
+		{"half a character at the cut", a("a", 1022) + "\xe2\x82" + "zz", a("a", 1022)},
+		{"a character before a bad byte at the cut", a("a", 1020) + "€" + "\xff\xff", a("a", 1020) + "€"},
+		{"bad bytes before the cut grow past it", a("\xff", 400), a("\uFFFD", 341)},
+		{"continuation bytes only", a("\x80", 2000), a("\uFFFD", 341)},
+		{"short and bad, then long", "\xff" + a("é", 1000), "\uFFFD" + a("é", 510)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := qOpen(t, db, c.name)
+			id := qEnqueue(t, q, storh.Map{"case": c.name})
+			qClaim(t, q, time.Minute)
+			if err := q.Fail(id, c.reason); err != nil {
+				t.Fatal(err)
+			}
+			got := qLookup(t, q, id).LastError
+			if !utf8.ValidString(got) || len(got) > 1024 {
+				t.Errorf("LastError is %d bytes, valid UTF-8 %v: want valid UTF-8 of at most 1024 bytes", len(got), utf8.ValidString(got))
+			}
+			if got != c.want {
+				t.Errorf("LastError = %q (%d bytes), want %q (%d bytes)", shorten(got), len(got), shorten(c.want), len(c.want))
+			}
+			// The listing reads the same stored reason.
+			for _, j := range qJobs(t, q, storh.JobPending) {
+				if j.ID == id && j.LastError != c.want {
+					t.Errorf("Jobs(pending) gives LastError %q, want %q", shorten(j.LastError), shorten(c.want))
+				}
+			}
+		})
+	}
+}
+
+// shorten cuts a long string for a message, keeping its ends.
+func shorten(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return s[:16] + "…" + s[len(s)-16:]
+}
+
 func TestQueueExtend(t *testing.T) {
 	db, clk, _ := openQueueDB(t)
 	q := qOpen(t, db, "q")

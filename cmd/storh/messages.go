@@ -65,6 +65,7 @@ var libraryWords = []struct {
 	{regexp.MustCompile(`open it with db\.(Docs|Log|Queue)\("(?:[^"\\]|\\.)*"\)`),
 		"'storh stats' shows the kind of each collection"},
 	{regexp.MustCompile(`, or another Open in this one,`), ""},
+	{regexp.MustCompile(`, or other Opens in this one,`), ""},
 	{regexp.MustCompile(`raise the lock timeout`), "wait longer with --timeout"},
 }
 

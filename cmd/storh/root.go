@@ -360,13 +360,31 @@ func (a *app) open(write bool) (*storh.DB, error) {
 	}
 	db, err := storh.Open(a.dbPath, opts...)
 	if errors.Is(err, storh.ErrLocked) {
-		return nil, fmt.Errorf("database %s is locked by another process (waited %v): a writer holds it exclusively; stop it, or wait longer with --timeout", a.dbPath, a.timeout)
+		return nil, a.lockedError(err)
 	}
 	if err != nil {
 		return nil, a.openError(err)
 	}
 	return db, nil
 }
+
+// lockedError says who keeps the database file locked, as the library
+// found it (a process that has it open for writing, or processes that have
+// it open read-only), and what to do; it is storh.ErrLocked for errors.Is.
+func (a *app) lockedError(err error) error {
+	hint := "close it, or wait longer with --timeout"
+	var se *storh.Error
+	if errors.As(err, &se) && se.Hint != "" {
+		hint = se.Hint
+	}
+	return lockedError(fmt.Sprintf("database %s is locked (waited %v): %s; %s", a.dbPath, a.timeout, reason(err), hint))
+}
+
+// lockedError is a locked database in the command's words.
+type lockedError string
+
+func (e lockedError) Error() string { return string(e) }
+func (e lockedError) Unwrap() error { return storh.ErrLocked }
 
 // reader is a collection a command reads: a *storh.Docs or *storh.Log.
 type reader = storh.Collection

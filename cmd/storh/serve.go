@@ -20,21 +20,31 @@ const (
 	envToken         = "STORH_TOKEN"
 )
 
-// Timeouts of storh serve's http.Server. A request's own time is bounded by
-// the handler (web.WithTimeout); these bound what happens around it. There
-// is no ReadTimeout or WriteTimeout: they would cancel or cut the long
-// requests the handler allows (a big page, a stream).
+// Defaults of serve's timeouts (see serveConfig).
 const (
-	serveReadHeaderTimeout = 10 * time.Second
-	serveIdleTimeout       = 2 * time.Minute
+	defaultHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout   = 2 * time.Minute
 	// serveShutdownWait is how long requests running at SIGINT or SIGTERM
 	// get to finish; the ones still running then are cancelled and cut.
 	serveShutdownWait = 5 * time.Second
 )
 
+// serveConfig is what serve's flags ask for.
+type serveConfig struct {
+	addr, token string
+	tokenFrom   string // where the token came from, for messages
+	allowHosts  []string
+	write       bool
+	// headerTimeout bounds the time a client takes to send a request's
+	// headers; requestTimeout a request's own time, its body included
+	// (web.WithTimeout; a live tail has the handler's tail limit instead);
+	// idleTimeout how long a kept-alive connection may wait for its next
+	// request.
+	headerTimeout, requestTimeout, idleTimeout time.Duration
+}
+
 func (a *app) serveCmd() *cobra.Command {
-	var addr, token string
-	var write bool
+	var c serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve [DB]",
 		Short: "Serve a database's JSON API over HTTP, read-only unless --write",
@@ -52,6 +62,17 @@ Authorization: Bearer TOKEN, compared in constant time; without it, 401.
 An --addr that is not loopback (127.0.0.1, ::1, localhost) needs a token:
 serve refuses to start without one. Prefer $STORH_TOKEN to --token, which
 other users can see in the process list. The token is never printed.
+On a loopback --addr serve answers only requests for localhost or a
+loopback address (any port), and for the hosts given with --allow-host;
+others get 421, so that a web page cannot reach it by making its own name
+resolve to 127.0.0.1 (DNS rebinding). Elsewhere --allow-host limits the
+hosts served the same way.
+
+Limits: a client has --header-timeout to send a request's headers, and a
+request (its body included) --request-timeout to end: a body that has not
+arrived by then is 408, and the connection is closed. An idle connection
+is closed after --idle-timeout. A live tail is bounded by the handler (one
+hour), not by --request-timeout.
 
 A file is opened read-only unless --write, with bbolt's shared lock: other
 processes can still read it (storh count, query…), but none can write it
@@ -71,17 +92,21 @@ the handler of package storh/web in that program instead. DB must exist; serve n
 				}
 				a.dbPath = args[0]
 			}
-			from := "--token"
+			c.tokenFrom = "--token"
 			if !cmd.Flags().Changed("token") {
-				token, from = a.getenv(envToken), envToken
+				c.token, c.tokenFrom = a.getenv(envToken), envToken
 			}
-			return a.serve(addr, token, from, write)
+			return a.serve(c)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", defaultServeAddr, "listen on `HOST:PORT` (port 0: any free port, printed)")
-	f.StringVar(&token, "token", "", "require this bearer token (default $"+envToken+"); needed off loopback")
-	f.BoolVar(&write, "write", false, "open the database for writing and allow PUT and DELETE of records")
+	f.StringVar(&c.addr, "addr", defaultServeAddr, "listen on `HOST:PORT` (port 0: any free port, printed)")
+	f.StringVar(&c.token, "token", "", "require this bearer token (default $"+envToken+"); needed off loopback")
+	f.StringArrayVar(&c.allowHosts, "allow-host", nil, "also serve requests for host `NAME` (repeatable); on loopback only localhost and loopback addresses are served without it")
+	f.BoolVar(&c.write, "write", false, "open the database for writing and allow PUT and DELETE of records")
+	f.DurationVar(&c.headerTimeout, "header-timeout", defaultHeaderTimeout, "a client must send a request's headers within `D`")
+	f.DurationVar(&c.requestTimeout, "request-timeout", web.DefaultTimeout, "a request, its body included, must end within `D` (not a live tail)")
+	f.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "close a connection idle for `D`")
 	return cmd
 }
 
@@ -96,25 +121,46 @@ type serveInfo struct {
 
 // serve checks the address and token, opens the database, and serves its
 // API until the context ends.
-func (a *app) serve(addr, token, tokenFrom string, write bool) error {
+func (a *app) serve(c serveConfig) error {
+	addr, token, write := c.addr, c.token, c.write
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--header-timeout", c.headerTimeout}, {"--request-timeout", c.requestTimeout}, {"--idle-timeout", c.idleTimeout}} {
+		if t.d <= 0 {
+			return usagef("%s %v: must be positive", t.flag, t.d)
+		}
+	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usagef("--addr %q: %s: give HOST:PORT, such as %s", addr, strings.TrimPrefix(err.Error(), "address "+addr+": "), defaultServeAddr)
 	}
 	if token != strings.TrimSpace(token) {
 		// The handler trims what a request sends, so it could never match.
-		return usagef("the token of %s starts or ends with white space, which a bearer token cannot carry", tokenFrom)
+		return usagef("the token of %s starts or ends with white space, which a bearer token cannot carry", c.tokenFrom)
 	}
 	if web.RequireToken(addr, token) != nil {
 		return usagef("--addr %s reaches beyond this machine, so serve needs a token: set %s (or pass --token), or listen on a loopback address such as %s",
 			addr, envToken, defaultServeAddr)
 	}
+	for _, h := range c.allowHosts {
+		if strings.TrimSpace(h) == "" {
+			return usagef("--allow-host %q: give a host name or address, such as storh.internal", h)
+		}
+	}
 	db, _, err := a.openExisting(write)
 	if err != nil {
 		return err
 	}
-	var opts []web.Option
+	opts := []web.Option{web.WithTimeout(c.requestTimeout)}
 	if token != "" {
 		opts = append(opts, web.WithToken(token))
+	}
+	// On loopback, any web page the user opens could rebind its own name
+	// to 127.0.0.1 and reach the server: only the Host tells its requests
+	// apart. Elsewhere a token is required, which such pages do not know,
+	// so the Host is checked only when hosts are given.
+	if onLoopback := web.RequireToken(addr, "") == nil; onLoopback || len(c.allowHosts) > 0 {
+		opts = append(opts, web.WithAllowedHosts(c.allowHosts...))
 	}
 	if write {
 		opts = append(opts, web.WithWrites())
@@ -130,10 +176,17 @@ func (a *app) serve(addr, token, tokenFrom string, write bool) error {
 	// serveShutdownWait are cancelled.
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
+	// ReadTimeout bounds the reading of every request from its first byte,
+	// even one whose body no route reads; it is the headers' time and the
+	// request's, so it never runs out before the handler's own deadline,
+	// which bounds the body of a request the handler reads (408) and its
+	// work (503). A tail clears it. There is no WriteTimeout: it would cut
+	// the long responses the handler allows (an export, a tail).
 	srv := &http.Server{
 		Handler:           web.Handler(db, opts...),
-		ReadHeaderTimeout: serveReadHeaderTimeout,
-		IdleTimeout:       serveIdleTimeout,
+		ReadHeaderTimeout: c.headerTimeout,
+		ReadTimeout:       c.headerTimeout + c.requestTimeout,
+		IdleTimeout:       c.idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          log.New(a.stderr, errorPrefix+"http: ", 0),
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -237,7 +238,8 @@ func TestServeReadOnly(t *testing.T) {
 	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "count", "pages"); code != 0 || strings.TrimSpace(out) != "3" {
 		t.Errorf("count beside serve: exit %d, %q, %s", code, out, stderr)
 	}
-	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":9}`); code != exitError || !strings.Contains(stderr, "is locked by another process") {
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":9}`); code != exitError ||
+		!strings.Contains(stderr, "is locked (waited 50ms): other processes have the file open read-only, which keeps writers out; close them") {
 		t.Errorf("put beside serve: exit %d, %s", code, stderr)
 	}
 
@@ -386,7 +388,7 @@ func TestServeOpen(t *testing.T) {
 	}
 	_, stderr, code := runStorh(context.Background(), "", "--timeout", "50ms", "serve", "--addr", "127.0.0.1:0", db)
 	holder.Close()
-	if code != exitError || !strings.HasPrefix(stderr, "storh: database "+db+" is locked by another process (waited 50ms)") {
+	if code != exitError || !strings.HasPrefix(stderr, "storh: database "+db+" is locked (waited 50ms): another process has the file open for writing") {
 		t.Errorf("serve of a locked file: exit %d, %s", code, stderr)
 	}
 
@@ -430,40 +432,54 @@ func TestServeJSON(t *testing.T) {
 	expectClosed(t, db)
 }
 
-// TestServeSignals runs storh serve as a process and stops it with SIGTERM
-// and with SIGINT: exit code 0, and the file is closed.
-func TestServeSignals(t *testing.T) {
+// serveProcess starts storh serve on db as a process of its own, with
+// args after "serve", and returns it once it listens, with the URL it
+// printed and the rest of its stderr to read. The test kills it at its end
+// if it still runs.
+func serveProcess(t *testing.T, db string, args ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
 	storhBin, err := exec.LookPath("storh") // the test binary, put on the PATH by TestMain
 	if err != nil {
 		t.Skip("no storh on the PATH")
 	}
-	db := serveDB(t, 2)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, envToken+"=") && !strings.HasPrefix(kv, envDB+"=") {
 			env = append(env, kv)
 		}
 	}
-	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
-		cmd := exec.Command(storhBin, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write")
-		cmd.Env = env
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewReader(stderr)
-		line, err := lines.ReadString('\n')
-		m := servingURL.FindStringSubmatch(line)
-		if m == nil {
+	cmd := exec.Command(storhBin, append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("storh serve printed %q (%v)", line, err)
 		}
-		expectStatus(t, 200, "GET", m[1]+"api/collections", "", "")
-		expectStatus(t, 200, "PUT", m[1]+"api/collections/pages/records/"+uuidv7.New().String(), "", `{"n":1}`)
+	})
+	lines := bufio.NewReader(stderr)
+	line, err := lines.ReadString('\n')
+	m := servingURL.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("storh serve printed %q (%v)", line, err)
+	}
+	return cmd, m[1], lines
+}
+
+// TestServeSignals runs storh serve as a process and stops it with SIGTERM
+// and with SIGINT: exit code 0, and the file is closed.
+func TestServeSignals(t *testing.T) {
+	db := serveDB(t, 2)
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		cmd, url, lines := serveProcess(t, db, "--write")
+		expectStatus(t, 200, "GET", url+"api/collections", "", "")
+		expectStatus(t, 200, "PUT", url+"api/collections/pages/records/"+uuidv7.New().String(), "", `{"n":1}`)
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
@@ -478,5 +494,200 @@ func TestServeSignals(t *testing.T) {
 	}
 	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != "4" {
 		t.Errorf("count %q after two PUTs to 2 records, want 4", out)
+	}
+}
+
+// TestServeLockMessages: beside a storh serve in another process, a
+// command that cannot open the file says what holds it: a read-only serve
+// has it open read-only, which keeps writers out (readers get in), and a
+// serve --write has it open for writing, which keeps everyone out.
+func TestServeLockMessages(t *testing.T) {
+	db := serveDB(t, 1)
+	cmd, _, _ := serveProcess(t, db)
+	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "count", "pages"); code != 0 || strings.TrimSpace(out) != "1" {
+		t.Errorf("count beside a read-only serve: exit %d, %q, %s", code, out, stderr)
+	}
+	want := "storh: database " + db + " is locked (waited 50ms): other processes have the file open read-only, which keeps writers out; close them, or wait longer with --timeout\n"
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "--timeout", "50ms", "put", "pages", `{"n":2}`); code != exitError || stderr != want {
+		t.Errorf("put beside a read-only serve: exit %d, %s; want:\n%s", code, stderr, want)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+
+	cmd, _, _ = serveProcess(t, db, "--write")
+	want = "storh: database " + db + " is locked (waited 50ms): another process has the file open for writing; close it, or wait longer with --timeout\n"
+	for _, args := range [][]string{{"count", "pages"}, {"put", "pages", `{"n":2}`}} {
+		if _, stderr, code := runStorh(context.Background(), "", append([]string{"--db", db, "--timeout", "50ms"}, args...)...); code != exitError || stderr != want {
+			t.Errorf("%s beside serve --write: exit %d, %s; want:\n%s", args[0], code, stderr, want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+}
+
+// callHost is call for a request that names host in its Host header,
+// whatever address it is sent to: what a page that rebound its own name to
+// 127.0.0.1 sends.
+func callHost(t *testing.T, method, url, host, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s (Host %s): %v", method, url, host, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestServeHosts: serve --write on loopback without a token refuses, and
+// does not write, a request for another host (DNS rebinding), and serves
+// the loopback names and addresses and the hosts of --allow-host, at any
+// port. Off loopback, where a token is needed, every host is served unless
+// --allow-host is given.
+func TestServeHosts(t *testing.T) {
+	db := serveDB(t, 1)
+	s := startServe(t, nil, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write", "--allow-host", "storh.internal")
+	port := s.url[strings.LastIndex(s.url, ":")+1 : len(s.url)-1]
+	put := func(host string) (int, string) {
+		return callHost(t, "PUT", s.url+"api/collections/pages/records/"+uuidv7.New().String(), host, "", `{"n":1}`)
+	}
+	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:" + port, "storh.internal.attacker.example:" + port} {
+		if code, body := put(host); code != http.StatusMisdirectedRequest || !strings.Contains(body, `"misdirected"`) {
+			t.Errorf("PUT for host %s: %d %s, want 421 misdirected", host, code, body)
+		}
+		if code, _ := callHost(t, "GET", s.url, host, "", ""); code != http.StatusMisdirectedRequest {
+			t.Errorf("the page for host %s: %d, want 421", host, code)
+		}
+	}
+	if body := expectStatus(t, 200, "GET", s.url+"api/collections/pages/count", "", ""); strings.TrimSpace(body) != `{"count":1}` {
+		t.Errorf("count %s after PUTs for other hosts, want 1: they wrote", body)
+	}
+	want := 1
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "localhost", "storh.internal:" + port, "STORH.internal"} {
+		if code, body := put(host); code != 200 {
+			t.Errorf("PUT for host %s: %d %s", host, code, body)
+		}
+		want++
+	}
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("serve: exit %d:\n%s", code, s.stderr)
+	}
+	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != fmt.Sprint(want) {
+		t.Errorf("count %q, want %d", out, want)
+	}
+
+	// Off loopback a token keeps pages out; the Host is checked only with
+	// --allow-host.
+	s = startServe(t, nil, "--db", db, "serve", "--addr", "0.0.0.0:0", "--token", "t0k")
+	local := "http://127.0.0.1" + s.url[strings.LastIndex(s.url, ":"):]
+	if code, body := callHost(t, "GET", local+"api/collections", "storh.example.com", "t0k", ""); code != 200 {
+		t.Errorf("off loopback, host storh.example.com: %d %s", code, body)
+	}
+	s.stop()
+	s = startServe(t, nil, "--db", db, "serve", "--addr", "0.0.0.0:0", "--token", "t0k", "--allow-host", "storh.example.com")
+	local = "http://127.0.0.1" + s.url[strings.LastIndex(s.url, ":"):]
+	for host, want := range map[string]int{"storh.example.com": 200, "127.0.0.1": 200, "other.example.com": 421} {
+		if code, body := callHost(t, "GET", local+"api/collections", host, "t0k", ""); code != want {
+			t.Errorf("off loopback with --allow-host, host %s: %d %s, want %d", host, code, body, want)
+		}
+	}
+	s.stop()
+
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "serve", "--allow-host", ""); code != exitUsage || !strings.Contains(stderr, "--allow-host") {
+		t.Errorf("serve --allow-host '': exit %d, %s", code, stderr)
+	}
+}
+
+// TestServeTimeouts: serve's timeouts reach its server and handler. A
+// client that trickles an import's body gets 408 at --request-timeout and
+// holds up no other import; one that trickles its headers, or keeps an
+// idle connection, is disconnected at --header-timeout or --idle-timeout.
+func TestServeTimeouts(t *testing.T) {
+	db := serveDB(t, 1)
+	for _, args := range [][]string{{"--request-timeout", "0s"}, {"--header-timeout", "-1s"}, {"--idle-timeout", "0s"}} {
+		if _, stderr, code := runStorh(context.Background(), "", append([]string{"--db", db, "serve"}, args...)...); code != exitUsage || !strings.Contains(stderr, args[0]+" ") || !strings.Contains(stderr, "must be positive") {
+			t.Errorf("serve %s: exit %d, %s", strings.Join(args, " "), code, stderr)
+		}
+	}
+	s := startServe(t, nil, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write",
+		"--request-timeout", "1s", "--header-timeout", "300ms", "--idle-timeout", "300ms")
+	addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/")
+	dial := func(head string) net.Conn {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		return conn
+	}
+
+	line := `{"data":{"from":"trickle"}}` + "\n"
+	trickle := dial(fmt.Sprintf("POST /api/collections/pages/import HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n%s", addr, len(line)+1000, line))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := io.WriteString(trickle, "\n"); err != nil {
+				return
+			}
+		}
+	}()
+	if b := expectStatus(t, 200, "POST", s.url+"api/collections/pages/import", "", `{"data":{"from":"normal"}}`); !strings.Contains(b, `"imported":1`) {
+		t.Errorf("an import beside a trickling one: %s", b)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(trickle), nil)
+	if err != nil {
+		t.Fatalf("the trickling import got no response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"timeout"`) || !resp.Close {
+		t.Errorf("the trickling import: %d (close %v) %s, want 408 timeout and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+
+	// Headers that never end, and a connection left idle after a request:
+	// the server closes both.
+	slowHead := dial("GET /api/collections HTTP/1.1\r\nHost: " + addr + "\r\n")
+	if n, err := slowHead.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a request whose headers never end: read %d bytes, %v; want the connection closed", n, err)
+	}
+	idle := dial("GET /api/collections HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+	r := bufio.NewReader(idle)
+	resp, err = http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a kept-alive request: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if n, err := r.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("an idle connection: read %d bytes, %v; want it closed", n, err)
+	}
+
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("serve: exit %d:\n%s", code, s.stderr)
+	}
+	if out, _, _ := runStorh(context.Background(), "", "--db", db, "count", "pages"); strings.TrimSpace(out) != "2" {
+		t.Errorf("count %q, want 2: the seeded record and the normal import's", out)
 	}
 }

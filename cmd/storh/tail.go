@@ -34,7 +34,8 @@ open: each poll opens it read-only for a moment, reads, and closes it. Records
 written by short-lived writers (storh put, storh import, a program that opens,
 writes and closes) show up at the next poll; while a long-running program
 keeps the file open, polls wait and new records show up once it closes it.
-Ids are compared, not times: a writer whose clock runs behind may write ids
+Started while such a program runs, -f waits too (it says so once), and
+prints the last N records once it can open the file. Ids are compared, not times: a writer whose clock runs behind may write ids
 below the last one printed, and those are not shown.
 
 With --url (or $STORH_URL), tail reads a running program's storh/web handler
@@ -54,7 +55,10 @@ reconnects after the stream drops.`,
 				return usagef("--interval %v: must be positive", interval)
 			}
 			s, last, err := a.tailLast(args[0], n)
-			if err != nil || !follow {
+			if follow && errors.Is(err, storh.ErrLocked) {
+				s, last, err = a.tailLastWhenFree(args[0], n, interval)
+			}
+			if err != nil || !follow || s == nil {
 				return err
 			}
 			return s.follow(a.ctx, args[0], last, interval, a.newPrinter())
@@ -95,6 +99,32 @@ func (a *app) tailLast(name string, n int) (store, uuidv7.UUID, error) {
 	return s, last, p.flush()
 }
 
+// tailLastWhenFree is tailLast for tail -f started while a writer holds
+// the file: it says once that it waits, tries again each interval, and
+// prints the last n records once the file can be opened. Interrupted while
+// it waits, it returns no store and no error: tail -f ends there, exit 0.
+func (a *app) tailLastWhenFree(name string, n int, interval time.Duration) (store, uuidv7.UUID, error) {
+	a.diag(lockedWait, a.dbPath)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return nil, uuidv7.UUID{}, nil
+		case <-t.C:
+		}
+		s, last, err := a.tailLast(name, n)
+		if !errors.Is(err, storh.ErrLocked) {
+			return s, last, err
+		}
+	}
+}
+
+// lockedWait is what tail -f says, once, while it waits for the file. Its
+// opens are read-only, which only an exclusive lock keeps out: the holder
+// is a writer.
+const lockedWait = "storh: %s is locked by a writer; waiting for it to close the file"
+
 // last gives the last n records, oldest of them first.
 func (s *localStore) last(ctx context.Context, coll string, n int) ([]recLine, error) {
 	r, err := s.reader(coll)
@@ -132,7 +162,7 @@ func (s *localStore) follow(ctx context.Context, name string, last uuidv7.UUID, 
 		next, err := a.poll(ctx, name, last, p)
 		if errors.Is(err, storh.ErrLocked) {
 			if !toldLocked {
-				a.diag("storh: %s is locked by a writer; waiting for it to close the file", a.dbPath)
+				a.diag(lockedWait, a.dbPath)
 				toldLocked = true
 			}
 			continue

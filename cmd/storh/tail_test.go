@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // notifyWriter collects what is written and signals when a line containing
@@ -96,5 +100,70 @@ func TestTailFollow(t *testing.T) {
 	go io.Copy(io.Discard, out)
 	if code := <-done; code != exitOK {
 		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.buf.String())
+	}
+}
+
+// TestTailFollowStartsLocked: tail -f started while another process has
+// the file open for writing (a storh serve --write) does not fail: it says
+// once that it waits, and prints the last records once the file is free
+// (following on from there is TestTailFollow's).
+func TestTailFollowStartsLocked(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "follow.db")
+	if _, stderr, code := runStorh(context.Background(), "", "--db", db, "-q", "put", "events", "--log", `{"n":1}`); code != 0 {
+		t.Fatalf("put: %s", stderr)
+	}
+	serve, url, _ := serveProcess(t, db, "--write")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, outW := io.Pipe()
+	stderr := &notifyWriter{want: "locked by a writer", seen: make(chan struct{})}
+	a := newApp(ctx, strings.NewReader(""), outW, stderr, func(string) string { return "" })
+	done := make(chan int, 1)
+	go func() {
+		root := a.rootCmd()
+		root.SetArgs([]string{"--db", db, "--timeout", "20ms", "tail", "events", "-f", "-n", "1", "--interval", "10ms"})
+		cmd, err := root.ExecuteC()
+		code := exitOK
+		if err != nil {
+			code = a.report(cmd, err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("tail -f beside serve --write exited %d before waiting:\n%s", code, stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("tail -f did not say it waits within 20s:\n%s", stderr)
+	}
+	// Written while tail -f waits: the last record once it can open.
+	expectStatus(t, 200, "PUT", url+"api/collections/events/records/"+uuidv7.New().String(), "", `{"n":2}`)
+	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Wait(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	lines := bufio.NewScanner(out)
+	expect := func(want string) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("tail -f ended before %s: %v\n%s", want, lines.Err(), stderr)
+		}
+		if !strings.Contains(lines.Text(), want) {
+			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
+		}
+	}
+	expect(`"data":{"n":2}`)
+
+	cancel()
+	go io.Copy(io.Discard, out)
+	if code := <-done; code != exitOK {
+		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr)
+	}
+	if got, want := stderr.String(), "storh: "+db+" is locked by a writer; waiting for it to close the file\n"; got != want {
+		t.Errorf("tail -f said:\n%s\nwant once:\n%s", got, want)
 	}
 }

@@ -304,8 +304,7 @@ func openError(path string, opts Options, err error) error {
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		e.Err = ErrLocked
-		e.Hint = "another process, or another Open in this one, has the file; close it, or raise the lock timeout (waited " + opts.LockTimeout.String() + ")"
+		e.Err, e.Hint = lockedError(path, opts.LockTimeout)
 	case errors.Is(err, ErrCorrupt):
 		e.Err = err
 		e.Hint = damagedHint

@@ -34,8 +34,10 @@ var (
 	// ErrCorrupt: a stored value fails its checksum or cannot be decoded, or
 	// the file itself is damaged. The data is never returned as if valid.
 	ErrCorrupt = errors.New("storh: corrupt data")
-	// ErrLocked: another process holds the database file open for writing and
-	// the lock was not released within the lock timeout.
+	// ErrLocked: another process (or Open) holds the database file's lock
+	// and did not release it within the lock timeout: open for writing,
+	// which keeps every other Open out, or read-only, which keeps out an
+	// Open that would write. The error says which, where the lock shows it.
 	ErrLocked = errors.New("storh: database is locked")
 	// ErrInvalidName: a collection name that is empty, too long, or not
 	// printable text.

@@ -125,17 +125,31 @@ func (c *Coll) scratch(n int) []byte {
 	return c.jobArena[start : start+n : start+n]
 }
 
+// jobNote is reason as a job keeps it: valid UTF-8, each byte that is not
+// part of a character replaced by U+FFFD, cut on a character boundary to at
+// most maxJobNotes bytes. A reason is often an error's text, which may
+// quote bytes from anywhere (a file name, a peer's reply); refusing it
+// would fail the Fail and leave the job claimed until its lease ends, so
+// it is repaired instead, and a reader always gets text.
+func jobNote(reason string) string {
+	if len(reason) <= maxJobNotes && utf8.ValidString(reason) {
+		return reason
+	}
+	b := make([]byte, 0, min(len(reason), maxJobNotes))
+	// Ranging over a string yields utf8.RuneError for each byte that does
+	// not start a valid character.
+	for _, r := range reason {
+		if len(b)+utf8.RuneLen(r) > maxJobNotes {
+			break
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
+}
+
 // appendJob appends the stored form of j to dst.
 func appendJob(dst []byte, j Job) []byte {
-	reason := j.Reason
-	if len(reason) > maxJobNotes {
-		// Cut at a character boundary: the reason stays valid UTF-8.
-		cut := maxJobNotes
-		for cut > 0 && !utf8.RuneStart(reason[cut]) {
-			cut--
-		}
-		reason = reason[:cut]
-	}
+	reason := jobNote(j.Reason)
 	start := len(dst)
 	dst = append(dst, jobFormat, byte(j.State))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(j.Attempts))
@@ -147,6 +161,8 @@ func appendJob(dst []byte, j Job) []byte {
 	return binary.BigEndian.AppendUint32(dst, crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, j.ID[:]))
 }
 
+// jobSize is the stored size of j, but for a reason that jobNote repairs,
+// which may grow: appendJob then grows its buffer.
 func jobSize(j Job) int { return jobFixed + min(len(j.Reason), maxJobNotes) + jobCRC }
 
 func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {

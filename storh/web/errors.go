@@ -29,12 +29,14 @@ const (
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
 	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
 	KindTooLarge         = "too_large"          // 413: the request body is over the limit
+	KindMisdirected      = "misdirected"        // 421: a Host that WithAllowedHosts does not allow
 	KindLocked           = "locked"             // 423: another process holds the database file
 	KindCorrupt          = "corrupt"            // 500: a stored value fails its checksum
 	KindInternal         = "internal"           // 500: anything else
 	KindUnsupported      = "unsupported"        // 501: not on this backend
 	KindUnavailable      = "unavailable"        // 503: the database is closed
-	KindTimeout          = "timeout"            // 503: the request ran past its time limit
+	KindTimeout          = "timeout"            // 503: the request ran past its time limit; 408: its body did not arrive within it
+	KindBusy             = "busy"               // 503: imports hold as much memory as they may; try again
 	KindLagged           = "lagged"             // 503: a tail fell too far behind the writers (storh.ErrLagged)
 	KindWatchLost        = "watch_lost"         // 503: a tail lost PostgreSQL's feed of other processes' commits
 	KindFull             = "full"               // 507: the database reached its size limit

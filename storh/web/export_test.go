@@ -12,3 +12,6 @@ func WithHeartbeat(d time.Duration) Option {
 
 // Tails counts the tails h is serving.
 func Tails(h http.Handler) int64 { return h.(*handler).tails.Load() }
+
+// ImportBytes is the bytes of import bodies h holds in memory.
+func ImportBytes(h http.Handler) int64 { return h.(*handler).importBytes.Load() }

@@ -1,12 +1,17 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +35,9 @@ type handler struct {
 	tails atomic.Int64
 	// importing holds a token while an import runs: one at a time.
 	importing chan struct{}
+	// importBytes counts the bytes of import bodies in memory, received or
+	// being received, against importBudget.
+	importBytes atomic.Int64
 }
 
 // Handler returns an http.Handler that serves db's JSON API (docs/web.md),
@@ -146,6 +154,11 @@ func (h *handler) sameOrigin(serve http.HandlerFunc) http.HandlerFunc {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r.Host) {
+		writeError(w, &apiError{status: http.StatusMisdirectedRequest, kind: KindMisdirected,
+			msg: fmt.Sprintf("web: this handler does not serve host %s: it serves %s (web.WithAllowedHosts)", quoteHost(r.Host), h.servedHosts())})
+		return
+	}
 	// The page holds no data and is where a person types the token, so it
 	// is served without one; everything it shows comes from the API.
 	if isPage(r.URL.Path) {
@@ -192,6 +205,34 @@ func isPage(path string) bool {
 	return false
 }
 
+// hostAllowed reports whether a request for host (a Host header) is
+// served, as WithAllowedHosts says.
+func (h *handler) hostAllowed(host string) bool {
+	return h.cfg.hosts == nil || loopback(host) || h.cfg.hosts[hostOf(host)]
+}
+
+// servedHosts lists what WithAllowedHosts allows, for a message.
+func (h *handler) servedHosts() string {
+	names := slices.Sorted(maps.Keys(h.cfg.hosts))
+	if len(names) == 0 {
+		return "localhost and loopback addresses only"
+	}
+	return "localhost, loopback addresses and " + strings.Join(names, ", ")
+}
+
+// quoteHost quotes a Host header for a message, cut to the length of the
+// longest DNS name: it comes from the client and may be anything.
+func quoteHost(host string) string {
+	if host == "" {
+		return "(none: the request has no Host)"
+	}
+	const maxName = 253
+	if len(host) > maxName {
+		return strconv.Quote(host[:maxName]) + "…"
+	}
+	return strconv.Quote(host)
+}
+
 // authorized reports whether r shows the token, when there is one.
 func (h *handler) authorized(r *http.Request) bool {
 	if h.cfg.token == "" {
@@ -203,6 +244,34 @@ func (h *handler) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	return subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) == 1
+}
+
+// readBody reads r's body, at most limit bytes (413 past it), by the
+// request's deadline. The request's context does not stop a read that
+// waits for the client: the connection's read deadline does, so it is set
+// to the context's, and a body that has not arrived by then is 408 (the
+// connection is then closed, its body unread). A ResponseWriter without a
+// connection (a test's recorder) reads without a deadline.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	if d, ok := r.Context().Deadline(); ok {
+		_ = http.NewResponseController(w).SetReadDeadline(d)
+	}
+	var body bytes.Buffer
+	_, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The rest of the body is still on its way: the connection cannot
+		// carry another request, and the client should know.
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{status: http.StatusRequestTimeout, kind: KindTimeout, err: err,
+			msg: fmt.Sprintf("web: the request's body did not arrive within the request's time limit (%d bytes came); send it faster, or raise web.WithTimeout", body.Len())}
+	case err != nil:
+		return nil, fmt.Errorf("web: body: %w", err)
+	}
+	return body.Bytes(), nil
 }
 
 // writesOff answers 403 and returns true when writes are off.

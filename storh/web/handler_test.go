@@ -314,6 +314,62 @@ func TestWrites(t *testing.T) {
 	}
 }
 
+// TestPutTime: a PUT's record may carry its time, as GET gives it, but the
+// id carries the time, so a time that contradicts the id is refused, with
+// nothing written, rather than silently dropped.
+func TestPutTime(t *testing.T) {
+	f := newFixture(t, 3, 1)
+	c := f.serve(t, web.WithWrites())
+	post := f.postIDs[1]
+	fresh := uuidv7.New()
+	idTime := func(id uuidv7.UUID) string { return id.Time().UTC().Format(jsonl.TimeLayout) }
+	path := func(coll string, id uuidv7.UUID) string { return "api/collections/" + coll + "/records/" + id.String() }
+	before := snapshot(t, f)
+	for _, tc := range []struct{ name, path, body, msg string }{
+		{"a time a second off", path("posts", post),
+			`{"id":"` + post.String() + `","time":"` + post.Time().Add(time.Second).UTC().Format(jsonl.TimeLayout) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id " + post.String()},
+		{"a time a millisecond off, without an id", path("posts", post),
+			`{"time":"` + post.Time().Add(time.Millisecond).UTC().Format(jsonl.TimeLayout) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id"},
+		{"a time within the millisecond but not on it", path("posts", post),
+			`{"time":"` + post.Time().Add(time.Microsecond).UTC().Format(time.RFC3339Nano) + `","data":{"slug":"x"}}`,
+			"is not the creation time of id"},
+		{"an appended log record", path("events", fresh),
+			`{"time":"2001-01-01T00:00:00.000Z","data":{"n":7}}`, "is not the creation time of id " + fresh.String()},
+		{"a time that is not one", path("posts", post), `{"time":"yesterday","data":{"slug":"x"}}`, "is not an RFC 3339 time"},
+		{"a time that is not a string", path("posts", post), `{"time":1714564800000,"data":{"slug":"x"}}`, "time must be a string"},
+		{"a $date that is not the id's", path("posts", post), `{"time":{"$date":"2001-01-01T00:00:00Z"},"data":{"slug":"x"}}`, "is not the creation time of id"},
+	} {
+		r := c.do("PUT", tc.path, []byte(tc.body))
+		if r.status != 400 || r.errorKind(t) != "bad_request" || !strings.Contains(string(r.body), tc.msg) {
+			t.Errorf("%s: PUT %s: %d %s, want 400 bad_request saying %q", tc.name, tc.body, r.status, r.body, tc.msg)
+		}
+	}
+	if after := snapshot(t, f); after != before {
+		t.Errorf("refused PUTs changed the database:\n%s\n%s", before, after)
+	}
+
+	// The id's own time, in any zone or as a $date, is taken; a "time" among
+	// other fields is data, not the record's time.
+	for _, body := range []string{
+		`{"id":"` + post.String() + `","time":"` + idTime(post) + `","data":{"slug":"same"}}`,
+		`{"time":"` + post.Time().In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano) + `","data":{"slug":"zoned"}}`,
+		`{"time":{"$date":"` + idTime(post) + `"},"data":{"slug":"dated"}}`,
+	} {
+		if r := c.do("PUT", path("posts", post), []byte(body)); r.status != 200 {
+			t.Errorf("PUT %s: %d %s", body, r.status, r.body)
+		}
+	}
+	r := c.do("PUT", path("posts", post), []byte(`{"time":"2001-01-01T00:00:00Z","slug":"data"}`))
+	if r.status != 200 {
+		t.Fatalf("PUT of data with a time field: %d %s", r.status, r.body)
+	}
+	if got, err := f.posts.Get(post); err != nil || got.Data()["time"] != "2001-01-01T00:00:00Z" {
+		t.Errorf("a time field in the data: stored %v, %v", got.Data(), err)
+	}
+}
+
 // snapshot is every record of the fixture's collections, as JSON lines.
 func snapshot(t testing.TB, f *fixture) string {
 	t.Helper()
@@ -516,5 +572,67 @@ func TestPage(t *testing.T) {
 	}
 	if r := c.do("PUT", "index.html", []byte("x")); r.status != http.StatusMethodNotAllowed {
 		t.Errorf("PUT the page: %d, want 405", r.status)
+	}
+}
+
+// TestAllowedHosts: with WithAllowedHosts, a request for another Host (a
+// page that rebound its own name to this machine) gets 421 and changes
+// nothing, the page included; loopback names and addresses and the hosts
+// given, with any port, are served. Without the option every Host is.
+func TestAllowedHosts(t *testing.T) {
+	f := newFixture(t, 3, 0)
+	put := func(h http.Handler, host string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest("PUT", "/api/collections/posts/records/"+uuidv7.New().String(), strings.NewReader(`{"host":"`+host+`"}`))
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	open := web.Handler(f.db, web.WithWrites())
+	if rec := put(open, "rebind.attacker.example"); rec.Code != 200 {
+		t.Errorf("without WithAllowedHosts, another host: %d %s", rec.Code, rec.Body)
+	}
+
+	h := web.Handler(f.db, web.WithWrites(), web.WithAllowedHosts("App.Example:9000", "[fd00::7]"))
+	loopbackOnly := web.Handler(f.db, web.WithWrites(), web.WithAllowedHosts())
+	before := snapshot(t, f)
+	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:7070", "localhost.attacker.example",
+		"app.example.attacker.example", "127.0.0.1.nip.io:7070", "10.0.0.1:7070", "[fd00::8]:7070", ""} {
+		rec := put(h, host)
+		var e struct {
+			Error struct{ Kind, Message string }
+		}
+		json.Unmarshal(rec.Body.Bytes(), &e)
+		if rec.Code != http.StatusMisdirectedRequest || e.Error.Kind != web.KindMisdirected ||
+			!strings.Contains(e.Error.Message, "it serves localhost, loopback addresses and app.example, fd00::7") {
+			t.Errorf("PUT for host %q: %d %s, want 421 misdirected naming the hosts served", host, rec.Code, rec.Body)
+		}
+		for _, path := range []string{"/", "/app.js", "/api/collections"} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusMisdirectedRequest {
+				t.Errorf("GET %s for host %q: %d, want 421", path, host, rec.Code)
+			}
+		}
+	}
+	if rec := put(loopbackOnly, "app.example"); rec.Code != http.StatusMisdirectedRequest ||
+		!strings.Contains(rec.Body.String(), "localhost and loopback addresses only") {
+		t.Errorf("WithAllowedHosts() and host app.example: %d %s", rec.Code, rec.Body)
+	}
+	if after := snapshot(t, f); after != before {
+		t.Errorf("requests for other hosts changed the database:\n%s\n%s", before, after)
+	}
+
+	for _, host := range []string{"localhost", "localhost:7070", "LocalHost:1", "127.0.0.1", "127.0.0.1:7070", "127.9.9.9:80",
+		"[::1]:7070", "[::1]", "::1", "[::ffff:127.0.0.1]:80", "app.example", "APP.example:8443", "[fd00::7]:7070"} {
+		if rec := put(h, host); rec.Code != 200 {
+			t.Errorf("PUT for host %q: %d %s", host, rec.Code, rec.Body)
+		}
+	}
+	if rec := put(loopbackOnly, "127.0.0.1:7070"); rec.Code != 200 {
+		t.Errorf("WithAllowedHosts() and host 127.0.0.1:7070: %d %s", rec.Code, rec.Body)
 	}
 }

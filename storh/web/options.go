@@ -48,6 +48,9 @@ type config struct {
 	// shorten it (export_test.go) without giving applications a knob
 	// that only matters to tests.
 	heartbeat time.Duration
+	// hosts holds the names of WithAllowedHosts (hostOf's form), nil when
+	// the option is not given: then every Host is served.
+	hosts map[string]bool
 	// bad is the first unusable option value, which Handler panics with.
 	bad error
 }
@@ -143,6 +146,38 @@ func WithMaxImport(bytes int64) Option {
 	}
 }
 
+// WithAllowedHosts makes the handler serve only requests for one of hosts
+// or for this machine's loopback: the request's Host, its port aside, must
+// be one of hosts, localhost, or a loopback address (127.0.0.0/8, ::1).
+// Any other gets 421 Misdirected Request before anything else is done, the
+// page included. Without the option every Host is served.
+//
+// This is the defence against DNS rebinding: a web page of another site
+// can make its own name resolve to 127.0.0.1 and then send requests to a
+// server on loopback as if they were same-origin, and only the Host, which
+// still names that site, tells them apart. A server on loopback without a
+// token needs it (storh serve sets it there); a token also stops such
+// pages, which do not know it.
+//
+// A host is a name or an address, compared without regard to case; a port
+// given with it is ignored, as are the brackets of an IPv6 address.
+// WithAllowedHosts() with no hosts serves loopback only. An empty host is
+// refused (Handler panics).
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *config) {
+		if c.hosts == nil {
+			c.hosts = make(map[string]bool)
+		}
+		for _, h := range hosts {
+			if h == "" {
+				c.fail(errors.New(`web: WithAllowedHosts(""): an empty host; give names such as app.example, or addresses`))
+				continue
+			}
+			c.hosts[hostOf(h)] = true
+		}
+	}
+}
+
 func newConfig(opts []Option) config {
 	c := config{maxPage: DefaultMaxPage, maxBody: DefaultMaxBody, timeout: DefaultTimeout,
 		tailLimit: DefaultTailLimit, maxImport: DefaultMaxImport, heartbeat: defaultHeartbeat}
@@ -166,15 +201,24 @@ func RequireToken(addr, token string) error {
 	return fmt.Errorf("web: listening on %q reaches beyond this machine: give a token, or listen on a loopback address such as 127.0.0.1:7070", addr)
 }
 
+// loopback reports whether addr (host:port, or a bare host) names this
+// machine's loopback: localhost, or a loopback address.
 func loopback(addr string) bool {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
+	host := hostOf(addr)
+	if host == "localhost" {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// hostOf is the host of a host:port or of a bare host, without the
+// brackets of an IPv6 address, in lower case: the form in which hosts are
+// compared.
+func hostOf(addr string) string {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 }

@@ -50,12 +50,13 @@ func TestOptionPanics(t *testing.T) {
 	}
 	defer db.Close()
 	for name, opt := range map[string]Option{
-		"WithToken":     WithToken(""),
-		"WithMaxPage":   WithMaxPage(0),
-		"WithMaxBody":   WithMaxBody(0),
-		"WithTimeout":   WithTimeout(-time.Second),
-		"WithTailLimit": WithTailLimit(-time.Second),
-		"WithMaxImport": WithMaxImport(0),
+		"WithToken":        WithToken(""),
+		"WithMaxPage":      WithMaxPage(0),
+		"WithMaxBody":      WithMaxBody(0),
+		"WithTimeout":      WithTimeout(-time.Second),
+		"WithTailLimit":    WithTailLimit(-time.Second),
+		"WithMaxImport":    WithMaxImport(0),
+		"WithAllowedHosts": WithAllowedHosts("app.example", ""),
 	} {
 		func() {
 			defer func() {

@@ -2,10 +2,11 @@ package web
 
 import (
 	"fmt"
-	"io"
 	"net/http"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -149,14 +150,14 @@ func (h *handler) putRecord(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	body, err := readBody(w, r, h.cfg.maxBody)
 	if err != nil {
-		writeError(w, fmt.Errorf("web: body: %w", err))
+		writeError(w, err)
 		return
 	}
 	// The body is the record's data, or the record as GET gives it
 	// ({"id":…,"time":…,"data":{…}}): the forms of a JSON lines row.
-	row, err := jsonl.DecodeRow(body)
+	row, err := jsonv.DecodeRow(body)
 	if err != nil {
 		writeError(w, fmt.Errorf("web: body: %w", err))
 		return
@@ -165,12 +166,43 @@ func (h *handler) putRecord(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(fmt.Sprintf("web: body: the record's id %s is not the id of the URL, %s", row.ID, id)))
 		return
 	}
+	if err := checkTime(row.Time, id); err != nil {
+		writeError(w, err)
+		return
+	}
 	rec, err := c.PutWithID(id, row.Data)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeRecord(w, http.StatusOK, rec)
+}
+
+// checkTime refuses a record's "time" that is not its id's creation time.
+// The id carries the time, so a different one cannot be stored: taking the
+// body would store a record whose time is not the one the client sent.
+func checkTime(t any, id uuidv7.UUID) error {
+	want := id.Time()
+	var got time.Time
+	switch t := t.(type) {
+	case nil:
+		return nil
+	case time.Time:
+		got = t
+	case string:
+		var err error
+		if got, err = time.Parse(time.RFC3339Nano, t); err != nil {
+			return badRequest(fmt.Sprintf("web: body: time %q is not an RFC 3339 time; a record's time is its id's, as GET gives it (%s), or left out",
+				t, want.UTC().Format(jsonl.TimeLayout)))
+		}
+	default:
+		return badRequest(fmt.Sprintf("web: body: time must be a string, as GET gives it (%s), or left out", want.UTC().Format(jsonl.TimeLayout)))
+	}
+	if !got.Equal(want) {
+		return badRequest(fmt.Sprintf("web: body: time %s is not the creation time of id %s, which is %s: the id carries the time; leave time out, or put the record under an id of the time it should have",
+			got.UTC().Format(time.RFC3339Nano), id, want.UTC().Format(jsonl.TimeLayout)))
+	}
+	return nil
 }
 
 // deleteRecord serves DELETE api/collections/{name}/records/{id}, of a

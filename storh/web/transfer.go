@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
@@ -87,10 +90,13 @@ type importJSON struct {
 // the first batch would leave the rows before it written; here it runs
 // inside one Update, which rolls back when it fails.
 //
-// The body is read whole before the transaction starts, so that a slow
-// client holds up no writer, and imports run one at a time, so that the
-// memory they take is one body (they would wait for each other's
-// transactions anyway).
+// The body is received whole before the import waits for its turn, so that
+// a slow client holds up neither a writer nor the other imports: it only
+// spends its own request's time, and gets 408 when that runs out. Imports
+// then run one at a time (they would wait for each other's transactions
+// anyway). The bodies held in memory, received or being received, are
+// bounded together by twice WithMaxImport (one imported while the next
+// arrives); past that an import is refused with 503 busy.
 func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) {
 		return
@@ -101,19 +107,26 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	held := &heldReader{r: r.Body, held: &h.importBytes, budget: h.importBudget()}
+	defer held.release()
+	r.Body = held
+	body, err := readBody(w, r, h.cfg.maxImport)
+	if errors.Is(err, errImportsBusy) {
+		// The rest of the body is still on its way: it is not read.
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		err = &apiError{status: http.StatusServiceUnavailable, kind: KindBusy, err: err,
+			msg: fmt.Sprintf("web: import bodies in memory would pass %d bytes, the most they may hold (twice WithMaxImport): try again once the imports running end", held.budget)}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	select {
 	case h.importing <- struct{}{}:
 		defer func() { <-h.importing }()
 	case <-r.Context().Done():
 		writeError(w, fmt.Errorf("web: waiting for another import to end: %w", r.Context().Err()))
-		return
-	}
-	var body bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= h.cfg.maxImport {
-		body.Grow(int(n))
-	}
-	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, h.cfg.maxImport)); err != nil {
-		writeError(w, fmt.Errorf("web: body: %w", err))
 		return
 	}
 	var rep jsonl.ImportReport
@@ -137,7 +150,7 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 			c = d
 		}
 		var err error
-		rep, err = jsonl.Import(r.Context(), bytes.NewReader(body.Bytes()), c)
+		rep, err = jsonl.Import(r.Context(), bytes.NewReader(body), c)
 		return err
 	})
 	if err != nil {
@@ -147,6 +160,42 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, importJSON{Collection: name, Kind: kind, Lines: rep.Lines,
 		Imported: rep.Imported, Inserted: rep.Inserted, Replaced: rep.Replaced})
 }
+
+// importBudget is the most bytes of import bodies held at once: twice
+// WithMaxImport, so that one body can arrive while another is imported.
+func (h *handler) importBudget() int64 {
+	if h.cfg.maxImport > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * h.cfg.maxImport
+}
+
+// errImportsBusy is heldReader's refusal of bytes past the budget.
+var errImportsBusy = errors.New("web: import bodies are over their memory budget")
+
+// heldReader counts the bytes it reads into held, the bytes of import
+// bodies in memory, as they arrive (a Content-Length is only a claim: a
+// client that declares much and sends little holds little), and fails
+// once held passes budget. release gives them back.
+type heldReader struct {
+	r      io.ReadCloser
+	held   *atomic.Int64
+	budget int64
+	n      int64
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	if h.held.Add(int64(n)) > h.budget {
+		return n, errImportsBusy
+	}
+	return n, err
+}
+
+func (h *heldReader) Close() error { return h.r.Close() }
+
+func (h *heldReader) release() { h.held.Add(-h.n) }
 
 // importKind reads the create parameter and says which kind of collection
 // the import writes to: the collection's own, or, for one that does not

@@ -1,12 +1,17 @@
 package web_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,4 +226,201 @@ func TestTransferLimits(t *testing.T) {
 	if snapshot(t, f) != before {
 		t.Error("an import past its deadline wrote records")
 	}
+}
+
+// firstRead signals the first read of the body of each request marked
+// X-Test-Signal, by the handler it wraps: then the handler is reading it.
+func firstRead(h http.Handler, reading chan<- string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := r.Header.Get("X-Test-Signal"); name != "" {
+			r.Body = &signalBody{ReadCloser: r.Body, name: name, reading: reading}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type signalBody struct {
+	io.ReadCloser
+	name    string
+	reading chan<- string
+	once    sync.Once
+}
+
+func (b *signalBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.reading <- b.name })
+	return b.ReadCloser.Read(p)
+}
+
+// slowClient sends a request on a connection of its own: the headers,
+// which declare a Content-Length of declared, and head at once, then, with
+// every > 0, one newline each interval until its connection is closed;
+// with every 0 nothing more. It is a client on a bad link, or one that
+// means to hold the server up.
+func slowClient(t *testing.T, addr, method, path, name string, head []byte, declared int, every time.Duration) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); conn.Close() })
+	fmt.Fprintf(conn, "%s /%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\nX-Test-Signal: %s\r\n\r\n",
+		method, path, declared, name)
+	if _, err := conn.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	if every > 0 {
+		go func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				if _, err := conn.Write([]byte("\n")); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return conn
+}
+
+// slowResponse reads the response a slowClient gets, waiting at most
+// within, and whether it closes the connection.
+func slowResponse(t *testing.T, conn net.Conn, within time.Duration) (response, bool) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(within))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response to the slow request within %v: %v", within, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close
+}
+
+// await waits for the name a firstRead signals, failing after within.
+func await(t *testing.T, reading <-chan string, want string, within time.Duration) {
+	t.Helper()
+	select {
+	case got := <-reading:
+		if got != want {
+			t.Fatalf("the handler read the body of %s, want %s", got, want)
+		}
+	case <-time.After(within):
+		t.Fatalf("the handler did not read the body of %s within %v", want, within)
+	}
+}
+
+// TestImportTrickle: a client that sends its import's body a byte at a
+// time holds up no other import, which runs at once; it gets 408 when its
+// request's time runs out, and writes nothing. A record's PUT is bounded
+// the same way.
+func TestImportTrickle(t *testing.T) {
+	db, err := storh.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	events, err := db.Log("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading := make(chan string, 4)
+	// A normal import runs in milliseconds: 2s is far longer, and short
+	// enough for the slow client's request to run out in the test.
+	const limit = 2 * time.Second
+	srv := httptest.NewServer(firstRead(web.Handler(db, web.WithWrites(), web.WithTimeout(limit)), reading))
+	t.Cleanup(srv.Close)
+	c := &client{t: t, base: srv.URL + "/"}
+	addr := srv.Listener.Addr().String()
+
+	head := []byte(`{"data":{"from":"trickle"}}` + "\n")
+	slow := slowClient(t, addr, "POST", "api/collections/events/import?create=log", "trickle", head, len(head)+1000, 50*time.Millisecond)
+	await(t, reading, "trickle", 10*time.Second)
+	r := c.do("POST", "api/collections/events/import?create=log", []byte(`{"data":{"from":"normal"}}`+"\n"))
+	if r.status != 200 {
+		t.Fatalf("an import beside a trickling one: %d %s, want 200 at once", r.status, r.body)
+	}
+	r, closing := slowResponse(t, slow, 5*limit)
+	if r.status != http.StatusRequestTimeout || r.errorKind(t) != "timeout" || !strings.Contains(string(r.body), "did not arrive within the request's time limit") {
+		t.Errorf("the trickling import: %d %s, want 408 timeout", r.status, r.body)
+	}
+	if !closing {
+		t.Error("the trickling import's response keeps the connection; the rest of its body is still on its way")
+	}
+	recs, err := events.Find(query.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Data()["from"] != "normal" {
+		t.Errorf("events hold %d records, want the normal import's only", len(recs))
+	}
+
+	put := `{"from":"slow put"}`
+	slow = slowClient(t, addr, "PUT", "api/collections/events/records/"+uuidv7.New().String(), "put", []byte(put), len(put)+100, 50*time.Millisecond)
+	await(t, reading, "put", 10*time.Second)
+	if r, _ := slowResponse(t, slow, 5*limit); r.status != http.StatusRequestTimeout || r.errorKind(t) != "timeout" {
+		t.Errorf("a trickling PUT: %d %s, want 408 timeout", r.status, r.body)
+	}
+	if n, err := events.Count(); err != nil || n != 1 {
+		t.Errorf("events hold %d records (%v) after a trickling PUT, want 1", n, err)
+	}
+}
+
+// TestImportBudget: import bodies in memory, counted as they arrive, are
+// bounded together by twice WithMaxImport; an import past that is 503
+// busy, and the bytes of a body are given back when its request ends.
+func TestImportBudget(t *testing.T) {
+	db, err := storh.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Log("events"); err != nil {
+		t.Fatal(err)
+	}
+	reading := make(chan string, 4)
+	h := web.Handler(db, web.WithWrites(), web.WithMaxImport(1000))
+	srv := httptest.NewServer(firstRead(h, reading))
+	t.Cleanup(srv.Close)
+	c := &client{t: t, base: srv.URL + "/"}
+	addr := srv.Listener.Addr().String()
+	held := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for web.ImportBytes(h) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("import bodies hold %d bytes, want %d", web.ImportBytes(h), want)
+			}
+			<-tick.C
+		}
+	}
+
+	// Two stalled bodies of 900 bytes each (of 1000 declared: a
+	// Content-Length is not charged, only bytes that came).
+	line := []byte(`{"data":{"pad":"` + strings.Repeat("x", 900-len(`{"data":{"pad":""}}`)-1) + `"}}` + "\n")
+	a := slowClient(t, addr, "POST", "api/collections/events/import?create=log", "a", line, 1000, 0)
+	slowClient(t, addr, "POST", "api/collections/events/import?create=log", "b", line, 1000, 0)
+	held(1800)
+	body := []byte(strings.Repeat(`{"data":{"n":1}}`+"\n", 20)) // 340 bytes: 2140 in all
+	r := c.do("POST", "api/collections/events/import?create=log", body)
+	if r.status != http.StatusServiceUnavailable || r.errorKind(t) != "busy" || r.header.Get("Retry-After") == "" {
+		t.Errorf("an import past the budget: %d %v %s, want 503 busy with Retry-After", r.status, r.header, r.body)
+	}
+	held(1800)
+	a.Close()
+	held(900)
+	if r := c.do("POST", "api/collections/events/import?create=log", body); r.status != 200 {
+		t.Errorf("an import within the budget: %d %s", r.status, r.body)
+	}
+	held(900)
 }

@@ -73,6 +73,11 @@ type Row struct {
 	// ObjectID: it stays in Data as "_id" and the record gets a new id, so
 	// importing it again makes a second record.
 	ForeignID bool
+	// Time is the "time" of a record's JSON ({"id":…,"time":…,"data":{…}})
+	// as decoded, nil when the row has none. An import ignores it, since
+	// the id carries the creation time; a writer of one record given its
+	// id elsewhere (the web handler's PUT) checks it against that id.
+	Time any
 }
 
 // Decoder decodes lines. It remembers the keys it has seen, so rows that
@@ -268,7 +273,7 @@ func envelope(m map[string]any) (Row, error) {
 		return Row{}, &Error{Err: ErrRow, Field: "data", Reason: "must be a JSON object, got " + typeName(data) +
 			" (a record whose only fields are id/data/time must itself be wrapped: {\"data\":{…}})"}
 	}
-	row := Row{Data: dm}
+	row := Row{Data: dm, Time: m["time"]}
 	switch id := m["id"].(type) {
 	case nil:
 	case string:
