@@ -34,7 +34,8 @@
 //     records the first failure in its transaction, answers as if the key
 //     were missing from then on, refuses to commit, and reports the
 //     failure from Err: every caller checks Err before it trusts what a
-//     transaction read.
+//     transaction read. Such a backend's transactions are Failers, so a
+//     caller can tell a failed read from a missing key at once.
 package kv
 
 import "errors"
@@ -124,6 +125,17 @@ type Cursor interface {
 	// Delete removes the key the cursor is on; the next Next moves to
 	// the key after it. ErrIncompatibleValue on a nested bucket's key.
 	Delete() error
+}
+
+// Failer is implemented by the transactions of a backend whose reads can
+// fail. Failure returns the failure Err would report as far as the
+// transaction knows it, without asking anyone: a backend whose Err goes
+// to its server to confirm answers it gave from memory (see ErrStale)
+// leaves that to Err, so a caller may ask after every operation, to
+// report a failed read from the operation that met it rather than take
+// its nil for a missing key.
+type Failer interface {
+	Failure() error
 }
 
 // ReadAhead is implemented by cursors that fetch keys from a server in

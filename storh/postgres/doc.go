@@ -59,7 +59,9 @@
 // 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
 // that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil
-// from then on, Commit fails with it and Err reports it.
+// from then on, Commit fails with it, and Err and Failure (kv.Failer)
+// report it: the engine then fails the read that met it, rather than take
+// its nil for a missing key.
 //
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one

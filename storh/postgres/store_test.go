@@ -319,6 +319,9 @@ func TestStickyError(t *testing.T) {
 			if err := txn.Err(); err != first {
 				t.Errorf("Err changed from %v to %v", first, err)
 			}
+			if err := txn.(kv.Failer).Failure(); err != first {
+				t.Errorf("Failure = %v, want Err's %v", err, first)
+			}
 			if writable {
 				if err := b.Put(key(9), []byte("x")); !errors.Is(err, first) {
 					t.Errorf("Put after the failure: %v, want %v", err, first)

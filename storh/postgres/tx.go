@@ -65,6 +65,7 @@ type observation struct {
 var (
 	_ kv.Tx     = (*tx)(nil)
 	_ kv.Locker = (*tx)(nil)
+	_ kv.Failer = (*tx)(nil)
 )
 
 func (t *tx) Bucket(name []byte) kv.Bucket { return t.root.Bucket(name) }
@@ -103,6 +104,10 @@ func (t *tx) Err() error {
 	t.settle()
 	return t.err
 }
+
+// Failure is Err without the checks of cached subtrees: the failure a
+// round trip met, which needs none to know.
+func (t *tx) Failure() error { return t.err }
 
 // settle sends the checks of cached subtrees that no read has taken to
 // the server yet, on their own.
