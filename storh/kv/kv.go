@@ -69,7 +69,9 @@ type Tx interface {
 	// Writable reports whether the transaction may write.
 	Writable() bool
 	// Commit makes a writable transaction's writes durable, all of them
-	// or none, and ends it. After a failed read (see Err) it fails.
+	// or none, and ends it. After a failed read (see Err) it fails. An
+	// error means nothing was committed, except one wrapping
+	// ErrCommitUnknown.
 	Commit() error
 	// Rollback discards the transaction's writes and ends it. It may be
 	// called after Commit, and then does nothing.
@@ -312,6 +314,11 @@ var (
 	// ErrConflict: a transaction that could not commit because a
 	// concurrent one changed what it read; running it again may succeed.
 	ErrConflict = errors.New("kv: transaction conflicts with a concurrent one")
+	// ErrCommitUnknown: a Commit that may or may not have committed: the
+	// store lost its connection after it sent the commit, and could not
+	// find out from the server how the transaction ended. Running the
+	// transaction again may apply its writes twice.
+	ErrCommitUnknown = errors.New("kv: commit outcome unknown")
 	// ErrStale: a read-only transaction's first round trip found that
 	// buckets it had already handed out, from what the store remembered
 	// of them, were deleted or made again since (by another process).

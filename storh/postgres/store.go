@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,6 +59,10 @@ type Store struct {
 	// rowBytes is the size of a key and value as the last cursor page
 	// found them on average, to size the next page's arena.
 	rowBytes atomic.Int64
+
+	// commitCheckTime bounds the questions of a commit whose connection
+	// was lost (see commitOutcome).
+	commitCheckTime time.Duration
 }
 
 // tree is a cached registry subtree: the top-level bucket's id and
@@ -118,7 +123,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64()}
+	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime}
 	if err := s.init(ctx); err != nil {
 		pool.Close()
 		return nil, err
