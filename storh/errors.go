@@ -115,8 +115,9 @@ var (
 	ErrUnfinishedMigration = engine.ErrUnfinishedCopy
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
-	// id generator, ...), and by Migrate for a source and destination that
-	// are one store.
+	// id generator, ...), by Open for a path that holds a password (a
+	// PostgreSQL connection string in keyword/value form: give a URL), and
+	// by Migrate for a source and destination that are one store.
 	ErrInvalidOption = errors.New("storh: invalid option")
 )
 
