@@ -494,16 +494,18 @@ func (s *Store) commitOutcome(xid uint64, pid uint32, lost error) error {
 const defaultCommitCheckTime = 5 * time.Second
 
 // Statements of commitOutcome. A backend shows the 32 bits of its xid,
-// without the epoch.
+// without the epoch: the backend ended is the one that runs the
+// transaction, never another that took its pid since.
 const (
 	statusSQL    = "SELECT pg_xact_status($1::text::xid8)"
-	terminateSQL = "SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity WHERE pid = $1::int AND backend_xid = $2::text::xid"
+	terminateSQL = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int AND backend_xid = $2::text::xid"
 )
 
 // xactStatus asks the server, on a connection of the pool, whether
 // transaction xid committed, rolled back or is in progress ("" if it
-// no longer knows). While it is in progress, it ends backend pid if that
-// still runs it, and asks again.
+// no longer knows). While it is in progress, it signals backend pid to
+// end if that still runs it, and asks again (the backend may take a
+// moment to end: commitOutcome asks until it has).
 func (s *Store) xactStatus(ctx context.Context, xid uint64, pid uint32) (string, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
