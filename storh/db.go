@@ -1,11 +1,13 @@
 package storh
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/connstr"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -23,7 +25,8 @@ type DB struct {
 // A path that starts with postgres:// or postgresql:// is a PostgreSQL
 // connection URL instead: the database then lives in that server's tables
 // (in the first schema of the URL's search_path), shared by every process
-// that opens the same URL. See docs/postgres.md for what differs.
+// that opens the same URL. See docs/postgres.md for what differs. No
+// error shows a password of the URL (see Redact).
 func Open(path string, opts ...Option) (*DB, error) {
 	var o engine.Options
 	for _, opt := range opts {
@@ -34,12 +37,27 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if isPostgresURL(path) {
 		return openPostgres(path, o)
 	}
+	if masked := Redact(path); masked != path {
+		// A keyword/value connection string (host=… password=…), which
+		// would become the name of a new file, password and all.
+		return nil, &Error{Op: "open", Path: masked, Index: -1,
+			Err:  fmt.Errorf("%w: the path holds a password: a PostgreSQL connection string in keyword/value form, which Open does not take", ErrInvalidOption),
+			Hint: "give PostgreSQL as a URL: postgres://user:password@host/dbname?search_path=schema"}
+	}
 	eng, err := engine.Open(path, o)
 	if err != nil {
 		return nil, err
 	}
 	return &DB{eng: eng}, nil
 }
+
+// Redact returns path, a file path or a PostgreSQL connection URL as Open
+// takes it, with every password in it masked (xxxxx): in the URL's user
+// part, in password and sslpassword parameters, repeated or with encoded
+// names, and in the keywords of a keyword/value connection string. It is
+// how storh's errors and Stats name a store; log it rather than path. A
+// file path comes back as it is.
+func Redact(path string) string { return connstr.Redact(path) }
 
 // isPostgresURL tells a PostgreSQL connection URL from a file path.
 func isPostgresURL(s string) bool {
@@ -51,7 +69,8 @@ func isPostgresURL(s string) bool {
 // except Close itself, which returns nil (closing twice is harmless).
 func (db *DB) Close() error { return db.eng.Close() }
 
-// Path returns the file path.
+// Path returns the file path, or a PostgreSQL store's URL with its
+// passwords masked (see Redact).
 func (db *DB) Path() string { return db.eng.Path() }
 
 // Docs opens the document collection name, creating it if needed. A Docs

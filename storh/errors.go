@@ -63,6 +63,19 @@ var (
 	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
 	// WithFileMode) given to Open with a postgres:// URL.
 	ErrUnsupported = engine.ErrUnsupported
+	// ErrCommitUnknown is returned, on a PostgreSQL store, by a write
+	// (Put, PutMany, Delete, Update, a queue operation) whose connection
+	// was lost after it sent its commit when the server could not then be
+	// asked how the transaction ended (storh asks, on a new connection,
+	// for a few seconds): its writes may be stored, or not. Find out before
+	// writing again, or a retried Put stores its record twice: ids are
+	// chosen before the write, and the error names the record's (Error.ID,
+	// for Put too), so Get tells whether it is stored; Docs.PutWithID with
+	// that id is safe to repeat, and a Log's refuses an id it holds
+	// (ErrExists). A lost connection whose outcome the server gave is never
+	// this error: a commit that happened succeeds, one that did not fails
+	// with the connection's error and can be run again.
+	ErrCommitUnknown = engine.ErrCommitUnknown
 	// ErrUniqueViolation is returned by a write whose value a unique index
 	// already holds for another record (the error names the index, the
 	// value and that record; nothing of the write is stored), and by
@@ -104,8 +117,9 @@ var (
 	ErrUnfinishedMigration = engine.ErrUnfinishedCopy
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
-	// id generator, ...), and by Migrate for a source and destination that
-	// are one store.
+	// id generator, ...), by Open for a path that holds a password (a
+	// PostgreSQL connection string in keyword/value form: give a URL), and
+	// by Migrate for a source and destination that are one store.
 	ErrInvalidOption = errors.New("storh: invalid option")
 )
 

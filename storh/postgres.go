@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -14,9 +13,9 @@ import (
 )
 
 // openPostgres opens the PostgreSQL backend. Errors and Path name the
-// server by its URL without the password.
+// server by its URL without its passwords.
 func openPostgres(rawURL string, o engine.Options) (*DB, error) {
-	name := redactURL(rawURL)
+	name := Redact(rawURL)
 	if opt := fileOption(o); opt != "" {
 		return nil, &Error{Op: "open", Path: name, Index: -1, Err: fmt.Errorf("%w: %s sets up a database file", ErrUnsupported, opt),
 			Hint: "drop the option for a PostgreSQL store: the server has its own settings for locks, size and durability"}
@@ -65,13 +64,4 @@ func withoutSync(rawURL string) string {
 		sep = "&"
 	}
 	return rawURL + sep + "synchronous_commit=off"
-}
-
-// redactURL returns rawURL without its password, for messages.
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "postgres://…" // unparsable: show nothing that might be a secret
-	}
-	return u.Redacted()
 }

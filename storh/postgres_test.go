@@ -239,14 +239,46 @@ func TestPostgresUnsupported(t *testing.T) {
 	}
 }
 
-// The URL's password never reaches an error message.
+// No password of the URL reaches an error message, in whatever form pgx
+// takes it, and the error still says what went wrong. A keyword/value
+// connection string, which Open would take for a file's name, is refused.
 func TestPostgresOpenErrorHidesPassword(t *testing.T) {
-	_, err := storh.Open("postgres://app:s3cret@/nosuchdb?host=/nonexistent-dir&connect_timeout=1")
-	if err == nil {
-		t.Fatal("Open of an unreachable server succeeded")
-	}
-	if bytes.Contains([]byte(err.Error()), []byte("s3cret")) {
-		t.Fatalf("the error shows the password: %v", err)
+	const base = "postgres://app@/nosuchdb?host=/nonexistent-dir&connect_timeout=1"
+	unreachable := "no such file or directory"
+	for _, tc := range []struct {
+		path    string
+		secrets []string
+		says    string
+	}{
+		{"postgres://app:hunter2@/nosuchdb?host=/nonexistent-dir&connect_timeout=1", nil, unreachable},
+		{base + "&password=hunter2", nil, unreachable},
+		{base + "&password=first1&password=hunter2", []string{"first1"}, unreachable},
+		{base + "&pass%77ord=hunter2", nil, unreachable},
+		{base + "&password=hunter%32", []string{"hunter%32"}, unreachable},
+		{base + "&sslpassword=hunter2", nil, unreachable},
+		{base + "&application_name=hunter2&password=hunter2", nil, "application_name=hunter2&password=xxxxx"},
+		{base + "&password=hunter2&port=abc", nil, "invalid port"},
+		{"postgres://app:hun/ter2@/nosuchdb?host=/nonexistent-dir", []string{"hun/ter2", "ter2"}, "invalid port"},
+		{"host=/nonexistent-dir user=app password=hunter2 dbname=x", nil, "keyword/value"},
+		{"host=/nonexistent-dir password = 'hun ter2' dbname=x", []string{"hun ter2", "ter2"}, "keyword/value"},
+	} {
+		_, err := storh.Open(tc.path)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", tc.path)
+			continue
+		}
+		msg := err.Error()
+		for _, secret := range append(tc.secrets, "hunter2") {
+			if strings.Count(msg, secret) > strings.Count(storh.Redact(tc.path), secret) {
+				t.Errorf("Open(%q): the error shows %q: %s", tc.path, secret, msg)
+			}
+		}
+		if !strings.Contains(msg, tc.says) || !strings.Contains(msg, storh.Redact(tc.path)) {
+			t.Errorf("Open(%q) = %s; want it to name %s and say %q", tc.path, msg, storh.Redact(tc.path), tc.says)
+		}
+		if strings.HasPrefix(tc.path, "host=") && !errors.Is(err, storh.ErrInvalidOption) {
+			t.Errorf("Open(%q) = %v, want ErrInvalidOption", tc.path, err)
+		}
 	}
 }
 

@@ -109,7 +109,7 @@ func (a *app) openError(err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		hint = "check the permissions of the file and its directory"
 	}
-	msg := fmt.Sprintf("cannot open the database %s: %s", redact(a.dbPath), reason)
+	msg := fmt.Sprintf("cannot open the database %s: %s", storh.Redact(a.dbPath), reason)
 	if hint != "" {
 		msg += " (" + hint + ")"
 	}

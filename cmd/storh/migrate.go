@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -133,7 +132,7 @@ func (p *progress) stopIfAny() {
 // migrateError says what stopped a migration, in the command's terms, and
 // what to do next.
 func migrateError(err error, src, dst string, rep storh.MigrateReport) error {
-	from, to := redact(src), redact(dst)
+	from, to := storh.Redact(src), storh.Redact(dst)
 	var mm *storh.MigrateMismatch
 	switch {
 	case errors.Is(err, storh.ErrInvalidOption):
@@ -170,21 +169,4 @@ func reason(err error) string {
 // isURL tells a PostgreSQL URL from a file path, as storh.Open does.
 func isURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
-// redact drops the password from a URL for messages, whether in its user
-// part or as a password parameter; paths stay as given.
-func redact(s string) string {
-	if !isURL(s) {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "postgres://…"
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/web"
 )
 
@@ -219,7 +220,7 @@ func (a *app) serve(c serveConfig) error {
 	case serveErr != nil:
 		return fmt.Errorf("serve: %w", serveErr)
 	case closeErr != nil:
-		return fmt.Errorf("serve: closing the database %s: %s", redact(a.dbPath), libMsg(closeErr))
+		return fmt.Errorf("serve: closing the database %s: %s", storh.Redact(a.dbPath), libMsg(closeErr))
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func boundAddr(asked string, bound net.Addr) string {
 func (a *app) announce(addr string, token, write bool) error {
 	url := "http://" + addr + "/"
 	if a.jsonOut {
-		return a.printJSON(serveInfo{Addr: addr, URL: url, Database: redact(a.dbPath), Write: write, Token: token})
+		return a.printJSON(serveInfo{Addr: addr, URL: url, Database: storh.Redact(a.dbPath), Write: write, Token: token})
 	}
 	mode := "read-only"
 	if write {
@@ -254,6 +255,6 @@ func (a *app) announce(addr string, token, write bool) error {
 	if token {
 		auth = `-H "Authorization: Bearer $` + envToken + `" `
 	}
-	a.diag("storh: serving %s %s at %s (Ctrl-C stops); try: curl %s%sapi/collections", redact(a.dbPath), mode, url, auth, url)
+	a.diag("storh: serving %s %s at %s (Ctrl-C stops); try: curl %s%sapi/collections", storh.Redact(a.dbPath), mode, url, auth, url)
 	return nil
 }

@@ -408,11 +408,11 @@ func TestServeRedact(t *testing.T) {
 		"postgres://ana:hunter2@db.internal/app",
 		"postgresql:///app?host=/run/pg&password=hunter2&sslmode=disable",
 	} {
-		if got := redact(url); strings.Contains(got, "hunter2") || !strings.Contains(got, "xxxxx") {
-			t.Errorf("redact(%q) = %q", url, got)
+		if got := storh.Redact(url); strings.Contains(got, "hunter2") || !strings.Contains(got, "xxxxx") {
+			t.Errorf("storh.Redact(%q) = %q", url, got)
 		}
 	}
-	if got := redact("/data/pass=word.db"); got != "/data/pass=word.db" {
+	if got := storh.Redact("/data/pass=word.db"); got != "/data/pass=word.db" {
 		t.Errorf("redact changed a path: %q", got)
 	}
 }

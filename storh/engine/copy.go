@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/storhdb/storh-go/storh/internal/connstr"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
@@ -751,6 +752,10 @@ func encodeMarker(source string, pos [][]byte) []byte {
 	return b
 }
 
+// decodeMarker reads a marker. Its source comes with its passwords masked,
+// as the engine names a store (a copy made before storh masked a URL's
+// password parameters recorded them): it goes into messages, and is
+// compared with the source's masked name.
 func decodeMarker(v []byte) (source string, pos [][]byte, err error) {
 	bad := fmt.Errorf("%w: the mark of an unfinished copy (%q in the metadata bucket) is damaged", ErrCorrupt, keyMigrating)
 	if len(v) == 0 || v[0] != markerVersion {
@@ -777,5 +782,5 @@ func decodeMarker(v []byte) (source string, pos [][]byte, err error) {
 		}
 		pos = append(pos, bytes.Clone(k))
 	}
-	return string(s), pos, nil
+	return connstr.Redact(string(s)), pos, nil
 }

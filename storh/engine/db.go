@@ -729,6 +729,8 @@ func mapStoreErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	case errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, kv.ErrValueTooLarge), errors.Is(err, kv.ErrKeyTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidData, err)
+	case errors.Is(err, kv.ErrCommitUnknown):
+		return fmt.Errorf("%w (%v)", ErrCommitUnknown, err)
 	}
 	return err
 }

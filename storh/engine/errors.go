@@ -68,6 +68,11 @@ var (
 	// (Options.MaxSize) or that the file system refused to grow for.
 	ErrTooLarge = errors.New("storh: database size limit reached")
 
+	// ErrCommitUnknown: a write whose commit may or may not have happened,
+	// on a store over a network (PostgreSQL): the connection was lost after
+	// the commit was sent, and the server could not be asked how it ended.
+	ErrCommitUnknown = errors.New("storh: commit outcome unknown")
+
 	// ErrUnsupported is returned for what only a database file has
 	// (backup, compaction, the file's page checks and statistics) on
 	// another backend.

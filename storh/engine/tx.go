@@ -22,6 +22,7 @@ type Tx struct {
 	// (its pages, its size, a backup); nil on another backend.
 	btx     *bolt.Tx
 	shared  kv.SharedTx // ktx, on a store other processes write to
+	failer  kv.Failer   // ktx, on a store whose reads can fail
 	colls   map[string]*Coll
 	created []*Coll             // collections this transaction created
 	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
@@ -47,13 +48,28 @@ type Tx struct {
 // bbolt panics and memory faults contained, as the engine's own reads and
 // writes are: a damaged page gives ErrCorrupt, not a dead process, and the
 // transaction is then rolled back rather than committed.
+//
+// On a store whose reads can fail (PostgreSQL), an operation after a
+// failed read or write of the transaction fails with that failure, and
+// one that meets it fails with it whatever it made of the nil the read
+// answered (a missing record, an empty page, a collection without its
+// buckets).
 func (t *Tx) Protect(fn func() error) error {
 	if t.poisoned != nil {
 		return t.poisoned
 	}
+	if err := t.failure(); err != nil {
+		return err
+	}
 	err, panicked := contain(fn)
-	if panicked && t.ktx.Writable() {
-		t.poisoned = err
+	if panicked {
+		if t.ktx.Writable() {
+			t.poisoned = err
+		}
+		return err
+	}
+	if ferr := t.failure(); ferr != nil {
+		return ferr
 	}
 	return err
 }
@@ -61,7 +77,17 @@ func (t *Tx) Protect(fn func() error) error {
 func newTx(db *DB, ktx kv.Tx) *Tx {
 	t := &Tx{db: db, ktx: ktx, btx: boltOf(ktx)}
 	t.shared, _ = ktx.(kv.SharedTx)
+	t.failer, _ = ktx.(kv.Failer)
 	return t
+}
+
+// failure returns, mapped, the failure a read or write of the transaction
+// met on a store whose reads can fail, or nil.
+func (t *Tx) failure() error {
+	if t.failer == nil {
+		return nil
+	}
+	return mapStoreErr(t.failer.Failure())
 }
 
 // Writable reports whether this is a write transaction.
@@ -232,6 +258,9 @@ func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
 	c.key = id // a slice of the parameter would escape: an allocation per Get
 	v := c.records.Get(c.key[:])
 	if v == nil {
+		if err := t.failure(); err != nil {
+			return nil, err // a read that failed, not a missing record
+		}
 		return nil, ErrNotFound
 	}
 	// The checksum, over payload and key, proves these are the bytes Put
@@ -269,7 +298,12 @@ func (t *Tx) kinds() *sync.Map {
 }
 
 // flush writes the counters of every collection this transaction changed.
+// After a failed read or write of the store it writes nothing: the
+// transaction cannot commit, and its buckets may read as missing.
 func (t *Tx) flush() error {
+	if err := t.failure(); err != nil {
+		return err
+	}
 	for _, c := range t.colls {
 		if err := c.flush(); err != nil {
 			return err

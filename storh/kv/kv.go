@@ -34,7 +34,8 @@
 //     records the first failure in its transaction, answers as if the key
 //     were missing from then on, refuses to commit, and reports the
 //     failure from Err: every caller checks Err before it trusts what a
-//     transaction read.
+//     transaction read. Such a backend's transactions are Failers, so a
+//     caller can tell a failed read from a missing key at once.
 package kv
 
 import "errors"
@@ -68,7 +69,9 @@ type Tx interface {
 	// Writable reports whether the transaction may write.
 	Writable() bool
 	// Commit makes a writable transaction's writes durable, all of them
-	// or none, and ends it. After a failed read (see Err) it fails.
+	// or none, and ends it. After a failed read (see Err) it fails. An
+	// error means nothing was committed, except one wrapping
+	// ErrCommitUnknown.
 	Commit() error
 	// Rollback discards the transaction's writes and ends it. It may be
 	// called after Commit, and then does nothing.
@@ -124,6 +127,17 @@ type Cursor interface {
 	// Delete removes the key the cursor is on; the next Next moves to
 	// the key after it. ErrIncompatibleValue on a nested bucket's key.
 	Delete() error
+}
+
+// Failer is implemented by the transactions of a backend whose reads can
+// fail. Failure returns the failure Err would report as far as the
+// transaction knows it, without asking anyone: a backend whose Err goes
+// to its server to confirm answers it gave from memory (see ErrStale)
+// leaves that to Err, so a caller may ask after every operation, to
+// report a failed read from the operation that met it rather than take
+// its nil for a missing key.
+type Failer interface {
+	Failure() error
 }
 
 // ReadAhead is implemented by cursors that fetch keys from a server in
@@ -300,6 +314,11 @@ var (
 	// ErrConflict: a transaction that could not commit because a
 	// concurrent one changed what it read; running it again may succeed.
 	ErrConflict = errors.New("kv: transaction conflicts with a concurrent one")
+	// ErrCommitUnknown: a Commit that may or may not have committed: the
+	// store lost its connection after it sent the commit, and could not
+	// find out from the server how the transaction ended. Running the
+	// transaction again may apply its writes twice.
+	ErrCommitUnknown = errors.New("kv: commit outcome unknown")
 	// ErrStale: a read-only transaction's first round trip found that
 	// buckets it had already handed out, from what the store remembered
 	// of them, were deleted or made again since (by another process).

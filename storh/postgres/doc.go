@@ -59,7 +59,19 @@
 // 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
 // that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil
-// from then on, Commit fails with it and Err reports it.
+// from then on, Commit fails with it, and Err and Failure (kv.Failer)
+// report it: the engine then fails the read that met it, rather than take
+// its nil for a missing key.
+//
+// A writable transaction asks for its id (pg_current_xact_id) in its
+// first round trip. If its connection is lost once the batch with its
+// COMMIT went out, Commit asks the server on another connection how the
+// transaction ended (pg_xact_status): committed, Commit succeeds; rolled
+// back, it returns the connection's error. A transaction still in
+// progress belongs to a backend that has not noticed its client is gone:
+// Commit ends it (pg_terminate_backend) and asks again. If the server
+// cannot tell, or cannot be asked within a few seconds, the error wraps
+// kv.ErrCommitUnknown.
 //
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one

@@ -74,22 +74,12 @@ func (t *tx) Announce(topic string, key []byte) {
 	n.keys[topic] = append(n.keys[topic], t.arena.copy(key))
 }
 
-// queueNotices queues the notifications and the query of the
-// transaction's xid into the commit's batch.
+// queueNotices queues the notifications into the commit's batch.
 func (t *tx) queueNotices(b *pgx.Batch) {
 	n := &t.notices
 	if len(n.topics) == 0 {
 		return
 	}
-	b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error {
-		var s string
-		if err := row.Scan(&s); err != nil {
-			return err
-		}
-		id, err := strconv.ParseUint(s, 10, 64)
-		t.commitID = id
-		return err
-	})
 	ch := channel(t.s.schema)
 	head := fmt.Sprintf("%016x ", t.s.origin)
 	enc := base64.RawStdEncoding
@@ -114,7 +104,7 @@ func (t *tx) queueNotices(b *pgx.Batch) {
 	}
 }
 
-// CommitID is the xid of the last commit that announced something.
+// CommitID is the transaction's xid, once it committed.
 func (t *tx) CommitID() uint64 { return t.commitID }
 
 // Origin identifies the store in its writers' notices.

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/storhdb/storh-go/storh/internal/connstr"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
@@ -58,6 +60,10 @@ type Store struct {
 	// rowBytes is the size of a key and value as the last cursor page
 	// found them on average, to size the next page's arena.
 	rowBytes atomic.Int64
+
+	// commitCheckTime bounds the questions of a commit whose connection
+	// was lost (see commitOutcome).
+	commitCheckTime time.Duration
 }
 
 // tree is a cached registry subtree: the top-level bucket's id and
@@ -95,13 +101,27 @@ var _ kv.Store = (*Store)(nil)
 // string, as pgx parses it) and creates the store's tables if they are
 // missing. They go in the schema the connection's search_path selects
 // first (set it in the URL, e.g. options=-csearch_path%3Dmyschema); that
-// schema must exist.
+// schema must exist. Its errors show no password of url.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, fmt.Errorf("postgres: %w", maskParseError(err))
 	}
 	return openConfig(ctx, cfg)
+}
+
+// maskParseError returns pgx's error about a connection string it cannot
+// parse with the string's passwords masked by connstr. pgx masks them in
+// its message as best it can, which misses some forms (password = 'x',
+// with spaces), and keeps the string whole in the error.
+func maskParseError(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	masked := *pe
+	masked.ConnString = connstr.Redact(pe.ConnString)
+	return &masked
 }
 
 // openConfig opens a store with a pool configuration (tests add a tracer).
@@ -118,7 +138,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64()}
+	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime}
 	if err := s.init(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
@@ -318,6 +319,9 @@ func TestStickyError(t *testing.T) {
 			}
 			if err := txn.Err(); err != first {
 				t.Errorf("Err changed from %v to %v", first, err)
+			}
+			if err := txn.(kv.Failer).Failure(); err != first {
+				t.Errorf("Failure = %v, want Err's %v", err, first)
 			}
 			if writable {
 				if err := b.Put(key(9), []byte("x")); !errors.Is(err, first) {
@@ -808,4 +812,41 @@ func TestRowLocks(t *testing.T) {
 func waitForRowLockWaiters(t *testing.T, s *Store, n int) {
 	t.Helper()
 	waitForWaiters(t, s, n, "locktype IN ('transactionid', 'tuple')")
+}
+
+// Open's errors show no password of the connection string, in whatever
+// form pgx takes it, nor does the string a parse error keeps; they still
+// say what went wrong.
+func TestOpenErrorHidesPassword(t *testing.T) {
+	for _, tc := range []struct {
+		conn    string
+		secrets []string
+		says    string
+	}{
+		{"host=/nonexistent-dir user=app password=hunter2 dbname=x connect_timeout=1", nil, "no such file or directory"},
+		{"host=/nonexistent-dir user=app password='hunter2' dbname=x port=abc", nil, "invalid port"},
+		{"host=/nonexistent-dir password = 'hun ter2' port=abc", []string{"hun ter2", "ter2"}, "invalid port"},
+		{`host=/nonexistent-dir password=hun\ ter2 port=abc`, []string{"ter2"}, "invalid port"},
+		{"host=/nonexistent-dir password='hunter2", nil, "unterminated quoted string"},
+		{"postgres://app@/x?host=/nonexistent-dir&password=first1&password=hunter2&port=abc", []string{"first1"}, "invalid port"},
+		{"postgres://app:hun/ter2@/x?host=/nonexistent-dir", []string{"hun/ter2", "ter2"}, "invalid port"},
+	} {
+		_, err := Open(ctx, tc.conn)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", tc.conn)
+			continue
+		}
+		var pe *pgconn.ParseConfigError
+		for _, secret := range append(tc.secrets, "hunter2") {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Open(%q): the error shows %q: %v", tc.conn, secret, err)
+			}
+			if errors.As(err, &pe) && strings.Contains(pe.ConnString, secret) {
+				t.Errorf("Open(%q): the parse error keeps %q in %q", tc.conn, secret, pe.ConnString)
+			}
+		}
+		if !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Open(%q) = %v; want it to say %q", tc.conn, err, tc.says)
+		}
+	}
 }

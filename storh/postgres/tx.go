@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/kv"
@@ -16,6 +19,7 @@ import (
 const (
 	beginWritable = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	xidSQL        = "SELECT pg_current_xact_id()::text"
 )
 
 // tx is a kv.Tx on one pooled connection. Every trip to the server is one
@@ -35,7 +39,8 @@ type tx struct {
 	upgrades []int64             // exclusive locks to take with the next statement (HoldAlone)
 	notices  notices             // announced, sent with the commit
 	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
-	commitID uint64              // the xid of a commit that announced
+	xid      uint64              // a writable transaction's, from its first round trip
+	commitID uint64              // xid, once committed
 	snap     *snapshot           // a read-only transaction's, once Sees asked for it
 
 	// Subtrees taken from the store's cache: the checks to send with the
@@ -65,6 +70,7 @@ type observation struct {
 var (
 	_ kv.Tx     = (*tx)(nil)
 	_ kv.Locker = (*tx)(nil)
+	_ kv.Failer = (*tx)(nil)
 )
 
 func (t *tx) Bucket(name []byte) kv.Bucket { return t.root.Bucket(name) }
@@ -104,6 +110,10 @@ func (t *tx) Err() error {
 	return t.err
 }
 
+// Failure is Err without the checks of cached subtrees: the failure a
+// round trip met, which needs none to know.
+func (t *tx) Failure() error { return t.err }
+
 // settle sends the checks of cached subtrees that no read has taken to
 // the server yet, on their own.
 func (t *tx) settle() {
@@ -119,6 +129,20 @@ func (t *tx) newBatch() *pgx.Batch {
 	if !t.begun {
 		if t.writable {
 			b.Queue(beginWritable)
+			// The transaction's id, known before its COMMIT is sent: if
+			// the connection is lost with the COMMIT's answer, the store
+			// asks the server how it ended (see commitOutcome). Asking
+			// gives the transaction an id before its first write, which
+			// a writer that writes nothing then spends.
+			b.Queue(xidSQL).QueryRow(func(row pgx.Row) error {
+				var text string
+				if err := row.Scan(&text); err != nil {
+					return err
+				}
+				var err error
+				t.xid, err = strconv.ParseUint(text, 10, 64)
+				return err
+			})
 		} else {
 			// The snapshot is taken by the first statement after it;
 			// Sees asks for its bounds if it is ever called.
@@ -214,7 +238,7 @@ func (t *tx) restore(op string, failed bool) error {
 		if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
 			return t.fail(op, err)
 		}
-		t.begun = false
+		t.begun, t.xid = false, 0
 	}
 	for _, c := range stale {
 		name := []byte(c.top.name)
@@ -380,23 +404,129 @@ func (t *tx) Commit() error {
 	}
 	slices.SortFunc(t.dirty, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
 	b := t.newBatch()
+	opening := b.Len()
 	for _, d := range t.dirty {
 		d.queueFlush(b)
 	}
 	t.queueNotices(b)
-	if t.begun || b.Len() > 1 {
+	// A transaction that never reached the server and wrote nothing has
+	// nothing to commit.
+	if t.begun || b.Len() > opening {
 		b.Queue("COMMIT")
-		if err := t.send(b, "commit"); err != nil {
-			t.end()
+		if err := t.sendCommit(b); err != nil {
 			return err
 		}
+		t.commitID = t.xid
 	}
 	for name := range t.reshape {
 		t.s.forgetTree(name)
 	}
-	// A transaction that never reached the server has nothing to commit.
 	t.release()
 	return nil
+}
+
+// sendCommit sends the batch that ends with the COMMIT. If the server
+// answers with an error, or the batch never left, nothing was committed
+// and the transaction ends. If the connection is lost once the batch went
+// out, the COMMIT may have been carried out or not: the store asks the
+// server (see commitOutcome).
+func (t *tx) sendCommit(b *pgx.Batch) error {
+	t.begun = true
+	pc := t.conn.Conn().PgConn()
+	pid := pc.PID()
+	err := t.conn.SendBatch(t.ctx, b).Close()
+	if err == nil {
+		return nil
+	}
+	if pgconn.SafeToRetry(err) || !pc.IsClosed() {
+		t.end()
+		return dbErr("commit", err)
+	}
+	t.release()
+	return t.s.commitOutcome(t.xid, pid, err)
+}
+
+// commitOutcome finds out how transaction xid ended, whose connection (to
+// backend pid) was lost, with lost, after its COMMIT was sent. It asks
+// the server on another connection: committed, it returns nil, as the
+// commit would have; rolled back, an ordinary error (nothing was
+// written). A transaction still in progress has a backend that has not
+// noticed its client is gone (and holds its locks until it does): it can
+// never commit now, so the store ends that backend and asks again. If the
+// server cannot tell, or cannot be asked within commitCheckTime, the
+// error wraps kv.ErrCommitUnknown.
+func (s *Store) commitOutcome(xid uint64, pid uint32, lost error) error {
+	unknown := func(why error) error {
+		return fmt.Errorf("postgres: commit: %w: the connection was lost after the COMMIT was sent (%w), and the server could not say how transaction %d ended: %v",
+			kv.ErrCommitUnknown, lost, xid, why)
+	}
+	if xid == 0 {
+		return unknown(errors.New("its id was to come with the answer"))
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.commitCheckTime)
+	defer cancel()
+	pause := time.Millisecond
+	for {
+		status, err := s.xactStatus(ctx, xid, pid)
+		switch {
+		case err != nil:
+		case status == "committed":
+			return nil
+		case status == "aborted":
+			return fmt.Errorf("postgres: commit: the connection was lost (%w), and the server rolled transaction %d back: nothing of it was written", lost, xid)
+		case status == "":
+			return unknown(errors.New("it no longer knows the transaction"))
+		default:
+			err = fmt.Errorf("the transaction is %s", status)
+		}
+		select {
+		case <-ctx.Done():
+			return unknown(err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// defaultCommitCheckTime is how long, at most, a commit whose connection
+// was lost asks the server how it ended (see commitOutcome): long enough
+// to ride out a brief outage, short enough for a caller that must decide.
+const defaultCommitCheckTime = 5 * time.Second
+
+// Statements of commitOutcome. A backend shows the 32 bits of its xid,
+// without the epoch: the backend ended is the one that runs the
+// transaction, never another that took its pid since.
+const (
+	statusSQL    = "SELECT pg_xact_status($1::text::xid8)"
+	terminateSQL = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int AND backend_xid = $2::text::xid"
+)
+
+// xactStatus asks the server, on a connection of the pool, whether
+// transaction xid committed, rolled back or is in progress ("" if it
+// no longer knows). While it is in progress, it signals backend pid to
+// end if that still runs it, and asks again (the backend may take a
+// moment to end: commitOutcome asks until it has).
+func (s *Store) xactStatus(ctx context.Context, xid uint64, pid uint32) (string, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	id := strconv.FormatUint(xid, 10)
+	var status *string
+	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil || status == nil {
+		return "", err
+	}
+	if *status != "in progress" {
+		return *status, nil
+	}
+	if _, err := conn.Exec(ctx, terminateSQL, int64(pid), strconv.FormatUint(xid&0xffffffff, 10)); err != nil {
+		return "", err
+	}
+	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil || status == nil {
+		return "", err
+	}
+	return *status, nil
 }
 
 // Rollback ends the transaction, discarding its writes; after Commit it

@@ -8,9 +8,8 @@ import (
 
 // statsJSON is storh.Stats as the API writes it. The file-only fields are
 // pointers, left out on PostgreSQL, so that a client never reads a 0 there
-// as a measurement. The path is never written: it names a file (or a
-// server URL, whose query may hold a password that storh's redaction
-// keeps) and nothing in the API needs it.
+// as a measurement. The path is never written: it names a file or a
+// server, and nothing in the API needs it.
 type statsJSON struct {
 	Backend     string           `json:"backend"`
 	FileSize    *int64           `json:"file_size,omitempty"`

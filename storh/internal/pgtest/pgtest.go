@@ -16,6 +16,9 @@
 // a note, unless STORH_REQUIRE_POSTGRES=1 (as in CI), which makes them fail
 // instead. A server that cannot start always fails the tests, with the tail
 // of its log.
+//
+// NewProxy puts a proxy in front of the server that loses a connection
+// where a test says (around a COMMIT), for tests of lost connections.
 package pgtest
 
 import (
