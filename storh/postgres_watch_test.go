@@ -55,11 +55,11 @@ type collected struct {
 	err  error
 }
 
-func watchInto(ctx context.Context, c storh.Collection, from uuidv7.UUID, into *collected, started chan<- struct{}) {
+func watchInto(ctx context.Context, c storh.Collection, from uuidv7.UUID, into *collected, started chan<- uuidv7.UUID) {
 	first := true
 	for r, err := range c.Watch(ctx, from) {
 		if first && started != nil {
-			close(started)
+			started <- r.ID
 			first = false
 		}
 		into.mu.Lock()
@@ -76,6 +76,35 @@ func watchInto(ctx context.Context, c storh.Collection, from uuidv7.UUID, into *
 		into.data[r.ID] = m
 		into.mu.Unlock()
 	}
+}
+
+// markUntilWatched writes marks with c until a watch from now, which
+// sends the id of the first record it yields on started, yields one: it
+// has subscribed then. A mark written before that may or may not be
+// delivered (its transaction may have written before the watch began);
+// the marks it returns, from the first it yielded on, are delivered.
+func markUntilWatched(t *testing.T, c storh.Collection, started <-chan uuidv7.UUID) []uuidv7.UUID {
+	t.Helper()
+	var marks []uuidv7.UUID
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		r, err := c.Put(storh.Map{"mark": len(marks)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		marks = append(marks, r.ID)
+		select {
+		case first := <-started:
+			for i, id := range marks {
+				if id == first {
+					return marks[i:]
+				}
+			}
+			t.Fatalf("the watch began with %s, not a mark", first)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatal("the watch yielded none of the marks in 30 s")
+	return nil
 }
 
 // waitFor waits until every id in want has been seen, and reports ids
@@ -127,17 +156,14 @@ func TestPostgresWatchAcrossStores(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := newCollected()
-	started := make(chan struct{})
+	started := make(chan uuidv7.UUID, 1)
 	go watchInto(ctx, wd, uuidv7.UUID{}, got, started)
-	// The watch starts from now once it is subscribed: a first record
-	// written by the watcher's DB marks that point.
-	mark, err := wd.Put(storh.Map{"mark": true})
-	if err != nil {
-		t.Fatal(err)
+	// The watch starts from now once it is subscribed: a record written
+	// by the watcher's DB marks that point.
+	want := map[uuidv7.UUID]bool{}
+	for _, id := range markUntilWatched(t, wd, started) {
+		want[id] = true
 	}
-	<-started
-
-	want := map[uuidv7.UUID]bool{mark.ID: true}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -266,12 +292,12 @@ func TestPostgresWatchLost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ended := make(chan error, 1)
-	started := make(chan struct{})
+	started := make(chan uuidv7.UUID, 1)
 	go func() {
 		first := true
-		for _, err := range wd.Watch(ctx, uuidv7.UUID{}) {
+		for r, err := range wd.Watch(ctx, uuidv7.UUID{}) {
 			if first {
-				close(started)
+				started <- r.ID
 				first = false
 			}
 			if err != nil {
@@ -281,10 +307,7 @@ func TestPostgresWatchLost(t *testing.T) {
 		}
 	}()
 	// The first record tells the watch has subscribed.
-	if _, err := wd.Put(storh.Map{"mark": 1}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	markUntilWatched(t, wd, started)
 
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
@@ -307,14 +330,12 @@ func TestPostgresWatchLost(t *testing.T) {
 	}
 
 	got := newCollected()
-	again := make(chan struct{})
+	again := make(chan uuidv7.UUID, 1)
 	go watchInto(ctx, wd, uuidv7.UUID{}, got, again)
-	mark, err := wd.Put(storh.Map{"mark": 2})
-	if err != nil {
-		t.Fatal(err)
+	want := map[uuidv7.UUID]bool{}
+	for _, id := range markUntilWatched(t, wd, again) {
+		want[id] = true
 	}
-	<-again
-	want := map[uuidv7.UUID]bool{mark.ID: true}
 	for i := range 20 {
 		r, err := d.Put(storh.Map{"after": i})
 		if err != nil {
