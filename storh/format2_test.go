@@ -3,7 +3,6 @@ package storh_test
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,10 +23,9 @@ import (
 // (testdata/format2/format2.db) and the exact bytes of every block and
 // journal record in it (testdata/format2/index.hex: bucket path, key, value
 // in hex) pin the encoding, as testdata/format1 pins the records': today's
-// code must read that file and write those bytes. A change to them needs a
-// new format version, never a regenerated file.
-var writeFormat2 = flag.Bool("write-format2", false, "write testdata/format2 (only where it does not exist yet)")
-
+// code must read that file, and chain its blocks when it writes to it
+// (format 3, whose own pinned files format3_test.go checks). A change to
+// them needs a new format version, never a regenerated file.
 const format2Dir = "testdata/format2"
 
 // format2Tune makes the 60 records of the pinned file fold twice, into
@@ -145,60 +143,14 @@ func formatMarker(t testing.TB, path string) uint64 {
 	return v
 }
 
-func readIndexVectors(t *testing.T) map[string][]byte {
-	t.Helper()
-	return readHexLines(t, filepath.Join(format2Dir, "index.hex"))
-}
-
-// TestFormat2WriteFiles writes the pinned files when asked to and they do
-// not exist yet.
-func TestFormat2WriteFiles(t *testing.T) {
-	if !*writeFormat2 {
-		t.Skip("run with -write-format2 to write testdata/format2 (once)")
-	}
-	if _, err := os.Stat(format2Dir); err == nil {
-		t.Fatalf("%s exists: the format-2 files are never rewritten", format2Dir)
-	}
-	tmp := filepath.Join(t.TempDir(), "format2.db")
-	writeFormat2DB(t, tmp)
-	if err := os.MkdirAll(format2Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := storh.Compact(tmp, filepath.Join(format2Dir, "format2.db")); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	b.WriteString("# index/bucket key value-hex: every block (\"i\") and journal record (\"l\") of collection docs\n")
-	b.WriteString("# Format 2, pinned: these bytes must never change. See storh/format2_test.go.\n")
-	vals := indexValues(t, tmp)
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range vals {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		fmt.Fprintf(&b, "%s %x\n", k, vals[k])
-	}
-	if err := os.WriteFile(filepath.Join(format2Dir, "index.hex"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestFormat2FileReads: today's code opens the pinned file, whose indexes
-// hold exactly the pinned blocks and journal records, finds through each
-// index what a scan of the records finds, and Verify is clean.
+// TestFormat2FileReads: today's code opens the pinned file read-only,
+// whose indexes hold exactly the pinned blocks and journal records, finds
+// through each index what a scan of the records finds, and Verify is
+// clean; nothing in the file changes.
 func TestFormat2FileReads(t *testing.T) {
 	fileOnly(t)
-	vectors := readIndexVectors(t)
-	path := filepath.Join(t.TempDir(), "format2.db")
-	orig, err := os.ReadFile(filepath.Join(format2Dir, "format2.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, orig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := pinnedCopy(t, format2Dir, "format2.db")
+	vectors := readHexLines(t, filepath.Join(format2Dir, "index.hex"))
 	if got := indexValues(t, path); !mapsEqual(got, vectors) {
 		t.Errorf("the file holds %d blocks and records, index.hex %d, or their bytes differ", len(got), len(vectors))
 	}
@@ -209,7 +161,74 @@ func TestFormat2FileReads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open the format-2 file: %v", err)
 	}
+	checkPinnedContent(t, db)
+	db.Close()
+	if got := indexValues(t, path); !mapsEqual(got, vectors) {
+		t.Error("a read-only open changed the blocks")
+	}
+}
+
+// TestFormat2Upgrades: a writable open of the format-2 file chains every
+// index's blocks (the same entries under the same keys, the first under
+// the head key, each block of version 2) and raises the marker to 3; the
+// journal records stay as they were, and the file reads as before. The
+// chaining runs in steps of a few hundred bytes here, so that reads and
+// Verify meet a file chained part way (TestChainingResumes in the engine
+// stops between steps and reads there).
+func TestFormat2Upgrades(t *testing.T) {
+	fileOnly(t)
+	tuneFor(t, "step=300")
+	path := pinnedCopy(t, format2Dir, "format2.db")
+	before := indexValues(t, path)
+	db := openAt(t, path)
+	checkPinnedContent(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := formatMarker(t, path); m != 3 {
+		t.Errorf("format marker %d after a writable open, want 3", m)
+	}
+	after := indexValues(t, path)
+	heads := 0
+	for k, v := range after {
+		switch {
+		case strings.HasPrefix(k, "l/"):
+			if !bytes.Equal(before[k], v) {
+				t.Errorf("journal record %s changed", k)
+			}
+		case len(v) == 0 || v[0] != 2:
+			t.Errorf("block %s is not of version 2 after the open", k)
+		case strings.HasSuffix(k, " 00"):
+			heads++
+		}
+	}
+	if heads != 4 {
+		t.Errorf("%d indexes have their first block under the head key, want 4", heads)
+	}
+	db = openAt(t, path, storh.WithReadOnly())
 	defer db.Close()
+	checkPinnedContent(t, db)
+}
+
+// pinnedCopy copies the pinned file dir/name to a scratch directory.
+func pinnedCopy(t *testing.T, dir, name string) string {
+	t.Helper()
+	orig, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkPinnedContent checks that db holds the pinned files' content
+// (writeFormat2DB): its four blocked indexes, with changes in their
+// journals, find what a scan of the records finds, and Verify is clean.
+func checkPinnedContent(t *testing.T, db *storh.DB) {
+	t.Helper()
 	if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 || rep.Collections != 1 {
 		t.Errorf("Verify = %+v, %v", rep, err)
 	}
@@ -256,27 +275,9 @@ func TestFormat2FileReads(t *testing.T) {
 	}
 }
 
-// TestFormat2WritesThePinnedBytes: writing the same content with today's
-// code gives the pinned blocks and journal records, byte for byte.
-func TestFormat2WritesThePinnedBytes(t *testing.T) {
-	fileOnly(t)
-	vectors := readIndexVectors(t)
-	path := filepath.Join(t.TempDir(), "again.db")
-	writeFormat2DB(t, path)
-	got := indexValues(t, path)
-	for key, want := range vectors {
-		if !bytes.Equal(got[key], want) {
-			t.Errorf("%s: today's code writes\n %x\nindex.hex pins\n %x", key, got[key], want)
-		}
-	}
-	if len(got) != len(vectors) {
-		t.Errorf("wrote %d blocks and records; index.hex has %d", len(got), len(vectors))
-	}
-}
-
 // TestFormatMarkerRises: a new file is in format 1 until its first blocked
-// index, which raises it to 2; the pinned format-1 file does the same once
-// written to, with its records intact.
+// index, which raises it to 3 (chained blocks); the pinned format-1 file
+// does the same once written to, with its records intact.
 func TestFormatMarkerRises(t *testing.T) {
 	fileOnly(t)
 	tuneFor(t, "layout=") // a file's indexes are blocked
@@ -302,8 +303,8 @@ func TestFormatMarkerRises(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if m := formatMarker(t, path); m != 2 {
-		t.Errorf("after a blocked index: format %d, want 2", m)
+	if m := formatMarker(t, path); m != 3 {
+		t.Errorf("after a blocked index: format %d, want 3", m)
 	}
 
 	old := filepath.Join(t.TempDir(), "format1.db")
@@ -323,8 +324,8 @@ func TestFormatMarkerRises(t *testing.T) {
 		t.Errorf("the format-1 file's new index counts %d, %v; want 1", n, err)
 	}
 	db.Close()
-	if m := formatMarker(t, old); m != 2 {
-		t.Errorf("the format-1 file after a blocked index: format %d, want 2", m)
+	if m := formatMarker(t, old); m != 3 {
+		t.Errorf("the format-1 file after a blocked index: format %d, want 3", m)
 	}
 	if vals, want := rawValues(t, old), readVectors(t); !mapsEqual(vals, want) {
 		t.Error("the format-1 file's records changed")

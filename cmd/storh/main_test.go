@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -394,8 +395,29 @@ func cmdInterruptIndex(ts *testscript.TestScript, neg bool, args []string) {
 		if err := defs.Put([]byte(args[2]), b); err != nil {
 			return err
 		}
-		return emptyBucket(coll.Bucket([]byte("i")), args[2])
+		if err := emptyBucket(coll.Bucket([]byte("i")), args[2]); err != nil {
+			return err
+		}
+		if def["chained"] == true {
+			// Its blocks are the head block alone, holding nothing, as the
+			// index was created.
+			return coll.Bucket([]byte("i")).Bucket([]byte(args[2])).Put(headKey, emptyHeadBlock())
+		}
+		return nil
 	}))
+}
+
+// headKey and emptyHeadBlock are the only block of an empty blocked index
+// (storh/engine/index_block.go): version 2, its checksum (CRC-32C of the
+// rest, then of its key), no entries, no restarts, no successor.
+var headKey = []byte{0}
+
+func emptyHeadBlock() []byte {
+	v := make([]byte, 11)
+	v[0] = 2
+	table := crc32.MakeTable(crc32.Castagnoli)
+	binary.BigEndian.PutUint32(v[1:], crc32.Update(crc32.Checksum(v[5:], table), table, headKey))
+	return v
 }
 
 func emptyBucket(parent *bolt.Bucket, name string) error {

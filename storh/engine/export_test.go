@@ -27,3 +27,13 @@ func CheckPages(path string, btx *bolt.Tx) ([]string, error) {
 }
 
 var CheckSearchPaths = checkSearchPaths
+
+// BlockEntries returns the entries of the index block v stored under key.
+func BlockEntries(key, v []byte) ([][]byte, error) {
+	b, err := parseBlock(key, v)
+	if err != nil {
+		return nil, err
+	}
+	entries, _, err := b.entries(nil, nil)
+	return entries, err
+}

@@ -109,6 +109,13 @@ type indexDef struct {
 	Pending  int64  `msgpack:"pending,omitempty"`
 	FoldTo   uint64 `msgpack:"foldTo,omitempty"`
 	FoldNext []byte `msgpack:"foldNext,omitempty"`
+	// Chained: every block is of the current version, in one chain from
+	// the head block (index_block.go), so a missing block is damage a read
+	// finds. An index from a file of format 2 has blocks of version 1 until
+	// chainStep rewrites them; ChainNext is where that stands (nil: not
+	// started).
+	Chained   bool   `msgpack:"chained,omitempty"`
+	ChainNext []byte `msgpack:"chainNext,omitempty"`
 }
 
 // collIndex is one index of a collection inside a transaction.
@@ -417,7 +424,20 @@ func (ix *collIndex) conflict(key []byte, self uuidv7.UUID) (uuidv7.UUID, bool, 
 			return other, true, nil
 		}
 	}
-	return uuidv7.UUID{}, false, nil
+	// A walk that met damage proves nothing absent: the write fails closed.
+	return uuidv7.UUID{}, false, cursorDamage(cur)
+}
+
+// cursorDamage returns the damage a cursor of an index met (a damaged or
+// missing block), which ended its walk early.
+func cursorDamage(cur kv.Cursor) error {
+	switch c := cur.(type) {
+	case *blockCursor:
+		return c.err
+	case *ixCursor:
+		return c.blocks.err
+	}
+	return nil
 }
 
 // cursor returns a cursor over ix's entry keys as this transaction sees
@@ -426,7 +446,7 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 	if ix.def.Layout == layoutKeys {
 		return ix.entries.Cursor(), nil
 	}
-	blocks := newBlockCursor(ix.entries, ix.fail)
+	blocks := ix.blockCursor()
 	var view *ixView
 	if ix.base.Seq > ix.base.Floor {
 		var err error
@@ -448,6 +468,13 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 		srcs = append(srcs, ix.pend.source())
 	}
 	return newIxCursor(blocks, srcs...), nil
+}
+
+// blockCursor returns a cursor over the blocks of a blocked index alone.
+func (ix *collIndex) blockCursor() *blockCursor {
+	c := newBlockCursor(ix.entries, ix.fail)
+	c.index, c.chained = ix.name, ix.def.Chained
+	return c
 }
 
 // put adds the entry key (the caller knows it is missing), del removes it.
@@ -639,7 +666,10 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	ix := &collIndex{name: s.Name, coll: c.Name, mems: c.mems, fail: c.fail, entries: entries,
 		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
 	if t.newIndexLayout() == layoutBlocks {
-		if err := t.needFormat(formatBlocked); err != nil {
+		if err := t.needFormat(formatChained); err != nil {
+			return nil, err
+		}
+		if err := writeBlocks(entries, nil); err != nil {
 			return nil, err
 		}
 		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)
@@ -649,7 +679,7 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 		if ix.journal, err = journals.CreateBucket([]byte(s.Name)); err != nil {
 			return nil, mapStoreErr(err)
 		}
-		ix.def.Layout, ix.def.Inc = layoutBlocks, rand.Uint64()|1
+		ix.def.Layout, ix.def.Inc, ix.def.Chained = layoutBlocks, rand.Uint64()|1, true
 	}
 	ix.setFill()
 	if err := putDef(defs, s.Name, &ix.def); err != nil {
@@ -857,11 +887,16 @@ func (db *DB) BuildIndexes(h Handle) error {
 // EnsureIndexes creates the indexes h declares that its collection lacks
 // (or fails when one of that name has another definition) and builds every
 // index still building. A collection not created yet gets its declared
-// indexes with its first write. The caller must hold Enter.
+// indexes with its first write. Blocked indexes of a file of format 2 get
+// their blocks chained (chainStep), so that from this open on a missing
+// block is found by the reads that cross it; a fold that fails there is
+// kept for the index, as any fold's failure (runFolds). The caller must
+// hold Enter.
 func (db *DB) EnsureIndexes(h Handle) error {
 	missing, building := false, false
+	var unchained []string
 	err := db.ViewSafe(func(tx *Tx) error {
-		missing, building = false, false
+		missing, building, unchained = false, false, nil
 		c, err := tx.Use(h, false)
 		if err != nil || c == nil {
 			return err
@@ -878,16 +913,28 @@ func (db *DB) EnsureIndexes(h Handle) error {
 		}
 		for _, ix := range all {
 			building = building || ix.def.Building
+			if ix.def.Layout == layoutBlocks && !ix.def.Chained {
+				unchained = append(unchained, ix.name)
+			}
 		}
 		return nil
 	})
 	switch {
-	case err != nil || !missing && !building:
+	case err != nil:
 		return err
 	case db.opts.ReadOnly && missing:
 		return fmt.Errorf("%w: collection %q lacks a declared index, and a read-only database cannot create it", ErrReadOnly, h.Name)
 	case db.opts.ReadOnly:
 		return nil // queries do not use an index still building; a writer finishes it
+	}
+	if len(unchained) > 0 {
+		for _, name := range unchained {
+			db.folds.add(h.Name, name)
+		}
+		db.runFolds()
+	}
+	if !missing && !building {
+		return nil
 	}
 	if err := db.UpdateSafe(func(tx *Tx) error {
 		c, err := tx.Use(h, false)

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"maps"
@@ -49,52 +50,81 @@ func TestBlockRoundTrip(t *testing.T) {
 	setTune(t, "block=120")
 	rapid.Check(t, func(t *rapid.T) {
 		keys := sortedUnique(rapid.SliceOfN(entryKeyGen(), 1, 60).Draw(t, "keys"))
+		// At the end of the index, or in a range up to a key above them.
 		tail := rapid.Bool().Draw(t, "tail")
-		runs, shared := splitBlocks(keys, tail)
+		var hi []byte
+		if !tail {
+			hi = append(bytes.Clone(keys[len(keys)-1]), 0xff)
+		}
+		runs, shared := splitBlocks(keys, hi)
 		var got [][]byte
+		key := keys[0] // the first run's: its first entry, or any lower bound
+		if rapid.Bool().Draw(t, "head") {
+			key = headKey
+		}
 		for i, run := range runs {
 			if len(run) == 0 {
 				t.Fatalf("run %d is empty", i)
 			}
-			if size := blockSize(run); size > tune.IndexBlockBytes && len(run) > 1 {
-				t.Fatalf("run %d is %d bytes, over the %d limit, with %d entries", i, size, tune.IndexBlockBytes, len(run))
+			// Naming the separator before the next run, or the range's end.
+			succ := hi
+			if i+1 < len(runs) {
+				succ = separator(run[len(run)-1], runs[i+1][0])
+				if bytes.Compare(succ, run[len(run)-1]) <= 0 || bytes.Compare(succ, runs[i+1][0]) > 0 {
+					t.Fatalf("separator %q is not above %q and at most %q", succ, run[len(run)-1], runs[i+1][0])
+				}
 			}
-			v := appendBlock(nil, run)
-			if !bytes.Equal(v, appendRun(nil, run, shared[i])) {
+			if size := blockSize(run) + len(succ); size > tune.IndexBlockBytes && len(run) > 1 {
+				t.Fatalf("run %d is %d bytes with its successor, over the %d limit, with %d entries", i, size, tune.IndexBlockBytes, len(run))
+			}
+			v := appendBlock(nil, key, run, succ)
+			if !bytes.Equal(v, appendRun(nil, key, run, shared[i], succ)) {
 				t.Fatalf("run %d: the shares splitBlocks gives encode another block", i)
 			}
-			if len(v) != blockSize(run) {
-				t.Fatalf("run %d: %d bytes, blockSize says %d", i, len(v), blockSize(run))
+			if len(v) != blockSize(run)+len(succ) {
+				t.Fatalf("run %d: %d bytes, blockSize says %d and its successor %d", i, len(v), blockSize(run), len(succ))
 			}
-			b, err := parseBlock(run[0], v)
+			b, err := parseBlock(key, v)
 			if err == nil {
 				got, _, err = b.entries(got, nil)
 			}
 			if err != nil {
 				t.Fatalf("run %d: %v", i, err)
 			}
+			if !b.chained || !bytes.Equal(b.succ, succ) {
+				t.Fatalf("run %d: successor %q, want %q", i, b.succ, succ)
+			}
 			// A damaged byte anywhere, or the block under another key, is
 			// damage.
 			bad := bytes.Clone(v)
 			pos := rapid.IntRange(0, len(bad)-1).Draw(t, "pos")
 			bad[pos] ^= byte(rapid.IntRange(1, 255).Draw(t, "flip"))
-			if _, err := parseBlock(run[0], bad); err == nil {
+			if _, err := parseBlock(key, bad); err == nil {
 				t.Fatalf("run %d: a flipped byte at %d passed", i, pos)
 			}
-			if other := append(bytes.Clone(run[0]), 0); true {
+			if other := append(bytes.Clone(key), 0); true {
 				if _, err := parseBlock(other, v); err == nil {
 					t.Fatalf("run %d: the block passed under another key", i)
 				}
 			}
+			key = succ
 		}
 		if !slices.EqualFunc(got, keys, bytes.Equal) {
 			t.Fatalf("blocks hold %q, want %q", got, keys)
 		}
 		// Packed at the tail: every block but the last is full enough that
-		// the next entry would not have fitted.
+		// the next entry would not have fitted, with the successor it would
+		// then name.
 		if tail {
+			at := 0
 			for i := 0; i+1 < len(runs); i++ {
-				if blockSize(runs[i])+2+len(runs[i+1][0]) <= tune.IndexBlockBytes {
+				at += len(runs[i])
+				more := append(slices.Clone(runs[i]), runs[i+1][0])
+				succ := 0
+				if at+1 < len(keys) {
+					succ = len(separator(keys[at], keys[at+1]))
+				}
+				if blockSize(more)+succ <= tune.IndexBlockBytes {
 					t.Fatalf("tail block %d has room for the next entry", i)
 				}
 			}
@@ -106,8 +136,9 @@ func TestBlockRoundTrip(t *testing.T) {
 // block whose entries lie within it and which encodes back to itself.
 func FuzzParseBlock(f *testing.F) {
 	keys := [][]byte{[]byte("\x00a0123456789abcdef"), []byte("\x00b0123456789abcdef"), []byte("\x01c0123456789abcdef")}
-	f.Add(keys[0], appendBlock(nil, keys))
-	f.Add(keys[2], appendBlock(nil, keys[2:]))
+	f.Add(keys[0], appendBlock(nil, keys[0], keys, nil))
+	f.Add(headKey, appendBlock(nil, headKey, keys[:2], keys[2]))
+	f.Add(headKey, appendBlock(nil, headKey, nil, nil))
 	f.Add([]byte{0}, []byte{1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, key, v []byte) {
 		if len(v) >= 5 {
@@ -133,11 +164,13 @@ func FuzzParseBlock(f *testing.F) {
 			}
 		}
 		if entriesErr == nil {
-			if damaged != nil || !slices.EqualFunc(walked, entries, bytes.Equal) {
+			// Past its last entry the walk finds no next block: damage
+			// only when the block names one.
+			if damaged != nil && (len(b.succ) == 0 || !errors.Is(damaged, errBlockMissing)) || !slices.EqualFunc(walked, entries, bytes.Equal) {
 				t.Fatalf("walked %q (%v), entries %q", walked, damaged, entries)
 			}
 			// Sound entries encode to a block that reads the same.
-			again, err := parseBlock(entries[0], appendBlock(nil, entries))
+			again, err := parseBlock(key, appendBlock(nil, key, entries, b.succ))
 			var back [][]byte
 			if err == nil {
 				back, _, err = again.entries(nil, nil)
@@ -325,19 +358,124 @@ func TestBlockCursorModel(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if len(keys) > 0 {
-				if err := writeBlocks(b, keys); err != nil {
-					return err
-				}
+			if err := writeBlocks(b, keys); err != nil {
+				return err
 			}
 			var failed error
-			checkCursorAgainst(rt, newBlockCursor(b, func(err error) { failed = err }), keys, probes)
+			checkCursorAgainst(rt, chainedCursor(b, func(err error) { failed = err }), keys, probes)
 			if failed != nil {
 				rt.Fatalf("sound blocks reported damage: %v", failed)
 			}
 			return nil
 		})
 	})
+}
+
+// chainedCursor is the cursor over the blocks of an index whose blocks
+// are chained, as collIndex.cursor makes it.
+func chainedCursor(b kv.Bucket, fail func(error)) *blockCursor {
+	c := newBlockCursor(b, fail)
+	c.chained = true
+	return c
+}
+
+// TestBlockCursorFindsMissingBlock: with one block gone from the bucket
+// (as a damaged page that lost an element leaves it), no move answers
+// other than the whole index would without reporting damage, and a walk
+// across the gap, either way, or a seek into it, reports it.
+func TestBlockCursorFindsMissingBlock(t *testing.T) {
+	setTune(t, "block=100")
+	update := testBuckets(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		keys := sortedUnique(rapid.SliceOfN(entryKeyGen(), 1, 80).Draw(rt, "keys"))
+		update(func(b kv.Bucket) error {
+			if err := wipe(b); err != nil {
+				return err
+			}
+			if err := writeBlocks(b, keys); err != nil {
+				return err
+			}
+			var blocks [][]byte
+			c := b.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				blocks = append(blocks, bytes.Clone(k))
+			}
+			gone := rapid.IntRange(0, len(blocks)-1).Draw(rt, "gone")
+			lost := blockEntries(rt, b, blocks[gone])
+			if err := b.Delete(blocks[gone]); err != nil {
+				return err
+			}
+			fresh := func() *blockCursor { return chainedCursor(b, func(error) {}) }
+			// Walks across the gap, forward and back.
+			cur := fresh()
+			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			}
+			if !errors.Is(cur.err, ErrCorrupt) || !errors.Is(cur.err, errBlockMissing) {
+				rt.Fatalf("a walk forward past block %d of %d: %v", gone, len(blocks), cur.err)
+			}
+			cur = fresh()
+			for k, _ := cur.Last(); k != nil; k, _ = cur.Prev() {
+			}
+			if !errors.Is(cur.err, errBlockMissing) {
+				rt.Fatalf("a walk back past block %d of %d: %v", gone, len(blocks), cur.err)
+			}
+			// A seek to an entry of the missing block.
+			cur = fresh()
+			probe := rapid.SampledFrom(lost).Draw(rt, "lost")
+			if k, _ := cur.Seek(probe); k != nil || !errors.Is(cur.err, errBlockMissing) {
+				rt.Fatalf("Seek(%q) in the missing block = %q, %v", probe, k, cur.err)
+			}
+			// Any moves: an answer other than the whole index's comes with
+			// the damage reported.
+			cur = fresh()
+			ref := &refCursor{keys: keys, i: -1}
+			probes := append(rapid.SliceOfN(entryKeyGen(), 1, 5).Draw(rt, "probes"), keys...)
+			for step := range rapid.IntRange(1, 60).Draw(rt, "steps") {
+				var got, exp []byte
+				switch move := rapid.IntRange(0, 4).Draw(rt, "move"); {
+				case move == 0 || ref.i < 0 && move > 2:
+					got, _ = cur.First()
+					exp = ref.First()
+				case move == 1:
+					got, _ = cur.Last()
+					exp = ref.Last()
+				case move == 2:
+					k := rapid.SampledFrom(probes).Draw(rt, "seek")
+					got, _ = cur.Seek(k)
+					exp = ref.Seek(k)
+				case move == 3:
+					got, _ = cur.Next()
+					exp = ref.Next()
+				default:
+					got, _ = cur.Prev()
+					exp = ref.Prev()
+				}
+				if cur.err != nil {
+					return nil
+				}
+				if !bytes.Equal(got, exp) {
+					rt.Fatalf("step %d: %q, want %q, and no damage reported", step, got, exp)
+				}
+				if got == nil {
+					ref.i = -1
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// blockEntries returns the entries of the block under key.
+func blockEntries(rt *rapid.T, b kv.Bucket, key []byte) [][]byte {
+	blk, err := parseBlock(key, b.Get(key))
+	var entries [][]byte
+	if err == nil {
+		entries, _, err = blk.entries(nil, nil)
+	}
+	if err != nil {
+		rt.Fatal(err)
+	}
+	return entries
 }
 
 func wipe(b kv.Bucket) error {
@@ -406,24 +544,25 @@ func TestIxCursorModel(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if len(base) > 0 {
-				if err := writeBlocks(b, base); err != nil {
-					return err
-				}
+			if err := writeBlocks(b, base); err != nil {
+				return err
 			}
 			fail := func(err error) { rt.Fatalf("damage: %v", err) }
-			checkCursorAgainst(rt, newIxCursor(newBlockCursor(b, fail), newSegSource(view, upto), newOpSource(own, seqPending)), want, probes)
+			checkCursorAgainst(rt, newIxCursor(chainedCursor(b, fail), newSegSource(view, upto), newOpSource(own, seqPending)), want, probes)
 			// The view flattened to the snapshot (what a fold walks) reads
 			// the same.
-			checkCursorAgainst(rt, newIxCursor(newBlockCursor(b, fail), &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)), want, probes)
+			checkCursorAgainst(rt, newIxCursor(chainedCursor(b, fail), &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)), want, probes)
 			return nil
 		})
 	})
 }
 
-// TestFoldModel: folding journaled changes into blocks, in steps of any
-// size, leaves blocks that hold exactly the replayed set, sound, in order,
-// within the size limit, and none too small but the last.
+// TestFoldModel: rounds of journaled changes (puts and deletes anywhere,
+// and now and then a delete of every entry, so that the index empties and
+// fills again), each folded in steps of any size, leave blocks that hold
+// exactly the replayed set, sound, in order, within the size limit, none
+// too small but the last, in one whole chain from the head block; and a
+// cursor over them reads that set under every move.
 func TestFoldModel(t *testing.T) {
 	setTune(t, "block=100")
 	update := testBuckets(t)
@@ -433,80 +572,126 @@ func TestFoldModel(t *testing.T) {
 		for _, k := range base {
 			set[string(k)] = true
 		}
-		view := &ixView{}
-		count := rapid.IntRange(1, 60).Draw(rt, "changes")
-		for i := range count {
-			k, del := entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del")
-			view = view.with(newSegment([]ixOp{{key: k, seq: uint64(i + 1), del: del}}), uint64(i+1)) // a key's later change wins
-			set[string(k)] = !del
-		}
-		upto := uint64(count)
-		var want [][]byte
-		for k, in := range set {
-			if in {
-				want = append(want, []byte(k))
-			}
-		}
-		slices.SortFunc(want, bytes.Compare)
-		budget := rapid.IntRange(1, 400).Draw(rt, "budget")
 		update(func(b kv.Bucket) error {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if len(base) > 0 {
-				if err := writeBlocks(b, base); err != nil {
-					return err
-				}
-			}
-			src := newSegSource(view, upto)
-			src.first()
-			for steps := 0; ; steps++ {
-				w := blockWriter{blocks: b}
-				for k, _ := src.current(); k != nil && w.written < budget; k, _ = src.current() {
-					if err := w.rewrite(src); err != nil {
-						rt.Fatalf("rewrite: %v", err)
-					}
-				}
-				if k, _ := src.current(); k == nil {
-					break
-				}
-				// A new step resumes at the next change, as foldStep does.
-				next, _ := src.current()
-				src = newSegSource(view, upto)
-				src.seek(bytes.Clone(next))
-				if steps > 1000 {
-					rt.Fatal("the fold does not end")
-				}
-			}
-			var got [][]byte
-			var sizes []int
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				blk, err := parseBlock(k, v)
-				var run [][]byte
-				if err == nil {
-					run, _, err = blk.entries(nil, nil)
-				}
-				if err != nil {
-					rt.Fatalf("block %q: %v", k, err)
-				}
-				if len(run) > 1 && blockSize(run) > tune.IndexBlockBytes {
-					rt.Fatalf("block %q is %d bytes", k, blockSize(run))
-				}
-				sizes = append(sizes, blockSize(run))
-				got = append(got, run...)
-			}
-			if !slices.EqualFunc(got, want, bytes.Equal) {
-				rt.Fatalf("blocks hold\n%q\nwant\n%q", got, want)
-			}
-			for i, size := range sizes[:max(len(sizes)-1, 0)] {
-				if size < tune.IndexBlockBytes/4 {
-					rt.Fatalf("block %d of %d holds %d bytes, below a quarter of the limit", i, len(sizes), size)
-				}
-			}
-			return nil
+			return writeBlocks(b, base)
 		})
+		for range rapid.IntRange(1, 4).Draw(rt, "rounds") {
+			view := &ixView{}
+			var seq uint64
+			change := func(k []byte, del bool) {
+				seq++
+				view = view.with(newSegment([]ixOp{{key: k, seq: seq, del: del}}), seq) // a key's later change wins
+				set[string(k)] = !del
+			}
+			if rapid.IntRange(0, 3).Draw(rt, "empty") == 0 {
+				for _, k := range slices.Sorted(maps.Keys(set)) {
+					change([]byte(k), true)
+				}
+			}
+			for range rapid.IntRange(0, 60).Draw(rt, "changes") {
+				change(entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del"))
+			}
+			var want [][]byte
+			for k, in := range set {
+				if in {
+					want = append(want, []byte(k))
+				}
+			}
+			slices.SortFunc(want, bytes.Compare)
+			budget := rapid.IntRange(1, 400).Draw(rt, "budget")
+			probes := append(rapid.SliceOfN(entryKeyGen(), 1, 10).Draw(rt, "probes"), want...)
+			update(func(b kv.Bucket) error {
+				if seq > 0 {
+					foldInSteps(rt, b, view, seq, budget)
+				}
+				checkChain(rt, b, want)
+				checkCursorAgainst(rt, chainedCursor(b, func(err error) { rt.Fatalf("damage: %v", err) }), want, probes)
+				return nil
+			})
+		}
 	})
+}
+
+// foldInSteps folds the changes of view up to upto into the blocks of b,
+// in steps that each write about budget bytes, as foldStep does.
+func foldInSteps(rt *rapid.T, b kv.Bucket, view *ixView, upto uint64, budget int) {
+	src := newSegSource(view, upto)
+	src.first()
+	for steps := 0; ; steps++ {
+		w := blockWriter{blocks: b}
+		for k, _ := src.current(); k != nil && w.written < budget; k, _ = src.current() {
+			if err := w.rewrite(src); err != nil {
+				rt.Fatalf("rewrite: %v", err)
+			}
+		}
+		next, _ := src.current()
+		if next == nil {
+			return
+		}
+		// A new step resumes at the next change.
+		src = newSegSource(view, upto)
+		src.seek(bytes.Clone(next))
+		if steps > 1000 {
+			rt.Fatal("the fold does not end")
+		}
+	}
+}
+
+// checkChain checks the blocks of b: they hold exactly want, each sound
+// and within the size limit, none too small but the last, the first under
+// headKey, each followed by the successor it names, the last naming none,
+// each entry within its block's range.
+func checkChain(rt *rapid.T, b kv.Bucket, want [][]byte) {
+	var got [][]byte
+	var sizes []int
+	var prev block
+	var prevKey []byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		blk, err := parseBlock(k, v)
+		var run [][]byte
+		if err == nil {
+			run, _, err = blk.entries(nil, nil)
+		}
+		switch {
+		case err != nil:
+		case !blk.chained:
+			err = errors.New("not chained")
+		case prevKey == nil && !bytes.Equal(k, headKey):
+			err = errors.New("the first block is not the head")
+		case prevKey != nil:
+			err = chainBreak(&prev, prevKey, k)
+		}
+		if err != nil {
+			rt.Fatalf("block %q: %v", k, err)
+		}
+		if len(run) > 0 && (bytes.Compare(run[0], k) < 0 || len(blk.succ) > 0 && bytes.Compare(run[len(run)-1], blk.succ) >= 0) {
+			rt.Fatalf("block %q holds %q..%q, outside its range up to %q", k, run[0], run[len(run)-1], blk.succ)
+		}
+		if len(run) > 1 && blockSize(run)+len(blk.succ) > tune.IndexBlockBytes {
+			rt.Fatalf("block %q is %d bytes with its successor", k, blockSize(run)+len(blk.succ))
+		}
+		sizes = append(sizes, blockSize(run))
+		got = append(got, run...)
+		prev, prevKey = blk, bytes.Clone(k)
+	}
+	if prevKey == nil {
+		rt.Fatal("no blocks: not even the head")
+	}
+	if err := chainBreak(&prev, prevKey, nil); err != nil {
+		rt.Fatal(err)
+	}
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		rt.Fatalf("blocks hold\n%q\nwant\n%q", got, want)
+	}
+	for i, size := range sizes[:len(sizes)-1] {
+		if size < tune.IndexBlockBytes/4 {
+			rt.Fatalf("block %d of %d holds %d bytes, below a quarter of the limit", i, len(sizes), size)
+		}
+	}
 }
 
 // TestViewSegmentsStayFew: commits of any sizes leave a view of about the

@@ -35,17 +35,26 @@ func foldThreshold(entries int64) int64 {
 	return min(max(entries/2, int64(tune.IndexFoldMin)), int64(tune.IndexFoldMax))
 }
 
-// foldDue reports whether ix should fold now (or finish a fold).
+// foldDue reports whether ix should fold now (or finish a fold), or chain
+// its blocks first.
 func (ix *collIndex) foldDue() bool {
 	d := &ix.def
-	return d.Layout == layoutBlocks && (d.FoldTo != 0 || d.Pending >= foldThreshold(d.Entries))
+	return d.Layout == layoutBlocks && (!d.Chained || d.FoldTo != 0 || d.Pending >= foldThreshold(d.Entries))
 }
 
 // foldStep folds changes of ix into its blocks, writing about budget bytes
 // of blocks at most (at least one block); done reports that the fold is
 // over. It runs in a transaction of its own, which changes nothing else.
+// Blocks of version 1 are chained first, in steps of their own.
 func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error) {
 	d := &ix.def
+	if !d.Chained {
+		if done, err := t.chainStep(ix, budget); err != nil || !done {
+			return false, err
+		}
+		// Chained: the fold itself, if one is due, starts in the next step.
+		return !ix.foldDue(), nil
+	}
 	if d.FoldTo == 0 {
 		if d.Seq <= d.Floor {
 			return true, nil
@@ -92,8 +101,107 @@ func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error)
 	return true, nil
 }
 
-// blockWriter applies changes to the blocks bucket of an index, one block
-// (and the neighbours a shrunk block takes in) at a time.
+// chainStep rewrites the version-1 blocks of ix (a file of format 2) as
+// chained blocks, in key order, in transactions of about budget bytes of
+// blocks: the same entries under the same keys, the first block under
+// headKey, each naming the next. Where it stands between steps is
+// ChainNext, the key of the first block not chained yet; readers check
+// the chain as far as it goes. A version-1 index holds nothing that tells
+// a missing block, so before it rewrites anything the first step counts
+// the index's entries: an index that holds fewer (or more) than its
+// definition counts is left as it is, for Verify to report and Repair to
+// rebuild, rather than sealed into a chain that would pass for whole.
+func (t *Tx) chainStep(ix *collIndex, budget int) (done bool, err error) {
+	d := &ix.def
+	cur := ix.entries.Cursor()
+	var k, v []byte
+	if d.ChainNext == nil {
+		if err := ix.countEntries(); err != nil {
+			return false, err
+		}
+		if err := t.needFormat(formatChained); err != nil {
+			return false, err
+		}
+		k, v = cur.First()
+	} else if k, v = cur.Seek(d.ChainNext); !bytes.Equal(k, d.ChainNext) {
+		return false, ix.blockErr(fmt.Errorf("%w: block %x, where chaining the blocks resumes, is not there", errBlockMissing, d.ChainNext))
+	}
+	ix.changed = true
+	if k == nil {
+		// An index with no blocks yet: the chain is its head alone.
+		d.Chained = true
+		return true, mapStoreErr(ix.entries.Put(headKey, appendBlock(nil, headKey, nil, nil)))
+	}
+	first, written := d.ChainNext == nil, 0
+	for k != nil {
+		if written >= budget {
+			d.ChainNext = bytes.Clone(k)
+			return false, nil
+		}
+		b, err := parseBlock(k, v)
+		var entries [][]byte
+		if err == nil && b.chained {
+			err = fmt.Errorf("%w: a chained block among those of version 1", errBlock)
+		}
+		if err == nil {
+			entries, _, err = b.entries(nil, make([]byte, 0, len(v)))
+		}
+		if err != nil {
+			return false, ix.blockErr(fmt.Errorf("block %x: %w", k, err))
+		}
+		key := bytes.Clone(k)
+		next, _ := cur.Next()
+		next = bytes.Clone(next)
+		if first {
+			// The first block: filed under headKey from now on.
+			if err := ix.entries.Delete(key); err != nil {
+				return false, mapStoreErr(err)
+			}
+			key, first = headKey, false
+		}
+		nb := appendBlock(nil, key, entries, next)
+		if err := ix.entries.Put(key, nb); err != nil {
+			return false, mapStoreErr(err)
+		}
+		written += len(nb)
+		if next == nil {
+			break
+		}
+		if k, v = cur.Seek(next); !bytes.Equal(k, next) {
+			return false, fmt.Errorf("storh: internal error: index %q: block %x vanished while chaining", ix.name, next)
+		}
+	}
+	d.Chained, d.ChainNext = true, nil
+	return true, nil
+}
+
+// countEntries checks that ix, read through its blocks and journal, holds
+// as many entries as its definition counts.
+func (ix *collIndex) countEntries() error {
+	// The view as a fold takes it: the count is made again, whatever the
+	// last fold found (committedView would fail with that).
+	if _, err := ix.journalView(); err != nil {
+		return err
+	}
+	cur, err := ix.cursor()
+	if err != nil {
+		return err
+	}
+	var n int64
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		n++
+	}
+	if err := cursorDamage(cur); err != nil {
+		return err
+	}
+	if n != ix.def.Entries+ix.delta {
+		return ix.blockErr(fmt.Errorf("its blocks and journal hold %d entries, its definition counts %d: a block may be missing", n, ix.def.Entries+ix.delta))
+	}
+	return nil
+}
+
+// blockWriter applies changes to the chained blocks of an index, one
+// block (and the neighbours a shrunk block takes in) at a time.
 type blockWriter struct {
 	blocks  kv.Bucket
 	written int
@@ -101,11 +209,16 @@ type blockWriter struct {
 }
 
 // rewrite applies every change of ops that falls in the range of the
-// block holding ops' current key, then moves ops past them.
+// block holding ops' current key, then moves ops past them. The range
+// keeps its bounds, so no block outside it changes: its first run stays
+// under the range's key, the others go under separators between the
+// runs, each names the next as its successor, and the last names the
+// range's successor. A range at the end of the index that empties hands
+// the end to the block before it.
 func (w *blockWriter) rewrite(ops ixSource) error {
 	k, _ := ops.current()
 	cur := w.blocks.Cursor()
-	var olds [][]byte // keys of the blocks replaced
+	var olds [][]byte // keys of the blocks replaced, the range's own first
 	var entries [][]byte
 	hi, err := w.take(cur, k, &olds, &entries)
 	if err != nil {
@@ -114,7 +227,7 @@ func (w *blockWriter) rewrite(ops ixSource) error {
 	w.merged = w.merged[:0]
 	for {
 		w.merged = applyOps(w.merged, entries, ops, hi)
-		if hi == nil || blockSize(w.merged) >= tune.IndexBlockBytes/4 {
+		if hi == nil || len(w.merged) > 0 && blockSize(w.merged) >= tune.IndexBlockBytes/4 {
 			break
 		}
 		// Too small for a block of its own: take in the next one.
@@ -127,48 +240,88 @@ func (w *blockWriter) rewrite(ops ixSource) error {
 		w.merged = w.merged[:0]
 		hi = next
 	}
+	lo := olds[0]
+	if len(w.merged) == 0 && !bytes.Equal(lo, headKey) {
+		return w.endBefore(cur, olds)
+	}
+	for _, old := range olds[1:] {
+		if err := w.blocks.Delete(old); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	written, err := putRange(w.blocks, lo, hi, w.merged)
+	w.written += written
+	return err
+}
+
+// putRange writes entries (ascending) as the blocks of the range from lo
+// up to hi (nil: the end of the index), packed full at the end of the
+// index and spread evenly elsewhere (splitBlocks): the first under lo,
+// the others under the separator before their first entry, each naming
+// the next, the last naming hi. It returns the bytes written.
+func putRange(b kv.Bucket, lo, hi []byte, entries [][]byte) (written int, err error) {
+	runs, shared := splitBlocks(entries, hi)
+	key := lo
+	for i, run := range runs {
+		succ := hi
+		if i+1 < len(runs) {
+			succ = separator(run[len(run)-1], runs[i+1][0])
+		}
+		v := appendRun(nil, key, run, shared[i], succ)
+		if err := b.Put(key, v); err != nil {
+			return written, mapStoreErr(err)
+		}
+		written += len(v)
+		key = succ
+	}
+	return written, nil
+}
+
+// endBefore removes the blocks of olds, a range at the end of the index
+// that holds no entry any more, and makes the block before it the last.
+func (w *blockWriter) endBefore(cur kv.Cursor, olds [][]byte) error {
+	if k, _ := cur.Seek(olds[0]); !bytes.Equal(k, olds[0]) {
+		return fmt.Errorf("%w: block %x vanished while folding", errBlock, olds[0])
+	}
+	pk, pv := cur.Prev()
+	if pk == nil {
+		return noHead(olds[0])
+	}
+	var entries [][]byte
+	if _, err := addBlock(pk, pv, olds[0], &entries); err != nil {
+		return err
+	}
 	for _, old := range olds {
 		if err := w.blocks.Delete(old); err != nil {
 			return mapStoreErr(err)
 		}
 	}
-	if len(w.merged) == 0 {
-		return nil
-	}
-	runs, shared := splitBlocks(w.merged, hi == nil)
-	for i, run := range runs {
-		b := appendRun(nil, run, shared[i])
-		if err := w.blocks.Put(run[0], b); err != nil {
-			return mapStoreErr(err)
-		}
-		w.written += len(b)
-	}
-	return nil
+	b := appendBlock(nil, pk, entries, nil)
+	w.written += len(b)
+	return mapStoreErr(w.blocks.Put(pk, b))
 }
 
-// take finds the block whose range holds k (from its key, or from below
-// everything for the first block, up to the next block's key), adds its
-// key to olds and its entries to entries, and returns the next block's key
-// (nil: it is the last).
+// take finds the block whose range holds k (from its key up to its
+// successor), adds its key to olds and its entries to entries, and
+// returns its successor (nil: it is the last).
 func (w *blockWriter) take(cur kv.Cursor, k []byte, olds, entries *[][]byte) (next []byte, err error) {
 	bk, bv := cur.Seek(k)
-	if bk == nil || !bytes.Equal(bk, k) {
+	var after []byte
+	if bk != nil && bytes.Equal(bk, k) {
+		after, _ = cur.Next()
+	} else {
+		after = bk
 		if bk == nil {
 			bk, bv = cur.Last()
-		} else if pk, pv := cur.Prev(); pk != nil {
-			bk, bv = pk, pv
 		} else {
-			bk, bv = cur.First() // k is below every block: the first one takes it
+			bk, bv = cur.Prev()
+		}
+		if bk == nil {
+			return nil, noHead(after) // the head block is below every entry
 		}
 	}
-	if bk == nil {
-		return nil, nil // no blocks yet
-	}
-	if err := addBlock(bk, bv, olds, entries); err != nil {
-		return nil, err
-	}
-	next, _ = cur.Next()
-	return next, nil
+	*olds = append(*olds, bk)
+	return addBlock(bk, bv, after, entries)
 }
 
 // takeAt takes the block filed under key (the next one of a range).
@@ -177,23 +330,32 @@ func (w *blockWriter) takeAt(cur kv.Cursor, key []byte, olds, entries *[][]byte)
 	if bk == nil || !bytes.Equal(bk, key) {
 		return nil, fmt.Errorf("%w: block %x vanished while folding", errBlock, key)
 	}
-	if err := addBlock(bk, bv, olds, entries); err != nil {
-		return nil, err
-	}
-	next, _ = cur.Next()
-	return next, nil
+	*olds = append(*olds, bk)
+	after, _ := cur.Next()
+	return addBlock(bk, bv, after, entries)
 }
 
-func addBlock(key, v []byte, olds, entries *[][]byte) error {
+// addBlock checks the chained block v under key, whose next in the bucket
+// is after (nil: none), adds its entries to entries, and returns its
+// successor (nil: it is the last).
+func addBlock(key, v, after []byte, entries *[][]byte) ([]byte, error) {
 	b, err := parseBlock(key, v)
+	if err == nil && !b.chained {
+		err = fmt.Errorf("%w: a block of version 1 where the blocks are chained", errBlock)
+	}
+	if err == nil {
+		err = chainBreak(&b, key, after)
+	}
 	if err == nil {
 		*entries, _, err = b.entries(*entries, make([]byte, 0, len(v)))
 	}
 	if err != nil {
-		return fmt.Errorf("block %x: %w", key, err)
+		return nil, fmt.Errorf("block %x: %w", key, err)
 	}
-	*olds = append(*olds, key)
-	return nil
+	if len(b.succ) == 0 {
+		return nil, nil
+	}
+	return b.succ, nil
 }
 
 // applyOps appends to dst the entries merged with the changes of ops below
@@ -219,15 +381,11 @@ func applyOps(dst, entries [][]byte, ops ixSource, hi []byte) [][]byte {
 }
 
 // writeBlocks fills the empty blocks bucket b with keys (ascending), packed
-// full: a rebuild, or the first blocks of an index.
+// full and chained from the head block (which an empty index has too): a
+// rebuild, or the first block of an index.
 func writeBlocks(b kv.Bucket, keys [][]byte) error {
-	runs, shared := splitBlocks(keys, true)
-	for i, run := range runs {
-		if err := b.Put(run[0], appendRun(nil, run, shared[i])); err != nil {
-			return mapStoreErr(err)
-		}
-	}
-	return nil
+	_, err := putRange(b, headKey, nil, keys)
+	return err
 }
 
 func (ix *collIndex) blockErr(err error) error {

@@ -159,13 +159,21 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 }
 
 // checkBlocked checks a blocked index's own structure: every block sound
-// (its checksum, its entries in order, below the next block's), and a
-// journal of sound records under every sequence from Floor to Seq, holding
-// as many changes as the definition counts.
+// (its checksum, its entries in order and within its range), the chain
+// whole (the first block under headKey, each block followed by the one it
+// names, the last naming none), and a journal of sound records under
+// every sequence from Floor to Seq, holding as many changes as the
+// definition counts.
 func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any), pace *pace) error {
-	var last []byte
+	var last, prevKey []byte
+	var prev block
 	bc := ix.entries.Cursor()
-	for k, v := bc.First(); k != nil; k, v = bc.Next() {
+	k, v := bc.First()
+	if k == nil && ix.def.Chained {
+		report(uuidv7.UUID{}, headKey, "%v", noHead(nil))
+		return nil
+	}
+	for ; k != nil; k, v = bc.Next() {
 		if err := pace.step(len(v)); err != nil {
 			return err
 		}
@@ -175,6 +183,17 @@ func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any
 		}
 		b, err := parseBlock(k, v)
 		var entries [][]byte
+		switch {
+		case err != nil:
+		case ix.def.Chained && !b.chained:
+			err = fmt.Errorf("%w: a block of version 1 in an index whose blocks are chained", errBlock)
+		case prevKey == nil && b.chained && !bytes.Equal(k, headKey):
+			err = noHead(k)
+		case prevKey != nil && !prev.chained && b.chained:
+			err = fmt.Errorf("%w: a chained block after one of version 1", errBlock)
+		default:
+			err = chainBreak(&prev, prevKey, k)
+		}
 		if err == nil {
 			entries, _, err = b.entries(nil, nil)
 		}
@@ -189,6 +208,15 @@ func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any
 			}
 			last = e
 		}
+		if b.chained && len(b.succ) > 0 && last != nil && bytes.Compare(last, b.succ) >= 0 {
+			report(uuidv7.UUID{}, k, "%v: its last entry is not below its successor %x", errBlock, b.succ)
+			return nil
+		}
+		prev, prevKey = b, k
+	}
+	if err := chainBreak(&prev, prevKey, nil); err != nil {
+		report(uuidv7.UUID{}, prev.succ, "%v", err)
+		return nil
 	}
 	d := &ix.def
 	if d.Floor > d.Seq || d.FoldTo != 0 && (d.FoldTo <= d.Floor || d.FoldTo > d.Seq) {
@@ -303,6 +331,10 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 		}
 		d := &ix.def
 		d.Inc, d.Floor, d.Pending, d.FoldTo, d.FoldNext = rand.Uint64()|1, d.Seq, 0, 0, nil
+		d.Chained, d.ChainNext = true, nil
+		if err := t.needFormat(formatChained); err != nil {
+			return err
+		}
 		ix.base.Seq, ix.base.Floor = d.Seq, d.Seq
 		ix.view, ix.viewDone, ix.pend, ix.flushed, ix.folded = nil, false, nil, nil, false
 		if c.mems != nil {
@@ -358,7 +390,7 @@ func checkJournaledViews(c *Coll) error {
 		if err != nil {
 			return err
 		}
-		disk := newIxCursor(newBlockCursor(ix.entries, c.fail), newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq))
+		disk := newIxCursor(ix.blockCursor(), newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq))
 		mk, _ := mem.First()
 		dk, _ := disk.First()
 		for mk != nil || dk != nil {

@@ -34,13 +34,15 @@ var (
 )
 
 // Formats. A new file starts at formatBase; creating its first blocked
-// index (index_block.go) raises it to formatBlocked, which a storh from
-// before blocked indexes refuses to open rather than misread. This build
-// reads both.
+// index (index_block.go) raises it to formatChained, which a storh from
+// before chained blocks refuses to open rather than misread. A file of
+// formatBlocked holds blocks of version 1, which this build reads, and
+// chains when it writes to them (chainStep). This build reads all three.
 const (
 	formatBase    = 1
 	formatBlocked = 2
-	formatVersion = formatBlocked
+	formatChained = 3
+	formatVersion = formatChained
 )
 
 // MaxNameLength bounds collection names (bytes of UTF-8).
