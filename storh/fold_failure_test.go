@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/query"
 )
 
@@ -65,6 +66,11 @@ func lastLeafOf(t *testing.T, path string, bucket ...string) (id uint64, pageSiz
 func indexedFile(t *testing.T, n int) string {
 	t.Helper()
 	fileOnly(t)
+	if engine.Invariants {
+		// Its checks read every index at every commit: the damage these
+		// tests plant fails the writes they show to succeed.
+		t.Skip("storh_invariants: each commit reads the damaged index")
+	}
 	tuneFor(t, "block=128,foldmin=4,foldmax=16")
 	path := newPath(t)
 	db := openAt(t, path)
