@@ -72,7 +72,7 @@ func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
 	if db.bolt == nil {
 		return 0, fmt.Errorf("%w: a backup copies a database file; %s is not one", ErrUnsupported, db.path)
 	}
-	if same, _ := sameFile(path, db.path); same {
+	if same, _ := db.isFile(path); same {
 		return 0, fmt.Errorf("storh: backup target %s is the database file itself; choose another path", path)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
@@ -100,12 +100,13 @@ func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
 	return n, syncDir(filepath.Dir(path))
 }
 
-func sameFile(a, b string) (bool, error) {
-	fa, err := os.Stat(a)
+// isFile reports whether path names the database's open file.
+func (db *DB) isFile(path string) (bool, error) {
+	fa, err := os.Stat(path)
 	if err != nil {
 		return false, err
 	}
-	fb, err := os.Stat(b)
+	fb, err := db.file.Stat()
 	if err != nil {
 		return false, err
 	}

@@ -69,6 +69,12 @@ type DB struct {
 	bolt *bolt.DB
 	path string
 	opts Options
+
+	// file is bbolt's descriptor of the file: what the engine reads of the
+	// file itself (page checks, its size) it reads here, never through the
+	// path, which may name another file by now.
+	file *os.File
+
 	// kindsByID caches collections' kinds by the identity of their
 	// top-level bucket, on a store whose buckets have one (see openCollIn).
 	kindsByID sync.Map
@@ -226,7 +232,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	err = containPanic(func() error {
 		return bdb.View(func(btx *bolt.Tx) error {
 			var err error
-			broken, err = checkSearchPaths(path, btx)
+			broken, err = checkSearchPaths(file, btx)
 			return err
 		})
 	})
@@ -237,7 +243,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		bdb.Close()
 		return nil, openError(path, opts, err)
 	}
-	db = &DB{store: boltStore{bdb}, bolt: bdb, path: path, opts: opts, broken: broken}
+	db = &DB{store: boltStore{bdb}, bolt: bdb, file: file, path: path, opts: opts, broken: broken}
 	if err := db.start(); err != nil {
 		bdb.Close()
 		return nil, startError(path, err)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
@@ -18,15 +20,29 @@ func NewCursor(s *plan.Spec) Cursor {
 	return Cursor{Lo: s.Lo, Hi: s.Hi, Reverse: s.Reverse, Done: s.Empty}
 }
 
-// CheckPages runs the whole structural page check on btx and returns its
-// findings as "top: detail" lines.
+// CheckPages runs the whole structural page check on btx, reading the file
+// at path, and returns its findings as "top: detail" lines.
 func CheckPages(path string, btx *bolt.Tx) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var found []string
-	err := checkPages(path, btx, nil, nil, func(top, detail string) { found = append(found, top+": "+detail) })
+	err = checkPages(f, btx, nil, nil, func(top, detail string) { found = append(found, top+": "+detail) })
 	return found, err
 }
 
-var CheckSearchPaths = checkSearchPaths
+// CheckSearchPaths runs Open's part of the page check on btx, reading the
+// file at path.
+func CheckSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return checkSearchPaths(f, btx)
+}
 
 // BlockEntries returns the entries of the index block v stored under key.
 func BlockEntries(key, v []byte) ([][]byte, error) {

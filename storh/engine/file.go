@@ -5,15 +5,6 @@ import (
 	"os"
 )
 
-// fileSize returns the apparent size of the file at path (what ls shows).
-func fileSize(path string) (int64, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
-}
-
 // diskUsage returns the apparent size of the file at path and the space the
 // file system has allocated for it. bbolt grows its file with truncate,
 // which leaves the new tail unallocated until pages are written there, so a
@@ -33,7 +24,7 @@ func (db *DB) cannotGrow() string {
 	if db.bolt == nil {
 		return ""
 	}
-	size, err := fileSize(db.path)
+	size, err := db.FileSize()
 	if err != nil {
 		return ""
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,8 +16,9 @@ import (
 // Faults on the caller's goroutine are contained (containPanic), loops are
 // not, and bbolt's own page check runs on a goroutine of its own where a
 // fault is fatal. So before anything walks a tree whose health is unknown,
-// checkPages reads the pages a transaction can reach through the file (not
-// the mapping, so it cannot fault) and checks what every walk relies on:
+// checkPages reads the pages a transaction can reach through the file's
+// descriptor (not the mapping, so it cannot fault; nor the path, which may
+// name another file by now) and checks what every walk relies on:
 // each page lies below the high-water mark and is reached once, is a
 // branch or a leaf, and every element, key and value lies inside its page.
 // A tree that passes can be walked, and checked by bbolt, without a fault
@@ -40,7 +41,7 @@ const (
 
 // pageChecker walks one transaction's page graph.
 type pageChecker struct {
-	f        *os.File
+	f        io.ReaderAt // the database's file, the one bbolt has open
 	pageSize uint64
 	hwm      uint64   // pages below this id exist
 	seen     []uint64 // one bit per page id
@@ -62,12 +63,8 @@ type pageChecker struct {
 // is not empty, the root tree is checked whole but only the named
 // top-level buckets are descended into. It returns the first error that is
 // not a finding: a file that cannot be read, or pace's.
-func checkPages(path string, btx *bolt.Tx, only []string, pace *pace, report func(top, detail string)) error {
-	pc, err := openPageChecker(path, btx)
-	if err != nil {
-		return err
-	}
-	defer pc.f.Close()
+func checkPages(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, report func(top, detail string)) error {
+	pc := newPageChecker(f, btx)
 	pc.report, pc.pace = report, pace
 	if len(only) > 0 {
 		pc.want = map[string]bool{}
@@ -81,19 +78,15 @@ func checkPages(path string, btx *bolt.Tx, only []string, pace *pace, report fun
 	return pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
 }
 
-// openPageChecker opens the file for a check of btx's pages, with the two
-// meta pages already claimed. The caller closes pc.f.
-func openPageChecker(path string, btx *bolt.Tx) (*pageChecker, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("storh: the page check cannot read the file: %w", err)
-	}
+// newPageChecker starts a check of btx's pages, read from f, with the two
+// meta pages already claimed.
+func newPageChecker(f io.ReaderAt, btx *bolt.Tx) *pageChecker {
 	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize)}
 	pc.hwm = uint64(btx.Size()) / pc.pageSize
 	pc.seen = make([]uint64, (pc.hwm+63)/64)
 	pc.mark(0)
 	pc.mark(1)
-	return pc, nil
+	return pc
 }
 
 // freelist finds the freelist page of btx's meta page: the valid meta whose
@@ -307,9 +300,9 @@ func (pc *pageChecker) bucket(top string, value []byte, depth int, what string) 
 // finding as a problem of the top-level bucket it lies under. It returns
 // the top-level buckets whose pages are damaged ("" when the root tree
 // itself is): nothing may walk them.
-func damagedTrees(path string, btx *bolt.Tx, only []string, pace *pace, emit func(Problem)) (map[string]bool, error) {
+func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(Problem)) (map[string]bool, error) {
 	var bad map[string]bool
-	err := checkPages(path, btx, only, pace, func(top, detail string) {
+	err := checkPages(f, btx, only, pace, func(top, detail string) {
 		if bad == nil {
 			bad = map[string]bool{}
 		}
@@ -349,12 +342,8 @@ const smallTree = 64
 // the scans check that keys keep ascending.) It returns the top-level
 // buckets whose paths are damaged, each with what was found first; "" is
 // the root tree itself.
-func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
-	pc, err := openPageChecker(path, btx)
-	if err != nil {
-		return nil, err
-	}
-	defer pc.f.Close()
+func checkSearchPaths(f io.ReaderAt, btx *bolt.Tx) (map[string]string, error) {
+	pc := newPageChecker(f, btx)
 	var broken map[string]string
 	// Only what makes a walk unsafe to start matters here (see loops): a
 	// fault on a damaged page is contained where it happens, and Verify
@@ -368,7 +357,7 @@ func checkSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
 			broken[top] = detail
 		}
 	}
-	err = pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+	err := pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
 	return broken, err
 }
 

@@ -49,13 +49,18 @@ func (t *Tx) Collections() ([]CollStats, error) {
 	return out, nil
 }
 
-// FileSize returns the database file's apparent size.
-// On another backend there is no file: it is 0.
+// FileSize returns the apparent size of the database file, the one open
+// (whatever its path names by now). On another backend there is no file:
+// it is 0.
 func (db *DB) FileSize() (int64, error) {
 	if db.bolt == nil {
 		return 0, nil
 	}
-	return fileSize(db.path)
+	fi, err := db.file.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
 }
 
 // FreeBytes is how much of the file is free pages (and pages freed by

@@ -170,7 +170,7 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *Verif
 	var broken map[string]bool
 	if btx != nil {
 		var err error
-		broken, err = damagedTrees(db.path, btx, colls, pace, emit)
+		broken, err = damagedTrees(db.file, btx, colls, pace, emit)
 		if err != nil || broken[""] {
 			return err
 		}
@@ -222,8 +222,8 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *Verif
 	// fault. Run it only on a file that is long enough and whose pages the
 	// walks above (and the one below, for buckets that are not collections)
 	// could read without faulting.
-	if size, err := fileSize(db.path); err == nil && size < btx.Size() {
-		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", size, btx.Size())})
+	if fi, err := db.file.Stat(); err == nil && fi.Size() < btx.Size() {
+		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", fi.Size(), btx.Size())})
 		return nil
 	}
 	if len(broken) > 0 {
@@ -339,7 +339,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 	var broken map[string]bool
 	if t.btx != nil {
 		var err error
-		if broken, err = damagedTrees(t.db.path, t.btx, colls, pace, emit); err != nil {
+		if broken, err = damagedTrees(t.db.file, t.btx, colls, pace, emit); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -145,5 +146,37 @@ func TestVerifyTimeout(t *testing.T) {
 	// Nothing was written when the time ran out: an error status.
 	if r := c.do("POST", "api/verify", nil); r.status != 503 || r.errorKind(t) != "timeout" {
 		t.Errorf("verify past the deadline: %d %s", r.status, r.body)
+	}
+}
+
+// TestVerifyAndStatsOfARemovedFile: once the file at the database's path is
+// removed, api/verify and api/stats still answer from the open file, and
+// neither response names the path.
+func TestVerifyAndStatsOfARemovedFile(t *testing.T) {
+	f := newFixture(t, 12, 8)
+	c := f.serve(t)
+	st, err := f.db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := f.db.Path()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	r := c.do("POST", "api/verify", nil)
+	if bytes.Contains(r.body, []byte(path)) {
+		t.Errorf("api/verify names the path: %s", r.body)
+	}
+	lines := verifyLines(t, c, "api/verify")
+	if rep := lines[len(lines)-1].Report; len(lines) != 1 || !rep.OK || rep.Records != 21 {
+		t.Errorf("api/verify of the open file: %+v", lines)
+	}
+	r = c.get("api/stats")
+	var got struct {
+		FileSize int64 `json:"file_size"`
+	}
+	r.decode(t, &got)
+	if r.status != 200 || got.FileSize != st.FileSize || bytes.Contains(r.body, []byte(path)) {
+		t.Errorf("api/stats of the open file: %d %s; want 200 with file_size %d and no path", r.status, r.body, st.FileSize)
 	}
 }
