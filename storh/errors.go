@@ -157,6 +157,8 @@ func opErr(op, coll string, id string, index int, err error) error {
 		e.Hint = "the database was closed; open it again"
 	case errors.Is(err, ErrReadOnly):
 		e.Hint = "writes need a database opened without WithReadOnly, and go inside Update, not View"
+	default:
+		e.Hint = engine.HintOf(err)
 	}
 	return e
 }

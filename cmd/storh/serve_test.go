@@ -691,3 +691,85 @@ func TestServeTimeouts(t *testing.T) {
 		t.Errorf("count %q, want 2: the seeded record and the normal import's", out)
 	}
 }
+
+// TestServeFileCutWhileServing runs storh serve as a process and cuts its
+// database file while it serves: requests are answered with an error
+// rather than left waiting, SIGTERM still stops the server (whose Close
+// reports the failure), and the file is released.
+func TestServeFileCutWhileServing(t *testing.T) {
+	storhBin, err := exec.LookPath("storh") // the test binary, put on the PATH by TestMain
+	if err != nil {
+		t.Skip("no storh on the PATH")
+	}
+	db := serveDB(t, 2000)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envToken+"=") && !strings.HasPrefix(kv, envDB+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(storhBin, "--db", db, "serve", "--addr", "127.0.0.1:0", "--write")
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	lines := bufio.NewReader(stderr)
+	line, err := lines.ReadString('\n')
+	m := servingURL.FindStringSubmatch(line)
+	if m == nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("storh serve printed %q (%v)", line, err)
+	}
+	var rest []byte
+	go func() {
+		rest, _ = io.ReadAll(lines)
+		exited <- cmd.Wait()
+	}()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	expectStatus(t, 200, "GET", m[1]+"api/collections/pages/records?limit=5", "", "")
+
+	if err := os.Truncate(db, int64(os.Getpagesize())); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "api/collections/pages/records?limit=5", ""},
+		{"GET", "api/stats", ""},
+		{"PUT", "api/collections/pages/records/" + uuidv7.New().String(), `{"n":1}`},
+		{"GET", "api/collections", ""},
+	} {
+		if code, body := call(t, req.method, m[1]+req.path, "", req.body); code < 500 || !strings.Contains(body, "corrupt") {
+			t.Errorf("%s %s after the cut: %d %s; want a 5xx saying the data is corrupt", req.method, req.path, code, body)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err == nil || !strings.Contains(string(rest), "restore") {
+			t.Errorf("serve after SIGTERM: %v, printed:\n%s\nwant it to fail saying to restore the file", err, rest)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("storh serve did not stop within 60s of SIGTERM")
+	}
+	again, err := storh.Open(db, storh.WithLockTimeout(100*time.Millisecond))
+	if err == nil {
+		again.Close()
+	}
+	if errors.Is(err, storh.ErrLocked) {
+		t.Errorf("the file is still locked after serve stopped: %v", err)
+	}
+}

@@ -38,6 +38,13 @@ func (db *DB) writeTo(ctx context.Context, w io.Writer) (n int64, cancel, err er
 		n, err = tx.btx.WriteTo(cw)
 		return err
 	})
+	if err != nil && cw.err == nil {
+		// bbolt copies the pages through the file: one cut short under
+		// the open database ends the copy early, with io.EOF.
+		if failed := db.checkFile(); failed != nil {
+			err = failed
+		}
+	}
 	return n, cw.err, err
 }
 

@@ -18,10 +18,22 @@ import (
 // can do (page checks, backup, compaction, file statistics) reaches the
 // *bolt.Tx underneath through boltOf.
 
-type boltStore struct{ db *bolt.DB }
+type boltStore struct {
+	db *bolt.DB
+	// file is the open database the store is the file of, when there is
+	// one: its transactions begin through it (DB.beginBolt), which refuses
+	// them once the file has failed.
+	file *DB
+}
 
 func (s boltStore) Begin(writable bool) (kv.Tx, error) {
-	tx, err := s.db.Begin(writable)
+	var tx *bolt.Tx
+	var err error
+	if s.file != nil {
+		tx, err = s.file.beginBolt(writable)
+	} else {
+		tx, err = s.db.Begin(writable)
+	}
 	if err != nil {
 		return nil, boltErr(err)
 	}

@@ -54,7 +54,20 @@ func (db *DB) Submit(op *WriteOp) error {
 		return ErrReadOnly
 	}
 	db.writes <- op
-	<-op.done
+	select {
+	case <-op.done:
+	case <-db.writerDone:
+		// The writer has stopped: the Close of a file that failed while
+		// open stops it without waiting for the calls under way.
+		select {
+		case <-op.done:
+		default:
+			if err := db.fileFailed(); err != nil {
+				return err
+			}
+			return ErrClosed
+		}
+	}
 	return op.err
 }
 

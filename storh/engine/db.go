@@ -71,9 +71,10 @@ type DB struct {
 	opts Options
 
 	// file is bbolt's descriptor of the file: what the engine reads of the
-	// file itself (page checks, its size) it reads here, never through the
-	// path, which may name another file by now.
-	file *os.File
+	// file itself (page checks, its size, its meta pages) it reads here,
+	// never through the path, which may name another file by now.
+	file     *os.File
+	pageSize int // the file's, as bbolt opened it
 
 	// kindsByID caches collections' kinds by the identity of their
 	// top-level bucket, on a store whose buckets have one (see openCollIn).
@@ -86,6 +87,13 @@ type DB struct {
 	// with what it found: they cannot be read or written without risking
 	// a search that never ends, so Tx.Coll refuses them.
 	broken map[string]string
+
+	// failed is set when the file failed while open (file_failure.go), and
+	// failedCh closed; panicsSeen is the count of contained panics the
+	// file was last checked after.
+	failed     atomic.Pointer[fileFailure]
+	failedCh   chan struct{}
+	panicsSeen atomic.Uint64
 
 	closing chan struct{} // closed when Close starts: waiters stop waiting
 	signals signals       // per queue: closed when jobs become pending
@@ -225,27 +233,28 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
+	db = &DB{bolt: bdb, file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts, failedCh: make(chan struct{})}
+	db.store = boltStore{db: bdb, file: db}
+	db.panicsSeen.Store(containedPanics.Load())
 	// Before the first search: a damaged branch that points back up its
 	// tree would make one recurse until the stack overflows, which no
 	// recover can stop.
-	var broken map[string]string
 	err = containPanic(func() error {
-		return bdb.View(func(btx *bolt.Tx) error {
+		return db.boltView(func(btx *bolt.Tx) error {
 			var err error
-			broken, err = checkSearchPaths(file, btx)
+			db.broken, err = checkSearchPaths(file, btx)
 			return err
 		})
 	})
-	if err == nil && broken[""] != "" {
-		err = fmt.Errorf("%w: the file is damaged: %s", ErrCorrupt, broken[""])
+	if err == nil && db.broken[""] != "" {
+		err = fmt.Errorf("%w: the file is damaged: %s", ErrCorrupt, db.broken[""])
 	}
 	if err != nil {
-		bdb.Close()
+		db.release()
 		return nil, openError(path, opts, err)
 	}
-	db = &DB{store: boltStore{bdb}, bolt: bdb, file: file, path: path, opts: opts, broken: broken}
 	if err := db.start(); err != nil {
-		bdb.Close()
+		db.release()
 		return nil, startError(path, err)
 	}
 	return db, nil
@@ -287,7 +296,9 @@ func (db *DB) start() error {
 		return err
 	}
 	if db.bolt != nil {
-		if err := db.bolt.View(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil }); err != nil {
+		if err := containPanic(func() error {
+			return db.boltView(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil })
+		}); err != nil {
 			return mapStoreErr(err)
 		}
 	}
@@ -400,6 +411,10 @@ func (db *DB) Options() Options { return db.opts }
 
 // Close waits for running operations, commits queued writes, and closes the
 // file. Calls after Close fail with ErrClosed; a second Close returns nil.
+//
+// On a file that failed while open (file_failure.go) Close waits for
+// nothing that may be waiting on bbolt's locks: it releases the file and
+// returns the failure.
 func (db *DB) Close() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
 		return &Error{Op: "close", Index: -1, Err: ErrNestedTx, Hint: "close the database after the transaction returns"}
@@ -409,13 +424,26 @@ func (db *DB) Close() error {
 	}
 	close(db.closing)
 	if db.active.Or(closedBit) != 0 {
-		<-db.drained // running operations finish; their queued writes commit
+		select {
+		case <-db.drained: // running operations finish; their queued writes commit
+		case <-db.failedCh:
+		}
 	}
 	if db.stop != nil {
 		close(db.stop)
-		<-db.writerDone
+		select {
+		case <-db.writerDone:
+		case <-db.failedCh:
+		}
 	}
 	db.stopListening()
+	if failure := db.fileFailed(); failure != nil {
+		err := failure
+		if aerr := db.abandonFile(); aerr != nil {
+			err = fmt.Errorf("%w; %w", failure, aerr)
+		}
+		return &Error{Op: "close", Index: -1, Err: err, Hint: damagedHint}
+	}
 	if err := db.store.Close(); err != nil {
 		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
 	}
@@ -423,7 +451,8 @@ func (db *DB) Close() error {
 }
 
 // Enter marks the start of an operation: it fails with ErrClosed on a closed
-// database and ErrNestedTx inside a transaction callback. Every successful
+// database, ErrNestedTx inside a transaction callback, and ErrCorrupt on a
+// file that failed while open. Every successful
 // Enter must be paired with Exit.
 func (db *DB) Enter() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
@@ -432,6 +461,10 @@ func (db *DB) Enter() error {
 	if db.active.Add(1)&closedBit != 0 {
 		db.Exit()
 		return ErrClosed
+	}
+	if err := db.fileFailed(); err != nil {
+		db.Exit()
+		return err
 	}
 	return nil
 }
@@ -592,7 +625,7 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 	committed := false
 	defer func() {
 		if !committed {
-			_ = ktx.Rollback()
+			db.rollback(ktx)
 		}
 	}()
 	ferr := fn(ktx)
@@ -705,6 +738,7 @@ func contain(fn func() error) (err error, panicked bool) {
 // its text would mislead a reader, so it is left out; bbolt's own panics
 // name what it found and are kept.
 func damaged(r any) error {
+	containedPanics.Add(1)
 	if _, runtimeErr := r.(runtime.Error); runtimeErr {
 		return fmt.Errorf("%w: the database file is damaged: a page cannot be read (the file may be truncated or overwritten)", ErrCorrupt)
 	}

@@ -78,7 +78,7 @@ func (db *DB) directView(fn func(btx *bolt.Tx) error) (err error) {
 			err = damaged(r)
 		}
 	}()
-	btx, err := db.bolt.Begin(false)
+	btx, err := db.beginBolt(false)
 	if err != nil {
 		return mapStoreErr(boltErr(err))
 	}

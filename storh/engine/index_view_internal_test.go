@@ -20,7 +20,7 @@ func twoDBsOnOneStore(t *testing.T) (a, b *DB) {
 	}
 	t.Cleanup(func() { bdb.Close() })
 	for _, p := range []**DB{&a, &b} {
-		if *p, err = OpenStore(boltStore{bdb}, "two", Options{}); err != nil {
+		if *p, err = OpenStore(boltStore{db: bdb}, "two", Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -33,6 +33,6 @@ func TestKVContract(t *testing.T) {
 				t.Logf("the bbolt file is left open: a transaction in it never ended")
 			}
 		})
-		return boltStore{db}
+		return boltStore{db: db}
 	})
 }

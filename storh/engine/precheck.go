@@ -56,10 +56,36 @@ func precheck(path string) error {
 		return nil // bbolt reports it, with the operating system's reason
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || fi.Size() == 0 {
+	m, found, size, err := readFileMeta(f, 0)
+	if err != nil || size == 0 || !found {
 		return nil
 	}
+	return shortFile(m, size)
+}
+
+// checkFileHolds checks the file of an open database, whose pages are
+// pageSize bytes, through its descriptor: a valid meta page, and every page
+// it claims. A file cut short under the mapping, or whose meta pages were
+// both overwritten, fails it; an error reading it too.
+func checkFileHolds(f *os.File, pageSize int) error {
+	m, found, size, err := readFileMeta(f, int64(pageSize))
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: the file cannot be read: %v", ErrCorrupt, err)
+	case !found:
+		return fmt.Errorf("%w: the file is damaged: neither of its meta pages is valid (truncated to %d bytes, or overwritten)", ErrCorrupt, size)
+	}
+	return shortFile(m, size)
+}
+
+// readFileMeta reads the meta pages of the database file f, whose pages are
+// pageSize bytes (0: as its first meta page says, else the system's): the
+// valid one with the higher transaction id (found is false when neither
+// is), and the
+// file's size, taken after the meta pages: a writer grows the file before
+// it writes a meta page that claims the new pages, so a size taken before
+// could be short of a meta page read after it.
+func readFileMeta(f *os.File, pageSize int64) (best boltMeta, found bool, size int64, err error) {
 	// A meta page's fields fit in its first 128 bytes; the second meta page
 	// is one page size in, which the first one gives.
 	readMeta := func(off int64) (boltMeta, bool) {
@@ -69,13 +95,15 @@ func precheck(path string) error {
 		}
 		return readBoltMeta(b[:])
 	}
-	best, found := boltMeta{}, false
 	m0, ok0 := readMeta(0)
 	if ok0 {
 		best, found = m0, true
 	}
-	pageSize := int64(m0.pageSize)
-	if !ok0 {
+	switch {
+	case pageSize > 0:
+	case ok0:
+		pageSize = int64(m0.pageSize)
+	default:
 		pageSize = int64(os.Getpagesize())
 	}
 	if pageSize > 0 {
@@ -83,15 +111,22 @@ func precheck(path string) error {
 			best, found = m1, true
 		}
 	}
-	if !found || best.pageSize == 0 {
-		return nil
+	fi, err := f.Stat()
+	if err != nil {
+		return best, false, 0, err
 	}
+	return best, found && best.pageSize > 0, fi.Size(), nil
+}
+
+// shortFile fails a file of size bytes that cannot hold the pages its meta
+// page m claims.
+func shortFile(m boltMeta, size int64) error {
 	const noFreelist = ^uint64(0) // a file written with NoFreelistSync
-	switch need := int64(best.pgid) * int64(best.pageSize); {
-	case fi.Size() < need:
-		return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", ErrCorrupt, fi.Size(), need)
-	case best.freelist != noFreelist && best.freelist >= best.pgid:
-		return fmt.Errorf("%w: the file is damaged: its freelist is said to be on page %d, past its last page %d", ErrCorrupt, best.freelist, best.pgid-1)
+	switch need := int64(m.pgid) * int64(m.pageSize); {
+	case size < need:
+		return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", ErrCorrupt, size, need)
+	case m.freelist != noFreelist && m.freelist >= m.pgid:
+		return fmt.Errorf("%w: the file is damaged: its freelist is said to be on page %d, past its last page %d", ErrCorrupt, m.freelist, m.pgid-1)
 	}
 	return nil
 }

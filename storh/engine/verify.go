@@ -140,13 +140,18 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 	defer found.deliver(report)
 	pace := newPace(ctx)
 	err := pace.check()
+	if err == nil && db.file != nil {
+		// A file cut short under the open database is not damage to
+		// report: the DB has lost its file (file_failure.go).
+		err = db.checkFile()
+	}
 	if err == nil {
 		err = containPanic(func() error {
 			ktx, err := db.store.Begin(!db.opts.ReadOnly && db.bolt != nil)
 			if err != nil {
 				return mapStoreErr(err)
 			}
-			defer ktx.Rollback()
+			defer db.rollback(ktx)
 			if err := db.verifyTx(ktx, colls, emit, &rep, pace); err != nil {
 				return err
 			}

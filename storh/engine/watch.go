@@ -138,9 +138,12 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 	switch {
 	case db.opts.ReadOnly:
 	case db.bolt != nil:
-		if btx, err := db.bolt.Begin(true); err == nil {
-			_ = btx.Rollback()
+		btx, err := db.beginBolt(true)
+		if err != nil {
+			s.Close()
+			return nil, mapStoreErr(err)
 		}
+		db.rollback(boltTx{btx})
 	default:
 		db.writeMu.Lock()
 		db.writeMu.Unlock()
