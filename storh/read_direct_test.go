@@ -301,3 +301,60 @@ func TestPointReadsDuringCommits(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReadsCheckKindOfCollectionCreatedLater: a Docs handle opened while
+// its collection did not exist, and a Log of that name created afterwards
+// through a transaction: every read through the Docs handle, point reads
+// and ranged reads (which on a file read the pages directly) as well as
+// counts, is refused with ErrWrongKind, a small log (kept inline in its
+// parent's page) and a large one alike, and reads through a Log handle
+// see its records.
+func TestReadsCheckKindOfCollectionCreatedLater(t *testing.T) {
+	for _, n := range []int{1, 400} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			db := openTemp(t)
+			docs, err := db.Docs("x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []uuidv7.UUID
+			if err := db.Update(func(tx *storh.Tx) error {
+				log, err := tx.Log("x")
+				if err != nil {
+					return err
+				}
+				for i := range n {
+					r, err := log.Put(storh.Map{"i": i, "pad": strings.Repeat("p", 100)})
+					if err != nil {
+						return err
+					}
+					ids = append(ids, r.ID)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// Each read twice: the first finds the collection's root, the
+			// second reads it from the handle's cache.
+			for range 2 {
+				_, err := docs.Get(ids[0])
+				checkErr(t, err, storh.ErrWrongKind)
+				err = docs.GetRaw(ids[n-1], func([]byte) error { return nil })
+				checkErr(t, err, storh.ErrWrongKind)
+				_, err = docs.Find(all())
+				checkErr(t, err, storh.ErrWrongKind)
+				_, err = streamErr(docs.Stream(query.All().After(ids[0]).Limit(10)))
+				checkErr(t, err, storh.ErrWrongKind)
+				_, err = docs.Count()
+				checkErr(t, err, storh.ErrWrongKind)
+			}
+			log, err := db.Log("x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := log.Find(all()); err != nil || len(got) != n {
+				t.Fatalf("Log handle: Find(All) = %d records, %v; want %d", len(got), err, n)
+			}
+		})
+	}
+}

@@ -27,13 +27,17 @@ import (
 // truncated file is contained as on every direct read.
 
 // rootAt is a records bucket's root page at one transaction id of one
-// open file: transaction ids are the file's, so a Handle value carried to
-// another DB (two files copied from one, whose ids coincide) must not
-// find its root here.
+// open file, with the kind of its collection: transaction ids are the
+// file's, so a Handle value carried to another DB (two files copied from
+// one, whose ids coincide) must not find its root here. The kind is
+// checked on every read, as the full path checks it when it opens the
+// collection: another handle may have created the collection as another
+// kind after this one was opened.
 type rootAt struct {
 	file *bolt.DB
 	txid int
 	root uint64
+	kind Kind
 }
 
 // rootSlot caches the rootAt of one handle's collection.
@@ -209,12 +213,13 @@ func branchChild(p []byte, i int) uint64 {
 
 // recordsRoot returns the root page of h's records bucket in btx, found
 // once per commit; 0 when the bucket is inline in its parent's page (a
-// small collection), or when there is no collection (exists false).
+// small collection), or when there is no collection (exists false). A
+// collection of another kind than h's is ErrWrongKind.
 func recordsRoot(btx *bolt.Tx, h Handle) (root uint64, exists bool, err error) {
 	txid, file := btx.ID(), btx.DB()
 	if h.roots != nil {
 		if r := h.roots.p.Load(); r != nil && r.txid == txid && r.file == file {
-			return r.root, true, nil
+			return r.root, true, r.checkKind(h)
 		}
 	}
 	name := h.key
@@ -225,13 +230,25 @@ func recordsRoot(btx *bolt.Tx, h Handle) (root uint64, exists bool, err error) {
 	if coll == nil {
 		return 0, false, nil
 	}
-	recs := coll.Bucket(bucketRecords)
-	if recs == nil {
-		return 0, false, fmt.Errorf("%w: collection %q lacks its records bucket", ErrCorrupt, h.Name)
+	meta, recs := coll.Bucket(bucketMeta), coll.Bucket(bucketRecords)
+	if meta == nil || recs == nil {
+		return 0, false, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, h.Name, missing(wrapBucket(meta), wrapBucket(recs)))
 	}
-	root = uint64(recs.Root())
+	k := meta.Get(keyKind)
+	if len(k) != 1 {
+		return 0, false, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, h.Name)
+	}
+	at := &rootAt{file: file, txid: txid, root: uint64(recs.Root()), kind: Kind(k[0])}
 	if h.roots != nil {
-		h.roots.p.Store(&rootAt{file: file, txid: txid, root: root})
+		h.roots.p.Store(at)
 	}
-	return root, true, nil
+	return at.root, true, at.checkKind(h)
+}
+
+// checkKind is checkKind for the direct paths, which open no Coll.
+func (r *rootAt) checkKind(h Handle) error {
+	if h.Kind == 0 || r.kind == h.Kind {
+		return nil
+	}
+	return checkKind(&Coll{Name: h.Name, Kind: r.kind}, h.Kind)
 }

@@ -12,12 +12,12 @@ import (
 // A point read is the most frequent read, and on a file almost all of its
 // cost is the path to the value. On bbolt it therefore goes straight to the
 // file: one read transaction and a search of the records bucket's pages
-// from the root this commit has (direct.go), without opening the
-// collection's metadata or bbolt's buckets on the way. That is sound because
-// a file belongs to one process at a time (bbolt locks it), and within the
-// process a collection's kind only changes through DropColl, after which a
-// handle opened earlier takes the full path and its checks. Other stores,
-// and collections Open found damaged, take the full path always.
+// from the root this commit has (direct.go), without opening bbolt's
+// buckets on the way. The collection's kind is read with the root, once
+// per commit, and checked on every read: a handle opened before another
+// created the collection as another kind must not read it. A handle opened
+// before a DropColl takes the full path and its checks. Other stores, and
+// collections Open found damaged, take the full path always.
 
 // ReadRecord reads the record id of the collection of h in a read
 // transaction of its own and hands its checked payload to use, valid only
