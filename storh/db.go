@@ -227,6 +227,14 @@ type Stats struct {
 	// indexes whose last fold in this process failed (nil when none did):
 	// see IndexInfo.FoldError.
 	FoldError error
+
+	// DirectReadsOff is empty when point and ranged reads of the file read
+	// its pages directly, the fast path. Open checks that the file's pages
+	// are in the layout that path knows (bbolt's format, read the way
+	// bbolt reads it); when they are not, it says why here, and every read
+	// goes through bbolt's buckets: slower, the same answers. Always empty
+	// on PostgreSQL.
+	DirectReadsOff string
 }
 
 // Stats reads the statistics of the database and every collection. It does
@@ -253,6 +261,7 @@ func (db *DB) Stats() (Stats, error) {
 		return s, opErr("stats", "", "", -1, err)
 	}
 	s.FreeBytes = db.eng.FreeBytes()
+	s.DirectReadsOff = db.eng.DirectReadsOff()
 	cs, err := db.eng.CommitStats()
 	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
 	s.FoldError = db.eng.FoldError()

@@ -74,11 +74,12 @@ func statsJSON(st storh.Stats) any {
 		cols = append(cols, cj)
 	}
 	return struct {
-		Path        string     `json:"path"`
-		FileSize    int64      `json:"file_size"`
-		FreeBytes   int64      `json:"free_bytes"`
-		Collections []collJSON `json:"collections"`
-	}{st.Path, st.FileSize, st.FreeBytes, cols}
+		Path           string     `json:"path"`
+		FileSize       int64      `json:"file_size"`
+		FreeBytes      int64      `json:"free_bytes"`
+		DirectReadsOff string     `json:"direct_reads_off,omitempty"`
+		Collections    []collJSON `json:"collections"`
+	}{st.Path, st.FileSize, st.FreeBytes, st.DirectReadsOff, cols}
 }
 
 // fileSizes gives a database file's size and, when it differs, the space it
@@ -101,6 +102,9 @@ func fmtTime(t time.Time) string { return t.UTC().Format(jsonl.TimeLayout) }
 
 func (a *app) printStats(st storh.Stats) error {
 	fmt.Fprintf(a.stdout, "database %s: %s, %s\n", st.Path, fileSizes(st.Path, st.FileSize), plural(int64(len(st.Collections)), "collection"))
+	if st.DirectReadsOff != "" {
+		fmt.Fprintf(a.stdout, "reads go through bbolt's buckets, not straight to the file's pages (slower, the same answers): %s\n", st.DirectReadsOff)
+	}
 	if len(st.Collections) == 0 {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh"
 )
 
 type compactJSON struct {
@@ -106,5 +108,31 @@ func TestMaintenanceInterrupted(t *testing.T) {
 	// The database is intact and usable.
 	if out, stderr, code := runStorh(context.Background(), "", "--db", db, "verify"); code != 0 || !strings.Contains(out, "0 problems") {
 		t.Fatalf("verify after the interrupted commands: %s %s", out, stderr)
+	}
+}
+
+// TestStatsShowsDirectReadsOff: when Open found the file's pages in a
+// layout the direct reader does not know, storh stats says that reads go
+// through bbolt's buckets and why, in text and in JSON; otherwise it says
+// nothing of it.
+func TestStatsShowsDirectReadsOff(t *testing.T) {
+	for _, why := range []string{"", "no meta page of bbolt's format version 2 holds transaction 7"} {
+		var out strings.Builder
+		a := &app{stdout: &out}
+		st := storh.Stats{Path: filepath.Join(t.TempDir(), "x.db"), DirectReadsOff: why}
+		if err := a.printStats(st); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(statsJSON(st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := strings.Contains(out.String(), "reads go through bbolt's buckets")
+		if shown != (why != "") || !strings.Contains(out.String(), why) {
+			t.Errorf("stats with DirectReadsOff %q printed:\n%s", why, out.String())
+		}
+		if strings.Contains(string(b), "direct_reads_off") != (why != "") || !strings.Contains(string(b), why) {
+			t.Errorf("stats --json with DirectReadsOff %q: %s", why, b)
+		}
 	}
 }

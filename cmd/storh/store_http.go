@@ -176,17 +176,18 @@ type apiCollection struct {
 
 func (s *httpStore) stats() (storh.Stats, error) {
 	var out struct {
-		Backend     string          `json:"backend"`
-		FileSize    int64           `json:"file_size"`
-		FreeBytes   int64           `json:"free_bytes"`
-		Commits     int64           `json:"commits"`
-		PageWrites  int64           `json:"page_writes"`
-		Collections []apiCollection `json:"collections"`
+		Backend        string          `json:"backend"`
+		FileSize       int64           `json:"file_size"`
+		FreeBytes      int64           `json:"free_bytes"`
+		Commits        int64           `json:"commits"`
+		PageWrites     int64           `json:"page_writes"`
+		DirectReadsOff string          `json:"direct_reads_off"`
+		Collections    []apiCollection `json:"collections"`
 	}
 	if err := s.getJSON("api/stats", nil, &out); err != nil {
 		return storh.Stats{}, err
 	}
-	st := storh.Stats{Path: s.base, FileSize: out.FileSize, FreeBytes: out.FreeBytes, Commits: out.Commits, PageWrites: out.PageWrites}
+	st := storh.Stats{Path: s.base, FileSize: out.FileSize, FreeBytes: out.FreeBytes, Commits: out.Commits, PageWrites: out.PageWrites, DirectReadsOff: out.DirectReadsOff}
 	for _, c := range out.Collections {
 		ci := storh.CollectionInfo{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
 		if c.FirstID != "" {

@@ -94,6 +94,9 @@ type DB struct {
 	failed     atomic.Pointer[fileFailure]
 	failedCh   chan struct{}
 	panicsSeen atomic.Uint64
+	// directOff says why point and ranged reads take bbolt's buckets rather
+	// than the file's pages (layoutMismatch); "" when they read the pages.
+	directOff string
 
 	closing chan struct{} // closed when Close starts: waiters stop waiting
 	signals signals       // per queue: closed when jobs become pending
@@ -242,7 +245,9 @@ func Open(path string, opts Options) (db *DB, err error) {
 	err = containPanic(func() error {
 		return db.boltView(func(btx *bolt.Tx) error {
 			var err error
-			db.broken, err = checkSearchPaths(file, btx)
+			if db.broken, err = checkSearchPaths(file, btx); err == nil && db.broken[""] == "" {
+				db.directOff = layoutMismatch(file, btx, db.broken)
+			}
 			return err
 		})
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"unsafe"
 
@@ -252,3 +253,117 @@ func (r *rootAt) checkKind(h Handle) error {
 	}
 	return checkKind(&Coll{Name: h.Name, Kind: r.kind}, h.Kind)
 }
+
+// The direct reader depends on bbolt's page layout, which bbolt does not
+// export: the meta page (format version 2), the page header, the element
+// headers of branches and leaves, and nested buckets' values. Two guards
+// keep that coupling honest. layoutChecked names the bbolt release the
+// layout was checked against, and a test fails when go.mod names another
+// until the assumptions above (and pages.go's, precheck.go's) are checked
+// again. And Open checks each file it opens (layoutMismatch): its meta page
+// is one the reader knows, and the reader reads a tree of it as bbolt does.
+// A file that fails the check is read through bbolt's buckets only: slower,
+// never wrong; Stats says so.
+const layoutChecked = "v1.5.0"
+
+// forcedLayoutMismatch, set by tests, is what Open's layout check finds in
+// every file: the fallback to bbolt's reads is tested on healthy files.
+var forcedLayoutMismatch string
+
+// layoutCheckEntries is how many entries of a tree, from each end, the
+// layout check compares: enough to cross a leaf and meet a branch.
+const layoutCheckEntries = 32
+
+// layoutMismatch checks at Open that the direct reader knows the format of
+// the file bbolt has open in btx: that one of its meta pages, read through
+// f, is a meta page of bbolt's format version 2 for this transaction with
+// bbolt's page size and root, and that the reader finds the same keys and
+// values as bbolt's cursor at both ends of the root tree and of the first
+// records tree that has pages of its own (outside the collections Open
+// found broken). It returns why not, or "".
+func layoutMismatch(f io.ReaderAt, btx *bolt.Tx, broken map[string]string) string {
+	if forcedLayoutMismatch != "" {
+		return forcedLayoutMismatch
+	}
+	pageSize := btx.DB().Info().PageSize
+	root := uint64(btx.Cursor().Bucket().RootPage())
+	found := false
+	for id := range 2 {
+		var b [128]byte
+		if _, err := f.ReadAt(b[:], int64(id*pageSize)); err != nil {
+			continue
+		}
+		if m, ok := readBoltMeta(b[:]); ok && m.txid == uint64(btx.ID()) {
+			if m.pageSize != uint32(pageSize) || m.root != root {
+				return fmt.Sprintf("the meta page says page size %d and root page %d, bbolt reads %d and %d", m.pageSize, m.root, pageSize, root)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Sprintf("no meta page of bbolt's format version %d holds transaction %d", boltVersion, btx.ID())
+	}
+	r := newPageReader(btx)
+	if why := sameEntries(r, root, btx.Cursor(), "the root tree"); why != "" {
+		return why
+	}
+	c := btx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v != nil || broken[string(k)] != "" {
+			continue
+		}
+		recs := btx.Bucket(k).Bucket(bucketRecords)
+		if recs == nil || recs.Root() == 0 {
+			continue
+		}
+		return sameEntries(r, uint64(recs.Root()), recs.Cursor(), fmt.Sprintf("the records of %q", k))
+	}
+	return ""
+}
+
+// sameEntries compares the first and last layoutCheckEntries entries of
+// the tree at root as the page cursor reads them with what bbolt's cursor
+// c reads, and a point read of the first key; it returns the first
+// difference, or "".
+func sameEntries(r pageReader, root uint64, c *bolt.Cursor, what string) string {
+	pc := newPageCursor(r, root)
+	differ := func(k, v, bk, bv []byte) string {
+		if pc.err != nil {
+			return fmt.Sprintf("the direct reader cannot read %s: %v", what, pc.err)
+		}
+		if !bytes.Equal(k, bk) || !bytes.Equal(v, bv) || (v == nil) != (bv == nil) {
+			return fmt.Sprintf("the direct reader reads %s differently from bbolt (key %x)", what, bk)
+		}
+		return ""
+	}
+	k, v := pc.First()
+	bk, bv := c.First()
+	if why := differ(k, v, bk, bv); why != "" || bk == nil {
+		return why
+	}
+	if got, err := r.get(root, bk); err != nil || !bytes.Equal(got, bv) {
+		return fmt.Sprintf("the direct reader's search reads %s differently from bbolt (key %x)", what, bk)
+	}
+	for range layoutCheckEntries {
+		k, v = pc.Next()
+		bk, bv = c.Next()
+		if why := differ(k, v, bk, bv); why != "" || bk == nil {
+			return why
+		}
+	}
+	k, v = pc.Last()
+	bk, bv = c.Last()
+	for range layoutCheckEntries {
+		if why := differ(k, v, bk, bv); why != "" || bk == nil {
+			return why
+		}
+		k, v = pc.Prev()
+		bk, bv = c.Prev()
+	}
+	return ""
+}
+
+// DirectReadsOff says why point and ranged reads of this file go through
+// bbolt's buckets rather than reading its pages directly: "" when they
+// read the pages, and on every other backend (which has no pages).
+func (db *DB) DirectReadsOff() string { return db.directOff }

@@ -53,3 +53,11 @@ func BlockEntries(key, v []byte) ([][]byte, error) {
 	entries, _, err := b.entries(nil, nil)
 	return entries, err
 }
+
+// ForceLayoutMismatch makes the layout check of every Open, until restore
+// runs, find why: as in a file whose layout the direct reader does not
+// know.
+func ForceLayoutMismatch(why string) (restore func()) {
+	forcedLayoutMismatch = why
+	return func() { forcedLayoutMismatch = "" }
+}

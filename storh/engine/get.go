@@ -16,8 +16,9 @@ import (
 // buckets on the way. The collection's kind is read with the root, once
 // per commit, and checked on every read: a handle opened before another
 // created the collection as another kind must not read it. A handle opened
-// before a DropColl takes the full path and its checks. Other stores, and
-// collections Open found damaged, take the full path always.
+// before a DropColl takes the full path and its checks. Other stores,
+// collections Open found damaged, and files whose layout Open did not
+// recognise take the full path always.
 
 // ReadRecord reads the record id of the collection of h in a read
 // transaction of its own and hands its checked payload to use, valid only
@@ -86,9 +87,10 @@ func (db *DB) directView(fn func(btx *bolt.Tx) error) (err error) {
 	return fn(btx)
 }
 
-// direct reports whether a point read of h may take the direct path.
+// direct reports whether a point read of h may take the direct path: on
+// a file whose layout Open found to be the one the reader knows.
 func (db *DB) direct(h Handle) bool {
-	return db.bolt != nil && db.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
+	return db.bolt != nil && db.directOff == "" && db.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
 }
 
 // getIn is the full path: the collection opened with its checks.

@@ -276,6 +276,10 @@ func TestStats(t *testing.T) {
 			t.Errorf("stats without %s: %s", k, r.body)
 		}
 	}
+	// Written only when the file's reads go through bbolt's buckets.
+	if _, ok := got["direct_reads_off"]; ok {
+		t.Errorf("stats of a file read directly hold direct_reads_off: %s", r.body)
+	}
 	if _, ok := got["path"]; ok || strings.Contains(string(r.body), f.db.Path()) {
 		t.Errorf("stats show the file's path: %s", r.body)
 	}

@@ -21,6 +21,9 @@ type statsJSON struct {
 	// FoldError joins the failures of the blocked indexes' last folds in
 	// the serving process, when any failed.
 	FoldError string `json:"fold_error,omitempty"`
+	// DirectReadsOff is storh.Stats' note: written only when the file's
+	// reads go through bbolt's buckets.
+	DirectReadsOff string `json:"direct_reads_off,omitempty"`
 }
 
 // stats serves GET api/stats. Like the collections endpoint, it reads
@@ -34,7 +37,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := statsJSON{Backend: "file", Commits: st.Commits, Collections: make([]collectionJSON, 0, len(st.Collections))}
+	out := statsJSON{Backend: "file", Commits: st.Commits, DirectReadsOff: st.DirectReadsOff, Collections: make([]collectionJSON, 0, len(st.Collections))}
 	// storh names a PostgreSQL store by its URL and has no other way to
 	// tell the backend.
 	if strings.HasPrefix(st.Path, "postgres://") || strings.HasPrefix(st.Path, "postgresql://") {
