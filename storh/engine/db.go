@@ -88,12 +88,16 @@ type DB struct {
 	// a search that never ends, so Tx.Coll refuses them.
 	broken map[string]string
 
-	// failed is set when the file failed while open (file_failure.go), and
-	// failedCh closed; panicsSeen is the count of contained panics the
-	// file was last checked after.
+	// failed is set when the file failed while open (file_failure.go);
+	// panicsSeen is the count of contained panics the file was last
+	// checked after. locks are the bbolt locks a failed Begin leaves held,
+	// nil where they cannot be reached; stuck is closed when one stays
+	// held.
 	failed     atomic.Pointer[fileFailure]
-	failedCh   chan struct{}
 	panicsSeen atomic.Uint64
+	locks      *boltLocks
+	stuck      chan struct{}
+	stuckOnce  sync.Once
 	// directOff says why point and ranged reads take bbolt's buckets rather
 	// than the file's pages (layoutMismatch); "" when they read the pages.
 	directOff string
@@ -236,7 +240,8 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts, failedCh: make(chan struct{})}
+	db = &DB{bolt: bdb, file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
+		locks: reachLocks(bdb), stuck: make(chan struct{})}
 	db.store = boltStore{db: bdb, file: db}
 	db.panicsSeen.Store(containedPanics.Load())
 	// Before the first search: a damaged branch that points back up its
@@ -255,11 +260,11 @@ func Open(path string, opts Options) (db *DB, err error) {
 		err = fmt.Errorf("%w: the file is damaged: %s", ErrCorrupt, db.broken[""])
 	}
 	if err != nil {
-		db.release()
+		db.closeFile()
 		return nil, openError(path, opts, err)
 	}
 	if err := db.start(); err != nil {
-		db.release()
+		db.closeFile()
 		return nil, startError(path, err)
 	}
 	return db, nil
@@ -417,9 +422,9 @@ func (db *DB) Options() Options { return db.opts }
 // Close waits for running operations, commits queued writes, and closes the
 // file. Calls after Close fail with ErrClosed; a second Close returns nil.
 //
-// On a file that failed while open (file_failure.go) Close waits for
-// nothing that may be waiting on bbolt's locks: it releases the file and
-// returns the failure.
+// On a file that failed while open (file_failure.go) Close returns the
+// failure; if bbolt's locks stayed held, it waits for nothing that may be
+// waiting on them.
 func (db *DB) Close() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
 		return &Error{Op: "close", Index: -1, Err: ErrNestedTx, Hint: "close the database after the transaction returns"}
@@ -431,25 +436,24 @@ func (db *DB) Close() error {
 	if db.active.Or(closedBit) != 0 {
 		select {
 		case <-db.drained: // running operations finish; their queued writes commit
-		case <-db.failedCh:
+		case <-db.stuck:
 		}
 	}
 	if db.stop != nil {
 		close(db.stop)
 		select {
 		case <-db.writerDone:
-		case <-db.failedCh:
+		case <-db.stuck:
 		}
 	}
 	db.stopListening()
-	if failure := db.fileFailed(); failure != nil {
-		err := failure
-		if aerr := db.abandonFile(); aerr != nil {
-			err = fmt.Errorf("%w; %w", failure, aerr)
-		}
-		return &Error{Op: "close", Index: -1, Err: err, Hint: damagedHint}
-	}
-	if err := db.store.Close(); err != nil {
+	failure, err := db.fileFailed(), db.closeFile()
+	switch {
+	case failure != nil && err != nil:
+		return &Error{Op: "close", Index: -1, Err: fmt.Errorf("%w; %w", failure, err), Hint: damagedHint}
+	case failure != nil:
+		return &Error{Op: "close", Index: -1, Err: failure, Hint: damagedHint}
+	case err != nil:
 		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
 	}
 	return nil
@@ -630,7 +634,7 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 	committed := false
 	defer func() {
 		if !committed {
-			db.rollback(ktx)
+			_ = ktx.Rollback()
 		}
 	}()
 	ferr := fn(ktx)
@@ -640,12 +644,22 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 	if ferr != nil || !writable {
 		return ferr
 	}
+	if err := db.fileFailed(); err != nil {
+		return err // a commit would write into a file that is gone
+	}
 	// Marked only once Commit has returned: a panic inside it (bbolt
 	// meeting a damaged page while it rebalances or spills) must still
 	// roll back, or the transaction keeps bbolt's writer lock and every
 	// later write, and Close, waits for it forever.
 	err = ktx.Commit()
 	committed = true
+	if err != nil && db.file != nil {
+		// bbolt reports a file cut short under it (when it maps it again)
+		// as an error of its own: say what it is.
+		if failed := db.checkFile(); failed != nil {
+			return failed
+		}
+	}
 	return err
 }
 

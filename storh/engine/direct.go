@@ -259,8 +259,8 @@ func (r *rootAt) checkKind(h Handle) error {
 // headers of branches and leaves, and nested buckets' values. Two guards
 // keep that coupling honest. layoutChecked names the bbolt release the
 // layout was checked against, and a test fails when go.mod names another
-// until the assumptions above (and pages.go's, precheck.go's) are checked
-// again. And Open checks each file it opens (layoutMismatch): its meta page
+// until the assumptions above (and pages.go's, precheck.go's, and
+// file_failure.go's about bbolt's locks) are checked again. And Open checks each file it opens (layoutMismatch): its meta page
 // is one the reader knows, and the reader reads a tree of it as bbolt does.
 // A file that fails the check is read through bbolt's buckets only: slower,
 // never wrong; Stats says so.

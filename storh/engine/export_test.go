@@ -61,3 +61,14 @@ func ForceLayoutMismatch(why string) (restore func()) {
 	forcedLayoutMismatch = why
 	return func() { forcedLayoutMismatch = "" }
 }
+
+// WithoutLockRelease makes every Open, until restore runs, find bbolt's
+// locks out of reach, as with a bbolt whose Begin the release was not
+// checked against.
+func WithoutLockRelease() (restore func()) {
+	reachLocks = func(*bolt.DB) *boltLocks { return nil }
+	return func() { reachLocks = reachBoltLocks }
+}
+
+// BoltLocksReachable reports whether reachBoltLocks finds bdb's locks.
+func BoltLocksReachable(bdb *bolt.DB) bool { return reachBoltLocks(bdb) != nil }

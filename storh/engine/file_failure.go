@@ -3,36 +3,39 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // A database file can fail for good while it is open: cut short by
 // another program (a page past its end is a memory fault on the mapping),
 // or its meta pages overwritten. Faults and bbolt's panics are contained
-// into ErrCorrupt, but containing one does not undo what bbolt was doing:
-// a panic inside bbolt's Begin leaves its meta and mapping locks held (a
-// read transaction) or its writer lock (a write transaction), and one
-// inside the rollback of a write transaction (which rereads the freelist
-// page) leaves the writer lock held. Every later transaction, and bbolt's
-// Close, would then wait for ever.
+// into ErrCorrupt, and the rollback that follows releases what a
+// transaction holds, except in one place: bbolt's Begin reads the meta
+// pages while it holds its locks, with nothing deferred to release them.
+// A read transaction's Begin keeps the meta lock and a read lock of the
+// mapping, a write transaction's the writer lock; then every later
+// transaction, every rollback of one under way, the commit under way, and
+// bbolt's Close wait for ever.
 //
-// So the DB marks the file failed when a panic leaves bbolt's Begin or a
-// write transaction's rollback (the only places where bbolt reads pages
-// while it holds a lock that no deferred call releases), and when the file
-// no longer holds what its meta pages claim (checked through the file
-// descriptor after any contained panic in the process: a fault on the
-// mapping means the file is shorter than its pages). A failed DB answers
-// every call with the failure (Enter refuses it), begins no transaction,
-// and its Close releases the file without calling bbolt's. A damaged page
-// that bbolt meets inside a transaction, in a file that still holds its
-// pages, fails only the calls that read it: bbolt's locks are released by
-// the rollback, and Verify can report it.
+// So every transaction on the file begins through beginBolt. A panic out
+// of bbolt's Begin marks the file failed and releases the locks it left
+// held (bbolt does not export them: see boltLocks); so does a file that no
+// longer holds what its meta pages claim (checked through the descriptor
+// after any contained panic in the process: a fault on the mapping means
+// the file is shorter than its pages). A failed DB answers every call with
+// the failure (Enter refuses it), begins no transaction and commits none;
+// the calls under way finish, with errors where they read what is gone,
+// and Close closes the file with bbolt's Close, returning the failure. A
+// damaged page that bbolt meets inside a transaction, in a file that still
+// holds its pages, fails only the calls that read it, and Verify reports
+// it.
 
 // fileFailure is why the file of an open database failed.
 type fileFailure struct{ cause string }
@@ -65,9 +68,7 @@ var containedPanics atomic.Uint64
 func (db *DB) fail(cause error) {
 	msg := strings.TrimPrefix(cause.Error(), "storh: ")
 	msg = strings.TrimPrefix(msg, strings.TrimPrefix(ErrCorrupt.Error(), "storh: ")+": ")
-	if db.failed.CompareAndSwap(nil, &fileFailure{cause: msg}) {
-		close(db.failedCh)
-	}
+	db.failed.CompareAndSwap(nil, &fileFailure{cause: msg})
 }
 
 // fileFailed returns the failure of the DB's file, or nil while it is
@@ -99,9 +100,9 @@ func (db *DB) checkFile() error {
 
 // beginBolt begins a bbolt transaction on the DB's file: every transaction
 // the engine opens on it begins here. A failed file refuses at once. A
-// panic or a fault out of bbolt's Begin (it reads the meta pages) fails
-// the file, since bbolt kept its locks, and is the error returned: the
-// callers include a user's Update, which no containment wraps.
+// panic or a fault out of bbolt's Begin fails the file, releases the locks
+// bbolt kept, and is the error returned: the callers include a user's
+// Update, which no containment wraps.
 func (db *DB) beginBolt(writable bool) (tx *bolt.Tx, err error) {
 	if err := db.fileFailed(); err != nil {
 		return nil, err
@@ -110,27 +111,71 @@ func (db *DB) beginBolt(writable bool) (tx *bolt.Tx, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			db.fail(damaged(r))
+			db.releaseBegin(writable)
 			tx, err = nil, db.failed.Load()
 		}
 	}()
 	return db.bolt.Begin(writable)
 }
 
-// rollback ends a transaction that did not commit. A panic or a fault out
-// of bbolt's rollback of a write transaction (it rereads the freelist
-// page) fails the file, since bbolt kept its writer lock, and ends there:
-// the transaction's own outcome, an error or a panic already under way,
-// goes on up as it would have.
-func (db *DB) rollback(ktx kv.Tx) {
-	if db.bolt != nil && ktx.Writable() {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				db.fail(damaged(r))
-			}
-		}()
+// releaseBegin releases the locks bbolt's Begin holds when it panics: in a
+// read transaction the meta lock and a read lock of the mapping, taken
+// before it reads the meta pages and released after; in a write
+// transaction the writer lock (the meta lock it releases in a deferred
+// call). Where they cannot be reached, the locks stay held, and Close will
+// not wait for what waits on them (stuck).
+func (db *DB) releaseBegin(writable bool) {
+	switch l := db.locks; {
+	case l == nil:
+		db.stuckOnce.Do(func() { close(db.stuck) })
+	case writable:
+		l.rw.Unlock()
+	default:
+		l.mmap.RUnlock()
+		l.meta.Unlock()
 	}
-	_ = ktx.Rollback()
+}
+
+// boltLocks are bbolt's locks that its Begin leaves held when it panics.
+// They are unexported fields of bolt.DB, reached by name and type: the
+// workaround is only as good as its knowledge of bbolt's Begin, so it is
+// used only with the bbolt release that knowledge was checked against
+// (layoutChecked: TestLayoutCheckedAgainstGoMod fails when go.mod names
+// another, and a binary that records another in its build information
+// does without), and only when the fields are where that release has them.
+type boltLocks struct {
+	rw, meta *sync.Mutex
+	mmap     *sync.RWMutex
+}
+
+// reachLocks is reachBoltLocks, which tests replace to take the path of a
+// bbolt whose locks cannot be reached.
+var reachLocks = reachBoltLocks
+
+// reachBoltLocks returns bdb's locks, or nil when they cannot be trusted
+// to be the ones Begin holds.
+func reachBoltLocks(bdb *bolt.DB) *boltLocks {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == "go.etcd.io/bbolt" && (m.Version != layoutChecked || m.Replace != nil) {
+				return nil
+			}
+		}
+	}
+	v := reflect.ValueOf(bdb).Elem()
+	field := func(name string, t reflect.Type) unsafe.Pointer {
+		f := v.FieldByName(name)
+		if !f.IsValid() || f.Type() != t {
+			return nil
+		}
+		return unsafe.Pointer(f.UnsafeAddr())
+	}
+	mutex, rwmutex := reflect.TypeFor[sync.Mutex](), reflect.TypeFor[sync.RWMutex]()
+	rw, meta, mmap := field("rwlock", mutex), field("metalock", mutex), field("mmaplock", rwmutex)
+	if rw == nil || meta == nil || mmap == nil {
+		return nil
+	}
+	return &boltLocks{rw: (*sync.Mutex)(rw), meta: (*sync.Mutex)(meta), mmap: (*sync.RWMutex)(mmap)}
 }
 
 // boltView runs fn in a read transaction of bbolt's begun by beginBolt,
@@ -145,14 +190,13 @@ func (db *DB) boltView(fn func(*bolt.Tx) error) error {
 	return fn(btx)
 }
 
-// abandonFile releases a failed file without bbolt, whose Close would wait
-// for the locks a contained panic left held: it unlocks the file (the
-// mapping keeps the open file alive, and with it bbolt's lock, after the
+// abandonFile releases a failed file whose bbolt locks stay held, without
+// bbolt, whose Close would wait for them: it unlocks the file (the mapping
+// keeps the open file alive, and with it bbolt's lock, after the
 // descriptor is closed) and closes the descriptor. The mapping stays:
 // calls that were under way when the file failed may still be reading it,
 // and unmapping would turn their reads into faults outside any
-// containment. Calls that were waiting inside bbolt for its locks then
-// wait for ever; nothing else does.
+// containment.
 func (db *DB) abandonFile() error {
 	uerr := unlockFile(db.file)
 	if err := db.file.Close(); err != nil || uerr != nil {
@@ -161,11 +205,13 @@ func (db *DB) abandonFile() error {
 	return nil
 }
 
-// release closes the file of a DB whose Open failed after bbolt opened it.
-func (db *DB) release() {
-	if db.fileFailed() != nil {
-		_ = db.abandonFile()
-		return
+// closeFile closes the DB's file: with bbolt's Close, unless a failure
+// left bbolt's locks held.
+func (db *DB) closeFile() error {
+	select {
+	case <-db.stuck:
+		return db.abandonFile()
+	default:
+		return db.store.Close()
 	}
-	_ = db.bolt.Close()
 }

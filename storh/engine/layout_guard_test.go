@@ -51,5 +51,6 @@ func TestLayoutCheckedAgainstGoMod(t *testing.T) {
 
 const recheck = "Check them again before raising layoutChecked in storh/engine/direct.go: " +
 	"the meta page and the page header (precheck.go, pages.go), branch and leaf element headers " +
-	"and nested buckets' values (pages.go, direct.go), and that bbolt neither remaps the file nor " +
-	"reuses its pages while a read transaction is open (direct.go, direct_scan.go)."
+	"and nested buckets' values (pages.go, direct.go), that bbolt neither remaps the file nor " +
+	"reuses its pages while a read transaction is open (direct.go, direct_scan.go), and which of " +
+	"bbolt's locks its Begin holds while it reads the meta pages (releaseBegin, file_failure.go)."

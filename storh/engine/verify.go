@@ -151,7 +151,7 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 			if err != nil {
 				return mapStoreErr(err)
 			}
-			defer db.rollback(ktx)
+			defer ktx.Rollback()
 			if err := db.verifyTx(ktx, colls, emit, &rep, pace); err != nil {
 				return err
 			}

@@ -143,7 +143,7 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 			s.Close()
 			return nil, mapStoreErr(err)
 		}
-		db.rollback(boltTx{btx})
+		_ = btx.Rollback()
 	default:
 		db.writeMu.Lock()
 		db.writeMu.Unlock()
