@@ -3,6 +3,7 @@ package storh
 import (
 	"context"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"iter"
 	"sync"
 	"time"
@@ -561,7 +562,7 @@ func (c *coll) get(op string, id uuidv7.UUID, use func(payload []byte) error) er
 	if c.tx != nil {
 		err = c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 			if ec == nil {
-				return engine.ErrNotFound
+				return errs.ErrNotFound
 			}
 			p, err := etx.Get(ec, id)
 			if err != nil {

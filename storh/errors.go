@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/codec"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/query"
 )
 
@@ -13,56 +15,56 @@ import (
 var (
 	// ErrNotFound is returned by Get for a valid id that is not stored, and
 	// by reads of a collection that does not exist.
-	ErrNotFound = engine.ErrNotFound
+	ErrNotFound = errs.ErrNotFound
 	// ErrInvalidID is returned when an id is not a UUIDv7 (version 7, RFC
 	// 9562 variant): from PutWithID, Get, Delete, or a custom generator.
 	// Nothing is written.
-	ErrInvalidID = engine.ErrInvalidID
+	ErrInvalidID = errs.ErrInvalidID
 	// ErrExists is returned by Log.PutWithID (and Log.Put with a generator
 	// that repeats itself) for an id already stored: log records are
 	// immutable.
-	ErrExists = engine.ErrExists
+	ErrExists = errs.ErrExists
 	// ErrInvalidData is returned when data is nil, not a map or a struct,
 	// holds a value msgpack cannot encode (channels, funcs), has non-string
 	// map keys, exceeds MaxRecordSize or nests deeper than MaxDepth.
-	ErrInvalidData = engine.ErrInvalidData
+	ErrInvalidData = errs.ErrInvalidData
 	// ErrInvalidQuery is returned, as the first error of a stream, for a
 	// query that cannot run (Limit below 1, empty field name, a WhereEqual
 	// value that cannot be stored). It is query.ErrInvalidQuery.
 	ErrInvalidQuery = query.ErrInvalidQuery
 	// ErrClosed is returned by every call on a closed DB, and by handles
 	// bound to a transaction that has ended.
-	ErrClosed = engine.ErrClosed
+	ErrClosed = errs.ErrClosed
 	// ErrCorrupt is returned for a stored value that fails its checksum or
 	// decode (the error names the id), and for a damaged file.
-	ErrCorrupt = engine.ErrCorrupt
+	ErrCorrupt = errs.ErrCorrupt
 	// ErrLocked is returned by Open when another process holds the file and
 	// the lock timeout passes: a process that has it open for writing keeps
 	// every other out, and processes that have it open read-only keep out
 	// one that would write. The error says which, where the lock shows it.
-	ErrLocked = engine.ErrLocked
+	ErrLocked = errs.ErrLocked
 	// ErrInvalidName is returned for a collection name that is empty, longer
 	// than MaxNameLength bytes, or not printable UTF-8.
-	ErrInvalidName = engine.ErrInvalidName
+	ErrInvalidName = errs.ErrInvalidName
 	// ErrWrongKind is returned when a collection is opened as another kind
 	// than it was created with (db.Log on a Docs collection).
-	ErrWrongKind = engine.ErrWrongKind
+	ErrWrongKind = errs.ErrWrongKind
 	// ErrReadOnly is returned by writes on a read-only database or inside
 	// View.
-	ErrReadOnly = engine.ErrReadOnly
+	ErrReadOnly = errs.ErrReadOnly
 	// ErrNestedTx is returned by a call on the DB or on a DB-level handle
 	// from inside an Update or View callback, which would deadlock; use the
 	// handles from tx.Docs and tx.Log instead.
-	ErrNestedTx = engine.ErrNestedTx
+	ErrNestedTx = errs.ErrNestedTx
 	// ErrTooLarge is returned by a write that would grow the file past
 	// WithMaxSize, or that the file system refused to grow for. Nothing of
 	// that write is stored.
-	ErrTooLarge = engine.ErrTooLarge
+	ErrTooLarge = errs.ErrTooLarge
 	// ErrUnsupported is returned for what only a database file has on a
 	// PostgreSQL store: Backup, BackupFile, Compact, and the options that
 	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
 	// WithFileMode) given to Open with a postgres:// URL.
-	ErrUnsupported = engine.ErrUnsupported
+	ErrUnsupported = errs.ErrUnsupported
 	// ErrCommitUnknown is returned, on a PostgreSQL store, by a write
 	// (Put, PutMany, Delete, Update, a queue operation) whose connection
 	// was lost after it sent its commit when the server could not then be
@@ -75,62 +77,77 @@ var (
 	// (ErrExists). A lost connection whose outcome the server gave is never
 	// this error: a commit that happened succeeds, one that did not fails
 	// with the connection's error and can be run again.
-	ErrCommitUnknown = engine.ErrCommitUnknown
+	ErrCommitUnknown = errs.ErrCommitUnknown
 	// ErrUniqueViolation is returned by a write whose value a unique index
 	// already holds for another record (the error names the index, the
 	// value and that record; nothing of the write is stored), and by
 	// opening a collection with a unique index over data that holds
 	// duplicates (the index is not created).
-	ErrUniqueViolation = engine.ErrUniqueViolation
+	ErrUniqueViolation = errs.ErrUniqueViolation
 	// ErrEmpty is returned by Queue.Claim and ClaimMany when no job is
 	// pending.
-	ErrEmpty = engine.ErrEmpty
+	ErrEmpty = errs.ErrEmpty
 	// ErrNotClaimed is returned by Queue.Complete, Fail, Extend and Release
 	// for a job that is not claimed (it is pending, done or dead), and by
 	// Retry for a job that is not dead.
-	ErrNotClaimed = engine.ErrNotClaimed
+	ErrNotClaimed = errs.ErrNotClaimed
 	// ErrNoIndex is returned by a query with RequireIndex that no index
 	// serves and that would read the whole collection.
-	ErrNoIndex = engine.ErrNoIndex
+	ErrNoIndex = errs.ErrNoIndex
 	// ErrCursorNotFound is returned by a query whose keyset cursor (After
 	// or Before with OrderBy) names a record that no longer exists; it
 	// wraps ErrNotFound. AfterValue and BeforeValue need no record.
-	ErrCursorNotFound = engine.ErrCursorNotFound
+	ErrCursorNotFound = errs.ErrCursorNotFound
 	// ErrInvalidIndex is returned when opening a collection with an index
 	// declaration that cannot be used (no paths, an empty path segment, a
 	// bad or duplicate name), or that contradicts the stored index of that
 	// name (other paths or uniqueness: drop it first).
-	ErrInvalidIndex = engine.ErrInvalidIndex
+	ErrInvalidIndex = errs.ErrInvalidIndex
 	// ErrTypeMismatch is returned by Record.Decode and the reads of typed
 	// collections (DocsOf, LogOf) when a stored value does not fit the Go
 	// type asked for: a string for an int field, a number out of the
 	// field's range, a list for a struct. The record is intact; Data reads
 	// it.
-	ErrTypeMismatch = engine.ErrType
+	ErrTypeMismatch = codec.ErrType
 	// ErrNotEmpty is returned by Migrate for a destination that holds data
 	// of its own, or an unfinished migration from another source; the
 	// destination is left as it was.
-	ErrNotEmpty = engine.ErrNotEmpty
+	ErrNotEmpty = errs.ErrNotEmpty
 	// ErrUnfinishedMigration is returned by Open for the destination of a
 	// Migrate that has not finished: it holds part of its source. Run the
 	// same migration again to finish it (Migrate opens it), or delete it.
-	ErrUnfinishedMigration = engine.ErrUnfinishedCopy
+	ErrUnfinishedMigration = errs.ErrUnfinishedMigration
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...), by Open for a path that holds a password (a
 	// PostgreSQL connection string in keyword/value form: give a URL), and
 	// by Migrate for a source and destination that are one store.
-	ErrInvalidOption = errors.New("storh: invalid option")
+	ErrInvalidOption = errs.ErrInvalidOption
 )
 
 // UniqueViolation is the error a unique index gives a write whose value
 // another record holds: the index, its paths, the values and the id of that
 // record (Existing). It wraps ErrUniqueViolation; get it with errors.As.
-type UniqueViolation = engine.UniqueError
+// Its fields:
+//
+//	Index    string      // the unique index's name
+//	Paths    [][]string  // its field paths
+//	Values   []any       // the values, as Record.Data gives them; nil for a missing field
+//	Existing uuidv7.UUID // the record that holds them
+type UniqueViolation = errs.UniqueViolation
 
-// Error describes a failed operation: Op, Collection, ID, Index (position in
-// a batch, -1 otherwise), the wrapped sentinel Err and a Hint for the user.
-type Error = engine.Error
+// Error describes a failed operation. Its fields:
+//
+//	Op         string // what was attempted: "put", "get", "stream", "open", ...
+//	Path       string // the database, for errors about the file or store itself
+//	Collection string // the collection, or ""
+//	ID         string // the record's id in canonical form, or ""
+//	Index      int    // the position in a batch; -1 when not a batch item
+//	Err        error  // why: it wraps one of the sentinels above
+//	Hint       string // what the user can do about it
+//
+// Get it with errors.As; errors.Is sees the sentinel it wraps.
+type Error = errs.Error
 
 // Limits.
 const (

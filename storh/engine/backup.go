@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // some write errors with %s, so the error WriteTo returns may not wrap it.
 func (db *DB) writeTo(ctx context.Context, w io.Writer) (n int64, cancel, err error) {
 	if db.bolt == nil {
-		return 0, nil, fmt.Errorf("%w: a backup copies a database file; %s is not one", ErrUnsupported, db.path)
+		return 0, nil, fmt.Errorf("%w: a backup copies a database file; %s is not one", errs.ErrUnsupported, db.path)
 	}
 	cw := &ctxWriter{ctx: ctx, w: w}
 	if cw.check() != nil {
@@ -77,7 +78,7 @@ func (cw *ctxWriter) Write(p []byte) (int, error) {
 // was.
 func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
 	if db.bolt == nil {
-		return 0, fmt.Errorf("%w: a backup copies a database file; %s is not one", ErrUnsupported, db.path)
+		return 0, fmt.Errorf("%w: a backup copies a database file; %s is not one", errs.ErrUnsupported, db.path)
 	}
 	if same, _ := db.isFile(path); same {
 		return 0, fmt.Errorf("storh: backup target %s is the database file itself; choose another path", path)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 
 	"github.com/storhdb/storh-go/storh/internal/codec"
@@ -52,14 +53,14 @@ func checksum(payload, key []byte) uint32 {
 // ErrCorrupt.
 func Payload(key, value []byte) ([]byte, error) {
 	if len(value) < HeaderSize {
-		return nil, fmt.Errorf("%w: value is %d bytes, shorter than its header", ErrCorrupt, len(value))
+		return nil, fmt.Errorf("%w: value is %d bytes, shorter than its header", errs.ErrCorrupt, len(value))
 	}
 	if value[0] != valueVersion {
-		return nil, fmt.Errorf("%w: unknown value format version %d", ErrCorrupt, value[0])
+		return nil, fmt.Errorf("%w: unknown value format version %d", errs.ErrCorrupt, value[0])
 	}
 	payload := value[HeaderSize:]
 	if got, want := checksum(payload, key), binary.BigEndian.Uint32(value[1:]); got != want {
-		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, want, got)
+		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", errs.ErrCorrupt, want, got)
 	}
 	return payload, nil
 }
@@ -76,25 +77,17 @@ func DecodeMap(payload []byte) (map[string]any, error) {
 func DecodeMapIn(payload []byte, slab *mpack.Slab) (map[string]any, error) {
 	m, err := mpack.DecodeMapIn(payload, slab)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 	}
 	return m, nil
 }
-
-// ErrType is wrapped by the errors of DecodeInto (and TypedCodec.Decode)
-// when a well-formed record does not fit the Go type it is decoded into:
-// a string field into an int, 300 into an int8, a failing Unmarshaler. Its
-// message names the Go type and the field path
-// (decode into main.Post: field "views": 300 overflows int8). A payload
-// that is not well-formed msgpack is ErrCorrupt instead.
-var ErrType = codec.ErrType
 
 // DecodeInto decodes a payload into v: a pointer to a struct (msgpack tags
 // honoured, json tags for fields without one), to a map[string]any, or to
 // an any, or to any other Go type the codec decodes (see
 // storh/internal/codec). Maps and interfaces get the normalised form of
 // DecodeMap, also inside structs. A record that does not fit v's type
-// fails with an error wrapping ErrType; a payload that does not decode,
+// fails with an error wrapping codec.ErrType; a payload that does not decode,
 // with ErrCorrupt.
 func DecodeInto(payload []byte, v any) error {
 	switch p := v.(type) {
@@ -122,5 +115,5 @@ func decodeErr(err error) error {
 	if err == nil || errors.Is(err, codec.ErrType) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	return fmt.Errorf("%w: %w", errs.ErrCorrupt, err)
 }

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"bytes"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/codec"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"reflect"
 	"strings"
@@ -86,7 +88,7 @@ func TestAppendValueFailureAppendsNothing(t *testing.T) {
 		map[string]any{"c": make(chan int)}, map[string]any{"z": 1i},
 		map[string]any{"big": strings.Repeat("x", engine.MaxRecordSize)}} {
 		out, err := appendSealed(dst, data)
-		if !errors.Is(err, engine.ErrInvalidData) {
+		if !errors.Is(err, errs.ErrInvalidData) {
 			t.Errorf("AppendValue(%T) = %v; want ErrInvalidData", data, err)
 		}
 		if len(out) != 3 || string(out) != "abc" {
@@ -115,17 +117,17 @@ func TestPayloadDetectsEveryBitFlip(t *testing.T) {
 		for bit := range 8 {
 			bad := append([]byte(nil), value...)
 			bad[i] ^= 1 << bit
-			if p, err := engine.Payload(testKey[:], bad); !errors.Is(err, engine.ErrCorrupt) {
+			if p, err := engine.Payload(testKey[:], bad); !errors.Is(err, errs.ErrCorrupt) {
 				t.Fatalf("byte %d bit %d flipped: Payload = %x, %v; want ErrCorrupt", i, bit, p, err)
 			}
 		}
 	}
 	for n := range engine.HeaderSize {
-		if _, err := engine.Payload(testKey[:], value[:n]); !errors.Is(err, engine.ErrCorrupt) {
+		if _, err := engine.Payload(testKey[:], value[:n]); !errors.Is(err, errs.ErrCorrupt) {
 			t.Errorf("%d-byte value: %v; want ErrCorrupt", n, err)
 		}
 	}
-	if _, err := engine.Payload(testKey[:], value[:len(value)-1]); !errors.Is(err, engine.ErrCorrupt) {
+	if _, err := engine.Payload(testKey[:], value[:len(value)-1]); !errors.Is(err, errs.ErrCorrupt) {
 		t.Errorf("truncated value: %v; want ErrCorrupt", err)
 	}
 }
@@ -161,15 +163,15 @@ func TestDecodeInto(t *testing.T) {
 	if err := engine.DecodeInto(p, &a); err != nil || a.(map[string]any)["name"] != "ada" {
 		t.Errorf("DecodeInto(any) = %v, %v", a, err)
 	}
-	if _, err := engine.DecodeMap([]byte{0x91, 0x01}); !errors.Is(err, engine.ErrCorrupt) {
+	if _, err := engine.DecodeMap([]byte{0x91, 0x01}); !errors.Is(err, errs.ErrCorrupt) {
 		t.Errorf("DecodeMap(array) = %v; want ErrCorrupt", err)
 	}
-	if err := engine.DecodeInto([]byte{0xc1}, &m); !errors.Is(err, engine.ErrCorrupt) {
+	if err := engine.DecodeInto([]byte{0xc1}, &m); !errors.Is(err, errs.ErrCorrupt) {
 		t.Errorf("DecodeInto(&map, garbage) = %v; want ErrCorrupt", err)
 	}
 	// A struct: garbage is ErrCorrupt, a record that does not fit is
 	// ErrType (naming the type and the field), and never the other way.
-	if err := engine.DecodeInto([]byte{0x81, 0xa4, 'n', 'a', 'm', 'e'}, &s); !errors.Is(err, engine.ErrCorrupt) || errors.Is(err, engine.ErrType) {
+	if err := engine.DecodeInto([]byte{0x81, 0xa4, 'n', 'a', 'm', 'e'}, &s); !errors.Is(err, errs.ErrCorrupt) || errors.Is(err, codec.ErrType) {
 		t.Errorf("DecodeInto(&struct, truncated) = %v; want ErrCorrupt", err)
 	}
 	var narrow struct {
@@ -178,10 +180,10 @@ func TestDecodeInto(t *testing.T) {
 	big, _ := appendSealed(nil, map[string]any{"n": 300})
 	p, _ = engine.Payload(testKey[:], big)
 	err := engine.DecodeInto(p, &narrow)
-	if !errors.Is(err, engine.ErrType) || errors.Is(err, engine.ErrCorrupt) || !strings.Contains(err.Error(), `field "n": 300 overflows int8`) {
+	if !errors.Is(err, codec.ErrType) || errors.Is(err, errs.ErrCorrupt) || !strings.Contains(err.Error(), `field "n": 300 overflows int8`) {
 		t.Errorf("DecodeInto(300 into int8) = %v; want ErrType", err)
 	}
-	if err := engine.DecodeInto(p, narrow); !errors.Is(err, engine.ErrType) {
+	if err := engine.DecodeInto(p, narrow); !errors.Is(err, codec.ErrType) {
 		t.Errorf("DecodeInto(non-pointer) = %v; want ErrType", err)
 	}
 	// any fields get the normalised form, as DecodeMap gives it.
@@ -221,7 +223,7 @@ func FuzzValueRoundTrip(f *testing.F) {
 		}
 		v1, err := appendSealed(nil, m)
 		if err != nil {
-			if errors.Is(err, engine.ErrInvalidData) && len(b) > engine.MaxRecordSize/2 {
+			if errors.Is(err, errs.ErrInvalidData) && len(b) > engine.MaxRecordSize/2 {
 				return
 			}
 			t.Fatalf("AppendValue(decoded %x): %v", b, err)
@@ -267,23 +269,23 @@ func TestValidateName(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("ValidateName(%q) = %v; want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && !errors.Is(err, engine.ErrInvalidName) {
+		if err != nil && !errors.Is(err, errs.ErrInvalidName) {
 			t.Errorf("ValidateName(%q) = %v; want ErrInvalidName", tc.name, err)
 		}
 	}
 }
 
 func TestErrorMessage(t *testing.T) {
-	e := &engine.Error{Op: "put", Collection: "users", ID: "018bcfe5-6800-7abc-8def-0123456789ab", Index: 3,
-		Err: engine.ErrExists, Hint: "use a Docs collection"}
+	e := &errs.Error{Op: "put", Collection: "users", ID: "018bcfe5-6800-7abc-8def-0123456789ab", Index: 3,
+		Err: errs.ErrExists, Hint: "use a Docs collection"}
 	want := `storh: put "users" item 3 id 018bcfe5-6800-7abc-8def-0123456789ab: record already exists (use a Docs collection)`
 	if e.Error() != want {
 		t.Errorf("Error() = %s\nwant      %s", e.Error(), want)
 	}
-	if !errors.Is(e, engine.ErrExists) || errors.Is(e, engine.ErrNotFound) {
+	if !errors.Is(e, errs.ErrExists) || errors.Is(e, errs.ErrNotFound) {
 		t.Error("errors.Is does not follow Err")
 	}
-	e2 := &engine.Error{Op: "open", Path: "/x.db", Index: -1, Err: engine.ErrLocked}
+	e2 := &errs.Error{Op: "open", Path: "/x.db", Index: -1, Err: errs.ErrLocked}
 	if got := e2.Error(); got != "storh: open /x.db: database is locked" {
 		t.Errorf("Error() = %s", got)
 	}
@@ -323,13 +325,13 @@ func TestPayloadCoversTheKey(t *testing.T) {
 		for bit := range 8 {
 			other := testKey
 			other[i] ^= 1 << bit
-			if _, err := engine.Payload(other[:], value); !errors.Is(err, engine.ErrCorrupt) {
+			if _, err := engine.Payload(other[:], value); !errors.Is(err, errs.ErrCorrupt) {
 				t.Fatalf("key byte %d bit %d flipped: %v; want ErrCorrupt", i, bit, err)
 			}
 		}
 	}
 	unsealed, _ := engine.AppendValue(nil, map[string]any{"n": 1})
-	if _, err := engine.Payload(testKey[:], unsealed); !errors.Is(err, engine.ErrCorrupt) {
+	if _, err := engine.Payload(testKey[:], unsealed); !errors.Is(err, errs.ErrCorrupt) {
 		t.Errorf("an unsealed value passed its checksum: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"runtime"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ func (op *WriteOp) Release() {
 // fails (say ErrExists) fails only its own caller. The caller must hold Enter.
 func (db *DB) Submit(op *WriteOp) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return errs.ErrReadOnly
 	}
 	db.writes <- op
 	select {
@@ -65,7 +66,7 @@ func (db *DB) Submit(op *WriteOp) error {
 			if err := db.fileFailed(); err != nil {
 				return err
 			}
-			return ErrClosed
+			return errs.ErrClosed
 		}
 	}
 	return op.err
@@ -136,9 +137,9 @@ const minYields = 8
 // ownFault marks failures that belong to one op and left the transaction
 // untouched, so the rest of the batch can still commit.
 func ownFault(err error) bool {
-	return errors.Is(err, ErrExists) || errors.Is(err, ErrWrongKind) ||
-		errors.Is(err, ErrInvalidName) || errors.Is(err, ErrNotFound) ||
-		errors.Is(err, ErrEmpty) || errors.Is(err, ErrNotClaimed)
+	return errors.Is(err, errs.ErrExists) || errors.Is(err, errs.ErrWrongKind) ||
+		errors.Is(err, errs.ErrInvalidName) || errors.Is(err, errs.ErrNotFound) ||
+		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed)
 }
 
 // commit applies a batch in one transaction. An op whose apply fails in a

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -50,8 +51,8 @@ func TestCommitPanicRollsBack(t *testing.T) {
 	s := &commitPanics{Store: db.store}
 	db.store = s
 	s.armed.Store(true)
-	if err := db.UpdateSafe(func(*Tx) error { return nil }); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("a commit that panicked: %v, want ErrCorrupt", err)
+	if err := db.UpdateSafe(func(*Tx) error { return nil }); !errors.Is(err, errs.ErrCorrupt) {
+		t.Fatalf("a commit that panicked: %v, want errs.ErrCorrupt", err)
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -65,8 +66,8 @@ func TestCommitUnknownIsNotRunAgain(t *testing.T) {
 	s.armed.Store(true)
 	db.commit(batch)
 	for i, op := range batch {
-		if !errors.Is(op.err, ErrCommitUnknown) {
-			t.Errorf("op %d of the batch: %v, want ErrCommitUnknown", i, op.err)
+		if !errors.Is(op.err, errs.ErrCommitUnknown) {
+			t.Errorf("op %d of the batch: %v, want errs.ErrCommitUnknown", i, op.err)
 		}
 	}
 	if n := s.writes.Load(); n != 1 {
@@ -75,8 +76,8 @@ func TestCommitUnknownIsNotRunAgain(t *testing.T) {
 
 	runs := 0
 	s.armed.Store(true)
-	if err := db.Update(func(*Tx) error { runs++; return nil }); !errors.Is(err, ErrCommitUnknown) {
-		t.Errorf("Update whose commit is unknown: %v, want ErrCommitUnknown", err)
+	if err := db.Update(func(*Tx) error { runs++; return nil }); !errors.Is(err, errs.ErrCommitUnknown) {
+		t.Errorf("Update whose commit is unknown: %v, want errs.ErrCommitUnknown", err)
 	}
 	if runs != 1 {
 		t.Errorf("the Update callback ran %d times, want 1", runs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"time"
@@ -41,7 +42,7 @@ const compactTxBytes = 64 << 20
 func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport, error) {
 	var rep CompactReport
 	if _, err := os.Stat(dst); err == nil {
-		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", ErrExists, dst)
+		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", errs.ErrExists, dst)
 	}
 	pace := newPace(ctx)
 	if err := pace.check(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -47,17 +48,10 @@ import (
 var keyMigrating = []byte("migrating")
 
 var (
-	// ErrNotEmpty: a copy's destination that holds data of its own, or an
-	// unfinished copy from another source.
-	ErrNotEmpty = errors.New("storh: destination is not empty")
 	// ErrMismatch: a copy that differs from its source when verified (the
 	// source changed while it was copied, or the destination was written
 	// to), or a source that is itself an unfinished copy's destination.
 	ErrMismatch = errors.New("storh: copy differs from its source")
-	// ErrUnfinishedCopy: Open of an unfinished copy's destination, which
-	// holds part of its source (unless Options.CopyTarget is set, as
-	// CopyTo's caller does).
-	ErrUnfinishedCopy = errors.New("storh: the database is the destination of an unfinished migration")
 )
 
 // MismatchError is the first difference the verification of a copy found.
@@ -163,7 +157,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 		return rep, errors.New("storh: the source and the destination are the same database")
 	}
 	if dst.opts.ReadOnly {
-		return rep, fmt.Errorf("%w: the destination is open read-only", ErrReadOnly)
+		return rep, fmt.Errorf("%w: the destination is open read-only", errs.ErrReadOnly)
 	}
 	if err := db.Enter(); err != nil {
 		return rep, err
@@ -241,7 +235,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 		return dst.run(true, func(tx kv.Tx) error {
 			meta := tx.Bucket(dbMetaBucket)
 			if meta == nil {
-				return fmt.Errorf("%w: the destination lost its metadata bucket", ErrCorrupt)
+				return fmt.Errorf("%w: the destination lost its metadata bucket", errs.ErrCorrupt)
 			}
 			return meta.Delete(keyMigrating)
 		})
@@ -256,7 +250,7 @@ func (db *DB) copySource() ([]CollStats, error) {
 	err := db.ViewSafe(func(tx *Tx) error {
 		meta := tx.ktx.Bucket(dbMetaBucket)
 		if meta == nil {
-			return fmt.Errorf("%w: no storh database at %s", ErrNotFound, db.path)
+			return fmt.Errorf("%w: no storh database at %s", errs.ErrNotFound, db.path)
 		}
 		if v := meta.Get(keyMigrating); v != nil {
 			from, _, err := decodeMarker(v)
@@ -280,7 +274,7 @@ func (db *DB) startCopy(source string) (pos [][]byte, err error) {
 		return db.run(true, func(tx kv.Tx) error {
 			meta := tx.Bucket(dbMetaBucket)
 			if meta == nil {
-				return fmt.Errorf("%w: the destination has no metadata bucket", ErrCorrupt)
+				return fmt.Errorf("%w: the destination has no metadata bucket", errs.ErrCorrupt)
 			}
 			if v := meta.Get(keyMigrating); v != nil {
 				from, at, err := decodeMarker(v)
@@ -288,13 +282,13 @@ func (db *DB) startCopy(source string) (pos [][]byte, err error) {
 					return err
 				}
 				if from != source {
-					return fmt.Errorf("%w: it holds an unfinished copy from %s, not from %s", ErrNotEmpty, from, source)
+					return fmt.Errorf("%w: it holds an unfinished copy from %s, not from %s", errs.ErrNotEmpty, from, source)
 				}
 				pos = at
 				return nil
 			}
 			if what := notEmpty(tx, meta); what != "" {
-				return fmt.Errorf("%w: it holds %s", ErrNotEmpty, what)
+				return fmt.Errorf("%w: it holds %s", errs.ErrNotEmpty, what)
 			}
 			return meta.Put(keyMigrating, encodeMarker(source, nil))
 		})
@@ -395,7 +389,7 @@ func (b *batch) copy(src, dst kv.Tx, source string) error {
 	b.last = clonePath(last)
 	meta := dst.Bucket(dbMetaBucket)
 	if meta == nil {
-		return fmt.Errorf("%w: the destination lost its metadata bucket", ErrCorrupt)
+		return fmt.Errorf("%w: the destination lost its metadata bucket", errs.ErrCorrupt)
 	}
 	return meta.Put(keyMigrating, encodeMarker(source, b.last))
 }
@@ -757,7 +751,7 @@ func encodeMarker(source string, pos [][]byte) []byte {
 // password parameters recorded them): it goes into messages, and is
 // compared with the source's masked name.
 func decodeMarker(v []byte) (source string, pos [][]byte, err error) {
-	bad := fmt.Errorf("%w: the mark of an unfinished copy (%q in the metadata bucket) is damaged", ErrCorrupt, keyMigrating)
+	bad := fmt.Errorf("%w: the mark of an unfinished copy (%q in the metadata bucket) is damaged", errs.ErrCorrupt, keyMigrating)
 	if len(v) == 0 || v[0] != markerVersion {
 		return "", nil, bad
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -257,16 +258,16 @@ func TestCopyRefuses(t *testing.T) {
 	fillColls(t, src, 5)
 	writeTree(t, other, tree{"\x01x": tree{"k": "v"}})
 	before := dumpKV(t, other)
-	if _, err := src.CopyTo(context.Background(), other, CopyOptions{}); !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), `0x0178`) {
-		t.Errorf("copy into a store with a bucket: %v; want ErrNotEmpty naming it", err)
+	if _, err := src.CopyTo(context.Background(), other, CopyOptions{}); !errors.Is(err, errs.ErrNotEmpty) || !strings.Contains(err.Error(), `0x0178`) {
+		t.Errorf("copy into a store with a bucket: %v; want errs.ErrNotEmpty naming it", err)
 	}
 	if got := dumpKV(t, other); got != before {
 		t.Errorf("a refused destination changed:\n%s\nwas\n%s", got, before)
 	}
 	full := openCopyDB(t, dir, "full.db")
 	fillColls(t, full, 1)
-	if _, err := src.CopyTo(context.Background(), full, CopyOptions{}); !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), `"events"`) {
-		t.Errorf("copy into a store with collections: %v; want ErrNotEmpty naming one", err)
+	if _, err := src.CopyTo(context.Background(), full, CopyOptions{}); !errors.Is(err, errs.ErrNotEmpty) || !strings.Contains(err.Error(), `"events"`) {
+		t.Errorf("copy into a store with collections: %v; want errs.ErrNotEmpty naming one", err)
 	}
 	if _, err := src.CopyTo(context.Background(), src, CopyOptions{}); err == nil {
 		t.Error("a copy into itself succeeded")
@@ -287,8 +288,8 @@ func TestCopyRefuses(t *testing.T) {
 	before = dumpKV(t, half)
 	third := openCopyDB(t, dir, "third.db")
 	fillColls(t, third, 1)
-	if _, err := third.CopyTo(context.Background(), half, CopyOptions{}); !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "src.db") {
-		t.Errorf("copy into another source's unfinished copy: %v; want ErrNotEmpty naming it", err)
+	if _, err := third.CopyTo(context.Background(), half, CopyOptions{}); !errors.Is(err, errs.ErrNotEmpty) || !strings.Contains(err.Error(), "src.db") {
+		t.Errorf("copy into another source's unfinished copy: %v; want errs.ErrNotEmpty naming it", err)
 	}
 	if got := dumpKV(t, half); got != before {
 		t.Error("a refused unfinished copy changed")
@@ -371,7 +372,7 @@ func TestCopyMarker(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]byte{nil, {2}, {1, 5, 'a'}, {1, 1, 'a', 0}, {1, 1, 'a', 3, 'b'}} {
-		if _, _, err := decodeMarker(bad); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := decodeMarker(bad); !errors.Is(err, errs.ErrCorrupt) {
 			t.Errorf("damaged marker %q: %v", bad, err)
 		}
 	}

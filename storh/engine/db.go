@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -47,7 +48,7 @@ type Options struct {
 	// time.Now).
 	Clock func() time.Time
 	// CopyTarget opens the destination of an unfinished copy (CopyTo),
-	// which Open otherwise refuses with ErrUnfinishedCopy.
+	// which Open otherwise refuses with ErrUnfinishedMigration.
 	CopyTarget bool
 }
 
@@ -183,18 +184,18 @@ func Open(path string, opts Options) (db *DB, err error) {
 		MaxSize:         opts.MaxSize,
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, &Error{Op: "open", Path: path, Index: -1, Err: &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR},
+		return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR},
 			Hint: "give the path of a database file, not of a directory"}
 	}
 	if opts.ReadOnly {
 		fi, err := os.Stat(path)
 		if err != nil {
-			return nil, &Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: %v", ErrNotFound, err),
+			return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: %v", errs.ErrNotFound, err),
 				Hint: "a read-only open needs an existing database"}
 		}
 		if fi.Size() == 0 {
 			// bbolt would try to initialise it and fail on the read-only descriptor.
-			return nil, &Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: the file is empty, not a database", ErrCorrupt),
+			return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: the file is empty, not a database", errs.ErrCorrupt),
 				Hint: "open it once without WithReadOnly to create the database"}
 		}
 	}
@@ -257,7 +258,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		})
 	})
 	if err == nil && db.broken[""] != "" {
-		err = fmt.Errorf("%w: the file is damaged: %s", ErrCorrupt, db.broken[""])
+		err = fmt.Errorf("%w: the file is damaged: %s", errs.ErrCorrupt, db.broken[""])
 	}
 	if err != nil {
 		db.closeFile()
@@ -290,8 +291,8 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 
 // startError is the error of an Open whose start failed.
 func startError(path string, err error) error {
-	e := &Error{Op: "open", Path: path, Index: -1, Err: err}
-	if errors.Is(err, ErrUnfinishedCopy) {
+	e := &errs.Error{Op: "open", Path: path, Index: -1, Err: err}
+	if errors.Is(err, errs.ErrUnfinishedMigration) {
 		e.Hint = "run the same storh migrate again to finish it, or delete this destination"
 	}
 	return e
@@ -326,13 +327,13 @@ func (db *DB) start() error {
 // errno), and everything else bbolt raises, which is about the file's
 // content (bad meta pages, a file too small to hold them).
 func openError(path string, opts Options, err error) error {
-	e := &Error{Op: "open", Path: path, Index: -1}
+	e := &errs.Error{Op: "open", Path: path, Index: -1}
 	var pathErr *fs.PathError
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		e.Err, e.Hint = lockedError(path, opts.LockTimeout)
-	case errors.Is(err, ErrCorrupt):
+	case errors.Is(err, errs.ErrCorrupt):
 		e.Err = err
 		e.Hint = damagedHint
 	case errors.As(err, &pathErr), errors.As(err, &errno):
@@ -344,7 +345,7 @@ func openError(path string, opts Options, err error) error {
 			e.Hint = "the file system is read-only; open the database with WithReadOnly"
 		}
 	default:
-		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database (bbolt: %v)", ErrCorrupt, err)
+		e.Err = fmt.Errorf("%w: the file is damaged or not a storh database (bbolt: %v)", errs.ErrCorrupt, err)
 		e.Hint = damagedHint
 	}
 	return e
@@ -365,7 +366,7 @@ func (db *DB) initMeta() error {
 			if k, _ := tx.Cursor().First(); k != nil {
 				// Buckets but no storh metadata: another program's bbolt
 				// file. Writing our bucket into it would be vandalism.
-				return fmt.Errorf("%w: a bbolt file without storh metadata (bucket %q); not a storh database", ErrCorrupt, k)
+				return fmt.Errorf("%w: a bbolt file without storh metadata (bucket %q); not a storh database", errs.ErrCorrupt, k)
 			}
 			if tx.Writable() {
 				nb, err := tx.CreateBucket(dbMetaBucket)
@@ -378,14 +379,14 @@ func (db *DB) initMeta() error {
 		}
 		switch v := getInt(b, keyFormat); {
 		case v > formatVersion && v <= maxPlausibleFormat:
-			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", ErrCorrupt, v, formatBase, formatVersion)
+			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", errs.ErrCorrupt, v, formatBase, formatVersion)
 		case v < formatBase || v > formatVersion:
-			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d to %d)", ErrCorrupt, v, formatBase, formatVersion)
+			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d to %d)", errs.ErrCorrupt, v, formatBase, formatVersion)
 		}
 		if m := b.Get(keyMigrating); m != nil && !db.opts.CopyTarget {
 			// Part of a copy would pass for the whole of its source.
 			source, _, _ := decodeMarker(m)
-			return fmt.Errorf("%w from %s", ErrUnfinishedCopy, source)
+			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
 		return nil
 	}
@@ -427,7 +428,7 @@ func (db *DB) Options() Options { return db.opts }
 // waiting on them.
 func (db *DB) Close() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
-		return &Error{Op: "close", Index: -1, Err: ErrNestedTx, Hint: "close the database after the transaction returns"}
+		return &errs.Error{Op: "close", Index: -1, Err: errs.ErrNestedTx, Hint: "close the database after the transaction returns"}
 	}
 	if db.closed.Swap(true) {
 		return nil // closing twice is harmless, as in bbolt and database/sql
@@ -450,11 +451,11 @@ func (db *DB) Close() error {
 	failure, err := db.fileFailed(), db.closeFile()
 	switch {
 	case failure != nil && err != nil:
-		return &Error{Op: "close", Index: -1, Err: fmt.Errorf("%w; %w", failure, err), Hint: damagedHint}
+		return &errs.Error{Op: "close", Index: -1, Err: fmt.Errorf("%w; %w", failure, err), Hint: damagedHint}
 	case failure != nil:
-		return &Error{Op: "close", Index: -1, Err: failure, Hint: damagedHint}
+		return &errs.Error{Op: "close", Index: -1, Err: failure, Hint: damagedHint}
 	case err != nil:
-		return &Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
+		return &errs.Error{Op: "close", Path: db.path, Index: -1, Err: mapStoreErr(err)}
 	}
 	return nil
 }
@@ -465,11 +466,11 @@ func (db *DB) Close() error {
 // Enter must be paired with Exit.
 func (db *DB) Enter() error {
 	if db.cbActive.Load() > 0 && db.inCallback() {
-		return ErrNestedTx
+		return errs.ErrNestedTx
 	}
 	if db.active.Add(1)&closedBit != 0 {
 		db.Exit()
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	if err := db.fileFailed(); err != nil {
 		db.Exit()
@@ -516,7 +517,7 @@ func (db *DB) Update(fn func(*Tx) error) error {
 // are durable: an operation that returns leaves no work of its behind.
 func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return errs.ErrReadOnly
 	}
 	var own error // from fn or from our own bookkeeping: returned as is
 	var tx *Tx
@@ -759,9 +760,9 @@ func contain(fn func() error) (err error, panicked bool) {
 func damaged(r any) error {
 	containedPanics.Add(1)
 	if _, runtimeErr := r.(runtime.Error); runtimeErr {
-		return fmt.Errorf("%w: the database file is damaged: a page cannot be read (the file may be truncated or overwritten)", ErrCorrupt)
+		return fmt.Errorf("%w: the database file is damaged: a page cannot be read (the file may be truncated or overwritten)", errs.ErrCorrupt)
 	}
-	return fmt.Errorf("%w: the database file is damaged (bbolt: %v)", ErrCorrupt, r)
+	return fmt.Errorf("%w: the database file is damaged (bbolt: %v)", errs.ErrCorrupt, r)
 }
 
 // mapStoreErr translates errors raised by the backend (package kv's
@@ -774,22 +775,22 @@ func mapStoreErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, berrors.ErrTxClosed), errors.Is(err, kv.ErrTxClosed):
-		return fmt.Errorf("%w (%v)", ErrClosed, err)
+		return fmt.Errorf("%w (%v)", errs.ErrClosed, err)
 	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly), errors.Is(err, kv.ErrTxNotWritable):
-		return fmt.Errorf("%w (%v)", ErrReadOnly, err)
+		return fmt.Errorf("%w (%v)", errs.ErrReadOnly, err)
 	case errors.Is(err, berrors.ErrMaxSizeReached):
-		return fmt.Errorf("%w: the size limit set with WithMaxSize is reached", ErrTooLarge)
+		return fmt.Errorf("%w: the size limit set with WithMaxSize is reached", errs.ErrTooLarge)
 	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("%w: the disk is full (%v)", ErrTooLarge, err)
+		return fmt.Errorf("%w: the disk is full (%v)", errs.ErrTooLarge, err)
 	case errors.Is(err, syscall.EFBIG):
-		return fmt.Errorf("%w: the file system or the process's file size limit refuses a larger file (%v)", ErrTooLarge, err)
+		return fmt.Errorf("%w: the file system or the process's file size limit refuses a larger file (%v)", errs.ErrTooLarge, err)
 	case errors.Is(err, berrors.ErrIncompatibleValue), errors.Is(err, kv.ErrIncompatibleValue):
 		// A key that holds a nested bucket where a record should be.
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 	case errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, kv.ErrValueTooLarge), errors.Is(err, kv.ErrKeyTooLarge):
-		return fmt.Errorf("%w: %v", ErrInvalidData, err)
+		return fmt.Errorf("%w: %v", errs.ErrInvalidData, err)
 	case errors.Is(err, kv.ErrCommitUnknown):
-		return fmt.Errorf("%w (%v)", ErrCommitUnknown, err)
+		return fmt.Errorf("%w (%v)", errs.ErrCommitUnknown, err)
 	}
 	return err
 }
@@ -805,7 +806,7 @@ func (db *DB) commitErr(err error) error {
 		return mapped
 	}
 	if why := db.cannotGrow(); why != "" {
-		return fmt.Errorf("%w: %s (%v)", ErrTooLarge, why, err)
+		return fmt.Errorf("%w: %s (%v)", errs.ErrTooLarge, why, err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io"
 	"sync/atomic"
 	"unsafe"
@@ -63,13 +64,13 @@ func newPageReader(btx *bolt.Tx) pageReader {
 func (r pageReader) page(id uint64) ([]byte, error) {
 	n := uint64(len(r.data)) / r.pageSize
 	if id < 2 || id >= n {
-		return nil, fmt.Errorf("%w: page %d is outside the file's pages 2 to %d", ErrCorrupt, id, n-1)
+		return nil, fmt.Errorf("%w: page %d is outside the file's pages 2 to %d", errs.ErrCorrupt, id, n-1)
 	}
 	start := id * r.pageSize
 	head := r.data[start : start+boltPageHeader]
 	overflow := uint64(binary.NativeEndian.Uint32(head[12:]))
 	if binary.NativeEndian.Uint64(head) != id || overflow >= n-id {
-		return nil, fmt.Errorf("%w: page %d has a damaged header", ErrCorrupt, id)
+		return nil, fmt.Errorf("%w: page %d has a damaged header", errs.ErrCorrupt, id)
 	}
 	return r.data[start : start+(1+overflow)*r.pageSize], nil
 }
@@ -94,10 +95,10 @@ func (r pageReader) node(id uint64, emptyOK bool) (pageAt, error) {
 	}
 	flags, count := binary.NativeEndian.Uint16(p[8:]), int(binary.NativeEndian.Uint16(p[10:]))
 	if flags != boltBranchPage && flags != boltLeafPage {
-		return pageAt{}, fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", ErrCorrupt, id, flags)
+		return pageAt{}, fmt.Errorf("%w: page %d is neither a branch nor a leaf (flags %#x)", errs.ErrCorrupt, id, flags)
 	}
 	if (count == 0 && !(emptyOK && flags == boltLeafPage)) || boltPageHeader+count*boltElemSize > len(p) {
-		return pageAt{}, fmt.Errorf("%w: page %d holds %d elements in %d bytes", ErrCorrupt, id, count, len(p))
+		return pageAt{}, fmt.Errorf("%w: page %d holds %d elements in %d bytes", errs.ErrCorrupt, id, count, len(p))
 	}
 	return pageAt{p: p, id: id, count: count, leaf: flags == boltLeafPage}, nil
 }
@@ -128,7 +129,7 @@ func (r pageReader) get(root uint64, key []byte) ([]byte, error) {
 		}
 		return v, nil // nil for a nested bucket, which is not a value
 	}
-	return nil, fmt.Errorf("%w: a tree deeper than %d pages", ErrCorrupt, maxTreeDepth)
+	return nil, fmt.Errorf("%w: a tree deeper than %d pages", errs.ErrCorrupt, maxTreeDepth)
 }
 
 // branchIndex is the element of branch n whose child holds key's place:
@@ -174,7 +175,7 @@ func branchKey(p []byte, i int, id uint64) ([]byte, error) {
 	pos := e + int(binary.NativeEndian.Uint32(p[e:]))
 	ks := int(binary.NativeEndian.Uint32(p[e+4:]))
 	if pos < e || ks > len(p)-pos {
-		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
+		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", errs.ErrCorrupt, id, i)
 	}
 	return p[pos : pos+ks], nil
 }
@@ -186,7 +187,7 @@ func leafKey(p []byte, i int, id uint64) ([]byte, error) {
 	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
 	ks := int(binary.NativeEndian.Uint32(p[e+8:]))
 	if pos < e || ks > len(p)-pos {
-		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, id, i)
+		return nil, fmt.Errorf("%w: page %d element %d lies outside its page", errs.ErrCorrupt, id, i)
 	}
 	return p[pos : pos+ks], nil
 }
@@ -199,7 +200,7 @@ func leafElem(n *pageAt, i int) (k, v []byte, err error) {
 	pos := e + int(binary.NativeEndian.Uint32(p[e+4:]))
 	ks, vs := int(binary.NativeEndian.Uint32(p[e+8:])), int(binary.NativeEndian.Uint32(p[e+12:]))
 	if pos < e || ks > len(p)-pos || vs > len(p)-pos-ks {
-		return nil, nil, fmt.Errorf("%w: page %d element %d lies outside its page", ErrCorrupt, n.id, i)
+		return nil, nil, fmt.Errorf("%w: page %d element %d lies outside its page", errs.ErrCorrupt, n.id, i)
 	}
 	k = p[pos : pos+ks : pos+ks]
 	if binary.NativeEndian.Uint32(p[e:])&boltBucketLeaf != 0 {
@@ -233,11 +234,11 @@ func recordsRoot(btx *bolt.Tx, h Handle) (root uint64, exists bool, err error) {
 	}
 	meta, recs := coll.Bucket(bucketMeta), coll.Bucket(bucketRecords)
 	if meta == nil || recs == nil {
-		return 0, false, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, h.Name, missing(wrapBucket(meta), wrapBucket(recs)))
+		return 0, false, fmt.Errorf("%w: collection %q lacks its %s bucket", errs.ErrCorrupt, h.Name, missing(wrapBucket(meta), wrapBucket(recs)))
 	}
 	k := meta.Get(keyKind)
 	if len(k) != 1 {
-		return 0, false, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, h.Name)
+		return 0, false, fmt.Errorf("%w: collection %q has no valid kind", errs.ErrCorrupt, h.Name)
 	}
 	at := &rootAt{file: file, txid: txid, root: uint64(recs.Root()), kind: Kind(k[0])}
 	if h.roots != nil {

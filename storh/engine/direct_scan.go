@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -55,7 +56,7 @@ func (c *pageCursor) fail(err error) ([]byte, []byte) {
 // its last.
 func (c *pageCursor) push(id uint64, last bool) error {
 	if len(c.path) == maxTreeDepth {
-		return fmt.Errorf("%w: a tree deeper than %d pages", ErrCorrupt, maxTreeDepth)
+		return fmt.Errorf("%w: a tree deeper than %d pages", errs.ErrCorrupt, maxTreeDepth)
 	}
 	at, err := c.r.node(id, len(c.path) == 0)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -100,8 +101,8 @@ func TestPageCursorRefusesDamage(t *testing.T) {
 			t.Fatalf("a sound walk: %v", c.err)
 		}
 		for _, bad := range []uint64{0, 1, uint64(tx.Size()) / r.pageSize} {
-			if c := newPageCursor(r, bad); walk(c) != 0 || !errors.Is(c.err, ErrCorrupt) {
-				t.Errorf("root %d: %v, want ErrCorrupt", bad, c.err)
+			if c := newPageCursor(r, bad); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
+				t.Errorf("root %d: %v, want errs.ErrCorrupt", bad, c.err)
 			}
 		}
 		// The first leaf, in a copy of the mapping, damaged two ways.
@@ -112,19 +113,19 @@ func TestPageCursorRefusesDamage(t *testing.T) {
 		d := pageReader{data: data, pageSize: r.pageSize}
 		at := leaf * r.pageSize
 		binary.NativeEndian.PutUint64(data[at:], leaf+1)
-		if c := newPageCursor(d, root); walk(c) != 0 || !errors.Is(c.err, ErrCorrupt) {
-			t.Errorf("a leaf with another page's id: %v, want ErrCorrupt", c.err)
+		if c := newPageCursor(d, root); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
+			t.Errorf("a leaf with another page's id: %v, want errs.ErrCorrupt", c.err)
 		}
 		binary.NativeEndian.PutUint64(data[at:], leaf)
 		e := at + boltPageHeader + 3*boltElemSize // the fourth element
 		binary.NativeEndian.PutUint32(data[e+12:], uint32(r.pageSize)*4)
 		c = newPageCursor(d, root)
-		if got := walk(c); got != 3 || !errors.Is(c.err, ErrCorrupt) {
-			t.Errorf("an element past its page: walked %d keys, %v; want 3 and ErrCorrupt", got, c.err)
+		if got := walk(c); got != 3 || !errors.Is(c.err, errs.ErrCorrupt) {
+			t.Errorf("an element past its page: walked %d keys, %v; want 3 and errs.ErrCorrupt", got, c.err)
 		}
 		c = newPageCursor(d, root)
-		if c.Seek(binary.BigEndian.AppendUint32(nil, 3)); !errors.Is(c.err, ErrCorrupt) {
-			t.Errorf("a seek onto it: %v, want ErrCorrupt", c.err)
+		if c.Seek(binary.BigEndian.AppendUint32(nil, 3)); !errors.Is(c.err, errs.ErrCorrupt) {
+			t.Errorf("a seek onto it: %v, want errs.ErrCorrupt", c.err)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,8 +123,8 @@ func TestPageReaderRefusesDamage(t *testing.T) {
 		r := newPageReader(tx)
 		root := uint64(tx.Bucket([]byte("b")).Root())
 		for _, bad := range []uint64{0, 1, uint64(tx.Size()) / r.pageSize, 1 << 40} {
-			if _, err := r.get(bad, []byte("k")); !errors.Is(err, ErrCorrupt) {
-				t.Errorf("root %d: %v, want ErrCorrupt", bad, err)
+			if _, err := r.get(bad, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+				t.Errorf("root %d: %v, want errs.ErrCorrupt", bad, err)
 			}
 		}
 		if v, err := r.get(root, binary.BigEndian.AppendUint32(nil, 1234)); err != nil || len(v) != 100 {
@@ -133,13 +134,13 @@ func TestPageReaderRefusesDamage(t *testing.T) {
 		data := bytes.Clone(r.data)
 		d := pageReader{data: data, pageSize: r.pageSize}
 		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root+1)
-		if _, err := d.get(root, []byte("k")); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("a page with another page's id: %v, want ErrCorrupt", err)
+		if _, err := d.get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+			t.Errorf("a page with another page's id: %v, want errs.ErrCorrupt", err)
 		}
 		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root)
 		binary.NativeEndian.PutUint16(data[root*r.pageSize+8:], 0x10) // the freelist's flag
-		if _, err := d.get(root, []byte("k")); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("a page of another kind: %v, want ErrCorrupt", err)
+		if _, err := d.get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+			t.Errorf("a page of another kind: %v, want errs.ErrCorrupt", err)
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -54,7 +55,7 @@ func (s *scratch) endValue(dst, out []byte, fresh bool, start int, err error) ([
 		s.buf = out[:0]
 	}
 	if err != nil {
-		return dst, fmt.Errorf("%w: %w", ErrInvalidData, err)
+		return dst, fmt.Errorf("%w: %w", errs.ErrInvalidData, err)
 	}
 	if fresh {
 		out = append(make([]byte, 0, len(out)-start), out[start:]...)
@@ -83,7 +84,7 @@ type TypedCodec[T any] struct{ c *codec.Codec }
 func NewTypedCodec[T any]() (TypedCodec[T], error) {
 	c := codec.For(reflect.TypeFor[T]())
 	if err := c.CheckRecordType(); err != nil {
-		return TypedCodec[T]{}, fmt.Errorf("%w: %w", ErrInvalidData, err)
+		return TypedCodec[T]{}, fmt.Errorf("%w: %w", errs.ErrInvalidData, err)
 	}
 	return TypedCodec[T]{c: c}, nil
 }
@@ -91,7 +92,7 @@ func NewTypedCodec[T any]() (TypedCodec[T], error) {
 // AppendValue is AppendValue for *v.
 func (tc TypedCodec[T]) AppendValue(dst []byte, v *T) ([]byte, error) {
 	if v == nil {
-		return dst, fmt.Errorf("%w: data is a nil %s", ErrInvalidData, reflect.PointerTo(tc.c.Type()))
+		return dst, fmt.Errorf("%w: data is a nil %s", errs.ErrInvalidData, reflect.PointerTo(tc.c.Type()))
 	}
 	s, fresh, start, b := beginValue(dst)
 	out, err := tc.c.AppendRecord(b, unsafe.Pointer(v), MaxRecordSize)
@@ -101,7 +102,7 @@ func (tc TypedCodec[T]) AppendValue(dst []byte, v *T) ([]byte, error) {
 // Decode is DecodeInto for v.
 func (tc TypedCodec[T]) Decode(payload []byte, v *T) error {
 	if v == nil {
-		return fmt.Errorf("decode into a nil *%s: %w", tc.c.Type(), ErrType)
+		return fmt.Errorf("decode into a nil *%s: %w", tc.c.Type(), codec.ErrType)
 	}
 	return decodeErr(tc.c.DecodeRecord(payload, unsafe.Pointer(v)))
 }

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestFastEncoderEdges(t *testing.T) {
 	if _, err := engine.AppendValue(nil, deep); err != nil {
 		t.Errorf("MaxDepth levels: %v", err)
 	}
-	if _, err := engine.AppendValue(nil, map[string]any{"n": deep}); !errors.Is(err, engine.ErrInvalidData) {
+	if _, err := engine.AppendValue(nil, map[string]any{"n": deep}); !errors.Is(err, errs.ErrInvalidData) {
 		t.Errorf("MaxDepth+1 levels: %v; want ErrInvalidData", err)
 	}
 	list := []any{1}
@@ -148,7 +149,7 @@ func TestFastEncoderEdges(t *testing.T) {
 	if _, err := engine.AppendValue(nil, map[string]any{"l": list}); err != nil {
 		t.Errorf("MaxDepth levels of lists: %v", err)
 	}
-	if _, err := engine.AppendValue(nil, map[string]any{"l": []any{list}}); !errors.Is(err, engine.ErrInvalidData) {
+	if _, err := engine.AppendValue(nil, map[string]any{"l": []any{list}}); !errors.Is(err, errs.ErrInvalidData) {
 		t.Errorf("MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
 	}
 }
@@ -223,7 +224,7 @@ func TestTypedCodec(t *testing.T) {
 	if err := tc.Decode(got[1+engine.HeaderSize:], &back); err != nil || back.Title != "t" || back.Views != 3 || !back.At.Equal(p.At) || back.Tags[0] != "a" {
 		t.Errorf("Decode = %+v, %v", back, err)
 	}
-	if _, err := tc.AppendValue(nil, nil); !errors.Is(err, engine.ErrInvalidData) {
+	if _, err := tc.AppendValue(nil, nil); !errors.Is(err, errs.ErrInvalidData) {
 		t.Errorf("AppendValue(nil) = %v", err)
 	}
 	if !raceEnabled {
@@ -240,7 +241,7 @@ func TestTypedCodec(t *testing.T) {
 		func() error { _, err := engine.NewTypedCodec[[]post](); return err }(),
 		func() error { _, err := engine.NewTypedCodec[map[int]string](); return err }(),
 	} {
-		if !errors.Is(bad, engine.ErrInvalidData) {
+		if !errors.Is(bad, errs.ErrInvalidData) {
 			t.Errorf("NewTypedCodec of a non-record type: %v", bad)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"slices"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
@@ -175,7 +176,7 @@ func (r *Run) prepare(c *Coll) ([]*collIndex, error) {
 			return nil, err
 		}
 		if ix == nil || ix.def.Building {
-			return nil, fmt.Errorf("%w: index %q of collection %q was dropped while a query read it; run the query again", ErrNotFound, name, c.Name)
+			return nil, fmt.Errorf("%w: index %q of collection %q was dropped while a query read it; run the query again", errs.ErrNotFound, name, c.Name)
 		}
 		ixs[i] = ix
 	}
@@ -189,7 +190,7 @@ func (r *Run) plan(defs []plan.IndexDef, ready []*collIndex, c *Coll) error {
 	r.access = plan.Choose(r.spec, defs)
 	if r.spec.RequireIndex && r.access.ReadsAll(r.spec) {
 		return fmt.Errorf("%w: no index serves %s, and without one the query reads the whole collection (declare an index with WithIndex, or bound the query by id or time)",
-			ErrNoIndex, describeConds(r.spec))
+			errs.ErrNoIndex, describeConds(r.spec))
 	}
 	for _, s := range r.access.Scans {
 		r.names = append(r.names, ready[s.Index].name)
@@ -257,7 +258,7 @@ func (r *Run) resolveCursors(c *Coll) error {
 		if p.cur.Lookup {
 			v := c.records.Get(p.cur.ID[:])
 			if v == nil {
-				return fmt.Errorf("%w: %s (any more); continue from its value with AfterValue or BeforeValue", ErrCursorNotFound, p.cur.ID)
+				return fmt.Errorf("%w: %s (any more); continue from its value with AfterValue or BeforeValue", errs.ErrCursorNotFound, p.cur.ID)
 			}
 			payload, err := Payload(p.cur.ID[:], v)
 			if err != nil {
@@ -277,14 +278,14 @@ func (r *Run) resolveCursors(c *Coll) error {
 func orderKey(dst, payload []byte, path []string) ([]byte, error) {
 	raw, ok, err := mpack.FieldPath(payload, path)
 	if err != nil {
-		return dst, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return dst, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 	}
 	if !ok {
 		raw = nil
 	}
 	dst, err = order.AppendRaw(dst, raw)
 	if err != nil {
-		return dst, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return dst, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 	}
 	return dst, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -44,7 +45,7 @@ func (f *fileFailure) Error() string {
 	return "storh: corrupt data: the database file failed while it was open, and this DB no longer reads or writes it: " + f.cause
 }
 
-func (f *fileFailure) Unwrap() error { return ErrCorrupt }
+func (f *fileFailure) Unwrap() error { return errs.ErrCorrupt }
 
 const failedHint = "close the database, then restore the file from a backup; `storh verify` on the file tells what is wrong"
 
@@ -67,7 +68,7 @@ var containedPanics atomic.Uint64
 // fail marks the file failed; the first cause is kept.
 func (db *DB) fail(cause error) {
 	msg := strings.TrimPrefix(cause.Error(), "storh: ")
-	msg = strings.TrimPrefix(msg, strings.TrimPrefix(ErrCorrupt.Error(), "storh: ")+": ")
+	msg = strings.TrimPrefix(msg, strings.TrimPrefix(errs.ErrCorrupt.Error(), "storh: ")+": ")
 	db.failed.CompareAndSwap(nil, &fileFailure{cause: msg})
 }
 

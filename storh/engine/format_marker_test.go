@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,8 +48,8 @@ func TestFormatMarker(t *testing.T) {
 			db.Close()
 			t.Fatalf("marker %d: Open succeeded", tc.marker)
 		}
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("marker %d: %v, want ErrCorrupt saying %q", tc.marker, err, tc.want)
+		if !errors.Is(err, errs.ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("marker %d: %v, want errs.ErrCorrupt saying %q", tc.marker, err, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
@@ -100,7 +101,7 @@ func (t *Tx) getIn(h Handle, id uuidv7.UUID) ([]byte, error) {
 		return nil, err
 	}
 	if c == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return t.Get(c, id)
 }
@@ -115,7 +116,7 @@ func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	case !exists:
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	var v []byte
 	if root != 0 {
@@ -130,7 +131,7 @@ func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
 		v = btx.Bucket(name).Bucket(bucketRecords).Get(id[:])
 	}
 	if v == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return Payload(id[:], v)
 }

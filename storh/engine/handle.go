@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -32,7 +33,7 @@ func (e errNoColl) Error() string {
 	return fmt.Sprintf("storh: not found: collection %s does not exist", quote(e.name))
 }
 
-func (e errNoColl) Unwrap() error { return ErrNotFound }
+func (e errNoColl) Unwrap() error { return errs.ErrNotFound }
 
 func isNoColl(err error) bool {
 	var nc errNoColl

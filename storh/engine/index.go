@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -165,22 +166,22 @@ func (ix *collIndex) spec() IndexSpec {
 // the paths joined with ",".
 func ValidateIndexSpec(s *IndexSpec) error {
 	if len(s.Paths) == 0 {
-		return fmt.Errorf("%w: an index needs at least one field path", ErrInvalidIndex)
+		return fmt.Errorf("%w: an index needs at least one field path", errs.ErrInvalidIndex)
 	}
 	names := make([]string, len(s.Paths))
 	for i, p := range s.Paths {
 		if len(p) == 0 || len(p) > MaxDepth {
-			return fmt.Errorf("%w: index path %d has %d segments; want 1 to %d", ErrInvalidIndex, i+1, len(p), MaxDepth)
+			return fmt.Errorf("%w: index path %d has %d segments; want 1 to %d", errs.ErrInvalidIndex, i+1, len(p), MaxDepth)
 		}
 		for _, seg := range p {
 			if seg == "" {
-				return fmt.Errorf("%w: index path %q has an empty segment", ErrInvalidIndex, strings.Join(p, "."))
+				return fmt.Errorf("%w: index path %q has an empty segment", errs.ErrInvalidIndex, strings.Join(p, "."))
 			}
 		}
 		names[i] = plan.PathString(p)
 		for _, q := range s.Paths[:i] {
 			if slices.Equal(p, q) {
-				return fmt.Errorf("%w: index names the path %q twice", ErrInvalidIndex, names[i])
+				return fmt.Errorf("%w: index names the path %q twice", errs.ErrInvalidIndex, names[i])
 			}
 		}
 	}
@@ -188,7 +189,7 @@ func ValidateIndexSpec(s *IndexSpec) error {
 		s.Name = strings.Join(names, ",")
 	}
 	if err := ValidateName(s.Name); err != nil {
-		return fmt.Errorf("%w: index name: %v", ErrInvalidIndex, strings.TrimPrefix(err.Error(), "storh: "))
+		return fmt.Errorf("%w: index name: %v", errs.ErrInvalidIndex, strings.TrimPrefix(err.Error(), "storh: "))
 	}
 	return nil
 }
@@ -208,20 +209,20 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 	err := forEach(defs, func(k, v []byte) error {
 		ix := &collIndex{name: string(k), coll: c.Name, mems: c.mems, fail: c.fail}
 		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 || ix.def.Layout > layoutBlocks {
-			return fmt.Errorf("%w: collection %q: index %q has an unreadable definition", ErrCorrupt, c.Name, k)
+			return fmt.Errorf("%w: collection %q: index %q has an unreadable definition", errs.ErrCorrupt, c.Name, k)
 		}
 		if entries != nil {
 			ix.entries = entries.Bucket(k)
 		}
 		if ix.entries == nil {
-			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", ErrCorrupt, c.Name, k)
+			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", errs.ErrCorrupt, c.Name, k)
 		}
 		if ix.def.Layout == layoutBlocks {
 			if journals != nil {
 				ix.journal = journals.Bucket(k)
 			}
 			if ix.journal == nil {
-				return fmt.Errorf("%w: collection %q: index %q lacks its journal bucket", ErrCorrupt, c.Name, k)
+				return fmt.Errorf("%w: collection %q: index %q lacks its journal bucket", errs.ErrCorrupt, c.Name, k)
 			}
 			ix.base.Seq, ix.base.Floor = ix.def.Seq, ix.def.Floor
 		}
@@ -315,7 +316,7 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 	for _, path := range ix.def.Paths {
 		raw, ok, err := mpack.FieldPath(payload, path)
 		if err != nil {
-			return buf[:start], keys, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return buf[:start], keys, false, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 		}
 		if !ok {
 			raw = nil
@@ -325,7 +326,7 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 		}
 		vstart := len(buf)
 		if buf, err = order.AppendRaw(buf, raw); err != nil {
-			return buf[:start], keys, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return buf[:start], keys, false, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 		}
 		if buf[vstart] == order.TagNull {
 			null = true
@@ -333,7 +334,7 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 	}
 	if n := len(buf) - start - 1; n > MaxIndexValue {
 		return buf[:start], keys, false, fmt.Errorf("%w: the value of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-			ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, MaxIndexValue)
+			errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, MaxIndexValue)
 	}
 	buf = append(buf, id[:]...)
 	keys = append(keys, buf[start:len(buf):len(buf)])
@@ -350,7 +351,7 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 		}
 		if len(buf)-s-1 > MaxIndexValue {
 			elemErr = fmt.Errorf("%w: an element of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-				ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, MaxIndexValue)
+				errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, MaxIndexValue)
 			return false
 		}
 		buf = append(buf, id[:]...)
@@ -369,38 +370,10 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 	return buf, keys, null, nil
 }
 
-// UniqueError is the error of a write (or of a unique index's build) that
-// met a value another record holds: the index, its paths, the values (in
-// the normalised form Record.Data gives; nil for a missing field) and the
-// id of the record that holds them. It wraps ErrUniqueViolation.
-type UniqueError struct {
-	Index    string
-	Paths    [][]string
-	Values   []any
-	Existing uuidv7.UUID
-}
-
-func (e *UniqueError) Error() string {
-	parts := make([]string, len(e.Paths))
-	for i, path := range e.Paths {
-		v := "null"
-		if e.Values[i] != nil {
-			v = fmt.Sprintf("%#v", e.Values[i])
-			if len(v) > 80 {
-				v = v[:77] + "..."
-			}
-		}
-		parts[i] = plan.PathString(path) + " = " + v
-	}
-	return fmt.Sprintf("%v: index %q already holds %s, for record %s", ErrUniqueViolation, e.Index, strings.Join(parts, ", "), e.Existing)
-}
-
-func (e *UniqueError) Unwrap() error { return ErrUniqueViolation }
-
-// errUnique is the UniqueError of a record whose values, in payload,
+// errUnique is the UniqueViolation of a record whose values, in payload,
 // another record holds in ix.
 func errUnique(ix *collIndex, payload []byte, other uuidv7.UUID) error {
-	e := &UniqueError{Index: ix.name, Paths: ix.def.Paths, Values: make([]any, len(ix.def.Paths)), Existing: other}
+	e := &errs.UniqueViolation{Index: ix.name, Paths: ix.def.Paths, Values: make([]any, len(ix.def.Paths)), Existing: other}
 	for i, path := range ix.def.Paths {
 		if raw, ok, err := mpack.FieldPath(payload, path); err == nil && ok {
 			e.Values[i], _, _ = mpack.Decode(raw)
@@ -649,7 +622,7 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	if all, err := c.indexes(); err != nil {
 		return nil, err
 	} else if len(all) >= MaxIndexes {
-		return nil, fmt.Errorf("%w: collection %q has %d indexes, the most it may have", ErrInvalidIndex, c.Name, MaxIndexes)
+		return nil, fmt.Errorf("%w: collection %q has %d indexes, the most it may have", errs.ErrInvalidIndex, c.Name, MaxIndexes)
 	}
 	defs, err := c.root.CreateBucketIfNotExists(bucketIndexDefs)
 	if err != nil {
@@ -708,14 +681,14 @@ func (t *Tx) newIndexLayout() uint8 {
 // DropIndex removes the index name and its entries.
 func (t *Tx) DropIndex(c *Coll, name string) error {
 	if !t.ktx.Writable() {
-		return ErrReadOnly
+		return errs.ErrReadOnly
 	}
 	ix, err := c.index(name)
 	if err != nil {
 		return err
 	}
 	if ix == nil {
-		return fmt.Errorf("%w: collection %q has no index %q", ErrNotFound, c.Name, name)
+		return fmt.Errorf("%w: collection %q has no index %q", errs.ErrNotFound, c.Name, name)
 	}
 	if err := c.root.Bucket(bucketIndexEntries).DeleteBucket([]byte(name)); err != nil {
 		return mapStoreErr(err)
@@ -746,12 +719,12 @@ func (t *Tx) ensureIndexes(c *Coll, specs []IndexSpec) error {
 		if ix != nil {
 			if !slices.EqualFunc(ix.def.Paths, s.Paths, slices.Equal) || ix.def.Unique != s.Unique {
 				return fmt.Errorf("%w: collection %q already has an index %q on %s (unique %v), declared now on %s (unique %v); drop it first to change it",
-					ErrInvalidIndex, c.Name, s.Name, pathsString(ix.def.Paths), ix.def.Unique, pathsString(s.Paths), s.Unique)
+					errs.ErrInvalidIndex, c.Name, s.Name, pathsString(ix.def.Paths), ix.def.Unique, pathsString(s.Paths), s.Unique)
 			}
 			continue
 		}
 		if !t.ktx.Writable() {
-			return fmt.Errorf("%w: collection %q has no index %q, and a read-only transaction cannot create it", ErrReadOnly, c.Name, s.Name)
+			return fmt.Errorf("%w: collection %q has no index %q, and a read-only transaction cannot create it", errs.ErrReadOnly, c.Name, s.Name)
 		}
 		if _, err := t.createIndex(c, s); err != nil {
 			return err
@@ -866,7 +839,7 @@ func (db *DB) BuildIndexes(h Handle) error {
 			}
 			return nil
 		})
-		if errors.Is(err, ErrUniqueViolation) {
+		if errors.Is(err, errs.ErrUniqueViolation) {
 			if derr := db.UpdateSafe(func(tx *Tx) error {
 				c, err := tx.Use(h, false)
 				if err != nil || c == nil {
@@ -923,7 +896,7 @@ func (db *DB) EnsureIndexes(h Handle) error {
 	case err != nil:
 		return err
 	case db.opts.ReadOnly && missing:
-		return fmt.Errorf("%w: collection %q lacks a declared index, and a read-only database cannot create it", ErrReadOnly, h.Name)
+		return fmt.Errorf("%w: collection %q lacks a declared index, and a read-only database cannot create it", errs.ErrReadOnly, h.Name)
 	case db.opts.ReadOnly:
 		return nil // queries do not use an index still building; a writer finishes it
 	}

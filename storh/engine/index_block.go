@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math/bits"
 
@@ -485,7 +486,7 @@ func (c *blockCursor) damaged(k []byte, err error) {
 // report ends the walk with the damage err.
 func (c *blockCursor) report(err error) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: index %q: %w; Repair rebuilds the index", ErrCorrupt, c.index, err)
+		c.err = fmt.Errorf("%w: index %q: %w; Repair rebuilds the index", errs.ErrCorrupt, c.index, err)
 		c.fail(c.err)
 	}
 	c.blk, c.shared = block{}, -1

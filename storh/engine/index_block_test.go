@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"maps"
 	"math/bits"
@@ -410,7 +411,7 @@ func TestBlockCursorFindsMissingBlock(t *testing.T) {
 			cur := fresh()
 			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 			}
-			if !errors.Is(cur.err, ErrCorrupt) || !errors.Is(cur.err, errBlockMissing) {
+			if !errors.Is(cur.err, errs.ErrCorrupt) || !errors.Is(cur.err, errBlockMissing) {
 				rt.Fatalf("a walk forward past block %d of %d: %v", gone, len(blocks), cur.err)
 			}
 			cur = fresh()

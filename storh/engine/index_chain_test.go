@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,8 +215,8 @@ func TestChainingRefusesShortIndex(t *testing.T) {
 	defer db.Close()
 	before := blockVersions(t, db, "tag")
 	var inc uint64
-	if err := db.fold("docs", "tag", &inc); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "a block may be missing") {
-		t.Fatalf("folding the short index: %v; want ErrCorrupt", err)
+	if err := db.fold("docs", "tag", &inc); !errors.Is(err, errs.ErrCorrupt) || !strings.Contains(err.Error(), "a block may be missing") {
+		t.Fatalf("folding the short index: %v; want errs.ErrCorrupt", err)
 	}
 	if after := blockVersions(t, db, "tag"); after[blockVersion] != 0 || after[blockVersion1] != before[blockVersion1] {
 		t.Errorf("blocks by version %v after the refused chaining, %v before", after, before)
@@ -239,8 +240,8 @@ func TestChainingRefusesShortIndex(t *testing.T) {
 		_, err = ix.cursor()
 		return err
 	})
-	if !errors.Is(err, ErrCorrupt) {
-		t.Errorf("reading the short index after its chaining failed: %v; want ErrCorrupt", err)
+	if !errors.Is(err, errs.ErrCorrupt) {
+		t.Errorf("reading the short index after its chaining failed: %v; want errs.ErrCorrupt", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"slices"
 	"sync"
 
@@ -389,10 +390,10 @@ func writeBlocks(b kv.Bucket, keys [][]byte) error {
 }
 
 func (ix *collIndex) blockErr(err error) error {
-	if errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, errs.ErrCorrupt) {
 		return err
 	}
-	return fmt.Errorf("%w: index %q: %v; Repair rebuilds it", ErrCorrupt, ix.name, err)
+	return fmt.Errorf("%w: index %q: %v; Repair rebuilds it", errs.ErrCorrupt, ix.name, err)
 }
 
 // folds is the set of indexes whose fold is due, by collection and name.
@@ -532,7 +533,7 @@ func (ms *ixMems) foldFailure(coll, index string, inc uint64) error {
 // another reason (a full disk) leaves the index readable: its journal
 // holds every change the blocks lack.
 func (ms *ixMems) foldFailed(coll, index string, inc uint64) error {
-	if err := ms.foldFailure(coll, index, inc); err != nil && errors.Is(err, ErrCorrupt) {
+	if err := ms.foldFailure(coll, index, inc); err != nil && errors.Is(err, errs.ErrCorrupt) {
 		return fmt.Errorf("%w (found by its last fold in this process; Repair rebuilds the index)", err)
 	}
 	return nil

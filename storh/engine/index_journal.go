@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/bits"
@@ -181,14 +182,14 @@ func readJournal(j kv.Bucket, from, to uint64) ([]ixOp, error) {
 	want := from + 1
 	for k, v := cur.Seek(seqKey(from + 1)); k != nil; k, v = cur.Next() {
 		if len(k) != 8 {
-			return nil, fmt.Errorf("%w: a journal key of %d bytes", ErrCorrupt, len(k))
+			return nil, fmt.Errorf("%w: a journal key of %d bytes", errs.ErrCorrupt, len(k))
 		}
 		seq := binary.BigEndian.Uint64(k)
 		if seq > to {
 			break
 		}
 		if seq != want {
-			return nil, fmt.Errorf("%w: journal record %d is missing", ErrCorrupt, want)
+			return nil, fmt.Errorf("%w: journal record %d is missing", errs.ErrCorrupt, want)
 		}
 		want++
 		arena := make([]byte, 0, len(v))
@@ -198,11 +199,11 @@ func readJournal(j kv.Bucket, from, to uint64) ([]ixOp, error) {
 			op.key = arena[start:len(arena):len(arena)]
 			ops = append(ops, op)
 		}); err != nil {
-			return nil, fmt.Errorf("%w: journal record %d: %v", ErrCorrupt, seq, err)
+			return nil, fmt.Errorf("%w: journal record %d: %v", errs.ErrCorrupt, seq, err)
 		}
 	}
 	if want != to+1 {
-		return nil, fmt.Errorf("%w: journal record %d is missing", ErrCorrupt, want)
+		return nil, fmt.Errorf("%w: journal record %d is missing", errs.ErrCorrupt, want)
 	}
 	sortOps(ops)
 	return ops, nil

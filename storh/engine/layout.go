@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -79,15 +80,15 @@ func (k Kind) String() string {
 func ValidateName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: the name is empty", ErrInvalidName)
+		return fmt.Errorf("%w: the name is empty", errs.ErrInvalidName)
 	case len(name) > MaxNameLength:
-		return fmt.Errorf("%w: %q... is %d bytes; the limit is %d", ErrInvalidName, name[:32], len(name), MaxNameLength)
+		return fmt.Errorf("%w: %q... is %d bytes; the limit is %d", errs.ErrInvalidName, name[:32], len(name), MaxNameLength)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+		return fmt.Errorf("%w: %q is not valid UTF-8", errs.ErrInvalidName, name)
 	}
 	for i, r := range name {
 		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: %q has a non-printable character at byte %d", ErrInvalidName, name, i)
+			return fmt.Errorf("%w: %q has a non-printable character at byte %d", errs.ErrInvalidName, name, i)
 		}
 	}
 	return nil
@@ -214,7 +215,7 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string, kinds *sync.Map) (*Coll, 
 	}
 	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
 	if meta == nil || recs == nil {
-		return nil, fmt.Errorf("%w: collection %q lacks its %s bucket", ErrCorrupt, name, missing(meta, recs))
+		return nil, fmt.Errorf("%w: collection %q lacks its %s bucket", errs.ErrCorrupt, name, missing(meta, recs))
 	}
 	c := &Coll{Name: name, root: root, meta: meta, records: recs, writable: tx.Writable(), jobSeq: -1}
 	var kind []byte
@@ -243,7 +244,7 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string, kinds *sync.Map) (*Coll, 
 		kind = meta.Get(keyKind)
 	}
 	if len(kind) != 1 {
-		return nil, fmt.Errorf("%w: collection %q has no valid kind", ErrCorrupt, name)
+		return nil, fmt.Errorf("%w: collection %q has no valid kind", errs.ErrCorrupt, name)
 	}
 	c.Kind = Kind(kind[0])
 	if tx.Writable() {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"time"
 )
 
@@ -34,5 +35,5 @@ func lockedError(path string, waited time.Duration) (error, string) {
 	default:
 		who, hint = "another process, or another Open in this one, has the file open", "close it, or raise the lock timeout"
 	}
-	return fmt.Errorf("%w (waited %v): %s", ErrLocked, waited, who), hint
+	return fmt.Errorf("%w (waited %v): %s", errs.ErrLocked, waited, who), hint
 }

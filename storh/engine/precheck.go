@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/fnv"
 	"os"
 )
@@ -71,9 +72,9 @@ func checkFileHolds(f *os.File, pageSize int) error {
 	m, found, size, err := readFileMeta(f, int64(pageSize))
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: the file cannot be read: %v", ErrCorrupt, err)
+		return fmt.Errorf("%w: the file cannot be read: %v", errs.ErrCorrupt, err)
 	case !found:
-		return fmt.Errorf("%w: the file is damaged: neither of its meta pages is valid (truncated to %d bytes, or overwritten)", ErrCorrupt, size)
+		return fmt.Errorf("%w: the file is damaged: neither of its meta pages is valid (truncated to %d bytes, or overwritten)", errs.ErrCorrupt, size)
 	}
 	return shortFile(m, size)
 }
@@ -124,9 +125,9 @@ func shortFile(m boltMeta, size int64) error {
 	const noFreelist = ^uint64(0) // a file written with NoFreelistSync
 	switch need := int64(m.pgid) * int64(m.pageSize); {
 	case size < need:
-		return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", ErrCorrupt, size, need)
+		return fmt.Errorf("%w: the file is damaged: truncated to %d bytes, but its pages need %d", errs.ErrCorrupt, size, need)
 	case m.freelist != noFreelist && m.freelist >= m.pgid:
-		return fmt.Errorf("%w: the file is damaged: its freelist is said to be on page %d, past its last page %d", ErrCorrupt, m.freelist, m.pgid-1)
+		return fmt.Errorf("%w: the file is damaged: its freelist is said to be on page %d, past its last page %d", errs.ErrCorrupt, m.freelist, m.pgid-1)
 	}
 	return nil
 }

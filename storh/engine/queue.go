@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/query"
 	"hash/crc32"
 	"math/rand/v2"
 	"slices"
@@ -81,13 +83,6 @@ func (s JobState) String() string {
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
-
-// ErrEmpty is returned by a claim when no job is pending.
-var ErrEmpty = errors.New("storh: queue is empty")
-
-// ErrNotClaimed is returned by Complete, Fail, Extend and Release for a job
-// that is not claimed (pending, done or dead).
-var ErrNotClaimed = errors.New("storh: job is not claimed")
 
 // Job is one job's state, and its payload when an operation returns it.
 type Job struct {
@@ -167,11 +162,11 @@ func jobSize(j Job) int { return jobFixed + min(len(j.Reason), maxJobNotes) + jo
 
 func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 	if len(b) < jobFixed+jobCRC || b[0] != jobFormat {
-		return Job{}, fmt.Errorf("%w: job %s: state of %d bytes is not a job state", ErrCorrupt, id, len(b))
+		return Job{}, fmt.Errorf("%w: job %s: state of %d bytes is not a job state", errs.ErrCorrupt, id, len(b))
 	}
 	body := b[:len(b)-jobCRC]
 	if crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, id[:]) != binary.BigEndian.Uint32(b[len(body):]) {
-		return Job{}, fmt.Errorf("%w: job %s: state checksum mismatch", ErrCorrupt, id)
+		return Job{}, fmt.Errorf("%w: job %s: state checksum mismatch", errs.ErrCorrupt, id)
 	}
 	j := Job{
 		ID:         id,
@@ -183,7 +178,7 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 		Reason:     string(body[jobFixed:]),
 	}
 	if j.State < JobPending || j.State > JobDead {
-		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", ErrCorrupt, id, j.State)
+		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", errs.ErrCorrupt, id, j.State)
 	}
 	return j, nil
 }
@@ -207,7 +202,7 @@ func (j *jobs) stateOf(id uuidv7.UUID) []byte {
 // enqueued to has none: nil, nil.
 func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 	if c.Kind != KindQueue {
-		return nil, fmt.Errorf("%w: %q is a %s, not a queue", ErrWrongKind, c.Name, c.Kind)
+		return nil, fmt.Errorf("%w: %q is a %s, not a queue", errs.ErrWrongKind, c.Name, c.Kind)
 	}
 	if c.jobs != nil {
 		return c.jobs, nil
@@ -230,7 +225,7 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 		*sub.b = root.Bucket(sub.name)
 		if *sub.b == nil {
 			if !create {
-				return nil, fmt.Errorf("%w: queue %q lacks its %q jobs bucket", ErrCorrupt, c.Name, sub.name)
+				return nil, fmt.Errorf("%w: queue %q lacks its %q jobs bucket", errs.ErrCorrupt, c.Name, sub.name)
 			}
 			var err error
 			if *sub.b, err = root.CreateBucket(sub.name); err != nil {
@@ -392,7 +387,7 @@ func (j *jobs) firstPending(c *Coll, n int) ([]uuidv7.UUID, error) {
 	var ids []uuidv7.UUID
 	add := func(k, v []byte) error {
 		if len(v) != 16 {
-			return fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", ErrCorrupt, c.Name, k, len(v))
+			return fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", errs.ErrCorrupt, c.Name, k, len(v))
 		}
 		ids = append(ids, uuidv7.UUID(v))
 		return nil
@@ -437,7 +432,7 @@ func (j *jobs) loadMany(c *Coll, ids []uuidv7.UUID) ([]Job, error) {
 	values := j.state.(kv.RowLocker).LockKeys(keys, true)
 	for i, v := range values {
 		if v == nil {
-			return nil, fmt.Errorf("%w: no job %s", ErrNotFound, ids[i])
+			return nil, fmt.Errorf("%w: no job %s", errs.ErrNotFound, ids[i])
 		}
 		job, err := decodeJob(ids[i], v)
 		if err != nil {
@@ -451,7 +446,7 @@ func (j *jobs) loadMany(c *Coll, ids []uuidv7.UUID) ([]Job, error) {
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
 	v := j.stateOf(id)
 	if v == nil {
-		return Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		return Job{}, fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
 	}
 	return decodeJob(id, v)
 }
@@ -518,7 +513,7 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 	// A job's state and payload share its id: an id past the largest
 	// payload key is new, and needs no lookup.
 	if !c.beyondLast(id) && (c.has(id) || j.stateOf(id) != nil) {
-		return fmt.Errorf("%w: a job with this id is in the queue", ErrExists)
+		return fmt.Errorf("%w: a job with this id is in the queue", errs.ErrExists)
 	}
 	if err := t.Put(c, id, value, true); err != nil {
 		return err
@@ -536,7 +531,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		return nil, err
 	}
 	if j == nil {
-		return nil, ErrEmpty // nothing was ever enqueued
+		return nil, errs.ErrEmpty // nothing was ever enqueued
 	}
 	if _, err := t.requeueExpired(c, j, now, maxAttempts); err != nil {
 		return nil, err
@@ -546,7 +541,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		return nil, err
 	}
 	if len(ids) == 0 {
-		return nil, ErrEmpty
+		return nil, errs.ErrEmpty
 	}
 	olds, err := j.loadMany(c, ids)
 	if err != nil {
@@ -556,11 +551,11 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	for i, id := range ids {
 		old := olds[i]
 		if old.State != JobPending {
-			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", ErrCorrupt, c.Name, id, old.State)
+			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", errs.ErrCorrupt, c.Name, id, old.State)
 		}
 		job := old
 		payload, err := t.Get(c, id)
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+		if errors.Is(err, errs.ErrCorrupt) || errors.Is(err, errs.ErrNotFound) {
 			// A job no worker can read would stop the queue at its
 			// place forever: it goes to the dead letters, saying why.
 			job.State, job.Changed, job.Reason = JobDead, now, "payload unreadable: "+err.Error()
@@ -580,7 +575,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		out = append(out, job)
 	}
 	if len(out) == 0 {
-		return nil, ErrEmpty
+		return nil, errs.ErrEmpty
 	}
 	return out, nil
 }
@@ -603,7 +598,7 @@ func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, 
 	cur := j.claimed.Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 		if len(k) != 24 {
-			return 0, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", ErrCorrupt, c.Name, k)
+			return 0, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", errs.ErrCorrupt, c.Name, k)
 		}
 		if int64(binary.BigEndian.Uint64(k)) > now {
 			break
@@ -639,7 +634,7 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 		ids := make([][]byte, len(keys))
 		for i, k := range keys {
 			if len(k) != 24 {
-				return n, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", ErrCorrupt, c.Name, k)
+				return n, fmt.Errorf("%w: queue %q: claimed entry %x is not a lease key", errs.ErrCorrupt, c.Name, k)
 			}
 			ids[i] = k[8:]
 		}
@@ -654,7 +649,7 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 			}
 			if old.State != JobClaimed || old.LeaseUntil != int64(binary.BigEndian.Uint64(keys[i])) {
 				return n, fmt.Errorf("%w: queue %q: job %s is in the claimed index under lease %d, but %s with lease %d",
-					ErrCorrupt, c.Name, old.ID, int64(binary.BigEndian.Uint64(keys[i])), old.State, old.LeaseUntil)
+					errs.ErrCorrupt, c.Name, old.ID, int64(binary.BigEndian.Uint64(keys[i])), old.State, old.LeaseUntil)
 			}
 			if err := t.expire(c, j, old, now, maxAttempts); err != nil {
 				return n, err
@@ -687,7 +682,7 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 		return nil, Job{}, err
 	}
 	if j == nil {
-		return nil, Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		return nil, Job{}, fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
 	}
 	var job Job
 	if c.shared {
@@ -698,7 +693,7 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 		case t.ktx.Err() != nil:
 			return nil, Job{}, t.ktx.Err()
 		case v == nil:
-			return nil, Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+			return nil, Job{}, fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
 		}
 		job, err = decodeJob(id, v)
 	} else {
@@ -708,7 +703,7 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 		return nil, Job{}, err
 	}
 	if job.State != JobClaimed {
-		return nil, Job{}, fmt.Errorf("%w: job %s is %s", ErrNotClaimed, id, job.State)
+		return nil, Job{}, fmt.Errorf("%w: job %s is %s", errs.ErrNotClaimed, id, job.State)
 	}
 	return j, job, nil
 }
@@ -774,14 +769,14 @@ func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
 		return err
 	}
 	if j == nil {
-		return fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		return fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
 	}
 	old, err := j.load(id)
 	if err != nil {
 		return err
 	}
 	if old.State != JobDead {
-		return fmt.Errorf("%w: job %s is %s, not dead", ErrNotClaimed, id, old.State)
+		return fmt.Errorf("%w: job %s is %s, not dead", errs.ErrNotClaimed, id, old.State)
 	}
 	job := old
 	job.State, job.Attempts, job.Changed = JobPending, 0, now
@@ -795,7 +790,7 @@ func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
 		return Job{}, err
 	}
 	if j == nil {
-		return Job{}, fmt.Errorf("%w: no job %s", ErrNotFound, id)
+		return Job{}, fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
 	}
 	job, err := j.load(id)
 	if err != nil {
@@ -831,7 +826,7 @@ func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more 
 	k, _ := cur.First()
 	for ; k != nil && len(keys) < max; k, _ = cur.Next() {
 		if len(k) != 24 {
-			return 0, false, fmt.Errorf("%w: queue %q: %s entry %x is not a time key", ErrCorrupt, c.Name, state, k)
+			return 0, false, fmt.Errorf("%w: queue %q: %s entry %x is not a time key", errs.ErrCorrupt, c.Name, state, k)
 		}
 		if int64(binary.BigEndian.Uint64(k)) >= before {
 			break
@@ -883,7 +878,7 @@ func (t *Tx) NextLeaseEnd(c *Coll) (int64, bool) {
 // index key to resume after.
 func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)) ([]byte, error) {
 	if state < JobPending || state > JobDead {
-		return nil, fmt.Errorf("%w: no job state %d", ErrInvalidQuery, state)
+		return nil, fmt.Errorf("%w: no job state %d", query.ErrInvalidQuery, state)
 	}
 	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
@@ -906,7 +901,7 @@ func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)
 		case state != JobPending && len(k) == 24:
 			id = uuidv7.UUID(k[8:])
 		default:
-			return nil, fmt.Errorf("%w: queue %q: %s index entry %x is malformed", ErrCorrupt, c.Name, state, k)
+			return nil, fmt.Errorf("%w: queue %q: %s index entry %x is malformed", errs.ErrCorrupt, c.Name, state, k)
 		}
 		job, err := j.load(id)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -251,7 +252,7 @@ func step(c kv.Cursor, pages *pageCursor, reverse bool) ([]byte, []byte) {
 }
 
 // errOutOfOrder is the error of a key a walk meets out of order.
-var errOutOfOrder = fmt.Errorf("%w: the database file is damaged: a key out of order; run Verify", ErrCorrupt)
+var errOutOfOrder = fmt.Errorf("%w: the database file is damaged: a key out of order; run Verify", errs.ErrCorrupt)
 
 // advance moves the cursor's open end past id; false when nothing is left.
 func advance(cur *Cursor, id uuidv7.UUID) bool {
@@ -277,11 +278,11 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher) (Item, bool) {
 // error that makes the record unreadable. False: match rejects it.
 func readInto(it *Item, k, v []byte, match Matcher) bool {
 	if len(k) != len(it.ID) {
-		it.Err = fmt.Errorf("%w: key of %d bytes in a records bucket", ErrCorrupt, len(k))
+		it.Err = fmt.Errorf("%w: key of %d bytes in a records bucket", errs.ErrCorrupt, len(k))
 		return true
 	}
 	if v == nil {
-		it.Err = fmt.Errorf("%w: nested bucket in a records bucket", ErrCorrupt)
+		it.Err = fmt.Errorf("%w: nested bucket in a records bucket", errs.ErrCorrupt)
 		return true
 	}
 	payload, err := Payload(k, v)
@@ -292,7 +293,7 @@ func readInto(it *Item, k, v []byte, match Matcher) bool {
 	if match != nil {
 		ok, err := match(payload)
 		if err != nil {
-			it.Err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+			it.Err = fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 			return true
 		}
 		if !ok {

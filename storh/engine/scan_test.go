@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -188,7 +189,7 @@ func TestScanPayloadsOutliveTheTransaction(t *testing.T) {
 	}
 	_, err = db.RunChunk(h, engine.NewRun(allPlan(t)), 10, nil)
 	db.Exit()
-	if !errors.Is(err, engine.ErrNotFound) {
+	if !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("RunChunk of a dropped collection: %v; want ErrNotFound", err)
 	}
 	// One not created yet reads as empty.
@@ -225,7 +226,7 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 	db.Exit()
 	value, _ := engine.AppendValue(nil, map[string]any{"x": 1})
 	const n = 200
-	errs := make([]error, n)
+	results := make([]error, n)
 	fresh := make([]uuidv7.UUID, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -236,7 +237,7 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 			defer wg.Done()
 			<-start
 			if err := db.Enter(); err != nil {
-				errs[i] = err
+				results[i] = err
 				return
 			}
 			defer db.Exit()
@@ -252,18 +253,18 @@ func TestSubmitIsolatesFailures(t *testing.T) {
 			case 9:
 				op.Coll, op.InsertOnly = docsH, false
 			}
-			errs[i] = db.Submit(op)
+			results[i] = db.Submit(op)
 		}()
 	}
 	close(start)
 	wg.Wait()
-	for i, err := range errs {
+	for i, err := range results {
 		var want error
 		switch i % 10 {
 		case 3:
-			want = engine.ErrExists
+			want = errs.ErrExists
 		case 7:
-			want = engine.ErrWrongKind
+			want = errs.ErrWrongKind
 		}
 		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
 			t.Errorf("op %d: %v; want %v", i, err, want)
@@ -323,7 +324,7 @@ func TestEngineOpenOptions(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(db.Enter(), engine.ErrClosed) {
+	if !errors.Is(db.Enter(), errs.ErrClosed) {
 		t.Error("a closed engine lets operations in")
 	}
 	if err := db.Close(); err != nil {

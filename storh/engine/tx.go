@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -164,7 +165,7 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 func checkKind(c *Coll, want Kind) error {
 	if want != 0 && c.Kind != want {
 		return fmt.Errorf("%w: %q is a %s collection, not %s; open it with db.%s(%q)",
-			ErrWrongKind, c.Name, c.Kind, want, kindMethod(c.Kind), c.Name)
+			errs.ErrWrongKind, c.Name, c.Kind, want, kindMethod(c.Kind), c.Name)
 	}
 	return nil
 }
@@ -188,7 +189,7 @@ func kindMethod(k Kind) string {
 // with another put nor modified before then.
 func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if !t.ktx.Writable() {
-		return ErrReadOnly
+		return errs.ErrReadOnly
 	}
 	// The key lives in the Coll, not on the stack: a slice of a parameter
 	// escapes, which cost an allocation per put (bbolt copies keys anyway).
@@ -199,7 +200,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 		old = c.records.Get(key)
 	}
 	if old != nil && insertOnly {
-		return fmt.Errorf("%w: log records are immutable", ErrExists)
+		return fmt.Errorf("%w: log records are immutable", errs.ErrExists)
 	}
 	var oldPayload []byte
 	if len(old) >= HeaderSize {
@@ -232,7 +233,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 // Delete removes id and reports whether it was stored.
 func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if !t.ktx.Writable() {
-		return false, ErrReadOnly
+		return false, errs.ErrReadOnly
 	}
 	c.key = id
 	old := c.records.Get(c.key[:])
@@ -261,7 +262,7 @@ func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
 		if err := t.failure(); err != nil {
 			return nil, err // a read that failed, not a missing record
 		}
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	// The checksum, over payload and key, proves these are the bytes Put
 	// wrote, and Put writes only valid records: reads do not re-validate
@@ -368,5 +369,5 @@ func (t *Tx) damaged(name string) error {
 	if t.db == nil || t.db.broken[name] == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", ErrCorrupt, name, t.db.broken[name])
+	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", errs.ErrCorrupt, name, t.db.broken[name])
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
@@ -274,7 +275,7 @@ func pageCheck(found <-chan error, emit func(Problem), pace *pace) error {
 // buckets, so that a fault shows up on this goroutine.
 func walkAll(c *bolt.Cursor, depth int, pace *pace) error {
 	if depth > 8 {
-		return fmt.Errorf("%w: buckets nested deeper than storh ever writes", ErrCorrupt)
+		return fmt.Errorf("%w: buckets nested deeper than storh ever writes", errs.ErrCorrupt)
 	}
 	var sink byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -349,7 +350,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 		}
 	}
 	if broken[""] {
-		return fmt.Errorf("%w: the file's root pages are damaged: Repair cannot fix them in place; restore a backup", ErrCorrupt)
+		return fmt.Errorf("%w: the file's root pages are damaged: Repair cannot fix them in place; restore a backup", errs.ErrCorrupt)
 	}
 	names, strays, err := topLevel(t.ktx, colls, pace)
 	if err != nil {
@@ -477,7 +478,7 @@ func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, p
 	}
 	for _, ix := range bad {
 		err := t.rebuildIndex(c, ix, pace)
-		if errors.Is(err, ErrUniqueViolation) {
+		if errors.Is(err, errs.ErrUniqueViolation) {
 			if err := t.DropIndex(c, ix.name); err != nil {
 				return err
 			}

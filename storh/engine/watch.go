@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -382,7 +383,7 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 			}
 			v, err := tx.Get(c, id)
 			if err != nil {
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, errs.ErrNotFound) {
 					continue // deleted since
 				}
 				return err
@@ -391,7 +392,7 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return fmt.Errorf("reading the records of commit %d: %w", n.Commit, err)
 	}
 	if len(changes) > 0 {

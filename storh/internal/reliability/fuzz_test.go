@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -66,7 +67,7 @@ func FuzzStoredValue(f *testing.F) {
 		}
 		payload, err := engine.Payload(fuzzKey[:], value)
 		if err != nil {
-			if !errors.Is(err, engine.ErrCorrupt) {
+			if !errors.Is(err, errs.ErrCorrupt) {
 				t.Fatalf("Payload error %v does not wrap ErrCorrupt", err)
 			}
 			return
@@ -77,7 +78,7 @@ func FuzzStoredValue(f *testing.F) {
 			t.Fatalf("DecodeMap says %v but ValidateRecord says %v for %x", err, verr, payload)
 		}
 		if err != nil {
-			if !errors.Is(err, engine.ErrCorrupt) {
+			if !errors.Is(err, errs.ErrCorrupt) {
 				t.Fatalf("DecodeMap error %v does not wrap ErrCorrupt", err)
 			}
 			return
