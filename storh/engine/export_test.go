@@ -5,6 +5,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 )
 
@@ -45,14 +46,7 @@ func CheckSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
 }
 
 // BlockEntries returns the entries of the index block v stored under key.
-func BlockEntries(key, v []byte) ([][]byte, error) {
-	b, err := parseBlock(key, v)
-	if err != nil {
-		return nil, err
-	}
-	entries, _, err := b.entries(nil, nil)
-	return entries, err
-}
+func BlockEntries(key, v []byte) ([][]byte, error) { return blockindex.BlockEntries(key, v) }
 
 // ForceLayoutMismatch makes the layout check of every Open, until restore
 // runs, find why: as in a file whose layout the direct reader does not

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
@@ -133,9 +134,9 @@ type collIndex struct {
 	// last flush (pend) and those it journaled at a flush (flushed).
 	journal  kv.Bucket
 	base     struct{ Seq, Floor uint64 }
-	view     *ixView
+	view     *blockindex.View
 	viewDone bool
-	pend     *pending
+	pend     *blockindex.Pending
 	flushed  []journaled
 	folded   bool     // a fold finished in this transaction
 	collect  [][]byte // a rebuild's entries, collected instead of changed
@@ -149,7 +150,7 @@ type collIndex struct {
 // sequence before, up to after.
 type journaled struct {
 	before, after uint64
-	seg           *segment
+	seg           *blockindex.Segment
 }
 
 // maintains reports whether writes of id must update this index: every
@@ -405,10 +406,10 @@ func (ix *collIndex) conflict(key []byte, self uuidv7.UUID) (uuidv7.UUID, bool, 
 // missing block), which ended its walk early.
 func cursorDamage(cur kv.Cursor) error {
 	switch c := cur.(type) {
-	case *blockCursor:
-		return c.err
-	case *ixCursor:
-		return c.blocks.err
+	case *blockindex.BlockCursor:
+		return c.Err()
+	case *blockindex.Cursor:
+		return c.Err()
 	}
 	return nil
 }
@@ -420,34 +421,32 @@ func (ix *collIndex) cursor() (kv.Cursor, error) {
 		return ix.entries.Cursor(), nil
 	}
 	blocks := ix.blockCursor()
-	var view *ixView
+	var view *blockindex.View
 	if ix.base.Seq > ix.base.Floor {
 		var err error
 		if view, err = ix.committedView(); err != nil {
 			return nil, err
 		}
 	}
-	if (view == nil || view.empty()) && ix.pend.empty() && len(ix.flushed) == 0 {
+	if (view == nil || view.Empty()) && ix.pend.Empty() && len(ix.flushed) == 0 {
 		return blocks, nil // nothing journaled, nothing changed
 	}
-	srcs := make([]ixSource, 0, 2+len(ix.flushed))
-	if view != nil && !view.empty() {
-		srcs = append(srcs, newSegSource(view, ix.base.Seq))
+	srcs := make([]blockindex.Source, 0, 2+len(ix.flushed))
+	if view != nil && !view.Empty() {
+		srcs = append(srcs, view.Source(ix.base.Seq))
 	}
 	for _, f := range ix.flushed {
-		srcs = append(srcs, newSegSource(&ixView{segs: []*segment{f.seg}}, seqPending))
+		srcs = append(srcs, blockindex.SegmentSource(f.seg))
 	}
-	if !ix.pend.empty() {
-		srcs = append(srcs, ix.pend.source())
+	if !ix.pend.Empty() {
+		srcs = append(srcs, ix.pend.Source())
 	}
-	return newIxCursor(blocks, srcs...), nil
+	return blockindex.NewCursor(blocks, srcs...), nil
 }
 
 // blockCursor returns a cursor over the blocks of a blocked index alone.
-func (ix *collIndex) blockCursor() *blockCursor {
-	c := newBlockCursor(ix.entries, ix.fail)
-	c.index, c.chained = ix.name, ix.def.Chained
-	return c
+func (ix *collIndex) blockCursor() *blockindex.BlockCursor {
+	return blockindex.NewBlockCursor(ix.entries, ix.name, ix.def.Chained, ix.fail)
 }
 
 // put adds the entry key (the caller knows it is missing), del removes it.
@@ -475,9 +474,9 @@ func (ix *collIndex) change(key []byte, del bool) {
 		return
 	}
 	if ix.pend == nil {
-		ix.pend = &pending{}
+		ix.pend = &blockindex.Pending{}
 	}
-	ix.pend.add(key, del)
+	ix.pend.Add(key, del)
 }
 
 // journalErr describes a damaged journal of ix.
@@ -578,21 +577,14 @@ func (c *Coll) flushIndexes() error {
 	}
 	defs := c.root.Bucket(bucketIndexDefs)
 	for _, ix := range c.idx {
-		if !ix.pend.empty() {
-			ops := ix.pend.inOrder()
+		if !ix.pend.Empty() {
 			before := ix.def.Seq
-			after, err := appendJournal(ops, before, func(seq uint64, rec []byte) error {
-				ix.def.Pending += journalCount(rec)
-				return mapStoreErr(ix.journal.Put(seqKey(seq), rec))
-			})
+			after, changes, seg, err := ix.pend.Journal(ix.journal, before)
 			if err != nil {
-				return err
+				return mapStoreErr(err)
 			}
-			for i := range ops {
-				ops[i].seq = after // a transaction's records commit together
-			}
-			ix.def.Seq = after
-			ix.flushed = append(ix.flushed, journaled{before: before, after: after, seg: newSegment(ops)})
+			ix.def.Seq, ix.def.Pending = after, ix.def.Pending+changes
+			ix.flushed = append(ix.flushed, journaled{before: before, after: after, seg: seg})
 			ix.pend, ix.changed = nil, true
 		}
 		if ix.delta == 0 && !ix.changed {
@@ -642,8 +634,8 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 		if err := t.needFormat(formatChained); err != nil {
 			return nil, err
 		}
-		if err := writeBlocks(entries, nil); err != nil {
-			return nil, err
+		if err := blockindex.WriteBlocks(entries, nil); err != nil {
+			return nil, mapStoreErr(err)
 		}
 		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)
 		if err != nil {

@@ -1,14 +1,59 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/kv"
 )
+
+// benchBuckets opens a bbolt file through the engine's adapter and returns
+// an update helper that runs fn on a bucket inside one transaction.
+func benchBuckets(b *testing.B) func(fn func(b kv.Bucket) error) {
+	db, err := Open(filepath.Join(b.TempDir(), "b.db"), Options{UnsafeNoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return func(fn func(b kv.Bucket) error) {
+		b.Helper()
+		if err := db.run(true, func(ktx kv.Tx) error {
+			bk, err := ktx.CreateBucketIfNotExists([]byte("t"))
+			if err != nil {
+				return err
+			}
+			return fn(bk)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// journalView journals the changes (puts, and deletes of the keys in del)
+// as one transaction would, in the bucket journal, and returns the view
+// of that journal.
+func journalView(journal kv.Bucket, puts, dels [][]byte) (*blockindex.View, uint64, error) {
+	p := &blockindex.Pending{}
+	for _, k := range puts {
+		p.Add(k, false)
+	}
+	for _, k := range dels {
+		p.Add(k, true)
+	}
+	seq, _, _, err := p.Journal(journal, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, err := blockindex.ReadView(journal, 0, seq)
+	return v, seq, err
+}
 
 // BenchmarkIndexWalk walks 1000 consecutive entries of a 100k-entry index
 // stored each way: a bbolt key per entry, blocks alone, and blocks with a
@@ -28,15 +73,14 @@ func BenchmarkIndexWalk(b *testing.B) {
 	for i := range n {
 		keys = append(keys, key(i))
 	}
-	sortKeys := func(ks [][]byte) [][]byte { return sortedUnique(ks) }
-	keys = sortKeys(keys)
-	update := testBuckets(b)
-	var viewOps []ixOp
+	slices.SortFunc(keys, bytes.Compare)
+	update := benchBuckets(b)
+	var viewPuts [][]byte
 	for i := n; i < n+20_000; i++ {
-		viewOps = append(viewOps, ixOp{key: key(i * 7), seq: 1})
+		viewPuts = append(viewPuts, key(i*7))
 	}
-	sortOps(viewOps)
-	view := (&ixView{}).with(newSegment(viewOps), 1)
+	var view *blockindex.View
+	var seq uint64
 	start := keys[n/2]
 	run := func(b *testing.B, cur kv.Cursor) {
 		b.ReportAllocs()
@@ -53,21 +97,26 @@ func BenchmarkIndexWalk(b *testing.B) {
 	update(func(bk kv.Bucket) error {
 		keysB, _ := bk.CreateBucket([]byte("keys"))
 		blocks, _ := bk.CreateBucket([]byte("blocks"))
+		journal, _ := bk.CreateBucket([]byte("journal"))
 		for _, k := range keys {
 			if err := keysB.Put(k, nil); err != nil {
 				return err
 			}
 		}
-		return writeBlocks(blocks, keys)
+		var err error
+		if view, seq, err = journalView(journal, viewPuts, nil); err != nil {
+			return err
+		}
+		return blockindex.WriteBlocks(blocks, keys)
 	})
 	update(func(bk kv.Bucket) error {
 		fail := func(err error) { b.Fatal(err) }
 		b.Run("layout=keys", func(b *testing.B) { run(b, bk.Bucket([]byte("keys")).Cursor()) })
-		b.Run("layout=blocks", func(b *testing.B) { run(b, newBlockCursor(bk.Bucket([]byte("blocks")), fail)) })
+		b.Run("layout=blocks", func(b *testing.B) { run(b, blockindex.NewBlockCursor(bk.Bucket([]byte("blocks")), "walk", true, fail)) })
 		b.Run("layout=blocks/seeks", func(b *testing.B) {
 			// Point reads, as a unique check or an equality makes: a seek
 			// each, spread over the index.
-			cur := newBlockCursor(bk.Bucket([]byte("blocks")), fail)
+			cur := blockindex.NewBlockCursor(bk.Bucket([]byte("blocks")), "seeks", true, fail)
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := 0; i < n; i += n / walk {
@@ -78,7 +127,7 @@ func BenchmarkIndexWalk(b *testing.B) {
 			}
 		})
 		b.Run("layout=blocks+journal", func(b *testing.B) {
-			run(b, newIxCursor(newBlockCursor(bk.Bucket([]byte("blocks")), fail), newSegSource(view, 1)))
+			run(b, blockindex.NewCursor(blockindex.NewBlockCursor(bk.Bucket([]byte("blocks")), "walk", true, fail), view.Source(seq)))
 		})
 		return nil
 	})
@@ -101,17 +150,18 @@ func BenchmarkFold(b *testing.B) {
 	for i := range n {
 		keys = append(keys, key(i))
 	}
-	keys = sortedUnique(keys)
-	var ops []ixOp
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal)
+	var puts, dels [][]byte
 	for i := range changes {
 		if i%4 == 0 {
-			ops = append(ops, ixOp{key: keys[(i*37)%n], seq: 1, del: true})
+			dels = append(dels, keys[(i*37)%n])
 		} else {
-			ops = append(ops, ixOp{key: key(n + i*13), seq: 1})
+			puts = append(puts, key(n+i*13))
 		}
 	}
-	sortOps(ops)
-	ops = (&ixView{}).with(newSegment(ops), 1).flatten(1)
+	var view *blockindex.View
+	var seq uint64
 	db, err := Open(filepath.Join(b.TempDir(), "fold.db"), Options{UnsafeNoSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -122,7 +172,14 @@ func BenchmarkFold(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		return writeBlocks(bk, keys)
+		journal, err := ktx.CreateBucket([]byte("journal"))
+		if err != nil {
+			return err
+		}
+		if view, seq, err = journalView(journal, puts, dels); err != nil {
+			return err
+		}
+		return blockindex.WriteBlocks(bk, keys)
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -130,12 +187,8 @@ func BenchmarkFold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		err := db.run(true, func(ktx kv.Tx) error {
-			w := blockWriter{blocks: ktx.Bucket([]byte("blocks"))}
-			src := &flatSource{ops: ops}
-			for k, _ := src.current(); k != nil; k, _ = src.current() {
-				if err := w.rewrite(src); err != nil {
-					return err
-				}
+			if _, err := blockindex.Fold(ktx.Bucket([]byte("blocks")), view, seq, nil, math.MaxInt); err != nil {
+				return err
 			}
 			return rollback
 		})

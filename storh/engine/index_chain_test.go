@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 )
 
 // The pinned format-2 file (storh/testdata/format2) holds blocks of
@@ -137,7 +139,7 @@ func TestChainingResumes(t *testing.T) {
 	}
 	chainSteps(t, db, 1)
 	for _, name := range format2Indexes {
-		if v := blockVersions(t, db, name); v[blockVersion] == 0 || v[blockVersion1] == 0 {
+		if v := blockVersions(t, db, name); v[blockindex.BlockVersion] == 0 || v[blockindex.BlockVersion1] == 0 {
 			t.Errorf("index %s after one step: blocks by version %v; want both", name, v)
 		}
 		if got := indexEntries(t, db, name); !slicesEqual(got, want[name]) {
@@ -166,7 +168,7 @@ func TestChainingResumes(t *testing.T) {
 		if err := db.fold("docs", name, &inc); err != nil {
 			t.Fatalf("index %s: %v", name, err)
 		}
-		if v := blockVersions(t, db, name); v[blockVersion1] != 0 {
+		if v := blockVersions(t, db, name); v[blockindex.BlockVersion1] != 0 {
 			t.Errorf("index %s: blocks by version %v after the fold; want all chained", name, v)
 		}
 		if got := indexEntries(t, db, name); !slicesEqual(got, want[name]) {
@@ -218,7 +220,7 @@ func TestChainingRefusesShortIndex(t *testing.T) {
 	if err := db.fold("docs", "tag", &inc); !errors.Is(err, errs.ErrCorrupt) || !strings.Contains(err.Error(), "a block may be missing") {
 		t.Fatalf("folding the short index: %v; want errs.ErrCorrupt", err)
 	}
-	if after := blockVersions(t, db, "tag"); after[blockVersion] != 0 || after[blockVersion1] != before[blockVersion1] {
+	if after := blockVersions(t, db, "tag"); after[blockindex.BlockVersion] != 0 || after[blockindex.BlockVersion1] != before[blockindex.BlockVersion1] {
 		t.Errorf("blocks by version %v after the refused chaining, %v before", after, before)
 	}
 	if p := indexProblems(t, db); len(p) == 0 {

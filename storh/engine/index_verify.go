@@ -2,12 +2,12 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -158,96 +158,14 @@ func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, e
 	return problems == 0, nil
 }
 
-// checkBlocked checks a blocked index's own structure: every block sound
-// (its checksum, its entries in order and within its range), the chain
-// whole (the first block under headKey, each block followed by the one it
-// names, the last naming none), and a journal of sound records under
-// every sequence from Floor to Seq, holding as many changes as the
-// definition counts.
+// checkBlocked checks a blocked index's own structure, its blocks and
+// journal (blockindex.Check), against its definition.
 func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any), pace *pace) error {
-	var last, prevKey []byte
-	var prev block
-	bc := ix.entries.Cursor()
-	k, v := bc.First()
-	if k == nil && ix.def.Chained {
-		report(uuidv7.UUID{}, headKey, "%v", noHead(nil))
-		return nil
-	}
-	for ; k != nil; k, v = bc.Next() {
-		if err := pace.step(len(v)); err != nil {
-			return err
-		}
-		if v == nil {
-			report(uuidv7.UUID{}, k, "a nested bucket among the blocks")
-			return nil
-		}
-		b, err := parseBlock(k, v)
-		var entries [][]byte
-		switch {
-		case err != nil:
-		case ix.def.Chained && !b.chained:
-			err = fmt.Errorf("%w: a block of version 1 in an index whose blocks are chained", errBlock)
-		case prevKey == nil && b.chained && !bytes.Equal(k, headKey):
-			err = noHead(k)
-		case prevKey != nil && !prev.chained && b.chained:
-			err = fmt.Errorf("%w: a chained block after one of version 1", errBlock)
-		default:
-			err = chainBreak(&prev, prevKey, k)
-		}
-		if err == nil {
-			entries, _, err = b.entries(nil, nil)
-		}
-		if err != nil {
-			report(uuidv7.UUID{}, k, "%v", err)
-			return nil
-		}
-		for i, e := range entries {
-			if last != nil && bytes.Compare(last, e) >= 0 {
-				report(uuidv7.UUID{}, k, "%v: entry %d is not above the one before it", errBlock, i)
-				return nil
-			}
-			last = e
-		}
-		if b.chained && len(b.succ) > 0 && last != nil && bytes.Compare(last, b.succ) >= 0 {
-			report(uuidv7.UUID{}, k, "%v: its last entry is not below its successor %x", errBlock, b.succ)
-			return nil
-		}
-		prev, prevKey = b, k
-	}
-	if err := chainBreak(&prev, prevKey, nil); err != nil {
-		report(uuidv7.UUID{}, prev.succ, "%v", err)
-		return nil
-	}
 	d := &ix.def
-	if d.Floor > d.Seq || d.FoldTo != 0 && (d.FoldTo <= d.Floor || d.FoldTo > d.Seq) {
-		report(uuidv7.UUID{}, nil, "the journal's sequences disagree: floor %d, seq %d, folding to %d", d.Floor, d.Seq, d.FoldTo)
-		return nil
-	}
-	var pending int64
-	want := d.Floor + 1
-	jc := ix.journal.Cursor()
-	for k, v := jc.First(); k != nil; k, v = jc.Next() {
-		if err := pace.step(len(v)); err != nil {
-			return err
-		}
-		if len(k) != 8 || binary.BigEndian.Uint64(k) != want || want > d.Seq {
-			report(uuidv7.UUID{}, k, "a journal record out of place (want sequence %d of %d to %d)", want, d.Floor+1, d.Seq)
-			return nil
-		}
-		n, err := journalOps(k, v, func(ixOp) {})
-		if err != nil {
-			report(uuidv7.UUID{}, k, "journal record %d: %v", want, err)
-			return nil
-		}
-		pending += int64(n)
-		want++
-	}
-	if want != d.Seq+1 {
-		report(uuidv7.UUID{}, nil, "the journal ends at sequence %d, the definition at %d", want-1, d.Seq)
-	} else if pending != d.Pending {
-		report(uuidv7.UUID{}, nil, "the journal holds %d changes, the definition counts %d", pending, d.Pending)
-	}
-	return nil
+	state := blockindex.State{Chained: d.Chained, Seq: d.Seq, Floor: d.Floor, FoldTo: d.FoldTo, Pending: d.Pending}
+	return blockindex.Check(ix.entries, ix.journal, state, func(key []byte, format string, args ...any) {
+		report(uuidv7.UUID{}, key, format, args...)
+	}, pace.step)
 }
 
 // nullWhole reports whether the record id's values for ix include null (or
@@ -369,7 +287,7 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 			return errUnique(ix, payload, other)
 		}
 	}
-	return writeBlocks(ix.entries, ix.collect)
+	return mapStoreErr(blockindex.WriteBlocks(ix.entries, ix.collect))
 }
 
 // checkJournaledViews compares, for each blocked index of c, the entries
@@ -386,11 +304,11 @@ func checkJournaledViews(c *Coll) error {
 		if err != nil {
 			return err
 		}
-		ops, err := readJournal(ix.journal, ix.def.Floor, ix.def.Seq)
+		file, err := blockindex.ReadView(ix.journal, ix.def.Floor, ix.def.Seq)
 		if err != nil {
 			return err
 		}
-		disk := newIxCursor(ix.blockCursor(), newSegSource(&ixView{segs: []*segment{newSegment(ops)}}, ix.def.Seq))
+		disk := blockindex.NewCursor(ix.blockCursor(), file.Source(ix.def.Seq))
 		mk, _ := mem.First()
 		dk, _ := disk.First()
 		for mk != nil || dk != nil {

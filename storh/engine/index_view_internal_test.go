@@ -6,6 +6,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -36,9 +38,9 @@ func twoDBsOnOneStore(t *testing.T) (a, b *DB) {
 
 // viewOf opens index name of coll in a read transaction of db and returns
 // the view of its journal the transaction reads with.
-func viewOf(t *testing.T, db *DB, coll, name string) *ixView {
+func viewOf(t *testing.T, db *DB, coll, name string) *blockindex.View {
 	t.Helper()
-	var v *ixView
+	var v *blockindex.View
 	if err := db.View(func(tx *Tx) error {
 		c, err := tx.Coll(coll, 0, false)
 		if err != nil {
@@ -54,14 +56,6 @@ func viewOf(t *testing.T, db *DB, coll, name string) *ixView {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func (v *ixView) changes() int {
-	n := 0
-	for _, s := range v.segs {
-		n += s.len()
-	}
-	return n
 }
 
 // A DB that reads an index while another folds it keeps only the changes
@@ -99,15 +93,24 @@ func TestViewOfAnotherWritersIndexStaysSmall(t *testing.T) {
 	for i := 1; i <= 600; i++ {
 		put(i)
 		v := viewOf(t, a, "c", "v")
-		most = max(most, v.changes())
+		most = max(most, v.Len())
 		// Every fold is b's: a's view must follow b's floor, not keep
 		// what b folded.
-		if ours := viewOf(t, b, "c", "v"); v.floor != ours.floor {
-			t.Fatalf("commit %d: a's view starts at %d, the index is folded to %d", i, v.floor, ours.floor)
+		if ours := viewOf(t, b, "c", "v"); v.Floor() != ours.Floor() {
+			t.Fatalf("commit %d: a's view starts at %d, the index is folded to %d", i, v.Floor(), ours.Floor())
 		}
 	}
 	// A fold comes once 16 changes wait at most: a view holds about that.
 	if most > 32 {
 		t.Fatalf("a's view held up to %d changes; the index never has more than 16 unfolded", most)
 	}
+}
+
+func setTune(t testing.TB, settings string) {
+	t.Helper()
+	restore, err := tune.Set(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restore)
 }

@@ -351,10 +351,10 @@ func (t *Tx) afterCommit() {
 			if len(ix.flushed) > 0 || ix.folded {
 				mem := t.db.ixmem.get(c.Name, ix.name, ix.def.Inc)
 				for _, f := range ix.flushed {
-					mem.publishCommit(ix.def.Floor, f.before, f.after, f.seg)
+					mem.PublishCommit(ix.def.Floor, f.before, f.after, f.seg)
 				}
 				if ix.folded {
-					mem.publishFold(ix.def.Floor)
+					mem.PublishFold(ix.def.Floor)
 				}
 			}
 			if !t.folding && ix.foldDue() {

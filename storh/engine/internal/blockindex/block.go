@@ -1,14 +1,14 @@
-package engine
+package blockindex
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math/bits"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -28,13 +28,14 @@ import (
 //	              (puts and deletes of entry keys) not folded yet
 //
 // Readers see the blocks merged with the journal's changes, which each
-// process keeps in memory, sorted (see index_view.go). An entry key is
-// exactly what a layout-0 index stores as a bbolt key (index.go), so the
+// process keeps in memory, sorted (see view.go). An entry key is
+// exactly what a layout-0 index stores as a bbolt key (the engine's
+// index.go), so the
 // same walks, seeks and counts serve both layouts.
 //
 // A block:
 //
-//	byte  0       blockVersion
+//	byte  0       BlockVersion
 //	bytes 1-4     CRC-32C of the rest of the block, then of its bucket key
 //	bytes 5-6     n, the number of entries, big-endian
 //	bytes 7-8     r, the number of restart points: one every restartEvery
@@ -73,24 +74,30 @@ import (
 // Version 1 (files of format 2) had no successor (bytes 9-10 absent) and
 // filed each block under its first entry: such blocks are read as they
 // are, without the chain's checks, until a writer rewrites them
-// (chainStep).
+// (Chain).
+//
+// BlockVersion is the first byte of a block of this version, BlockVersion1
+// of a block of files of format 2.
 const (
-	blockVersion  = 2
-	blockVersion1 = 1
-	blockHeader   = 11 // of a block of this version, its successor aside
-	blockHeader1  = 9
-	restartEvery  = 16
+	BlockVersion  = 2
+	BlockVersion1 = 1
+)
+
+const (
+	blockHeader  = 11 // of a block of this version, its successor aside
+	blockHeader1 = 9
+	restartEvery = 16
 )
 
 // headKey is the bucket key of a chained index's first block: below every
 // entry key (each starts with entryWhole or entryElement and is longer).
 var headKey = []byte{0}
 
-// errBlock is wrapped by every damaged-block error; errBlockMissing by
+// ErrDamagedBlock is wrapped by every damaged-block error; errBlockMissing by
 // those of a block that is not there.
 var (
-	errBlock        = errors.New("damaged index block")
-	errBlockMissing = fmt.Errorf("%w: a block is missing", errBlock)
+	ErrDamagedBlock = errors.New("damaged index block")
+	errBlockMissing = fmt.Errorf("%w: a block is missing", ErrDamagedBlock)
 )
 
 // block is a checked block: its data aliases the stored value.
@@ -149,18 +156,18 @@ func (b *block) entries(dst [][]byte, arena []byte) ([][]byte, []byte, error) {
 	off := 0
 	for i := range b.n {
 		if i%restartEvery == 0 && off != b.restart(i/restartEvery) {
-			return dst, arena, fmt.Errorf("%w: restart %d is not where entry %d starts", errBlock, i/restartEvery, i)
+			return dst, arena, fmt.Errorf("%w: restart %d is not where entry %d starts", ErrDamagedBlock, i/restartEvery, i)
 		}
 		var ok bool
 		if key, off, ok = b.entryAt(off, key); !ok {
-			return dst, arena, fmt.Errorf("%w: entry %d cannot be read", errBlock, i)
+			return dst, arena, fmt.Errorf("%w: entry %d cannot be read", ErrDamagedBlock, i)
 		}
 		start := len(arena)
 		arena = append(arena, key...)
 		dst = append(dst, arena[start:len(arena):len(arena)])
 	}
 	if off != len(b.data) {
-		return dst, arena, fmt.Errorf("%w: %d bytes after its %d entries", errBlock, len(b.data)-off, b.n)
+		return dst, arena, fmt.Errorf("%w: %d bytes after its %d entries", ErrDamagedBlock, len(b.data)-off, b.n)
 	}
 	return dst, arena, nil
 }
@@ -168,28 +175,28 @@ func (b *block) entries(dst [][]byte, arena []byte) ([][]byte, []byte, error) {
 // parseBlock checks the block v stored under key and opens it: its
 // checksum, its header, and where its first entry lies (at or above its
 // key; for version 1, its key). The entries past the first are checked as
-// they are read (a damaged one ends the read with errBlock); their order,
-// and that they lie below the successor, is not checked here (Verify
+// they are read (a damaged one ends the read with ErrDamagedBlock); their order,
+// and that they lie below the successor, is not checked here (Check
 // does): the checksum proves the bytes are the ones written, and the
 // writer sorts them.
 func parseBlock(key, v []byte) (block, error) {
 	header := blockHeader
-	if len(v) > 0 && v[0] == blockVersion1 {
+	if len(v) > 0 && v[0] == BlockVersion1 {
 		header = blockHeader1
 	}
-	if len(v) < header || v[0] != blockVersion && v[0] != blockVersion1 {
-		return block{}, fmt.Errorf("%w: %d bytes, version %d", errBlock, len(v), firstByte(v))
+	if len(v) < header || v[0] != BlockVersion && v[0] != BlockVersion1 {
+		return block{}, fmt.Errorf("%w: %d bytes, version %d", ErrDamagedBlock, len(v), firstByte(v))
 	}
 	if crc32.Update(crc32.Checksum(v[5:], castagnoli), castagnoli, key) != binary.BigEndian.Uint32(v[1:5]) {
-		return block{}, fmt.Errorf("%w: checksum mismatch", errBlock)
+		return block{}, fmt.Errorf("%w: checksum mismatch", ErrDamagedBlock)
 	}
 	n := int(binary.BigEndian.Uint16(v[5:7]))
 	r := int(binary.BigEndian.Uint16(v[7:9]))
-	b := block{n: n, chained: v[0] == blockVersion}
+	b := block{n: n, chained: v[0] == BlockVersion}
 	if b.chained {
 		m := int(binary.BigEndian.Uint16(v[9:11]))
 		if len(v) < header+m || m > 0 && bytes.Compare(v[header:header+m], key) <= 0 {
-			return block{}, fmt.Errorf("%w: a successor of %d bytes that is not above its key, or past its end", errBlock, m)
+			return block{}, fmt.Errorf("%w: a successor of %d bytes that is not above its key, or past its end", ErrDamagedBlock, m)
 		}
 		b.succ = v[header : header+m : header+m]
 		header += m
@@ -198,28 +205,28 @@ func parseBlock(key, v []byte) (block, error) {
 		return b, nil // the only block of an empty index
 	}
 	if n == 0 || r != (n+restartEvery-1)/restartEvery || len(v) < header+2*r {
-		return block{}, fmt.Errorf("%w: %d entries and %d restarts in %d bytes", errBlock, n, r, len(v))
+		return block{}, fmt.Errorf("%w: %d entries and %d restarts in %d bytes", ErrDamagedBlock, n, r, len(v))
 	}
 	b.restarts, b.data = v[header:header+2*r], v[header+2*r:]
 	prev := -1
 	for i := range r {
 		off := b.restart(i)
 		if off <= prev || off >= len(b.data) {
-			return block{}, fmt.Errorf("%w: restart %d at %d (after %d, in %d bytes)", errBlock, i, off, prev, len(b.data))
+			return block{}, fmt.Errorf("%w: restart %d at %d (after %d, in %d bytes)", ErrDamagedBlock, i, off, prev, len(b.data))
 		}
 		prev = off
 	}
 	if b.restart(0) != 0 {
-		return block{}, fmt.Errorf("%w: its first entry is not at its start", errBlock)
+		return block{}, fmt.Errorf("%w: its first entry is not at its start", ErrDamagedBlock)
 	}
 	first, ok := b.restartKey(0)
 	switch {
 	case !ok:
-		return block{}, fmt.Errorf("%w: its first entry cannot be read", errBlock)
+		return block{}, fmt.Errorf("%w: its first entry cannot be read", ErrDamagedBlock)
 	case b.chained && bytes.Compare(first, key) < 0:
-		return block{}, fmt.Errorf("%w: its first entry is below its key", errBlock)
+		return block{}, fmt.Errorf("%w: its first entry is below its key", ErrDamagedBlock)
 	case !b.chained && !bytes.Equal(first, key):
-		return block{}, fmt.Errorf("%w: its first entry is not its key", errBlock)
+		return block{}, fmt.Errorf("%w: its first entry is not its key", ErrDamagedBlock)
 	}
 	return b, nil
 }
@@ -258,6 +265,10 @@ func entrySize(n, shared int, restart bool) int {
 }
 
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// castagnoli is the CRC-32C table: blocks and journal records are checked
+// with the checksum the records of the engine use.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // shares returns, for each entry, the bytes it shares with the one before
 // it (0 for the first).
@@ -298,7 +309,7 @@ func appendBlock(dst, key []byte, entries [][]byte, succ []byte) []byte {
 func appendRun(dst, key []byte, entries [][]byte, shared []int, succ []byte) []byte {
 	start := len(dst)
 	r := (len(entries) + restartEvery - 1) / restartEvery
-	dst = append(dst, blockVersion, 0, 0, 0, 0)
+	dst = append(dst, BlockVersion, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(entries)))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(r))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(succ)))
@@ -377,15 +388,15 @@ func separator(a, b []byte) []byte {
 	return b[:n:n]
 }
 
-// blockCursor walks the entries of a blocked index's blocks as one sorted
+// BlockCursor walks the entries of a blocked index's blocks as one sorted
 // run of keys, with the moves of a kv.Cursor. A key it returns is its own
 // copy, valid until its next move (the engine's walks copy what they
 // keep). A damaged block, or a block missing from the chain where a move
 // crosses it, ends the walk as if the index ended there and reports the
-// damage through fail, which makes the transaction fail (see Tx.damage),
+// damage through fail (the engine then fails the transaction),
 // and keeps it in err for a caller that must fail at once (a unique
 // check): no answer read past it is ever used.
-type blockCursor struct {
+type BlockCursor struct {
 	bc      kv.Cursor
 	index   string // the index's name, for messages
 	chained bool   // every block of the index is chained: the head block must be there
@@ -399,20 +410,28 @@ type blockCursor struct {
 	err     error // the first damage met
 }
 
-func newBlockCursor(b kv.Bucket, fail func(error)) *blockCursor {
-	return &blockCursor{bc: b.Cursor(), fail: fail}
+// NewBlockCursor returns a cursor over the blocks of the bucket b, those
+// of the index named index (for messages); chained says the index's
+// blocks are all chained (State.Chained), so a missing head block is
+// damage. fail is called once, with the first damage the cursor meets.
+func NewBlockCursor(b kv.Bucket, index string, chained bool, fail func(error)) *BlockCursor {
+	return &BlockCursor{bc: b.Cursor(), index: index, chained: chained, fail: fail}
 }
+
+// Err returns the first damage the cursor met, which ended its walk
+// early: a walk that met damage proves nothing absent.
+func (c *BlockCursor) Err() error { return c.err }
 
 // load opens the block at k (nil: past either end) and returns whether
 // there is one.
-func (c *blockCursor) load(k, v []byte) bool {
+func (c *BlockCursor) load(k, v []byte) bool {
 	if k == nil {
 		c.blk = block{}
 		return false
 	}
 	blk, err := parseBlock(k, v)
 	if err == nil && c.chained && !blk.chained {
-		err = fmt.Errorf("%w: a block of version 1 in an index whose blocks are chained", errBlock)
+		err = fmt.Errorf("%w: a block of version 1 in an index whose blocks are chained", ErrDamagedBlock)
 	}
 	if err != nil {
 		c.damaged(k, err)
@@ -424,7 +443,7 @@ func (c *blockCursor) load(k, v []byte) bool {
 
 // loadFirst opens the block at k, the first of the bucket (nil: there is
 // none), which must be where the index starts.
-func (c *blockCursor) loadFirst(k, v []byte) bool {
+func (c *BlockCursor) loadFirst(k, v []byte) bool {
 	if k == nil {
 		if c.chained {
 			c.report(noHead(nil))
@@ -437,7 +456,7 @@ func (c *blockCursor) loadFirst(k, v []byte) bool {
 
 // starts checks that the block it is in, which has none before it, is the
 // first of the index.
-func (c *blockCursor) starts() bool {
+func (c *BlockCursor) starts() bool {
 	if c.blk.chained && !bytes.Equal(c.bkey, headKey) {
 		c.report(noHead(c.bkey))
 		return false
@@ -447,7 +466,7 @@ func (c *blockCursor) starts() bool {
 
 // follows checks that next, the bucket key after the block it is in (nil:
 // none), is the successor that block names.
-func (c *blockCursor) follows(next []byte) bool {
+func (c *BlockCursor) follows(next []byte) bool {
 	if err := chainBreak(&c.blk, c.bkey, next); err != nil {
 		c.report(err)
 		return false
@@ -463,7 +482,7 @@ func chainBreak(b *block, key, next []byte) error {
 	case !b.chained || bytes.Equal(b.succ, next):
 		return nil
 	case len(b.succ) == 0:
-		return fmt.Errorf("%w: block %x is the last, but block %x follows it", errBlock, key, next)
+		return fmt.Errorf("%w: block %x is the last, but block %x follows it", ErrDamagedBlock, key, next)
 	case next == nil:
 		return fmt.Errorf("%w: block %x, which block %x names as the next, is not there (no block follows)", errBlockMissing, b.succ, key)
 	}
@@ -479,12 +498,12 @@ func noHead(first []byte) error {
 	return fmt.Errorf("%w: the index's first block (%x) is not there; its blocks start at %x", errBlockMissing, headKey, first)
 }
 
-func (c *blockCursor) damaged(k []byte, err error) {
+func (c *BlockCursor) damaged(k []byte, err error) {
 	c.report(fmt.Errorf("block %x: %w", k, err))
 }
 
 // report ends the walk with the damage err.
-func (c *blockCursor) report(err error) {
+func (c *BlockCursor) report(err error) {
 	if c.err == nil {
 		c.err = fmt.Errorf("%w: index %q: %w; Repair rebuilds the index", errs.ErrCorrupt, c.index, err)
 		c.fail(c.err)
@@ -495,7 +514,7 @@ func (c *blockCursor) report(err error) {
 // at decodes entry i, reading from the restart point before it; past the
 // block's entries (the empty first block of an empty index) it ends the
 // walk.
-func (c *blockCursor) at(i int) []byte {
+func (c *BlockCursor) at(i int) []byte {
 	c.shared = -1
 	if i < 0 || i >= c.blk.n {
 		c.blk = block{}
@@ -507,7 +526,7 @@ func (c *blockCursor) at(i int) []byte {
 	for j := r * restartEvery; j <= i; j++ {
 		var ok bool
 		if c.key, off, ok = c.blk.entryAt(off, c.key); !ok {
-			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", errBlock, j))
+			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", ErrDamagedBlock, j))
 			return nil
 		}
 	}
@@ -515,7 +534,7 @@ func (c *blockCursor) at(i int) []byte {
 	return c.key
 }
 
-func (c *blockCursor) First() ([]byte, []byte) {
+func (c *BlockCursor) First() ([]byte, []byte) {
 	if !c.loadFirst(c.bc.First()) {
 		return nil, nil
 	}
@@ -529,7 +548,7 @@ func (c *blockCursor) First() ([]byte, []byte) {
 	return c.at(0), nil
 }
 
-func (c *blockCursor) Last() ([]byte, []byte) {
+func (c *BlockCursor) Last() ([]byte, []byte) {
 	k, v := c.bc.Last()
 	if k == nil {
 		return c.First() // no blocks: an empty index, unless it is chained
@@ -544,7 +563,7 @@ func (c *blockCursor) Last() ([]byte, []byte) {
 // seek, or in the one before it (whose range starts below seek), or at
 // the start of the next. The block before must name the block after seek
 // as its successor: otherwise the block whose range holds seek is missing.
-func (c *blockCursor) Seek(seek []byte) ([]byte, []byte) {
+func (c *BlockCursor) Seek(seek []byte) ([]byte, []byte) {
 	k, v := c.bc.Seek(seek)
 	if k != nil && bytes.Equal(k, seek) {
 		if !c.load(k, v) {
@@ -577,7 +596,7 @@ func (c *blockCursor) Seek(seek []byte) ([]byte, []byte) {
 		m := int(uint(lo+hi) >> 1)
 		rk, ok := c.blk.restartKey(m)
 		if !ok {
-			c.damaged(c.bkey, fmt.Errorf("%w: restart %d cannot be read", errBlock, m))
+			c.damaged(c.bkey, fmt.Errorf("%w: restart %d cannot be read", ErrDamagedBlock, m))
 			return nil, nil
 		}
 		if bytes.Compare(rk, seek) <= 0 {
@@ -593,14 +612,14 @@ func (c *blockCursor) Seek(seek []byte) ([]byte, []byte) {
 	return key, nil
 }
 
-func (c *blockCursor) Next() ([]byte, []byte) {
+func (c *BlockCursor) Next() ([]byte, []byte) {
 	if c.blk.n == 0 {
 		return nil, nil
 	}
 	if c.i+1 < c.blk.n {
 		var ok bool
 		if c.key, c.next, c.shared, ok = c.blk.entrySharing(c.next, c.key); !ok {
-			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", errBlock, c.i+1))
+			c.damaged(c.bkey, fmt.Errorf("%w: entry %d cannot be read", ErrDamagedBlock, c.i+1))
 			return nil, nil
 		}
 		c.i++
@@ -616,7 +635,7 @@ func (c *blockCursor) Next() ([]byte, []byte) {
 	return c.at(0), nil
 }
 
-func (c *blockCursor) Prev() ([]byte, []byte) {
+func (c *BlockCursor) Prev() ([]byte, []byte) {
 	if c.blk.n == 0 {
 		return nil, nil
 	}
@@ -638,6 +657,6 @@ func (c *blockCursor) Prev() ([]byte, []byte) {
 
 // Delete is not a move of index cursors: entries change through the
 // index's own writes.
-func (c *blockCursor) Delete() error {
+func (c *BlockCursor) Delete() error {
 	return fmt.Errorf("storh: internal error: deleting through an index cursor")
 }

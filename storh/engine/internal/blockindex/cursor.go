@@ -1,4 +1,4 @@
-package engine
+package blockindex
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// ixCursor walks the entries of a blocked index as one transaction sees
+// Cursor walks the entries of a blocked index as one transaction sees
 // them: its blocks, merged with the journal's changes up to the
 // transaction's snapshot and then with the transaction's own changes. A
 // key's newest change decides whether it is there; a deleted key is
@@ -20,10 +20,10 @@ import (
 // the blocks are a cursor of their own, so that a step is one comparison
 // with the nearest change. The sources on the current key stay on it (the
 // key returned is theirs, not a copy) and move at the next move.
-type ixCursor struct {
-	blocks   *blockCursor
-	bk       []byte     // the blocks' entry; nil: none
-	ops      []ixSource // in rising precedence: journal, flushed, own changes
+type Cursor struct {
+	blocks   *BlockCursor
+	bk       []byte   // the blocks' entry; nil: none
+	ops      []Source // in rising precedence: journal, flushed, own changes
 	fwd      bool
 	key      []byte // the key the cursor is on; nil: none
 	onBlocks bool   // the blocks are on key
@@ -38,13 +38,13 @@ type ixCursor struct {
 	same  int
 }
 
-func newIxCursor(blocks *blockCursor, ops ...ixSource) *ixCursor {
-	return &ixCursor{blocks: blocks, ops: ops}
+func NewCursor(blocks *BlockCursor, ops ...Source) *Cursor {
+	return &Cursor{blocks: blocks, ops: ops}
 }
 
-// ixSource is one sorted run of changes: a source's current key and
+// Source is one sorted run of changes: a source's current key and
 // whether it deletes that key, after each move.
-type ixSource interface {
+type Source interface {
 	first()
 	last()
 	seek(k []byte)
@@ -53,7 +53,7 @@ type ixSource interface {
 	current() (key []byte, del bool)
 }
 
-func (m *ixCursor) First() ([]byte, []byte) {
+func (m *Cursor) First() ([]byte, []byte) {
 	m.below = false
 	m.bk, _ = m.blocks.First()
 	for _, s := range m.ops {
@@ -63,7 +63,7 @@ func (m *ixCursor) First() ([]byte, []byte) {
 	return m.settle(), nil
 }
 
-func (m *ixCursor) Last() ([]byte, []byte) {
+func (m *Cursor) Last() ([]byte, []byte) {
 	m.below = false
 	m.bk, _ = m.blocks.Last()
 	for _, s := range m.ops {
@@ -73,7 +73,7 @@ func (m *ixCursor) Last() ([]byte, []byte) {
 	return m.settle(), nil
 }
 
-func (m *ixCursor) Seek(k []byte) ([]byte, []byte) {
+func (m *Cursor) Seek(k []byte) ([]byte, []byte) {
 	m.below = false
 	m.bk, _ = m.blocks.Seek(k)
 	for _, s := range m.ops {
@@ -85,7 +85,7 @@ func (m *ixCursor) Seek(k []byte) ([]byte, []byte) {
 
 // Next moves past the current key: the sources on it step forward; after a
 // move backward, each is put on its first key after it instead.
-func (m *ixCursor) Next() ([]byte, []byte) {
+func (m *Cursor) Next() ([]byte, []byte) {
 	if m.key == nil {
 		return nil, nil
 	}
@@ -110,7 +110,7 @@ func (m *ixCursor) Next() ([]byte, []byte) {
 
 // Prev moves before the current key: the sources on it step back; after a
 // move forward, each is put on its last key below it instead.
-func (m *ixCursor) Prev() ([]byte, []byte) {
+func (m *Cursor) Prev() ([]byte, []byte) {
 	if m.key == nil {
 		return nil, nil
 	}
@@ -138,7 +138,7 @@ func (m *ixCursor) Prev() ([]byte, []byte) {
 }
 
 // stepOn moves the sources on the current key one step on.
-func (m *ixCursor) stepOn() {
+func (m *Cursor) stepOn() {
 	if m.onBlocks {
 		if m.fwd {
 			m.bk, _ = m.blocks.Next()
@@ -164,7 +164,7 @@ func (m *ixCursor) stepOn() {
 // nearest returns the change nearest in the walk's direction among the
 // sources (-1: none) and the sources on its key: on a tie, the latest
 // source's change counts.
-func (m *ixCursor) nearest() (best int, ok []byte, on uint32) {
+func (m *Cursor) nearest() (best int, ok []byte, on uint32) {
 	best = -1
 	for i, s := range m.ops {
 		k, _ := s.current()
@@ -191,7 +191,7 @@ func (m *ixCursor) nearest() (best int, ok []byte, on uint32) {
 
 // settle puts the cursor on the next key in its direction that some source
 // holds and whose newest change is not a delete, and returns it.
-func (m *ixCursor) settle() []byte {
+func (m *Cursor) settle() []byte {
 	for {
 		// The nearest change: of the changes on one key, the latest
 		// source's counts.
@@ -245,7 +245,10 @@ func (m *ixCursor) settle() []byte {
 	}
 }
 
-func (m *ixCursor) Delete() error { return (*blockCursor)(nil).Delete() }
+func (m *Cursor) Delete() error { return (*BlockCursor)(nil).Delete() }
+
+// Err returns the first damage the blocks' cursor met (BlockCursor.Err).
+func (m *Cursor) Err() error { return m.blocks.err }
 
 // opSource is a tree of changes seen up to sequence upto: of each key,
 // the newest change at or below upto counts, and a key with none is not
@@ -357,7 +360,7 @@ func (s *opSource) backward() {
 // direction of the last move (fwd): its index going forward, the index
 // after it going back.
 type segSource struct {
-	segs []*segment
+	segs []*Segment
 	upto uint64
 	pos  []int
 	fwd  bool
@@ -365,18 +368,18 @@ type segSource struct {
 	del  bool
 }
 
-func newSegSource(v *ixView, upto uint64) *segSource {
+func newSegSource(v *View, upto uint64) *segSource {
 	return &segSource{segs: v.segs, upto: upto, pos: make([]int, len(v.segs))}
 }
 
 // lowerBound returns the index of the first change of s at or after k,
 // upperBound of the first after it.
-func lowerBound(s *segment, k []byte) int { return bound(s, k, 0) }
-func upperBound(s *segment, k []byte) int { return bound(s, k, 1) }
+func lowerBound(s *Segment, k []byte) int { return bound(s, k, 0) }
+func upperBound(s *Segment, k []byte) int { return bound(s, k, 1) }
 
 // bound returns the index of the first change of s whose key compares with
 // k above past (0: at or after k, 1: after it).
-func bound(s *segment, k []byte, past int) int {
+func bound(s *Segment, k []byte, past int) int {
 	lo, hi := 0, s.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -505,7 +508,7 @@ func (s *segSource) backward() {
 	}
 }
 
-// flatSource is a view flattened (ixView.flatten): changes in key order,
+// flatSource is a view flattened (View.flatten): changes in key order,
 // one per key.
 type flatSource struct {
 	ops []ixOp

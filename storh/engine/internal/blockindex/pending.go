@@ -1,12 +1,14 @@
-package engine
+package blockindex
 
 import (
 	"bytes"
 	"cmp"
 	"slices"
+
+	"github.com/storhdb/storh-go/storh/kv"
 )
 
-// pending is a write transaction's changes to a blocked index until it
+// Pending is a write transaction's changes to a blocked index until it
 // flushes them: one per key (a later change of a key replaces an earlier
 // one), readable in key order by the transaction itself.
 //
@@ -16,7 +18,7 @@ import (
 // record it writes; a query inside Update) would sort its whole log at
 // every read; after a few such reads its changes move into a B-tree,
 // which takes each change in order as it comes.
-type pending struct {
+type Pending struct {
 	ops    []ixOp // ops[:sorted] in key order, one per key; the rest as they came
 	sorted int
 	merges int     // reads that had to sort new changes in
@@ -28,11 +30,11 @@ type pending struct {
 // before its changes go into a tree.
 const treeAfter = 4
 
-func (p *pending) empty() bool {
+func (p *Pending) Empty() bool {
 	return p == nil || (p.tree == nil && len(p.ops) == 0) || (p.tree != nil && p.tree.Len() == 0)
 }
 
-func (p *pending) add(key []byte, del bool) {
+func (p *Pending) Add(key []byte, del bool) {
 	// The caller's key is scratch: the change keeps a copy, in an arena
 	// that grows in chunks (the keys of a full chunk stay where they are).
 	if cap(p.arena)-len(p.arena) < len(key) {
@@ -51,7 +53,7 @@ func (p *pending) add(key []byte, del bool) {
 
 // inOrder sorts the changes that came since the last read in, and returns
 // them all in key order, one per key.
-func (p *pending) inOrder() []ixOp {
+func (p *Pending) inOrder() []ixOp {
 	if p.tree != nil {
 		out := make([]ixOp, 0, p.tree.Len())
 		p.tree.Scan(func(op ixOp) bool {
@@ -84,8 +86,8 @@ func (p *pending) inOrder() []ixOp {
 	return p.ops
 }
 
-// source returns the changes as an index cursor source.
-func (p *pending) source() ixSource {
+// Source returns the changes as an index cursor source.
+func (p *Pending) Source() Source {
 	if p.tree == nil && p.sorted < len(p.ops) && p.sorted > 0 {
 		if p.merges++; p.merges >= treeAfter {
 			tree := newOpTree()
@@ -128,4 +130,26 @@ func mergeNewer(older, newer []ixOp) []ixOp {
 		}
 	}
 	return append(append(out, older...), newer...)
+}
+
+// Journal writes the changes to journal as records after sequence seq
+// (appendJournal), all with the last sequence written, since a
+// transaction's records commit together,. It returns that
+// sequence, the number of changes written, and the changes as a segment
+// for the transaction's own reads and, once it commits, for the DB's
+// view (Mem.PublishCommit). Errors of the store are returned as it gave
+// them.
+func (p *Pending) Journal(journal kv.Bucket, seq uint64) (after uint64, changes int64, seg *Segment, err error) {
+	ops := p.inOrder()
+	after, err = appendJournal(ops, seq, func(seq uint64, rec []byte) error {
+		changes += journalCount(rec)
+		return journal.Put(seqKey(seq), rec)
+	})
+	if err != nil {
+		return seq, 0, nil, err
+	}
+	for i := range ops {
+		ops[i].seq = after
+	}
+	return after, changes, newSegment(ops), nil
 }

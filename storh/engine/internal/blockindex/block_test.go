@@ -1,20 +1,19 @@
-package engine
+package blockindex
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"maps"
 	"math/bits"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -154,7 +153,7 @@ func FuzzParseBlock(f *testing.F) {
 		// A cursor over it reads what entries reads, or reports damage
 		// where entries fails; neither panics.
 		entries, _, entriesErr := b.entries(nil, nil)
-		bc := &blockCursor{bc: noCursor{}, blk: b, bkey: key}
+		bc := &BlockCursor{bc: noCursor{}, blk: b, bkey: key}
 		var damaged error
 		bc.fail = func(err error) { damaged = err }
 		var walked [][]byte
@@ -230,29 +229,6 @@ func FuzzJournalOps(f *testing.F) {
 			t.Fatalf("re-encoded record differs:\n%x\n%x", again, v)
 		}
 	})
-}
-
-// testBuckets opens a bbolt file through the engine's adapter and returns
-// an update helper that runs fn on a bucket inside one transaction.
-func testBuckets(t testing.TB) func(fn func(b kv.Bucket) error) {
-	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "b.db"), Options{UnsafeNoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return func(fn func(b kv.Bucket) error) {
-		t.Helper()
-		if err := db.run(true, func(ktx kv.Tx) error {
-			b, err := ktx.CreateBucketIfNotExists([]byte("t"))
-			if err != nil {
-				return err
-			}
-			return fn(b)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // refCursor is the reference for index cursors: a sorted slice, moved by
@@ -359,7 +335,7 @@ func TestBlockCursorModel(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if err := writeBlocks(b, keys); err != nil {
+			if err := WriteBlocks(b, keys); err != nil {
 				return err
 			}
 			var failed error
@@ -374,10 +350,8 @@ func TestBlockCursorModel(t *testing.T) {
 
 // chainedCursor is the cursor over the blocks of an index whose blocks
 // are chained, as collIndex.cursor makes it.
-func chainedCursor(b kv.Bucket, fail func(error)) *blockCursor {
-	c := newBlockCursor(b, fail)
-	c.chained = true
-	return c
+func chainedCursor(b kv.Bucket, fail func(error)) *BlockCursor {
+	return NewBlockCursor(b, "test", true, fail)
 }
 
 // TestBlockCursorFindsMissingBlock: with one block gone from the bucket
@@ -393,7 +367,7 @@ func TestBlockCursorFindsMissingBlock(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if err := writeBlocks(b, keys); err != nil {
+			if err := WriteBlocks(b, keys); err != nil {
 				return err
 			}
 			var blocks [][]byte
@@ -406,7 +380,7 @@ func TestBlockCursorFindsMissingBlock(t *testing.T) {
 			if err := b.Delete(blocks[gone]); err != nil {
 				return err
 			}
-			fresh := func() *blockCursor { return chainedCursor(b, func(error) {}) }
+			fresh := func() *BlockCursor { return chainedCursor(b, func(error) {}) }
 			// Walks across the gap, forward and back.
 			cur := fresh()
 			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -511,7 +485,7 @@ func TestIxCursorModel(t *testing.T) {
 		// upto of them.
 		commits := rapid.IntRange(0, 10).Draw(rt, "commits")
 		upto := uint64(rapid.IntRange(0, commits).Draw(rt, "upto"))
-		view := &ixView{}
+		view := &View{}
 		for seq := uint64(1); seq <= uint64(commits); seq++ {
 			byKey := map[string]bool{}
 			for range rapid.IntRange(1, 8).Draw(rt, "changes") {
@@ -545,14 +519,14 @@ func TestIxCursorModel(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			if err := writeBlocks(b, base); err != nil {
+			if err := WriteBlocks(b, base); err != nil {
 				return err
 			}
 			fail := func(err error) { rt.Fatalf("damage: %v", err) }
-			checkCursorAgainst(rt, newIxCursor(chainedCursor(b, fail), newSegSource(view, upto), newOpSource(own, seqPending)), want, probes)
+			checkCursorAgainst(rt, NewCursor(chainedCursor(b, fail), newSegSource(view, upto), newOpSource(own, seqPending)), want, probes)
 			// The view flattened to the snapshot (what a fold walks) reads
 			// the same.
-			checkCursorAgainst(rt, newIxCursor(chainedCursor(b, fail), &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)), want, probes)
+			checkCursorAgainst(rt, NewCursor(chainedCursor(b, fail), &flatSource{ops: view.flatten(upto)}, newOpSource(own, seqPending)), want, probes)
 			return nil
 		})
 	})
@@ -577,10 +551,10 @@ func TestFoldModel(t *testing.T) {
 			if err := wipe(b); err != nil {
 				return err
 			}
-			return writeBlocks(b, base)
+			return WriteBlocks(b, base)
 		})
 		for range rapid.IntRange(1, 4).Draw(rt, "rounds") {
-			view := &ixView{}
+			view := &View{}
 			var seq uint64
 			change := func(k []byte, del bool) {
 				seq++
@@ -617,24 +591,22 @@ func TestFoldModel(t *testing.T) {
 }
 
 // foldInSteps folds the changes of view up to upto into the blocks of b,
-// in steps that each write about budget bytes, as foldStep does.
-func foldInSteps(rt *rapid.T, b kv.Bucket, view *ixView, upto uint64, budget int) {
-	src := newSegSource(view, upto)
-	src.first()
+// in steps that each write about budget bytes, each resuming where the
+// one before stopped, as the engine's fold transactions do.
+func foldInSteps(rt *rapid.T, b kv.Bucket, view *View, upto uint64, budget int) {
+	var from []byte
 	for steps := 0; ; steps++ {
-		w := blockWriter{blocks: b}
-		for k, _ := src.current(); k != nil && w.written < budget; k, _ = src.current() {
-			if err := w.rewrite(src); err != nil {
-				rt.Fatalf("rewrite: %v", err)
-			}
+		next, err := Fold(b, view, upto, from, budget)
+		if err != nil {
+			rt.Fatalf("fold: %v", err)
 		}
-		next, _ := src.current()
 		if next == nil {
 			return
 		}
-		// A new step resumes at the next change.
-		src = newSegSource(view, upto)
-		src.seek(bytes.Clone(next))
+		if from != nil && bytes.Compare(next, from) <= 0 {
+			rt.Fatalf("a step resumes at %q, not past %q", next, from)
+		}
+		from = next
 		if steps > 1000 {
 			rt.Fatal("the fold does not end")
 		}
@@ -699,7 +671,7 @@ func checkChain(rt *rapid.T, b kv.Bucket, want [][]byte) {
 // log of their count in segments, holding every change once.
 func TestViewSegmentsStayFew(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		view := &ixView{}
+		view := &View{}
 		total := 0
 		commits := rapid.IntRange(1, 300).Draw(rt, "commits")
 		for seq := uint64(1); seq <= uint64(commits); seq++ {
@@ -743,31 +715,16 @@ func (noCursor) Delete() error                { return nil }
 // read as the latest change of each key, in key order.
 func TestPendingModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		p := &pending{}
+		p := &Pending{}
 		want := map[string]bool{}
 		for range rapid.IntRange(1, 80).Draw(rt, "steps") {
 			if rapid.IntRange(0, 3).Draw(rt, "read") > 0 {
 				k, del := entryKeyGen().Draw(rt, "key"), rapid.Bool().Draw(rt, "del")
-				p.add(k, del)
+				p.Add(k, del)
 				want[string(k)] = del
 				continue
 			}
-			src := p.source()
-			var got []string
-			for src.first(); ; src.next() {
-				k, del := src.current()
-				if k == nil {
-					break
-				}
-				if want[string(k)] != del {
-					rt.Fatalf("key %q reads del=%v, want %v", k, del, want[string(k)])
-				}
-				got = append(got, string(k))
-			}
-			keys := slices.Sorted(maps.Keys(want))
-			if !slices.Equal(got, keys) {
-				rt.Fatalf("read %q, want %q", got, keys)
-			}
+			checkSource(rt, "own changes", p.Source(), want)
 		}
 		ops := p.inOrder()
 		if len(ops) != len(want) {
@@ -778,5 +735,46 @@ func TestPendingModel(t *testing.T) {
 				rt.Fatalf("change %d: %q del=%v", i, op.key, op.del)
 			}
 		}
+		// Journaled, the same changes come back from the segment the
+		// transaction keeps and from the records, decoded afresh.
+		const floor = 5
+		journal := newMemBucket()
+		after, changes, seg, err := p.Journal(journal, floor)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if changes != int64(len(want)) || (after > floor) != (changes > 0) {
+			rt.Fatalf("journaled %d changes up to %d, want %d after %d", changes, after, len(want), floor)
+		}
+		checkSource(rt, "the flushed segment", SegmentSource(seg), want)
+		view, err := ReadView(journal, floor, after)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		checkSource(rt, "the journal", view.Source(after), want)
+		if dropped, err := DropFolded(journal, after); err != nil || dropped != changes {
+			rt.Fatalf("DropFolded = %d, %v; want %d", dropped, err, changes)
+		}
+		if k, _ := journal.Cursor().First(); k != nil {
+			rt.Fatalf("record %x left after DropFolded", k)
+		}
 	})
+}
+
+// checkSource checks that src reads want, key → del, in key order.
+func checkSource(rt *rapid.T, what string, src Source, want map[string]bool) {
+	var got []string
+	for src.first(); ; src.next() {
+		k, del := src.current()
+		if k == nil {
+			break
+		}
+		if want[string(k)] != del {
+			rt.Fatalf("%s: key %q reads del=%v, want %v", what, k, del, want[string(k)])
+		}
+		got = append(got, string(k))
+	}
+	if keys := slices.Sorted(maps.Keys(want)); !slices.Equal(got, keys) {
+		rt.Fatalf("%s: read %q, want %q", what, got, keys)
+	}
 }

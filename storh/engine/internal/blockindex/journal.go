@@ -1,4 +1,4 @@
-package engine
+package blockindex
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/bits"
@@ -14,10 +13,11 @@ import (
 
 	"github.com/tidwall/btree"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
-// The journal of a blocked index (see index_block.go). Each commit that
+// The journal of a blocked index (see block.go). Each commit that
 // changes an index's entries appends one record (more for a very large
 // commit) under the next sequence number; the index definition keeps the
 // last sequence written (Seq) and the last one folded into the blocks and
