@@ -17,7 +17,7 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// The blocked layout of a bbolt file's indexes (storh/engine/index_block.go):
+// The blocked layout of a bbolt file's indexes (storh/engine/internal/blockindex/block.go):
 // entries in blocks, new changes in a journal that folds into them. These
 // tests use tiny blocks and folds so that every few writes fold.
 const tinyFolds = "layout=blocks,block=96,foldmin=4,foldmax=16,step=200"

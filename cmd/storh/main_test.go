@@ -408,7 +408,7 @@ func cmdInterruptIndex(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // headKey and emptyHeadBlock are the only block of an empty blocked index
-// (storh/engine/index_block.go): version 2, its checksum (CRC-32C of the
+// (storh/engine/internal/blockindex/block.go): version 2, its checksum (CRC-32C of the
 // rest, then of its key), no entries, no restarts, no successor.
 var headKey = []byte{0}
 

@@ -42,7 +42,7 @@ import (
 //
 // An index stores its entry keys in one of two layouts (indexDef.Layout):
 // one bbolt key per entry (layoutKeys), or packed in blocks with a journal
-// of the changes not folded into them yet (layoutBlocks, index_block.go).
+// of the changes not folded into them yet (layoutBlocks, internal/blockindex).
 // Both read as the same sorted keys. A bbolt file's new indexes are
 // blocked: a B+tree whose pages are copied on every write pays a page per
 // scattered key per commit otherwise. A PostgreSQL store's are keys: its
@@ -112,7 +112,7 @@ type indexDef struct {
 	FoldTo   uint64 `msgpack:"foldTo,omitempty"`
 	FoldNext []byte `msgpack:"foldNext,omitempty"`
 	// Chained: every block is of the current version, in one chain from
-	// the head block (index_block.go), so a missing block is damage a read
+	// the head block (internal/blockindex), so a missing block is damage a read
 	// finds. An index from a file of format 2 has blocks of version 1 until
 	// chainStep rewrites them; ChainNext is where that stands (nil: not
 	// started).

@@ -35,7 +35,7 @@ var (
 )
 
 // Formats. A new file starts at formatBase; creating its first blocked
-// index (index_block.go) raises it to formatChained, which a storh from
+// index (internal/blockindex) raises it to formatChained, which a storh from
 // before chained blocks refuses to open rather than misread. A file of
 // formatBlocked holds blocks of version 1, which this build reads, and
 // chains when it writes to them (chainStep). This build reads all three.
