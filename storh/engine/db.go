@@ -103,11 +103,10 @@ type DB struct {
 	// than the file's pages (layoutMismatch); "" when they read the pages.
 	directOff string
 
-	closing chan struct{} // closed when Close starts: waiters stop waiting
-	signals signals       // per queue: closed when jobs become pending
-	watch   watchers      // per collection: the feeds of Watch
-	ixmem   ixMems        // per blocked index: its journal, decoded (index_view.go)
-	folds   folds         // blocked indexes whose fold is due (index_fold.go)
+	closing chan struct{}  // closed when Close starts: waiters stop waiting
+	signals signals        // per queue: closed when jobs become pending
+	watch   watchers       // per collection: the feeds of Watch
+	blocked blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
@@ -142,10 +141,6 @@ type DB struct {
 	// processes the backend orders writers itself (PostgreSQL: a lock per
 	// collection).
 	writeMu sync.Mutex
-	// pubMu is held by a write transaction from its start until it has
-	// handed its changes to the lists of blocked indexes (Tx.afterCommit):
-	// the next writer then finds the lists holding every commit before it.
-	pubMu sync.Mutex
 
 	openTxid int          // the file's transaction id when it was opened
 	commits  atomic.Int64 // write transactions committed (other backends)
@@ -522,11 +517,11 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	var own error // from fn or from our own bookkeeping: returned as is
 	var tx *Tx
 	var txid int // bbolt clears the transaction's meta once it commits
-	db.pubMu.Lock()
+	db.blocked.pubMu.Lock()
 	published := false
 	defer func() {
 		if !published {
-			db.pubMu.Unlock()
+			db.blocked.pubMu.Unlock()
 		}
 	}()
 	err := rerunConflicts(func() error {
@@ -564,7 +559,7 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 		}
 		tx.afterCommit()
 		published = true
-		db.pubMu.Unlock()
+		db.blocked.pubMu.Unlock()
 		if foldNow && !tx.folding {
 			db.runFolds()
 		}

@@ -162,7 +162,7 @@ func (db *DB) DropColl(name string) error {
 		// Recorded inside the transaction: a write that starts after this
 		// one commits already sees it.
 		db.drops.Store(name, db.epoch.Add(1))
-		db.ixmem.dropColl(name) // caches: lost on a rollback, rebuilt when read
+		db.blocked.mems.dropColl(name) // caches: lost on a rollback, rebuilt when read
 		return nil
 	})
 }

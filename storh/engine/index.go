@@ -894,7 +894,7 @@ func (db *DB) EnsureIndexes(h Handle) error {
 	}
 	if len(unchained) > 0 {
 		for _, name := range unchained {
-			db.folds.add(h.Name, name)
+			db.blocked.folds.add(h.Name, name)
 		}
 		db.runFolds()
 	}

@@ -228,7 +228,7 @@ func TestChainingRefusesShortIndex(t *testing.T) {
 	}
 	// Failed as a writer's fold does (a writable Docs runs it), the
 	// failure is kept for the index, whose reads fail with it from then on.
-	db.folds.add("docs", "tag")
+	db.blocked.folds.add("docs", "tag")
 	db.runFolds()
 	err = db.View(func(tx *Tx) error {
 		c, err := tx.Coll("docs", 0, false)

@@ -183,26 +183,26 @@ func (f *folds) take() [][2]string {
 // runFolds returns at once: that one takes the new work too. The caller
 // must hold Enter.
 func (db *DB) runFolds() {
-	if !db.folds.run.TryLock() {
+	if !db.blocked.folds.run.TryLock() {
 		return
 	}
-	defer db.folds.run.Unlock()
+	defer db.blocked.folds.run.Unlock()
 	for {
-		due := db.folds.take()
+		due := db.blocked.folds.take()
 		if len(due) == 0 {
 			return
 		}
 		for _, d := range due {
 			var inc uint64
 			err := containPanic(func() error { return db.fold(d[0], d[1], &inc) })
-			db.ixmem.noteFold(d[0], d[1], inc, err)
+			db.blocked.mems.noteFold(d[0], d[1], inc, err)
 		}
 	}
 }
 
 // FoldError returns the failures of the last folds of the indexes whose
 // last fold failed, joined (nil when every fold succeeded).
-func (db *DB) FoldError() error { return db.ixmem.foldErrors() }
+func (db *DB) FoldError() error { return db.blocked.mems.foldErrors() }
 
 // fold folds the index coll/name to the end of its journal as it stands,
 // and sets inc to the incarnation of the index it folds.

@@ -7,6 +7,19 @@ import (
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 )
 
+// blockedIndexes is what a DB keeps for its blocked indexes beside the
+// file: the views of their journals with the failures of their folds, the
+// folds that came due, and the order in which commits publish to the
+// views.
+type blockedIndexes struct {
+	mems  ixMems
+	folds folds // index_fold.go
+	// pubMu is held by a write transaction from its start until it has
+	// handed its changes to the views (Tx.afterCommit): the next writer
+	// then finds the views holding every commit before it.
+	pubMu sync.Mutex
+}
+
 // ixMems holds, per blocked index of a DB, the views of its journal
 // (blockindex.Views: the journal decoded, shared by every transaction of
 // the process), and keeps the failures of the indexes' last folds

@@ -156,7 +156,7 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 		t.colls = make(map[string]*Coll, 2)
 	}
 	if t.db != nil {
-		c.mems = &t.db.ixmem
+		c.mems = &t.db.blocked.mems
 	}
 	t.colls[name] = c
 	return c, nil
@@ -341,7 +341,7 @@ func (t *Tx) damage() error {
 // indexes to the DB's views, and notes the folds that came due.
 func (t *Tx) afterCommit() {
 	for _, r := range t.rebuilt {
-		t.db.ixmem.forgetFolds(r[0], r[1])
+		t.db.blocked.mems.forgetFolds(r[0], r[1])
 	}
 	for _, c := range t.colls {
 		for _, ix := range c.idx {
@@ -349,7 +349,7 @@ func (t *Tx) afterCommit() {
 				continue
 			}
 			if len(ix.flushed) > 0 || ix.folded {
-				mem := t.db.ixmem.get(c.Name, ix.name, ix.def.Inc)
+				mem := t.db.blocked.mems.get(c.Name, ix.name, ix.def.Inc)
 				for _, f := range ix.flushed {
 					mem.PublishCommit(ix.def.Floor, f.before, f.after, f.seg)
 				}
@@ -358,7 +358,7 @@ func (t *Tx) afterCommit() {
 				}
 			}
 			if !t.folding && ix.foldDue() {
-				t.db.folds.add(c.Name, ix.name)
+				t.db.blocked.folds.add(c.Name, ix.name)
 			}
 		}
 	}

@@ -156,7 +156,7 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 			if err := db.verifyTx(ktx, colls, emit, &rep, pace); err != nil {
 				return err
 			}
-			for _, f := range db.ixmem.foldFailures(colls) {
+			for _, f := range db.blocked.mems.foldFailures(colls) {
 				emit(Problem{Kind: ProblemIndex, Collection: f.coll,
 					Detail: fmt.Sprintf("index %q: its last fold in this process failed, and is tried again after the next write: %s", f.index, trim(f.err))})
 			}
