@@ -88,7 +88,29 @@ type memCursor struct {
 	on  bool
 }
 
-func (c *memCursor) land(k string, v []byte, ok bool) ([]byte, []byte) {
+// move lands on the first key from pivot on, forward or back (from the
+// end when pivot is nil), past pivot itself when strict.
+func (c *memCursor) move(pivot *string, forward, strict bool) ([]byte, []byte) {
+	var k string
+	var v []byte
+	ok := false
+	take := func(key string, val []byte) bool {
+		if strict && key == *pivot {
+			return true
+		}
+		k, v, ok = key, val, true
+		return false
+	}
+	switch {
+	case pivot == nil && forward:
+		c.b.m.Scan(take)
+	case pivot == nil:
+		c.b.m.Reverse(take)
+	case forward:
+		c.b.m.Ascend(*pivot, take)
+	default:
+		c.b.m.Descend(*pivot, take)
+	}
 	c.key, c.on = k, ok
 	if !ok {
 		return nil, nil
@@ -96,62 +118,24 @@ func (c *memCursor) land(k string, v []byte, ok bool) ([]byte, []byte) {
 	return []byte(k), v
 }
 
-func (c *memCursor) First() ([]byte, []byte) {
-	var k string
-	var v []byte
-	ok := false
-	c.b.m.Scan(func(key string, val []byte) bool { k, v, ok = key, val, true; return false })
-	return c.land(k, v, ok)
-}
-
-func (c *memCursor) Last() ([]byte, []byte) {
-	var k string
-	var v []byte
-	ok := false
-	c.b.m.Reverse(func(key string, val []byte) bool { k, v, ok = key, val, true; return false })
-	return c.land(k, v, ok)
-}
+func (c *memCursor) First() ([]byte, []byte) { return c.move(nil, true, false) }
+func (c *memCursor) Last() ([]byte, []byte)  { return c.move(nil, false, false) }
 
 func (c *memCursor) Seek(seek []byte) ([]byte, []byte) {
-	var k string
-	var v []byte
-	ok := false
-	c.b.m.Ascend(string(seek), func(key string, val []byte) bool { k, v, ok = key, val, true; return false })
-	return c.land(k, v, ok)
+	pivot := string(seek)
+	return c.move(&pivot, true, false)
 }
 
-func (c *memCursor) Next() ([]byte, []byte) {
+func (c *memCursor) Next() ([]byte, []byte) { return c.step(true) }
+func (c *memCursor) Prev() ([]byte, []byte) { return c.step(false) }
+
+// step moves one key on from the key the cursor is on, which may be gone.
+func (c *memCursor) step(forward bool) ([]byte, []byte) {
 	if !c.on {
 		return nil, nil
 	}
-	var k string
-	var v []byte
-	ok := false
-	c.b.m.Ascend(c.key, func(key string, val []byte) bool {
-		if key == c.key {
-			return true
-		}
-		k, v, ok = key, val, true
-		return false
-	})
-	return c.land(k, v, ok)
-}
-
-func (c *memCursor) Prev() ([]byte, []byte) {
-	if !c.on {
-		return nil, nil
-	}
-	var k string
-	var v []byte
-	ok := false
-	c.b.m.Descend(c.key, func(key string, val []byte) bool {
-		if key == c.key {
-			return true
-		}
-		k, v, ok = key, val, true
-		return false
-	})
-	return c.land(k, v, ok)
+	pivot := c.key
+	return c.move(&pivot, forward, true)
 }
 
 func (c *memCursor) Delete() error { return errors.New("memCursor: Delete is not used by the package") }
