@@ -41,6 +41,10 @@
 //	{"and":[{"field":"level","op":"eq","value":"error"},{"field":"n","op":"gte","value":5}]}
 //	level=error and n>=5
 //
+// Client calls these endpoints from another Go program (the storh CLI's
+// --url uses it); the JSON of the answers is declared once, in the
+// exported types both use (Stats, Page, Plan, Index…).
+//
 // Errors are {"error":{"kind":…,"message":…}} with a status that fits:
 // 400 for a bad parameter, id, condition or body, 404 for a collection or
 // record that does not exist, 409 for a unique violation, 413 for a body
