@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/storhdb/storh-go/storh"
-	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -483,51 +479,4 @@ func hasIndexOn(st store, coll, path string) bool {
 		}
 	}
 	return false
-}
-
-// apiParams gives the parameters of the records, count and export
-// endpoints that select what the flags select (without limit, which each
-// caller sets as its endpoint takes it). build must have run.
-func (f *queryFlags) apiParams() (url.Values, error) {
-	vals := url.Values{}
-	if !f.afterID.IsZero() {
-		vals.Set("after", f.afterID.String())
-	}
-	if !f.beforeID.IsZero() {
-		vals.Set("before", f.beforeID.String())
-	}
-	if f.hasFrom {
-		vals.Set("from", strconv.FormatInt(f.fromMs, 10))
-	}
-	if f.hasUntil {
-		vals.Set("until", strconv.FormatInt(f.untilMs, 10))
-	}
-	if len(f.conds) > 0 {
-		q, err := json.Marshal(query.And(f.conds...))
-		if err != nil {
-			return nil, err
-		}
-		vals.Set("q", string(q))
-	}
-	if f.orderPath != nil {
-		segs := make([]any, len(f.orderPath))
-		for i, s := range f.orderPath {
-			segs[i] = s
-		}
-		o, err := jsonl.AppendValue(nil, segs)
-		if err != nil {
-			return nil, err
-		}
-		if len(f.order) > 0 && f.order[0] == '-' {
-			o = append([]byte{'-'}, o...)
-		}
-		vals.Set("order", string(o))
-	}
-	if f.reverse {
-		vals.Set("newest", "1")
-	}
-	if f.requireIndex {
-		vals.Set("require_index", "1")
-	}
-	return vals, nil
 }
