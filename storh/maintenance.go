@@ -130,8 +130,9 @@ func (db *DB) BackupFileContext(ctx context.Context, path string) (int64, error)
 // with ErrLocked after the lock timeout.
 //
 // Every bucket is copied, nested buckets and their sequences included, in
-// write transactions of at most 64 MiB; pages are packed full, except an
-// index's, which keep the room the engine leaves in them for inserts.
+// write transactions of at most 64 MiB; pages are packed full, as the
+// engine writes them, except the entries of an index of the keys layout,
+// which keep the room the engine leaves in them for inserts.
 func Compact(src, dst string, opts ...Option) (CompactReport, error) {
 	return CompactContext(context.Background(), src, dst, opts...)
 }

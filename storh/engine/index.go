@@ -245,16 +245,23 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 // need room to take more keys.
 const indexFillPercent = 0.7
 
-// setFill sets the fill of ix's buckets for a write transaction: room for
-// keys that arrive anywhere, or, for a blocked index, pages packed full
-// (a block is about a page, rewritten whole; the journal grows at its end).
+// setFill sets the fill of ix's buckets for a write transaction.
 func (ix *collIndex) setFill() {
+	ix.entries.SetFillPercent(entriesFill(ix.def.Layout))
 	if ix.def.Layout == layoutBlocks {
-		ix.entries.SetFillPercent(appendFillPercent)
-		ix.journal.SetFillPercent(appendFillPercent)
-		return
+		ix.journal.SetFillPercent(appendFillPercent) // it grows at its end
 	}
-	ix.entries.SetFillPercent(indexFillPercent)
+}
+
+// entriesFill is the fill of an index's entries bucket in a layout: room
+// for keys that arrive anywhere, or, for blocks, pages packed full (a
+// block is about a page, rewritten whole, never grown in place). Compact
+// fills its copies the same way.
+func entriesFill(layout uint8) float64 {
+	if layout == layoutBlocks {
+		return appendFillPercent
+	}
+	return indexFillPercent
 }
 
 // index returns the index named name, or nil.
