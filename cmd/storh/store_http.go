@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/query"
@@ -212,9 +213,9 @@ func (s *httpStore) export(ctx context.Context, coll string, f *queryFlags, _ qu
 	}
 	defer body.Close()
 	var n int64
-	in := newLineReader(body)
+	in := linereader.New(body, jsonl.MaxLine)
 	for {
-		b, _, ok, tooLong, err := in.next()
+		b, _, ok, tooLong, err := in.Next()
 		if !ok {
 			if err == io.EOF {
 				return n, nil
@@ -225,7 +226,7 @@ func (s *httpStore) export(ctx context.Context, coll string, f *queryFlags, _ qu
 			return n, fmt.Errorf("the export from %s broke off: %v", s.where(), err)
 		}
 		if tooLong {
-			return n, fmt.Errorf("the export from %s holds a line longer than %s", s.where(), humanBytes(maxLine))
+			return n, fmt.Errorf("the export from %s holds a line longer than %s", s.where(), humanBytes(jsonl.MaxLine))
 		}
 		if len(b) == 0 {
 			continue
