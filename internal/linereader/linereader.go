@@ -43,7 +43,7 @@ func (lr *Reader) Next() (b []byte, n int64, ok, tooLong bool, err error) {
 			b, err = lr.br.ReadSlice('\n')
 			if !tooLong {
 				lr.long = append(lr.long, b...)
-				if len(lr.long) > lr.max {
+				if len(bytes.TrimRight(lr.long, "\r\n")) > lr.max { // the line end is not the line's
 					tooLong, lr.long = true, lr.long[:0]
 				}
 			}

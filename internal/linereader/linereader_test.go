@@ -38,6 +38,8 @@ func TestReader(t *testing.T) {
 		{"lines, CRLF and blank", "a\r\n\nbc\n", 10, []line{{"a", 1, false}, {"", 2, false}, {"bc", 3, false}}},
 		{"no final newline", "a\nb", 10, []line{{"a", 1, false}, {"b", 2, false}}},
 		{"byte order mark on the first line only", "\xef\xbb\xbfa\n\xef\xbb\xbfb\n", 10, []line{{"a", 1, false}, {"\xef\xbb\xbfb", 2, false}}},
+		{"line of exactly the maximum", long + "\nz\n", len(long), []line{{long, 1, false}, {"z", 2, false}}},
+		{"CRLF line of exactly the maximum", long + "\r\nz", len(long), []line{{long, 1, false}, {"z", 2, false}}},
 		{"line over the maximum is reported, not kept", "a\n" + long + "\nz", len(long) - 1, []line{{"a", 1, false}, {"", 2, true}, {"z", 3, false}}},
 		{"last line over the maximum", long, 1000, []line{{"", 1, true}}},
 	} {
