@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -866,7 +867,8 @@ func fileScenarios() []fileScenario {
 // copy in a child process: Open or Verify must report the damage (ErrCorrupt
 // or problems), no read may return data that differs from what was written,
 // and the process must neither panic nor die of a fault. Each random
-// scenario runs with several seeds.
+// scenario runs with several seeds in the long run (testkit.Long), one
+// otherwise.
 func TestCorruptFile(t *testing.T) {
 	t.Parallel()
 	seed := runSeed(t)
@@ -883,7 +885,7 @@ func TestCorruptFile(t *testing.T) {
 	t.Run("damage", func(t *testing.T) {
 		for i, sc := range fileScenarios() {
 			seeds := 1
-			if strings.HasPrefix(sc.name, "random") || strings.HasPrefix(sc.name, "scatter") {
+			if testkit.Long() && (strings.HasPrefix(sc.name, "random") || strings.HasPrefix(sc.name, "scatter")) {
 				seeds = 3
 			}
 			for s := range seeds {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -415,11 +416,11 @@ type crashStats struct {
 
 // TestCrashKill9 runs kill cycles against a writing child process; see the
 // comment at the top of this file. STORH_CRASH_CYCLES sets the number of
-// cycles (default 50; 15 with -short).
+// cycles (50 with STORH_LONG=1, 15 otherwise).
 func TestCrashKill9(t *testing.T) {
 	t.Parallel()
 	def := 50
-	if testing.Short() {
+	if !testkit.Long() {
 		def = 15
 	}
 	cycles := envInt(t, "STORH_CRASH_CYCLES", def)
