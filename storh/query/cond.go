@@ -118,7 +118,7 @@ func (f FieldRef) made(o op, vals []any, node *plan.Cond) Cond {
 func (f FieldRef) Eq(v any) Cond {
 	c := f.leaf(opEq, v)
 	if c.err == nil {
-		if isNaN(c.node.Values[0]) {
+		if order.IsNaN(c.node.Values[0]) {
 			c.node.Op = plan.OpFalse
 		}
 	}
@@ -214,7 +214,7 @@ func (f FieldRef) Missing() Cond {
 func (f FieldRef) Contains(v any) Cond {
 	c := f.leaf(opContains, v)
 	if c.err == nil {
-		if isNaN(c.node.Values[0]) {
+		if order.IsNaN(c.node.Values[0]) {
 			c.node.Op = plan.OpFalse
 		}
 	}
@@ -288,7 +288,7 @@ func (f FieldRef) rangeCond(o op, lo, hi any, incLo, incHi bool) Cond {
 
 	node := &plan.Cond{Op: plan.OpRange, Path: f.path, Values: vals}
 	for _, v := range vals {
-		if isNaN(v) {
+		if order.IsNaN(v) {
 			node.Op = plan.OpFalse // NaN compares false with everything
 			return f.made(o, vals, node)
 		}
@@ -354,11 +354,6 @@ func rangeClass(v any) bool {
 		return true
 	}
 	return false
-}
-
-func isNaN(v any) bool {
-	f, ok := v.(float64)
-	return ok && f != f
 }
 
 // And matches records that satisfy every condition; And() matches all.

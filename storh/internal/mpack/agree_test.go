@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 )
 
 // encode writes v the way the engine does: sorted map keys, and compact
@@ -181,7 +182,7 @@ func checkFields(t *rapid.T, b []byte, norm map[string]any) {
 				t.Fatalf("EqualRaw(%q=%#v, %q=%#v) = %v, Equal both ways = %v, %v",
 					k1, norm[k1], k2, want, eq, model, mpack.Equal(want, norm[k1]))
 			}
-			if k1 == k2 && eq == hasNaN(want) {
+			if k1 == k2 && eq == order.HasNaN(want) {
 				t.Fatalf("EqualRaw(%q, itself) = %v", k1, eq)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -102,7 +103,7 @@ func FuzzStoredValue(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		if !mpack.Equal(m, m2) && !hasNaN(m) {
+		if !mpack.Equal(m, m2) && !order.HasNaN(m) {
 			t.Fatalf("round trip changed the record:\nfirst  %#v\nsecond %#v", m, m2)
 		}
 		third, err := engine.AppendValue(nil, m2)
@@ -113,26 +114,6 @@ func FuzzStoredValue(f *testing.F) {
 			t.Fatalf("encoding is not stable: %x then %x (%v)", again, third, err)
 		}
 	})
-}
-
-func hasNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x)
-	case []any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // FuzzWhereEqualProbe checks the raw-bytes probe behind WhereEqual against
