@@ -137,15 +137,8 @@ func digestFile(t testing.TB, path string) string {
 // for tests that name their files and servers themselves.
 func boltDigest(t testing.TB, path string) string {
 	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("bolt.Open(%s): %v", path, err)
-	}
-	defer bdb.Close()
 	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = testkit.DigestBolt(tx); return nil }); err != nil {
-		t.Fatalf("digest: %v", err)
-	}
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) { sum = testkit.DigestBolt(tx) })
 	return sum
 }
 

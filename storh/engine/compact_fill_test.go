@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 )
 
@@ -52,7 +53,7 @@ func TestCompactKeepsTheEnginesFill(t *testing.T) {
 	if _, err := storh.Compact(src, dst); err != nil {
 		t.Fatal(err)
 	}
-	withTx(t, dst, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, dst, func(btx *bolt.Tx) {
 		fill := func(coll string) float64 {
 			st := btx.Bucket([]byte(coll)).Bucket([]byte("i")).Bucket([]byte("n")).Stats()
 			return float64(st.LeafInuse) / float64(st.LeafAlloc)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // The pinned format-2 file (storh/testdata/format2) holds blocks of
@@ -151,7 +153,7 @@ func TestChainingResumes(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	withBolt(t, path, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		if m := binary.BigEndian.Uint64(btx.Bucket(dbMetaBucket).Get(keyFormat)); m != formatChained {
 			t.Errorf("format marker %d once chaining began, want %d", m, formatChained)
 		}
@@ -255,18 +257,6 @@ func slicesEqual(a, b [][]byte) bool {
 		}
 	}
 	return true
-}
-
-func withBolt(t *testing.T, path string, fn func(*bolt.Tx)) {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	if err := bdb.View(func(btx *bolt.Tx) error { fn(btx); return nil }); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func editBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {

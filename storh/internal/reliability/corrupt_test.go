@@ -310,14 +310,13 @@ func TestCorruptValues(t *testing.T) {
 
 	// The quarantine keeps the damaged bytes exactly, for manual recovery;
 	// the records left are exactly the intact ones.
-	rawView(t, path, func(tx *bolt.Tx) error {
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 		for id, d := range damaged {
 			q := tx.Bucket([]byte(d.coll)).Bucket([]byte("q"))
 			if q == nil || !bytes.Equal(q.Get(id[:]), original[id]) {
 				t.Errorf("quarantine of %s %s does not hold the damaged bytes", d.coll, id)
 			}
 		}
-		return nil
 	})
 	raw := readRaw(t, path)
 	for coll, recs := range m {
@@ -442,18 +441,6 @@ func breakCounter(t *testing.T, path, coll string, delta int64) {
 		binary.BigEndian.PutUint64(v[:], binary.BigEndian.Uint64(meta.Get([]byte("count")))+uint64(delta))
 		return meta.Put([]byte("count"), v[:])
 	})
-}
-
-func rawView(tb testing.TB, path string, fn func(*bolt.Tx) error) {
-	tb.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		tb.Fatalf("raw open: %v", err)
-	}
-	defer bdb.Close()
-	if err := bdb.View(fn); err != nil {
-		tb.Fatalf("raw view: %v", err)
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -1118,7 +1105,7 @@ func TestCorruptNonRecordEntries(t *testing.T) {
 		}
 	}
 	// Everything moved is in a quarantine, nested contents included.
-	rawView(t, path, func(tx *bolt.Tx) error {
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 		collQ := tx.Bucket([]byte("docs")).Bucket([]byte("q"))
 		dbQ := tx.Bucket([]byte("\x00quarantine"))
 		for _, sh := range shapes {
@@ -1135,6 +1122,5 @@ func TestCorruptNonRecordEntries(t *testing.T) {
 				t.Errorf("%q: the value is not in the quarantine", sh.key)
 			}
 		}
-		return nil
 	})
 }

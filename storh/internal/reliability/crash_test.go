@@ -606,19 +606,18 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 		// the kill, would explain a missing or changed record), and whose
 		// record is in the file as the put wrote it.
 		puts = slices.DeleteFunc(puts, func(p acked) bool { return touched[p.id.String()] > 0 }) // a put names no id: it gets one
-		rawView(t, path, func(tx *bolt.Tx) error {
+		testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 			root := tx.Bucket([]byte(crashDocs))
 			if root == nil {
-				return nil // killed before the collection was made
+				return // killed before the collection was made
 			}
 			recs := root.Bucket([]byte("r"))
 			for _, p := range slices.Backward(puts) {
 				if v := recs.Get(p.id[:]); v != nil && bytes.Equal(v, encoded(t, p.id, p.tag)) {
 					ackedID, ackedTag = p.id, p.tag
-					return nil
+					return
 				}
 			}
-			return nil
 		})
 	}
 	if ackedTag == "" {

@@ -146,15 +146,8 @@ func readRaw(tb testing.TB, path string) rawDB {
 // digestFile is testkit.DigestBolt over the closed database at path.
 func digestFile(tb testing.TB, path string) string {
 	tb.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		tb.Fatalf("digest: open %s: %v", path, err)
-	}
-	defer bdb.Close()
 	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = testkit.DigestBolt(tx); return nil }); err != nil {
-		tb.Fatalf("digest %s: %v", path, err)
-	}
+	testkit.ViewBolt(tb, path, func(tx *bolt.Tx) { sum = testkit.DigestBolt(tx) })
 	return sum
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -42,6 +43,21 @@ func Damage(t testing.TB, path, coll string, id []byte, edit func(v []byte)) {
 		return recs.Put(id, v)
 	}); err != nil {
 		t.Fatalf("damage: %v", err)
+	}
+}
+
+// ViewBolt runs fn in a read transaction of the closed bbolt database at
+// path, opened read-only (a process that holds it for writing fails the
+// test after a few seconds instead of hanging it).
+func ViewBolt(t testing.TB, path string, fn func(*bolt.Tx)) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("bolt.Open(%s): %v", path, err)
+	}
+	defer bdb.Close()
+	if err := bdb.View(func(tx *bolt.Tx) error { fn(tx); return nil }); err != nil {
+		t.Fatalf("view %s: %v", path, err)
 	}
 }
 
