@@ -82,23 +82,9 @@ func (d digest) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
 // their pages. It equals DigestKV of a store holding the same tree.
 func DigestBolt(tx *bolt.Tx) string {
 	d := digest{sha256.New()}
-	var walk func(b *bolt.Bucket)
-	walk = func(b *bolt.Bucket) {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d.put('k', k)
-			if v == nil {
-				d.put('{', nil)
-				walk(b.Bucket(k))
-				d.put('}', nil)
-				continue
-			}
-			d.put('v', v)
-		}
-	}
 	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		d.put('B', name)
-		walk(b)
+		digestBucket(d, b, (*bolt.Bucket).Cursor, (*bolt.Bucket).Bucket)
 		d.put('E', nil)
 		return nil
 	})
@@ -109,25 +95,30 @@ func DigestBolt(tx *bolt.Tx) string {
 // store), failing with the transaction's read error if it has one.
 func DigestKV(tx kv.Tx) (string, error) {
 	d := digest{sha256.New()}
-	var walk func(b kv.Bucket)
-	walk = func(b kv.Bucket) {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d.put('k', k)
-			if v == nil {
-				d.put('{', nil)
-				walk(b.Bucket(k))
-				d.put('}', nil)
-				continue
-			}
-			d.put('v', v)
-		}
-	}
 	c := tx.Cursor()
 	for name, _ := c.First(); name != nil; name, _ = c.Next() {
 		d.put('B', name)
-		walk(tx.Bucket(name))
+		digestBucket(d, tx.Bucket(name), kv.Bucket.Cursor, kv.Bucket.Bucket)
 		d.put('E', nil)
 	}
 	return d.sum(), tx.Err()
+}
+
+// digestBucket feeds d the keys and values of b, nested buckets included,
+// for the buckets of either store: cursor and nested are its methods.
+func digestBucket[B any, C interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+}](d digest, b B, cursor func(B) C, nested func(B, []byte) B) {
+	c := cursor(b)
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		d.put('k', k)
+		if v == nil {
+			d.put('{', nil)
+			digestBucket(d, nested(b, k), cursor, nested)
+			d.put('}', nil)
+			continue
+		}
+		d.put('v', v)
+	}
 }
