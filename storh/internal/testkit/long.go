@@ -31,6 +31,15 @@ func RequireLong(t testing.TB) {
 	}
 }
 
+// Size is long in the long run and short otherwise: the rounds, writes or
+// cycles of a test whose every feature runs at either size.
+func Size(long, short int) int {
+	if Long() {
+		return long
+	}
+	return short
+}
+
 // ShortRapid gives rapid's property tests, outside the long run, the
 // checks rapid itself runs under -short (a fifth of its 100), unless
 // -rapid.checks or RAPID_CHECKS asks for a number. A TestMain calls it,
