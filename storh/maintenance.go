@@ -141,13 +141,11 @@ func Compact(src, dst string, opts ...Option) (CompactReport, error) {
 // the copy, and then removes dst (which did not exist before) and returns an
 // *Error wrapping ctx.Err(). src is only read, so it is as it was.
 func CompactContext(ctx context.Context, src, dst string, opts ...Option) (CompactReport, error) {
-	var o engine.Options
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return CompactReport{}, err
-		}
+	o, err := openOptions(opts)
+	if err != nil {
+		return CompactReport{}, err
 	}
-	if isPostgresURL(src) || isPostgresURL(dst) {
+	if isURL(src) || isURL(dst) {
 		return CompactReport{}, &Error{Op: "compact", Index: -1, Err: fmt.Errorf("%w: Compact rewrites a database file", ErrUnsupported),
 			Hint: "PostgreSQL reclaims space itself (VACUUM); to move a store between backends, export and import it"}
 	}

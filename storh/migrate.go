@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/backend"
+	"github.com/storhdb/storh-go/storh/internal/connstr"
+	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // MigrateReport is what Migrate did and found: the source and destination
@@ -153,9 +154,9 @@ func (c migrateConfig) openOptions(path string, source bool) []Option {
 	if source {
 		opts = append(opts, WithReadOnly())
 	} else {
-		opts = append(opts, func(o *engine.Options) error { o.CopyTarget = true; return nil })
+		opts = append(opts, Option{func(o *engine.Options) error { o.CopyTarget = true; return nil }})
 	}
-	if c.lockTimeout > 0 && !isPostgresURL(path) {
+	if c.lockTimeout > 0 && !isURL(path) {
 		opts = append(opts, WithLockTimeout(c.lockTimeout))
 	}
 	return opts
@@ -168,7 +169,7 @@ func migratePaths(src, dst string) (string, string, error) {
 		if p == "" {
 			return "", fmt.Errorf("%w: an empty path", ErrInvalidOption)
 		}
-		if isPostgresURL(p) {
+		if isURL(p) {
 			return p, nil
 		}
 		return filepath.Abs(p)
@@ -182,43 +183,28 @@ func migratePaths(src, dst string) (string, string, error) {
 }
 
 // sameStore reports whether two paths or URLs name one store: the same
-// file (through links too), or the same server, database and schema. It
-// can miss two spellings of one server (a host name and its address); the
-// check of the destination, which must be empty, catches those.
+// file (through links too), or URLs that the backend of their scheme says
+// name one store (kv.SameStorer), or equal URLs. The check of the
+// destination, which must be empty, catches what this misses.
 func sameStore(a, b string) bool {
-	if isPostgresURL(a) != isPostgresURL(b) {
+	schemeA, urlA := connstr.Scheme(a)
+	schemeB, urlB := connstr.Scheme(b)
+	switch {
+	case urlA != urlB || schemeA != schemeB:
 		return false
-	}
-	if !isPostgresURL(a) {
-		if a == b {
-			return true
+	case urlA:
+		if driver, ok := backend.Lookup(schemeA); ok {
+			if s, ok := driver.(kv.SameStorer); ok {
+				return s.SameStore(a, b)
+			}
 		}
-		fa, errA := os.Stat(a)
-		fb, errB := os.Stat(b)
-		return errA == nil && errB == nil && os.SameFile(fa, fb)
-	}
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
 		return a == b
+	case a == b:
+		return true
 	}
-	return pgTarget(ua) == pgTarget(ub)
-}
-
-// pgTarget is what names a PostgreSQL store in a URL: server, database,
-// and the first schema of the search path.
-func pgTarget(u *url.URL) string {
-	q := u.Query()
-	host := u.Host
-	if h := q.Get("host"); h != "" {
-		host = h
-	}
-	db := strings.TrimPrefix(u.Path, "/")
-	if d := q.Get("dbname"); d != "" {
-		db = d
-	}
-	schema, _, _ := strings.Cut(q.Get("search_path"), ",")
-	return host + "\x00" + q.Get("port") + "\x00" + db + "\x00" + strings.TrimSpace(schema)
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // migrateErr wraps a failed copy as an *Error with a hint for what to do.

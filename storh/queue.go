@@ -77,11 +77,9 @@ type QueueStats struct {
 }
 
 func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
-	var cfg collConfig
-	for _, opt := range opts {
-		if err := opt(&cfg); err != nil {
-			return nil, err
-		}
+	cfg, err := collOptions(engine.KindQueue, opts)
+	if err != nil {
+		return nil, err
 	}
 	q := &Queue{c: c, maxAttempts: cfg.maxAttempts}
 	if q.maxAttempts == 0 {
