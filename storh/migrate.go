@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/backend"
 	"github.com/storhdb/storh-go/storh/internal/connstr"
@@ -19,28 +22,31 @@ import (
 // (ResumedAt, empty when this run started the migration), what this run
 // copied (Copied), and the store as verified on both sides: buckets, keys
 // and bytes of keys and values, collections, records, and the SHA-256 of
-// the ordered stream of every entry.
-type MigrateReport = engine.CopyReport
+// the ordered stream of every entry. The fields: Source, Destination,
+// ResumedAt, Copied (a MigrateProgress), Buckets, Keys, Bytes,
+// Collections, Records and Checksum.
+type MigrateReport = api.CopyReport
 
 // MigrateProgress counts a migration's work for WithMigrateProgress: in
 // Phase "copy" what this run has copied, in Phase "verify" what the
 // verification has compared. TotalRecords is the source's records;
 // ResumedRecords those an earlier run copied, as far as whole collections
-// tell.
-type MigrateProgress = engine.CopyProgress
+// tell. The counts: Batches, Buckets (nested ones), Keys (holding values),
+// Bytes (of keys and values) and Records (the records among Keys).
+type MigrateProgress = api.CopyProgress
 
 // MigrateMismatch is the first difference the verification at the end of a
 // migration found: the entry (its keys from the top level down), the
 // collection it belongs to, and how it differs. It wraps ErrMismatch; get it
 // with errors.As.
-type MigrateMismatch = engine.MismatchError
+type MigrateMismatch = errs.MismatchError
 
 // ErrMismatch is returned by Migrate when the destination differs from the
 // source at the end (the source was written while it was migrated, or the
 // destination was: see MigrateMismatch). A source that is itself an
 // unfinished migration's destination fails to open, with
 // ErrUnfinishedMigration.
-var ErrMismatch = engine.ErrMismatch
+var ErrMismatch = errs.ErrMismatch
 
 // MigrateOption configures Migrate.
 type MigrateOption func(*migrateConfig) error

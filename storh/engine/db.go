@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
@@ -26,7 +27,7 @@ import (
 // Options configure Open. The zero value gives the defaults.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
-	// Zero means DefaultLockTimeout; a negative value tries once.
+	// Zero means defaultLockTimeout; a negative value tries once.
 	LockTimeout time.Duration
 	// ReadOnly opens the file with a shared lock; every write fails with
 	// ErrReadOnly.
@@ -56,9 +57,9 @@ type Options struct {
 const defaultAllocSize = 16 << 20
 
 const (
-	DefaultLockTimeout     = time.Second
-	DefaultInitialMmapSize = 1 << 30
-	DefaultMaxBatch        = 1024
+	defaultLockTimeout     = time.Second
+	defaultInitialMmapSize = 1 << 30
+	defaultMaxBatch        = 1024
 )
 
 // DB is an open database: a bbolt file, or another backend's store.
@@ -159,13 +160,13 @@ type DB struct {
 // Open opens or creates the database file at path.
 func Open(path string, opts Options) (db *DB, err error) {
 	if opts.LockTimeout == 0 {
-		opts.LockTimeout = DefaultLockTimeout
+		opts.LockTimeout = defaultLockTimeout
 	}
 	if opts.InitialMmapSize == 0 {
-		opts.InitialMmapSize = DefaultInitialMmapSize
+		opts.InitialMmapSize = defaultInitialMmapSize
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.MaxBatch = defaultMaxBatch
 	}
 	if opts.FileMode == 0 {
 		opts.FileMode = 0o600
@@ -277,7 +278,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 // when it closes, or at once if OpenStore fails.
 func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.MaxBatch = defaultMaxBatch
 	}
 	db := &DB{store: store, path: name, opts: opts}
 	// The counter slot of this DB's queue workers (see flushOwnSlot).
