@@ -65,9 +65,10 @@ const (
 // DB is an open database: a bbolt file, or another backend's store.
 type DB struct {
 	store kv.Store
-	// bolt is the file under store, for what only a file has (page
-	// checks, backup, compaction, file statistics); nil on another
-	// backend.
+	// bolt is the bbolt database under store (boltFile), for what only a
+	// file has (page checks, backup, compaction, file statistics); nil on
+	// another backend. setStore asserts it once, so a direct read tests a
+	// pointer rather than the store's type.
 	bolt *bolt.DB
 	path string
 	opts Options
@@ -242,9 +243,9 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
+	db = &DB{file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
 		locks: reachLocks(bdb), stuck: make(chan struct{})}
-	db.store = boltStore{db: bdb, file: db}
+	db.setStore(boltStore{db: bdb, file: db})
 	db.panicsSeen.Store(containedPanics.Load())
 	// Before the first search: a damaged branch that points back up its
 	// tree would make one recurse until the stack overflows, which no
@@ -280,7 +281,8 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = defaultMaxBatch
 	}
-	db := &DB{store: store, path: name, opts: opts}
+	db := &DB{path: name, opts: opts}
+	db.setStore(store)
 	// The counter slot of this DB's queue workers (see flushOwnSlot).
 	db.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
 	if err := db.start(); err != nil {
@@ -288,6 +290,15 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 		return nil, startError(name, err)
 	}
 	return db, nil
+}
+
+// setStore makes store the DB's, and finds the bbolt file under it if it
+// is the bbolt store.
+func (db *DB) setStore(store kv.Store) {
+	db.store = store
+	if f, ok := store.(boltFile); ok {
+		db.bolt = f.boltDB()
+	}
 }
 
 // startError is the error of an Open whose start failed.
