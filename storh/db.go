@@ -64,7 +64,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 // one. What only a database file has fails with ErrUnsupported: the file
 // options here (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
 // WithFileMode), WithoutSync (durability is the store's, set where it was
-// opened), and later Backup, Compact and Verify's page checks.
+// opened), and later Backup and BackupFile; Verify has no pages to check.
 func OpenStore(store kv.Store, opts ...Option) (*DB, error) {
 	name := ""
 	if s, ok := store.(fmt.Stringer); ok {
