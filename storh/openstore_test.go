@@ -112,3 +112,20 @@ func TestOpenStoreOptionErrors(t *testing.T) {
 	}
 	db.Close()
 }
+
+// storh's doc comments state the limits' values, which the engine's leaf
+// package declares: the two must not drift apart.
+func TestLimitsAsDocumented(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		got, want int
+	}{
+		{"MaxRecordSize", storh.MaxRecordSize, 16 << 20},
+		{"MaxDepth", storh.MaxDepth, 64},
+		{"MaxNameLength", storh.MaxNameLength, 200},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %d, documented as %d", tc.name, tc.got, tc.want)
+		}
+	}
+}
