@@ -4,28 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/vmihailenco/msgpack/v5"
+
 	bolt "go.etcd.io/bbolt"
 )
-
-// CompactReport says what Compact did, for the source and the copy alike:
-// the apparent size (what ls shows), the space the file system allocated
-// for it (what du shows: bbolt grows a file sparsely, so the two differ),
-// and the bytes of pages that hold data rather than free space.
-type CompactReport struct {
-	SrcSize, SrcAllocated, SrcInUse int64
-	DstSize, DstAllocated, DstInUse int64
-}
-
-// Reclaimed is the disk space the compacted copy saves: the difference in
-// allocated space, never negative (a small, sparse source can take less
-// space than its packed copy).
-func (r CompactReport) Reclaimed() int64 { return max(0, r.SrcAllocated-r.DstAllocated) }
 
 // compactTxBytes bounds the keys and values one transaction of Compact
 // writes, so a large file does not build its whole copy in memory.
@@ -40,8 +28,8 @@ const compactTxBytes = 64 << 20
 // It checks ctx before it starts and every few thousand keys (or few MiB of
 // values) of the copy: a done ctx ends the write transaction, closes and
 // removes dst, and returns an error wrapping ctx.Err().
-func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport, error) {
-	var rep CompactReport
+func Compact(ctx context.Context, src, dst string, opts Options) (api.CompactReport, error) {
+	var rep api.CompactReport
 	if _, err := os.Stat(dst); err == nil {
 		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", errs.ErrExists, dst)
 	}

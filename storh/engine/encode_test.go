@@ -3,10 +3,13 @@ package engine_test
 import (
 	"bytes"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
@@ -78,24 +81,24 @@ func TestFastEncoderEdges(t *testing.T) {
 	}
 	// Depth: MaxDepth nested maps holding a scalar are fine, one more is not.
 	deep := map[string]any{"x": 1}
-	for range engine.MaxDepth - 1 {
+	for range api.MaxDepth - 1 {
 		deep = map[string]any{"n": deep}
 	}
 	if _, err := engine.AppendValue(nil, deep); err != nil {
-		t.Errorf("MaxDepth levels: %v", err)
+		t.Errorf("api.MaxDepth levels: %v", err)
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"n": deep}); !errors.Is(err, errs.ErrInvalidData) {
-		t.Errorf("MaxDepth+1 levels: %v; want ErrInvalidData", err)
+		t.Errorf("api.MaxDepth+1 levels: %v; want ErrInvalidData", err)
 	}
 	list := []any{1}
-	for range engine.MaxDepth - 2 {
+	for range api.MaxDepth - 2 {
 		list = []any{list}
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"l": list}); err != nil {
-		t.Errorf("MaxDepth levels of lists: %v", err)
+		t.Errorf("api.MaxDepth levels of lists: %v", err)
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"l": []any{list}}); !errors.Is(err, errs.ErrInvalidData) {
-		t.Errorf("MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
+		t.Errorf("api.MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
 	}
 }
 

@@ -5,9 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math/bits"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"

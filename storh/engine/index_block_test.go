@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"maps"
 	"math/bits"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"pgregory.net/rapid"
 

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -89,7 +91,7 @@ func indexProblems(t *testing.T, db *DB) []string {
 		if err != nil {
 			return err
 		}
-		checkIndexes(c, func(p Problem) { found = append(found, p.String()) })
+		checkIndexes(c, func(p api.Problem) { found = append(found, p.String()) })
 		return nil
 	}); err != nil {
 		t.Fatal(err)

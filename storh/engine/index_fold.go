@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"slices"
 	"sync"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"

@@ -6,11 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/tidwall/btree"
 

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
@@ -89,7 +91,7 @@ func FuzzStoredValue(f *testing.F) {
 		}
 		again, err := engine.AppendValue(nil, m)
 		if err != nil {
-			if len(payload) > engine.MaxRecordSize/2 {
+			if len(payload) > api.MaxRecordSize/2 {
 				return // re-encoding may widen float32s past the limit
 			}
 			t.Fatalf("a decoded record cannot be stored again: %v\nrecord %#v", err, m)
