@@ -3,10 +3,11 @@ package storh
 import (
 	"context"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"iter"
 	"sync"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/uuidv7"

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -20,36 +19,6 @@ func got0(t *testing.T, c *storh.Docs) storh.Record {
 		t.Fatal("no record")
 	}
 	return recs[0]
-}
-
-// damage rewrites the stored value of id in collection coll of the closed
-// database at path through a raw bbolt handle.
-func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)) {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket([]byte(coll))
-		if root == nil {
-			return errors.New("no collection bucket")
-		}
-		recs := root.Bucket([]byte("r"))
-		if recs == nil {
-			return errors.New("no records bucket")
-		}
-		v := recs.Get(id[:])
-		if v == nil {
-			return errors.New("no such record")
-		}
-		v = append([]byte(nil), v...)
-		edit(v)
-		return recs.Put(id[:], v)
-	}); err != nil {
-		t.Fatalf("damage: %v", err)
-	}
 }
 
 func TestCorruptRecord(t *testing.T) {
@@ -78,7 +47,7 @@ func TestCorruptRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			const bad = 4
-			damage(t, path, "events", all[bad], tc.edit)
+			testkit.Damage(t, path, "events", all[bad][:], tc.edit)
 
 			db = openAt(t, path)
 			log, err := db.Log("events")
@@ -167,7 +136,7 @@ func TestUndecodableRecordWithValidChecksum(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	damage(t, path, "d", bad.ID, func(v []byte) {
+	testkit.Damage(t, path, "d", bad.ID[:], func(v []byte) {
 		// Keep the header, replace the payload with a msgpack string of the
 		// same length, and fix the checksum.
 		p := v[5:]

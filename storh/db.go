@@ -1,13 +1,16 @@
 package storh
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/backend"
 	"github.com/storhdb/storh-go/storh/internal/connstr"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -22,20 +25,24 @@ type DB struct {
 // Open waits up to the lock timeout (WithLockTimeout, default 1s) and then
 // fails with ErrLocked.
 //
-// A path that starts with postgres:// or postgresql:// is a PostgreSQL
-// connection URL instead: the database then lives in that server's tables
-// (in the first schema of the URL's search_path), shared by every process
-// that opens the same URL. See docs/postgres.md for what differs. No
-// error shows a password of the URL (see Redact).
+// A path of the form scheme://… is a URL instead, opened by the backend
+// registered for its scheme (see Register). The PostgreSQL backend
+// registers postgres:// and postgresql:// when its package is imported:
+//
+//	import _ "github.com/storhdb/storh-go/storh/postgres"
+//
+// the database then lives in that server's tables (in the first schema of
+// the URL's search_path), shared by every process that opens the same URL.
+// See docs/postgres.md for what differs. A URL whose scheme no imported
+// backend registered fails with ErrUnsupported, naming the import to add.
+// No error shows a password of the URL (see Redact).
 func Open(path string, opts ...Option) (*DB, error) {
-	var o engine.Options
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := openOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	if isPostgresURL(path) {
-		return openPostgres(path, o)
+	if scheme, ok := connstr.Scheme(path); ok {
+		return openURL(scheme, path, o)
 	}
 	if masked := Redact(path); masked != path {
 		// A keyword/value connection string (host=… password=…), which
@@ -51,6 +58,104 @@ func Open(path string, opts ...Option) (*DB, error) {
 	return &DB{eng: eng}, nil
 }
 
+// OpenStore opens a database on store, any backend that keeps package kv's
+// contract (kvtest checks one). The DB owns store: it closes it when it
+// closes, or at once if OpenStore fails. Path is store's String if it has
+// one. What only a database file has fails with ErrUnsupported: the file
+// options here (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
+// WithFileMode), WithoutSync (durability is the store's, set where it was
+// opened), and later Backup and BackupFile; Verify has no pages to check.
+func OpenStore(store kv.Store, opts ...Option) (*DB, error) {
+	name := ""
+	if s, ok := store.(fmt.Stringer); ok {
+		name = Redact(s.String())
+	}
+	o, err := openOptions(opts)
+	if err == nil {
+		err = storeOptionErr(name, o)
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return openEngine(store, name, o)
+}
+
+// storeOptionErr refuses what an open kv.Store can no longer be given.
+func storeOptionErr(name string, o engine.Options) error {
+	refused := fileOptions(o)
+	if o.UnsafeNoSync {
+		refused = append(refused, "WithoutSync")
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return &Error{Op: "open", Path: name, Index: -1, Err: fmt.Errorf("%w: %s applies when a store is opened, before OpenStore", ErrUnsupported, refused[0]),
+		Hint: "set it up where the store is opened, or drop the option"}
+}
+
+// openURL opens a URL by the backend registered for its scheme.
+func openURL(scheme, rawURL string, o engine.Options) (*DB, error) {
+	name := Redact(rawURL)
+	driver, ok := backend.Lookup(scheme)
+	if !ok {
+		e := &Error{Op: "open", Path: name, Index: -1, Err: fmt.Errorf("%w: no backend is registered for %s:// URLs", ErrUnsupported, scheme),
+			Hint: "import the package of the backend that registers the scheme"}
+		if pkg, known := backendPackages[scheme]; known {
+			e.Hint = fmt.Sprintf("add import _ %q to the program", pkg)
+		}
+		return nil, e
+	}
+	store, err := driver.OpenURL(context.Background(), rawURL, kv.OpenOptions{NoSync: o.UnsafeNoSync, FileOptions: fileOptions(o)})
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err}
+	}
+	return openEngine(store, name, o)
+}
+
+// backendPackages names the package that registers each scheme of the
+// backends this module ships, for the error of a URL whose backend the
+// program did not import.
+var backendPackages = map[string]string{
+	"postgres":   "github.com/storhdb/storh-go/storh/postgres",
+	"postgresql": "github.com/storhdb/storh-go/storh/postgres",
+}
+
+// openEngine starts the engine on an open store.
+func openEngine(store kv.Store, name string, o engine.Options) (*DB, error) {
+	eng, err := engine.OpenStore(store, name, o)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, &Error{Op: "open", Path: name, Index: -1, Err: err}
+	}
+	return &DB{eng: eng}, nil
+}
+
+// fileOptions names the options in o that only a database file has.
+func fileOptions(o engine.Options) []string {
+	var names []string
+	if o.LockTimeout != 0 {
+		names = append(names, "WithLockTimeout")
+	}
+	if o.InitialMmapSize != 0 {
+		names = append(names, "WithInitialMmapSize")
+	}
+	if o.MaxSize != 0 {
+		names = append(names, "WithMaxSize")
+	}
+	if o.FileMode != 0 {
+		names = append(names, "WithFileMode")
+	}
+	return names
+}
+
 // Redact returns path, a file path or a PostgreSQL connection URL as Open
 // takes it, with every password in it masked (xxxxx): in the URL's user
 // part, in password and sslpassword parameters, repeated or with encoded
@@ -59,9 +164,10 @@ func Open(path string, opts ...Option) (*DB, error) {
 // file path comes back as it is.
 func Redact(path string) string { return connstr.Redact(path) }
 
-// isPostgresURL tells a PostgreSQL connection URL from a file path.
-func isPostgresURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+// isURL tells a URL, opened by a registered backend, from a file path.
+func isURL(s string) bool {
+	_, ok := connstr.Scheme(s)
+	return ok
 }
 
 // Close commits queued writes, waits for running operations and
@@ -271,3 +377,10 @@ func (db *DB) Stats() (Stats, error) {
 func convertStats(c engine.CollStats) CollectionInfo {
 	return CollectionInfo{Name: c.Name, Kind: c.Kind.String(), Records: c.Records, Bytes: c.Bytes, FirstID: c.FirstID, LastID: c.LastID}
 }
+
+// Register makes Open hand the URLs of scheme (scheme://…) to driver. A
+// backend package calls it from its init, so that importing the package is
+// all a program does to use the backend, as with database/sql drivers. It
+// panics if driver is nil or scheme is empty or registered already: two
+// backends claiming one scheme is a mistake in the program's imports.
+func Register(scheme string, driver kv.Driver) { backend.Register(scheme, driver) }

@@ -34,6 +34,17 @@
 // time. Watch follows a Docs or Log collection, yielding each record as its
 // commit lands.
 //
+// The same API runs on PostgreSQL, shared by many processes: import the
+// backend, which registers its URL schemes, and open a URL (docs/postgres.md):
+//
+//	import _ "github.com/storhdb/storh-go/storh/postgres"
+//
+//	db, err := storh.Open("postgres://app@db.internal/app?search_path=storh")
+//
+// Without the import, Open of such a URL fails with ErrUnsupported. OpenStore
+// runs the engine on any store that keeps package kv's contract, opened by
+// the caller; Register adds a backend for another URL scheme.
+//
 // Single writes (Put, PutWithID, Delete) are durable when they return.
 // Concurrent single writes from many goroutines share commits (group commit),
 // so throughput grows with the number of writers. PutMany writes a batch in

@@ -3,6 +3,8 @@ package storh
 import (
 	"errors"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/codec"
 	"github.com/storhdb/storh-go/storh/internal/errs"
@@ -151,12 +153,13 @@ type Error = errs.Error
 
 // Limits.
 const (
-	// MaxRecordSize bounds one record's encoded (msgpack) size.
-	MaxRecordSize = engine.MaxRecordSize
-	// MaxDepth bounds the nesting of maps and lists in a record.
-	MaxDepth = engine.MaxDepth
-	// MaxNameLength bounds a collection name in bytes.
-	MaxNameLength = engine.MaxNameLength
+	// MaxRecordSize bounds one record's encoded (msgpack) size: 16 MiB.
+	MaxRecordSize = api.MaxRecordSize
+	// MaxDepth bounds the nesting of maps and lists in a record: 64
+	// levels, the top-level map being the first.
+	MaxDepth = api.MaxDepth
+	// MaxNameLength bounds a collection name: 200 bytes of UTF-8.
+	MaxNameLength = api.MaxNameLength
 )
 
 func opErr(op, coll string, id string, index int, err error) error {

@@ -2,11 +2,8 @@ package storh_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -20,8 +17,8 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
-	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/postgres"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -140,54 +137,9 @@ func digestFile(t testing.TB, path string) string {
 // for tests that name their files and servers themselves.
 func boltDigest(t testing.TB, path string) string {
 	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("bolt.Open(%s): %v", path, err)
-	}
-	defer bdb.Close()
 	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
-		t.Fatalf("digest: %v", err)
-	}
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) { sum = testkit.DigestBolt(tx) })
 	return sum
-}
-
-// digestPut returns the function that feeds one tagged, length-prefixed
-// element of a digest into h.
-func digestPut(h hash.Hash) func(tag byte, b []byte) {
-	return func(tag byte, b []byte) {
-		var n [9]byte
-		n[0] = tag
-		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-}
-
-func digestTx(tx *bolt.Tx) string {
-	h := sha256.New()
-	put := digestPut(h)
-	var walk func(depth int, b *bolt.Bucket)
-	walk = func(depth int, b *bolt.Bucket) {
-		_ = b.ForEach(func(k, v []byte) error {
-			put('k', k)
-			if v == nil {
-				put('{', nil)
-				walk(depth+1, b.Bucket(k))
-				put('}', nil)
-				return nil
-			}
-			put('v', v)
-			return nil
-		})
-	}
-	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		put('B', name)
-		walk(1, b)
-		put('E', nil)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // digestPostgres is digest on the PostgreSQL backend: the same walk of
@@ -204,32 +156,11 @@ func digestPostgres(t testing.TB, url string) string {
 		t.Fatalf("digest: %v", err)
 	}
 	defer tx.Rollback()
-	h := sha256.New()
-	put := digestPut(h)
-	var walk func(b kv.Bucket)
-	walk = func(b kv.Bucket) {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			put('k', k)
-			if v == nil {
-				put('{', nil)
-				walk(b.Bucket(k))
-				put('}', nil)
-				continue
-			}
-			put('v', v)
-		}
-	}
-	c := tx.Cursor()
-	for name, _ := c.First(); name != nil; name, _ = c.Next() {
-		put('B', name)
-		walk(tx.Bucket(name))
-		put('E', nil)
-	}
-	if err := tx.Err(); err != nil {
+	sum, err := testkit.DigestKV(tx)
+	if err != nil {
 		t.Fatalf("digest: %v", err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }
 
 // collect drains a stream, failing the test on an error.

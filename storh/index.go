@@ -89,7 +89,7 @@ func (s IndexSpec) String() string {
 // created. Declaring an index under an existing name with other paths or
 // uniqueness fails with ErrInvalidIndex.
 func WithIndex(s IndexSpec) CollectionOption {
-	return func(c *collConfig) error {
+	return CollectionOption{func(c *collConfig) error {
 		if s.err != nil {
 			return s.err
 		}
@@ -105,7 +105,7 @@ func WithIndex(s IndexSpec) CollectionOption {
 		}
 		c.indexes = append(c.indexes, spec)
 		return nil
-	}
+	}}
 }
 
 // IndexInfo describes an index of a collection: its name, its field paths

@@ -1,5 +1,3 @@
-//go:build !storh_nopostgres
-
 package storh_test
 
 import (

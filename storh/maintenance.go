@@ -5,33 +5,44 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	"github.com/storhdb/storh-go/storh/engine"
 )
 
-// Problem is one finding of Verify or Repair: its Kind, the collection and
-// record id where it applies, and a readable Detail.
-type Problem = engine.Problem
+// Problem is one finding of Verify or Repair: its Kind, the Collection
+// (empty for the file's own problems) and record ID (zero unless it is about
+// one record) where it applies, the raw Key of a key that is not an id, and
+// a readable Detail. Its String method prints all of them on one line.
+type Problem = api.Problem
 
 // ProblemKind classifies a Problem.
-type ProblemKind = engine.ProblemKind
+type ProblemKind = api.ProblemKind
 
 // The kinds of Problem.
 const (
-	ProblemFile     = engine.ProblemFile     // the file's pages (bbolt's page check, damaged pages)
-	ProblemLayout   = engine.ProblemLayout   // a collection's buckets, kind or strays beside them
-	ProblemKey      = engine.ProblemKey      // a record key that is not a 16-byte UUIDv7
-	ProblemChecksum = engine.ProblemChecksum // a value whose header or checksum does not match
-	ProblemDecode   = engine.ProblemDecode   // a payload that is not a valid record
-	ProblemCounter  = engine.ProblemCounter  // record count or bytes disagree with the records
-	ProblemIndex    = engine.ProblemIndex    // a secondary index disagrees with the records
-	ProblemQueue    = engine.ProblemQueue    // a queue's job states, indexes or counters disagree
+	ProblemFile     = api.ProblemFile     // the file's pages (bbolt's page check, damaged pages)
+	ProblemLayout   = api.ProblemLayout   // a collection's buckets, kind or strays beside them
+	ProblemKey      = api.ProblemKey      // a record key that is not a 16-byte UUIDv7
+	ProblemChecksum = api.ProblemChecksum // a value whose header or checksum does not match
+	ProblemDecode   = api.ProblemDecode   // a payload that is not a valid record
+	ProblemCounter  = api.ProblemCounter  // record count or bytes disagree with the records
+	ProblemIndex    = api.ProblemIndex    // a secondary index disagrees with the records
+	ProblemQueue    = api.ProblemQueue    // a queue's job states, indexes or counters disagree
 )
 
-// VerifyReport summarises Verify and Repair.
-type VerifyReport = engine.VerifyReport
+// VerifyReport summarises Verify and Repair: the Collections and Records
+// checked and the Problems found; for Repair also the records Quarantined
+// (moved out of their collection), the collections Recounted (counters
+// rewritten) and the indexes Reindexed (rebuilt from the records).
+type VerifyReport = api.VerifyReport
 
-// CompactReport says how large the source and the compacted copy are.
-type CompactReport = engine.CompactReport
+// CompactReport says how large the source (Src…) and the compacted copy
+// (Dst…) are: Size is the apparent size (what ls shows), Allocated the
+// space the file system gave the file (what du shows: bbolt grows a file
+// sparsely), InUse the bytes of pages that hold data. Reclaimed returns
+// the allocated space the copy saves, never negative.
+type CompactReport = api.CompactReport
 
 // Verify checks the database, or only the named collections: bbolt's own
 // page consistency (whole-database runs only), each collection's layout,
@@ -130,8 +141,9 @@ func (db *DB) BackupFileContext(ctx context.Context, path string) (int64, error)
 // with ErrLocked after the lock timeout.
 //
 // Every bucket is copied, nested buckets and their sequences included, in
-// write transactions of at most 64 MiB; pages are packed full, except an
-// index's, which keep the room the engine leaves in them for inserts.
+// write transactions of at most 64 MiB; pages are packed full, as the
+// engine writes them, except the entries of an index of the keys layout,
+// which keep the room the engine leaves in them for inserts.
 func Compact(src, dst string, opts ...Option) (CompactReport, error) {
 	return CompactContext(context.Background(), src, dst, opts...)
 }
@@ -141,13 +153,11 @@ func Compact(src, dst string, opts ...Option) (CompactReport, error) {
 // the copy, and then removes dst (which did not exist before) and returns an
 // *Error wrapping ctx.Err(). src is only read, so it is as it was.
 func CompactContext(ctx context.Context, src, dst string, opts ...Option) (CompactReport, error) {
-	var o engine.Options
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return CompactReport{}, err
-		}
+	o, err := openOptions(opts)
+	if err != nil {
+		return CompactReport{}, err
 	}
-	if isPostgresURL(src) || isPostgresURL(dst) {
+	if isURL(src) || isURL(dst) {
 		return CompactReport{}, &Error{Op: "compact", Index: -1, Err: fmt.Errorf("%w: Compact rewrites a database file", ErrUnsupported),
 			Hint: "PostgreSQL reclaims space itself (VACUUM); to move a store between backends, export and import it"}
 	}

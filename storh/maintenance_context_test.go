@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -147,7 +148,7 @@ func maintenanceFixture(t *testing.T) (string, []uuidv7.UUID) {
 // counters of "b" are wrong.
 func breakIt(t *testing.T, path string, ids []uuidv7.UUID) {
 	t.Helper()
-	damage(t, path, "a", ids[0], func(v []byte) { v[len(v)-1] ^= 0xff })
+	testkit.Damage(t, path, "a", ids[0][:], func(v []byte) { v[len(v)-1] ^= 0xff })
 	bdb, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func breakIt(t *testing.T, path string, ids []uuidv7.UUID) {
 func TestVerifyContextCancelled(t *testing.T) {
 	fileOnly(t)
 	path, ids := maintenanceFixture(t)
-	damage(t, path, "a", ids[0], func(v []byte) { v[len(v)-1] ^= 0xff })
+	testkit.Damage(t, path, "a", ids[0][:], func(v []byte) { v[len(v)-1] ^= 0xff })
 	db := openAt(t, path)
 	// The write at the end goes to a collection of its own: "a" holds the
 	// damaged record, which the storh_invariants build refuses to commit

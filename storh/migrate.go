@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/backend"
+	"github.com/storhdb/storh-go/storh/internal/connstr"
+	"github.com/storhdb/storh-go/storh/kv"
 )
 
 // MigrateReport is what Migrate did and found: the source and destination
@@ -18,28 +22,31 @@ import (
 // (ResumedAt, empty when this run started the migration), what this run
 // copied (Copied), and the store as verified on both sides: buckets, keys
 // and bytes of keys and values, collections, records, and the SHA-256 of
-// the ordered stream of every entry.
-type MigrateReport = engine.CopyReport
+// the ordered stream of every entry. The fields: Source, Destination,
+// ResumedAt, Copied (a MigrateProgress), Buckets, Keys, Bytes,
+// Collections, Records and Checksum.
+type MigrateReport = api.CopyReport
 
 // MigrateProgress counts a migration's work for WithMigrateProgress: in
 // Phase "copy" what this run has copied, in Phase "verify" what the
 // verification has compared. TotalRecords is the source's records;
 // ResumedRecords those an earlier run copied, as far as whole collections
-// tell.
-type MigrateProgress = engine.CopyProgress
+// tell. The counts: Batches, Buckets (nested ones), Keys (holding values),
+// Bytes (of keys and values) and Records (the records among Keys).
+type MigrateProgress = api.CopyProgress
 
 // MigrateMismatch is the first difference the verification at the end of a
 // migration found: the entry (its keys from the top level down), the
 // collection it belongs to, and how it differs. It wraps ErrMismatch; get it
 // with errors.As.
-type MigrateMismatch = engine.MismatchError
+type MigrateMismatch = errs.MismatchError
 
 // ErrMismatch is returned by Migrate when the destination differs from the
 // source at the end (the source was written while it was migrated, or the
 // destination was: see MigrateMismatch). A source that is itself an
 // unfinished migration's destination fails to open, with
 // ErrUnfinishedMigration.
-var ErrMismatch = engine.ErrMismatch
+var ErrMismatch = errs.ErrMismatch
 
 // MigrateOption configures Migrate.
 type MigrateOption func(*migrateConfig) error
@@ -153,9 +160,9 @@ func (c migrateConfig) openOptions(path string, source bool) []Option {
 	if source {
 		opts = append(opts, WithReadOnly())
 	} else {
-		opts = append(opts, func(o *engine.Options) error { o.CopyTarget = true; return nil })
+		opts = append(opts, Option{func(o *engine.Options) error { o.CopyTarget = true; return nil }})
 	}
-	if c.lockTimeout > 0 && !isPostgresURL(path) {
+	if c.lockTimeout > 0 && !isURL(path) {
 		opts = append(opts, WithLockTimeout(c.lockTimeout))
 	}
 	return opts
@@ -168,7 +175,7 @@ func migratePaths(src, dst string) (string, string, error) {
 		if p == "" {
 			return "", fmt.Errorf("%w: an empty path", ErrInvalidOption)
 		}
-		if isPostgresURL(p) {
+		if isURL(p) {
 			return p, nil
 		}
 		return filepath.Abs(p)
@@ -182,43 +189,28 @@ func migratePaths(src, dst string) (string, string, error) {
 }
 
 // sameStore reports whether two paths or URLs name one store: the same
-// file (through links too), or the same server, database and schema. It
-// can miss two spellings of one server (a host name and its address); the
-// check of the destination, which must be empty, catches those.
+// file (through links too), or URLs that the backend of their scheme says
+// name one store (kv.SameStorer), or equal URLs. The check of the
+// destination, which must be empty, catches what this misses.
 func sameStore(a, b string) bool {
-	if isPostgresURL(a) != isPostgresURL(b) {
+	schemeA, urlA := connstr.Scheme(a)
+	schemeB, urlB := connstr.Scheme(b)
+	switch {
+	case urlA != urlB || schemeA != schemeB:
 		return false
-	}
-	if !isPostgresURL(a) {
-		if a == b {
-			return true
+	case urlA:
+		if driver, ok := backend.Lookup(schemeA); ok {
+			if s, ok := driver.(kv.SameStorer); ok {
+				return s.SameStore(a, b)
+			}
 		}
-		fa, errA := os.Stat(a)
-		fb, errB := os.Stat(b)
-		return errA == nil && errB == nil && os.SameFile(fa, fb)
-	}
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
 		return a == b
+	case a == b:
+		return true
 	}
-	return pgTarget(ua) == pgTarget(ub)
-}
-
-// pgTarget is what names a PostgreSQL store in a URL: server, database,
-// and the first schema of the search path.
-func pgTarget(u *url.URL) string {
-	q := u.Query()
-	host := u.Host
-	if h := q.Get("host"); h != "" {
-		host = h
-	}
-	db := strings.TrimPrefix(u.Path, "/")
-	if d := q.Get("dbname"); d != "" {
-		db = d
-	}
-	schema, _, _ := strings.Cut(q.Get("search_path"), ",")
-	return host + "\x00" + q.Get("port") + "\x00" + db + "\x00" + strings.TrimSpace(schema)
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // migrateErr wraps a failed copy as an *Error with a hint for what to do.

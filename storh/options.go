@@ -9,77 +9,94 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// Option configures Open.
-type Option func(*engine.Options) error
+// Option configures Open; the With… functions make them. It is opaque so
+// that every setting passes its constructor's checks. The zero Option
+// changes nothing.
+type Option struct{ apply func(*engine.Options) error }
+
+// openOptions applies opts to the engine's defaults.
+func openOptions(opts []Option) (engine.Options, error) {
+	var o engine.Options
+	for _, opt := range opts {
+		if opt.apply == nil {
+			continue
+		}
+		if err := opt.apply(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
 
 // WithLockTimeout bounds how long Open waits for another process to release
 // the file (default 1s). After it, Open fails with ErrLocked.
 func WithLockTimeout(d time.Duration) Option {
-	return func(o *engine.Options) error {
+	return Option{func(o *engine.Options) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: WithLockTimeout(%v): the timeout must be positive", ErrInvalidOption, d)
 		}
 		o.LockTimeout = d
 		return nil
-	}
+	}}
 }
 
 // WithReadOnly opens the database with a shared lock: several read-only
 // processes may open it at once, and every write fails with ErrReadOnly.
 func WithReadOnly() Option {
-	return func(o *engine.Options) error { o.ReadOnly = true; return nil }
+	return Option{func(o *engine.Options) error { o.ReadOnly = true; return nil }}
 }
 
 // WithoutSync skips fsync on commit: unsafe. A crash (of the machine, not
 // only the process) can lose acknowledged writes or damage the file. Use it
 // for tests and data you can rebuild, never for data you keep.
 func WithoutSync() Option {
-	return func(o *engine.Options) error { o.UnsafeNoSync = true; return nil }
+	return Option{func(o *engine.Options) error { o.UnsafeNoSync = true; return nil }}
 }
 
 // WithInitialMmapSize sets the address space mapped at open (default 1 GiB).
 // While the file fits in it, readers never block writers; it costs no disk.
 func WithInitialMmapSize(bytes int) Option {
-	return func(o *engine.Options) error {
+	return Option{func(o *engine.Options) error {
 		if bytes < 0 {
 			return fmt.Errorf("%w: WithInitialMmapSize(%d): must not be negative", ErrInvalidOption, bytes)
 		}
 		o.InitialMmapSize = bytes
 		return nil
-	}
+	}}
 }
 
 // WithMaxSize caps the file size; a write that would grow the file past it
 // fails with ErrTooLarge and stores nothing.
 func WithMaxSize(bytes int) Option {
-	return func(o *engine.Options) error {
+	return Option{func(o *engine.Options) error {
 		if bytes < 0 {
 			return fmt.Errorf("%w: WithMaxSize(%d): must not be negative", ErrInvalidOption, bytes)
 		}
 		o.MaxSize = bytes
 		return nil
-	}
+	}}
 }
 
 // WithMaxBatch caps how many concurrent single writes share one commit
 // (default 1024).
 func WithMaxBatch(n int) Option {
-	return func(o *engine.Options) error {
+	return Option{func(o *engine.Options) error {
 		if n < 1 {
 			return fmt.Errorf("%w: WithMaxBatch(%d): must be at least 1", ErrInvalidOption, n)
 		}
 		o.MaxBatch = n
 		return nil
-	}
+	}}
 }
 
 // WithFileMode sets the permissions of a newly created file (default 0600).
 func WithFileMode(mode os.FileMode) Option {
-	return func(o *engine.Options) error { o.FileMode = mode; return nil }
+	return Option{func(o *engine.Options) error { o.FileMode = mode; return nil }}
 }
 
-// CollectionOption configures a collection handle.
-type CollectionOption func(*collConfig) error
+// CollectionOption configures a collection handle; the With… functions
+// make them. The zero CollectionOption changes nothing.
+type CollectionOption struct{ apply func(*collConfig) error }
 
 type collConfig struct {
 	gen         func() uuidv7.UUID
@@ -93,13 +110,13 @@ type collConfig struct {
 // older than d, by the database's clock. Only logs take it: Docs and Queue
 // refuse it with ErrInvalidOption.
 func WithRetention(d time.Duration) CollectionOption {
-	return func(c *collConfig) error {
+	return CollectionOption{func(c *collConfig) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: WithRetention(%v): a retention must be positive", ErrInvalidOption, d)
 		}
 		c.retention = d
 		return nil
-	}
+	}}
 }
 
 // WithMaxAttempts sets how many claims a job of the queue gets (n >= 1;
@@ -107,26 +124,26 @@ func WithRetention(d time.Duration) CollectionOption {
 // nth claim is dead. It applies to the operations through this handle.
 // Only queues take it: Docs and Log refuse it with ErrInvalidOption.
 func WithMaxAttempts(n int) CollectionOption {
-	return func(c *collConfig) error {
+	return CollectionOption{func(c *collConfig) error {
 		if n < 1 {
 			return fmt.Errorf("%w: WithMaxAttempts(%d): a job needs at least one attempt", ErrInvalidOption, n)
 		}
 		c.maxAttempts = n
 		return nil
-	}
+	}}
 }
 
 // WithClock makes the database read the time from now instead of time.Now:
 // queue leases, lease ends and completion times follow it. For tests that
 // need time to pass on command.
 func WithClock(now func() time.Time) Option {
-	return func(o *engine.Options) error {
+	return Option{func(o *engine.Options) error {
 		if now == nil {
 			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
 		}
 		o.Clock = now
 		return nil
-	}
+	}}
 }
 
 // WithoutCreate opens a collection only if it exists: a missing one fails
@@ -134,20 +151,20 @@ func WithClock(now func() time.Time) Option {
 // open a collection by a name that came from outside (a request, a flag)
 // without making one.
 func WithoutCreate() CollectionOption {
-	return func(c *collConfig) error { c.mustExist = true; return nil }
+	return CollectionOption{func(c *collConfig) error { c.mustExist = true; return nil }}
 }
 
 // WithIDGenerator makes Put take ids from gen instead of uuidv7.New. Every id
 // gen returns is checked: one that is not a UUIDv7 fails the write with
 // ErrInvalidID. gen must be safe for concurrent use if the handle is shared.
 func WithIDGenerator(gen func() uuidv7.UUID) CollectionOption {
-	return func(c *collConfig) error {
+	return CollectionOption{func(c *collConfig) error {
 		if gen == nil {
 			return fmt.Errorf("%w: WithIDGenerator(nil): pass a generator function", ErrInvalidOption)
 		}
 		c.gen = gen
 		return nil
-	}
+	}}
 }
 
 // WithDeterministicIDs makes Put take ids from a seeded generator whose clock
@@ -155,20 +172,23 @@ func WithIDGenerator(gen func() uuidv7.UUID) CollectionOption {
 // the same ids in every run, for repeatable test data. Each handle opened
 // with it starts the sequence anew, so open the handle once and share it.
 func WithDeterministicIDs(seed uint64, startMs int64) CollectionOption {
-	return func(c *collConfig) error {
+	return CollectionOption{func(c *collConfig) error {
 		if startMs < 0 || startMs > uuidv7.MaxTimestampMs {
 			return fmt.Errorf("%w: WithDeterministicIDs(%d, %d): %w", ErrInvalidOption, seed, startMs, uuidv7.ErrTimestampRange)
 		}
 		c.gen = uuidv7.NewDeterministic(seed, startMs, 1).New
 		return nil
-	}
+	}}
 }
 
 // collOptions applies opts for a collection of kind.
 func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) {
 	var cfg collConfig
 	for _, opt := range opts {
-		if err := opt(&cfg); err != nil {
+		if opt.apply == nil {
+			continue
+		}
+		if err := opt.apply(&cfg); err != nil {
 			return cfg, err
 		}
 	}

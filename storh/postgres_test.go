@@ -1,11 +1,10 @@
-//go:build !storh_nopostgres
-
 package storh_test
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/query"
@@ -29,6 +29,8 @@ import (
 // STORH_TEST_TUNE: CI runs the package once more with tiny blocks and
 // folds, so that every test folds, splits and merges blocks.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	testkit.ShortRapid()
 	if err := tune.FromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

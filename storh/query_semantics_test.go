@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -605,7 +606,7 @@ func TestQuerySemantics(t *testing.T) {
 // of its tens of thousands of reads is a few round trips: row i runs one
 // of the two limits and one kind of transaction, alternating, so that the
 // table as a whole still runs every combination on every configuration.
-func semSparse() bool { return onPostgres && testing.Short() }
+func semSparse() bool { return onPostgres && !testkit.Long() }
 
 // checkRow runs row i under every configuration, forward and reversed,
 // with limits 1, 3 and none (see semSparse).

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -47,15 +49,18 @@ type Queue struct {
 // without WithMaxAttempts.
 const DefaultMaxAttempts = 5
 
-// JobState is where a job is in its life.
-type JobState = engine.JobState
+// JobState is where a job is in its life: JobPending (waiting to be
+// claimed), JobClaimed (leased to a worker until its lease ends), JobDone
+// (completed, kept until purged) or JobDead (failed its last allowed
+// attempt). Its String method gives "pending", "claimed", "done" or "dead".
+type JobState = api.JobState
 
 // The states of a job.
 const (
-	JobPending = engine.JobPending
-	JobClaimed = engine.JobClaimed
-	JobDone    = engine.JobDone
-	JobDead    = engine.JobDead
+	JobPending = api.JobPending
+	JobClaimed = api.JobClaimed
+	JobDone    = api.JobDone
+	JobDead    = api.JobDead
 )
 
 // Job is a job as a claim (or Lookup) returned it: the record of its
@@ -77,11 +82,9 @@ type QueueStats struct {
 }
 
 func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
-	var cfg collConfig
-	for _, opt := range opts {
-		if err := opt(&cfg); err != nil {
-			return nil, err
-		}
+	cfg, err := collOptions(engine.KindQueue, opts)
+	if err != nil {
+		return nil, err
 	}
 	q := &Queue{c: c, maxAttempts: cfg.maxAttempts}
 	if q.maxAttempts == 0 {
@@ -93,7 +96,7 @@ func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
 func newJob(j engine.Job) Job {
 	out := Job{Record: Record{ID: j.ID, payload: j.Payload}, State: j.State, Attempts: j.Attempts,
 		Changed: time.UnixMilli(j.Changed).UTC(), LastError: j.Reason}
-	if j.State == engine.JobClaimed {
+	if j.State == api.JobClaimed {
 		out.LeaseUntil = time.UnixMilli(j.LeaseUntil).UTC()
 	}
 	return out
@@ -568,7 +571,7 @@ func (q *Queue) Counts() (pending, claimed, done, dead int, err error) {
 	if err != nil {
 		return 0, 0, 0, 0, opErr("queue counts", q.c.name, "", -1, err)
 	}
-	return int(n[engine.JobPending]), int(n[engine.JobClaimed]), int(n[engine.JobDone]), int(n[engine.JobDead]), nil
+	return int(n[api.JobPending]), int(n[api.JobClaimed]), int(n[api.JobDone]), int(n[api.JobDead]), nil
 }
 
 // Stats returns the queue's statistics.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -418,7 +419,7 @@ func (d *qDeliveries) completedAndCount(id uuidv7.UUID) int64 {
 	return d.total.Add(1)
 }
 
-// smallRun says to run the concurrency tests at a small size: with -short,
-// and under the storh_invariants build, which checks the whole queue at
+// smallRun says to run the concurrency tests at a small size: outside the
+// long run (testkit.Long), and under the storh_invariants build, which checks the whole queue at
 // every commit (the full size would take minutes there).
-func smallRun() bool { return testing.Short() || engine.Invariants }
+func smallRun() bool { return !testkit.Long() || engine.Invariants }

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -242,7 +243,7 @@ func TestPointReadsDuringCommits(t *testing.T) {
 		}
 	}
 	commits := 200
-	if testing.Short() {
+	if !testkit.Long() {
 		commits = 60
 	}
 	var done atomic.Bool

@@ -6,6 +6,8 @@ import (
 	"iter"
 	"sort"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
@@ -13,14 +15,14 @@ import (
 )
 
 // ErrLagged ends a Watch whose consumer fell too far behind the writers
-// (engine.MaxWatchBacklog records): writers never wait for a watcher, and
+// (by 65536 records or 64 MiB of them): writers never wait for a watcher, and
 // its backlog is bounded. Watch again from the last id received.
-var ErrLagged = engine.ErrLagged
+var ErrLagged = errs.ErrLagged
 
 // ErrWatchLost ends a Watch on a PostgreSQL store whose connection for
 // other processes' commits broke: from then on it could miss their
 // records. Watch again from the last id received.
-var ErrWatchLost = engine.ErrWatchLost
+var ErrWatchLost = errs.ErrWatchLost
 
 // historyChunk is how many records one read transaction of a Watch's
 // catch-up reads.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -262,7 +263,7 @@ func TestWatchFromCursorInFlight(t *testing.T) {
 	}
 	defer func() { close(stop); writers.Wait() }()
 	rounds := 60
-	if testing.Short() {
+	if !testkit.Long() {
 		rounds = 15
 	}
 	for round := range rounds {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -129,9 +130,9 @@ func (a *app) putInput(args []string, keepBad bool) ([]any, []int, error) {
 	}
 	var items []any
 	var lines []int
-	in := newLineReader(a.stdin)
+	in := linereader.New(a.stdin, jsonl.MaxLine)
 	for {
-		b, n, ok, tooLong, err := in.next()
+		b, n, ok, tooLong, err := in.Next()
 		if !ok {
 			if err != io.EOF {
 				return nil, nil, fmt.Errorf("reading stdin: %w", err)
@@ -141,7 +142,7 @@ func (a *app) putInput(args []string, keepBad bool) ([]any, []int, error) {
 		line := bytes.TrimSpace(b)
 		switch {
 		case tooLong:
-			return nil, nil, fmt.Errorf("stdin line %d is longer than %s, the most one record's JSON may take (nothing was stored)", n, humanBytes(maxLine))
+			return nil, nil, fmt.Errorf("stdin line %d is longer than %s, the most one record's JSON may take (nothing was stored)", n, humanBytes(jsonl.MaxLine))
 		case len(line) == 0:
 			continue
 		case len(items) == maxPutLines:

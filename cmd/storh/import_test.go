@@ -206,7 +206,7 @@ func TestImportLongLine(t *testing.T) {
 	}
 	var b bytes.Buffer
 	b.WriteString("{\"n\":1}\n{\"s\":\"")
-	b.Write(bytes.Repeat([]byte("x"), maxLine))
+	b.Write(bytes.Repeat([]byte("x"), jsonl.MaxLine))
 	b.WriteString("\"}\n{\"n\":3}\n")
 	src := write(t, "long.jsonl", b.Bytes())
 	db := filepath.Join(t.TempDir(), "long.db")

@@ -127,32 +127,15 @@ interrupted build. With --json it prints one object,
 // parseIndexPaths reads the PATH[,PATH...] argument of index create: field
 // paths in the --where syntax, separated by commas.
 func parseIndexPaths(s string) ([][]string, error) {
-	p := &whereParser{src: s}
-	var out [][]string
-	for {
-		p.space()
-		path, err := p.path()
-		if err != nil {
-			return nil, indexPathError(s, err)
-		}
-		out = append(out, path)
-		p.space()
-		if p.i == len(s) {
-			return out, nil
-		}
-		if s[p.i] != ',' {
-			return nil, indexPathError(s, p.errAt(p.i, "expected ',' and another field, or the end; got %s", p.found()))
-		}
-		p.i++
+	fields, err := query.ParseFields(s)
+	if err != nil {
+		return nil, flagError(fmt.Sprintf("fields %q", s), 0, err)
 	}
-}
-
-func indexPathError(s string, err error) error {
-	var pe *parseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("fields %q: at column %d: %s", s, column(s, pe.at), pe.msg)
+	out := make([][]string, len(fields))
+	for i, f := range fields {
+		out[i], _ = f.Path()
 	}
-	return fmt.Errorf("fields %q: %w", s, err)
+	return out, nil
 }
 
 func (a *app) indexCreateCmd() *cobra.Command {
@@ -417,9 +400,7 @@ func duplicates(err error, r reader, paths [][]string) string {
 			return ""
 		}
 		q = q.Where(query.FieldPath(segs...).Eq(v))
-		var b strings.Builder
-		writeValue(&b, v)
-		shown = append(shown, pathString(segs)+" = "+b.String())
+		shown = append(shown, query.FieldPath(segs...).Eq(v).String())
 	}
 	n, cerr := r.CountMatching(q)
 	if cerr != nil || n < 2 {

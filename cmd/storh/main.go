@@ -12,6 +12,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Registers postgres:// and postgresql://: every command that takes a
+	// database takes a PostgreSQL URL too.
+	_ "github.com/storhdb/storh-go/storh/postgres"
 )
 
 func main() {

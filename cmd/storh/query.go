@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,7 +29,7 @@ type queryFlags struct {
 	requireIndex  bool
 
 	// Set by build.
-	conds             []*whereNode
+	conds             []query.Cond
 	orderPath         []string
 	afterID, beforeID uuidv7.UUID
 	fromMs, untilMs   int64
@@ -97,12 +98,12 @@ func (f *queryFlags) build(now time.Time) (query.Query, error) {
 	}
 	f.conds = f.conds[:0]
 	for _, w := range f.where {
-		n, err := parseWhere(w)
+		c, err := query.Parse(w)
 		if err != nil {
-			return q, usageError{err}
+			return q, usageError{flagError("--where "+quoteExpr(w), 0, err)}
 		}
-		f.conds = append(f.conds, n)
-		q = q.Where(n.cond())
+		f.conds = append(f.conds, c)
+		q = q.Where(c)
 	}
 	if f.order != "" {
 		path, desc, err := parseOrder(f.order)
@@ -144,22 +145,36 @@ func parseOrder(s string) (path []string, desc bool, err error) {
 	case strings.HasPrefix(s, "+"):
 		rest, off = s[1:], 1
 	}
-	p := &whereParser{src: rest}
-	path, err = p.path()
-	if err == nil && p.i < len(rest) {
-		err = p.errAt(p.i, "expected the end after the field name; got %s (--order takes one field)", p.found())
-	}
+	f, err := query.ParseField(rest)
 	if err != nil {
-		var pe *parseError
-		if errors.As(err, &pe) {
-			return nil, false, fmt.Errorf("--order %q: at column %d: %s", s, column(s, pe.at+off), pe.msg)
-		}
-		return nil, false, fmt.Errorf("--order %q: %w", s, err)
+		return nil, false, flagError(fmt.Sprintf("--order %q", s), off, err)
 	}
-	if err := query.All().OrderByField(query.FieldPath(path...), query.Asc).Validate(); err != nil {
-		return nil, false, fmt.Errorf("--order %q: %s", s, strings.TrimPrefix(libMsg(err), "invalid query: "))
-	}
+	path, _ = f.Path()
 	return path, desc, nil
+}
+
+// flagError words an error of the query language for the flag or argument
+// named by what: at its column when it has one, counted from the start of
+// the flag's text (off characters before the part that was parsed).
+func flagError(what string, off int, err error) error {
+	var pe *query.ParseError
+	if errors.As(err, &pe) && pe.Column > 0 {
+		return fmt.Errorf("%s: at column %d: %s", what, pe.Column+off, pe.Reason)
+	}
+	return fmt.Errorf("%s: %s", what, strings.TrimPrefix(libMsg(err), "invalid query: "))
+}
+
+// exprShown is the longest expression a message shows whole.
+const exprShown = 200
+
+// quoteExpr quotes an expression for a message, cut to its first 160
+// characters with its length when it is longer than exprShown.
+func quoteExpr(s string) string {
+	n := utf8.RuneCountInString(s)
+	if n <= exprShown {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q (%s characters)", string([]rune(s)[:160])+"…", commas(int64(n)))
 }
 
 // selective reports whether the flags select less than the whole
@@ -170,16 +185,10 @@ func (f *queryFlags) selective() bool {
 
 // whereText is the --where flags as one expression, canonical.
 func (f *queryFlags) whereText() string {
-	if len(f.conds) == 1 {
-		return f.conds[0].String()
+	if len(f.conds) == 0 {
+		return ""
 	}
-	parts := make([]string, len(f.conds))
-	for i, c := range f.conds {
-		var b strings.Builder
-		c.operand(&b)
-		parts[i] = b.String()
-	}
-	return strings.Join(parts, " and ")
+	return query.And(f.conds...).String()
 }
 
 // orderText is --order as given back in its canonical form.
@@ -194,27 +203,27 @@ func (f *queryFlags) orderText() string {
 	return s
 }
 
+// pathString writes a field path as --where does.
+func pathString(path []string) string { return query.FieldPath(path...).String() }
+
 // suggestIndex names a field path an index could serve the query on: the
 // first condition ANDed at the top that an index can seek, else the order.
 func (f *queryFlags) suggestIndex() string {
-	var leaves []*whereNode
-	for _, c := range f.conds {
-		if c.op == opAnd {
-			leaves = append(leaves, c.kids...)
-		} else {
-			leaves = append(leaves, c)
+	for _, c := range query.And(f.conds...).Conjuncts() {
+		field, ok := c.Field()
+		if !ok {
+			continue
 		}
-	}
-	for _, n := range leaves {
-		switch n.op {
-		case opEq, opIn:
-			if f.orderPath != nil && !slices.Equal(f.orderPath, n.path) {
+		path, _ := field.Path()
+		switch c.Op() {
+		case "=", "in":
+			if f.orderPath != nil && !slices.Equal(f.orderPath, path) {
 				// Equality, then the order: a compound index serves both.
-				return pathString(n.path) + "," + pathString(f.orderPath)
+				return field.String() + "," + pathString(f.orderPath)
 			}
-			return pathString(n.path)
-		case opGt, opGte, opLt, opLte, opBetween, opPrefix, opContains:
-			return pathString(n.path)
+			return field.String()
+		case ">", ">=", "<", "<=", "between", "^=", "contains":
+			return field.String()
 		}
 	}
 	if f.orderPath != nil {

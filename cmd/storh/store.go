@@ -140,7 +140,11 @@ func httpCmdList() string {
 // the database file (read-only unless write).
 func (a *app) openStore(write bool) (store, error) {
 	if a.url != "" {
-		return a.newHTTPStore(), nil
+		s := a.newHTTPStore()
+		if s.err != nil {
+			return nil, usagef("--url %s: %v", a.url, s.err)
+		}
+		return s, nil
 	}
 	db, err := a.open(write)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -10,17 +9,17 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/web"
 )
 
 // httpPage is the number of records the HTTP store asks for per page: the
@@ -28,12 +27,14 @@ import (
 const httpPage = 1000
 
 // httpStore is a store over the JSON API of package storh/web, mounted in
-// a running application or served by 'storh serve' (docs/web.md).
+// a running application or served by 'storh serve' (docs/web.md): an
+// adapter of web.Client to the store interface, which words its errors as
+// the commands word them.
 type httpStore struct {
-	a      *app
-	base   string // the URL, without a final slash
-	token  string
-	client *http.Client
+	a        *app
+	client   *web.Client
+	hasToken bool
+	err      error // why the client could not be made, for openStore
 }
 
 func (a *app) newHTTPStore() *httpStore {
@@ -41,153 +42,74 @@ func (a *app) newHTTPStore() *httpStore {
 	if !a.tokenGiven {
 		token = a.getenv(envToken)
 	}
-	return &httpStore{a: a, base: a.url, token: strings.TrimSpace(token), client: &http.Client{}}
+	c, err := web.NewClient(a.url, token)
+	return &httpStore{a: a, client: c, hasToken: strings.TrimSpace(token) != "", err: err}
 }
 
-func (s *httpStore) where() string { return s.base }
+func (s *httpStore) where() string { return s.client.URL() }
 func (s *httpStore) close() error  { s.client.CloseIdleConnections(); return nil }
 
-// remoteError is an error response of the API, mapped back to the storh
-// error the same failure gives on a file (err), so that the commands word
-// it and exit as they do there.
-type remoteError struct {
-	status int
-	kind   string
-	msg    string
-	line   int
-	err    error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.err }
-
-// kindErrors maps the API's error kinds to storh's sentinels.
-var kindErrors = map[string]error{
-	"not_found":        storh.ErrNotFound,
-	"read_only":        storh.ErrReadOnly,
-	"forbidden":        storh.ErrReadOnly,
-	"unique_violation": storh.ErrUniqueViolation,
-	"exists":           storh.ErrExists,
-	"wrong_kind":       storh.ErrWrongKind,
-	"append_only":      storh.ErrWrongKind,
-	"locked":           storh.ErrLocked,
-	"corrupt":          storh.ErrCorrupt,
-	"unsupported":      storh.ErrUnsupported,
-	"unavailable":      storh.ErrClosed,
-	"full":             storh.ErrTooLarge,
-	"timeout":          context.DeadlineExceeded,
-	"bad_request":      storh.ErrInvalidData,
-	"invalid_query":    storh.ErrInvalidQuery,
-	"no_index":         storh.ErrNoIndex,
-	"cursor_not_found": storh.ErrCursorNotFound,
-	"conflict":         storh.ErrNotEmpty,
-}
-
-// apiError reads an error response.
-func (s *httpStore) apiError(resp *http.Response) error {
-	var body struct {
-		Error struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-			Line    int    `json:"line"`
-		} `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err := json.Unmarshal(b, &body); err != nil || body.Error.Kind == "" {
-		return fmt.Errorf("%s answered %s, not an error of the storh API: is --url the address where the handler is mounted?", s.base, resp.Status)
-	}
-	e := &remoteError{status: resp.StatusCode, kind: body.Error.Kind, msg: body.Error.Message, line: body.Error.Line, err: kindErrors[body.Error.Kind]}
-	switch e.kind {
-	case "forbidden":
-		e.msg = fmt.Sprintf("the server at %s is read-only: writes need 'storh serve --write' (or web.WithWrites in the application)", s.base)
-	case "unauthorized":
-		if s.token == "" {
-			e.msg = fmt.Sprintf("the server at %s needs a token: set %s (or pass --token)", s.base, envToken)
-		} else {
-			e.msg = fmt.Sprintf("the server at %s refused the token: check %s (or --token)", s.base, envToken)
-		}
-	}
-	return e
-}
-
-// do sends a request and returns the response when it is a success; the
-// caller closes its body.
-func (s *httpStore) do(ctx context.Context, method, path string, vals url.Values, body io.Reader, ctype string) (*http.Response, error) {
-	u := s.base + "/" + path
-	if len(vals) > 0 {
-		u += "?" + vals.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, usagef("--url %s: %v", s.base, err)
-	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, errors.New("interrupted")
-		}
-		return nil, fmt.Errorf("cannot reach the server at %s: %v", s.base, unwrapURLError(err))
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, s.apiError(resp)
-	}
-	return resp, nil
-}
-
-func unwrapURLError(err error) error {
+// fail words an error of the client in the commands' terms: the API's
+// errors keep their storh sentinel (a *web.Error), with the advice the
+// CLI can give for a refused token or write.
+func (s *httpStore) fail(ctx context.Context, err error) error {
+	var we *web.Error
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &we):
+		switch we.Kind {
+		case web.KindForbidden:
+			we.Message = fmt.Sprintf("the server at %s is read-only: writes need 'storh serve --write' (or web.WithWrites in the application)", s.where())
+		case web.KindUnauthorized:
+			if !s.hasToken {
+				we.Message = fmt.Sprintf("the server at %s needs a token: set %s (or pass --token)", s.where(), envToken)
+			} else {
+				we.Message = fmt.Sprintf("the server at %s refused the token: check %s (or --token)", s.where(), envToken)
+			}
+		}
+		return we
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
+	case errors.Is(err, web.ErrNotAPI):
+		return fmt.Errorf("%v, not an error of the storh API: is --url the address where the handler is mounted?", strings.TrimPrefix(err.Error(), web.ErrNotAPI.Error()+": "))
+	case errors.As(err, &ue):
+		return fmt.Errorf("cannot reach the server at %s: %v", s.where(), ue.Err)
+	case errors.Is(err, web.ErrAnswer):
+		return fmt.Errorf("reading the answer of %s: %v", s.where(), err)
 	}
 	return err
 }
 
-// getJSON decodes the JSON answer of a GET into v.
-func (s *httpStore) getJSON(path string, vals url.Values, v any) error {
-	resp, err := s.do(s.a.ctx, http.MethodGet, path, vals, nil, "")
-	if err != nil {
-		return err
+// selection gives the parameters of the records, count, export and explain
+// endpoints that select what the flags select. build must have run.
+func (f *queryFlags) selection() web.Selection {
+	sel := web.Selection{Where: f.conds, Order: f.orderPath, Desc: strings.HasPrefix(f.order, "-"),
+		After: f.afterID, Before: f.beforeID, Newest: f.reverse, RequireIndex: f.requireIndex}
+	if f.hasFrom {
+		sel.FromMs = &f.fromMs
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("reading the answer of %s: %v", s.base, err)
+	if f.hasUntil {
+		sel.UntilMs = &f.untilMs
 	}
-	return nil
-}
-
-func collPath(coll string) string { return "api/collections/" + url.PathEscape(coll) }
-
-// apiCollection is a collection's statistics as the API writes them.
-type apiCollection struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	Records int    `json:"records"`
-	Bytes   int64  `json:"bytes"`
-	FirstID string `json:"first_id"`
-	LastID  string `json:"last_id"`
+	return sel
 }
 
 func (s *httpStore) stats() (storh.Stats, error) {
-	var out struct {
-		Backend        string          `json:"backend"`
-		FileSize       int64           `json:"file_size"`
-		FreeBytes      int64           `json:"free_bytes"`
-		Commits        int64           `json:"commits"`
-		PageWrites     int64           `json:"page_writes"`
-		DirectReadsOff string          `json:"direct_reads_off"`
-		Collections    []apiCollection `json:"collections"`
+	out, err := s.client.Stats(s.a.ctx)
+	if err != nil {
+		return storh.Stats{}, s.fail(s.a.ctx, err)
 	}
-	if err := s.getJSON("api/stats", nil, &out); err != nil {
-		return storh.Stats{}, err
+	st := storh.Stats{Path: s.where(), Commits: out.Commits, DirectReadsOff: out.DirectReadsOff}
+	for _, p := range []struct {
+		from *int64
+		to   *int64
+	}{{out.FileSize, &st.FileSize}, {out.FreeBytes, &st.FreeBytes}, {out.PageWrites, &st.PageWrites}} {
+		if p.from != nil {
+			*p.to = *p.from
+		}
 	}
-	st := storh.Stats{Path: s.base, FileSize: out.FileSize, FreeBytes: out.FreeBytes, Commits: out.Commits, PageWrites: out.PageWrites, DirectReadsOff: out.DirectReadsOff}
 	for _, c := range out.Collections {
 		ci := storh.CollectionInfo{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
 		if c.FirstID != "" {
@@ -202,52 +124,30 @@ func (s *httpStore) stats() (storh.Stats, error) {
 }
 
 func (s *httpStore) get(coll string, id uuidv7.UUID) ([]byte, error) {
-	resp, err := s.do(s.a.ctx, http.MethodGet, collPath(coll)+"/records/"+id.String(), nil, nil, "")
+	b, err := s.client.Get(s.a.ctx, coll, id)
 	if err != nil {
-		return nil, err
+		return nil, s.fail(s.a.ctx, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %v", s.base, err)
-	}
-	return b, nil
+	return append(b, '\n'), nil
 }
 
 func (s *httpStore) countMatching(ctx context.Context, coll string, f *queryFlags, _ query.Query) (int, error) {
-	vals, err := f.apiParams()
-	if err != nil {
-		return 0, err
-	}
-	var out struct {
-		Count int `json:"count"`
-	}
-	if err := s.getJSON(collPath(coll)+"/count", vals, &out); err != nil {
-		return 0, err
-	}
-	return out.Count, nil
+	n, err := s.client.Count(s.a.ctx, coll, f.selection(), 0)
+	return n, s.fail(s.a.ctx, err)
 }
 
 func (s *httpStore) stream(ctx context.Context, coll string, f *queryFlags, _ query.Query) iter.Seq2[recLine, error] {
 	return func(yield func(recLine, error) bool) {
-		vals, err := f.apiParams()
-		if err != nil {
-			yield(recLine{}, err)
-			return
-		}
+		sel := f.selection()
 		left := f.limit
 		for {
 			n := httpPage
 			if left > 0 && left < n {
 				n = left
 			}
-			vals.Set("limit", strconv.Itoa(n))
-			var page struct {
-				Records []json.RawMessage `json:"records"`
-				Next    string            `json:"next"`
-			}
-			if err := s.getJSON(collPath(coll)+"/records", vals, &page); err != nil {
-				yield(recLine{}, err)
+			page, err := s.client.Records(s.a.ctx, coll, sel, n)
+			if err != nil {
+				yield(recLine{}, s.fail(s.a.ctx, err))
 				return
 			}
 			for _, raw := range page.Records {
@@ -265,10 +165,15 @@ func (s *httpStore) stream(ctx context.Context, coll string, f *queryFlags, _ qu
 			if page.Next == "" || len(page.Records) == 0 {
 				return
 			}
+			next, err := uuidv7.Parse(page.Next)
+			if err != nil {
+				yield(recLine{}, fmt.Errorf("the server answered a next page %q that is not an id", page.Next))
+				return
+			}
 			if f.reverse {
-				vals.Set("before", page.Next)
+				sel.Before = next
 			} else {
-				vals.Set("after", page.Next)
+				sel.After = next
 			}
 		}
 	}
@@ -302,22 +207,15 @@ func stripTime(line []byte) ([]byte, bool) {
 }
 
 func (s *httpStore) export(ctx context.Context, coll string, f *queryFlags, _ query.Query, w io.Writer, prog *progress) (int64, error) {
-	vals, err := f.apiParams()
+	body, err := s.client.Export(ctx, coll, f.selection(), f.limit)
 	if err != nil {
-		return 0, err
+		return 0, s.fail(ctx, err)
 	}
-	if f.limit > 0 {
-		vals.Set("limit", strconv.Itoa(f.limit))
-	}
-	resp, err := s.do(ctx, http.MethodGet, collPath(coll)+"/export", vals, nil, "")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
+	defer body.Close()
 	var n int64
-	in := newLineReader(resp.Body)
+	in := linereader.New(body, jsonl.MaxLine)
 	for {
-		b, _, ok, tooLong, err := in.next()
+		b, _, ok, tooLong, err := in.Next()
 		if !ok {
 			if err == io.EOF {
 				return n, nil
@@ -325,17 +223,17 @@ func (s *httpStore) export(ctx context.Context, coll string, f *queryFlags, _ qu
 			if ctx.Err() != nil {
 				return n, errors.New("interrupted")
 			}
-			return n, fmt.Errorf("the export from %s broke off: %v", s.base, err)
+			return n, fmt.Errorf("the export from %s broke off: %v", s.where(), err)
 		}
 		if tooLong {
-			return n, fmt.Errorf("the export from %s holds a line longer than %s", s.base, humanBytes(maxLine))
+			return n, fmt.Errorf("the export from %s holds a line longer than %s", s.where(), humanBytes(jsonl.MaxLine))
 		}
 		if len(b) == 0 {
 			continue
 		}
 		row, ok := stripTime(b)
 		if !ok {
-			return n, fmt.Errorf("the export from %s holds a line that is not a record", s.base)
+			return n, fmt.Errorf("the export from %s holds a line that is not a record", s.where())
 		}
 		row = append(row, '\n')
 		if _, err := w.Write(row); err != nil {
@@ -363,22 +261,13 @@ func (s *httpStore) put(coll, kind string, ids []uuidv7.UUID, items []any) ([]re
 		}
 		body = append(body, "}\n"...)
 	}
-	vals := url.Values{"create": {kind}}
-	resp, err := s.do(s.a.ctx, http.MethodPost, collPath(coll)+"/import", vals, bytes.NewReader(body), "application/x-ndjson")
-	if err != nil {
-		var re *remoteError
-		if !one && errors.As(err, &re) && re.line > 0 {
-			// The message is the handler's ("web: import into …, nothing
-			// written: line 2: …"): keep what storh said of the line.
-			if _, after, ok := strings.Cut(re.msg, fmt.Sprintf("line %d: ", re.line)); ok {
-				re.msg = after
-			}
-			return nil, &storh.Error{Op: "put", Collection: coll, Index: re.line - 1, Err: re}
+	if _, err := s.client.Import(s.a.ctx, coll, kind, bytes.NewReader(body)); err != nil {
+		var we *web.Error
+		if !one && errors.As(err, &we) && we.Line > 0 {
+			return nil, &storh.Error{Op: "put", Collection: coll, Index: we.Line - 1, Err: lineOnly(we)}
 		}
-		return nil, err
+		return nil, s.fail(s.a.ctx, err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	out := make([]recLine, len(ids))
 	for i, id := range ids {
 		line, err := s.get(coll, id)
@@ -394,7 +283,6 @@ func (s *httpStore) discard(string, bool) {}
 
 func (s *httpStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error) {
 	for _, id := range ids {
-		path := collPath(coll) + "/records/" + id.String()
 		// A GET tells deleted from not there; a damaged record is there,
 		// and can be deleted.
 		if _, err := s.get(coll, id); errors.Is(err, storh.ErrNotFound) {
@@ -403,36 +291,21 @@ func (s *httpStore) deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing 
 		} else if err != nil && !errors.Is(err, storh.ErrCorrupt) {
 			return deleted, missing, err
 		}
-		resp, err := s.do(s.a.ctx, http.MethodDelete, path, nil, nil, "")
-		if err != nil {
-			return deleted, missing, err
+		if err := s.client.Delete(s.a.ctx, coll, id); err != nil {
+			return deleted, missing, s.fail(s.a.ctx, err)
 		}
-		resp.Body.Close()
 		deleted++
 	}
 	return deleted, missing, nil
 }
 
 func (s *httpStore) explain(ctx context.Context, coll string, f *queryFlags, _ query.Query) (storh.Plan, error) {
-	vals, err := f.apiParams()
-	if err != nil {
-		return storh.Plan{}, err
-	}
-	if f.limit > 0 {
-		vals.Set("limit", strconv.Itoa(f.limit))
-	} else {
+	if f.limit <= 0 {
 		s.a.diag("storh: over HTTP, explain runs the query with the server's page size as its limit; give --limit to choose it")
 	}
-	var out struct {
-		Query       string   `json:"query"`
-		Indexes     []string `json:"indexes"`
-		Sorted      bool     `json:"sorted"`
-		KeysRead    int      `json:"keys_read"`
-		RecordsRead int      `json:"records_read"`
-		Returned    int      `json:"returned"`
-	}
-	if err := s.getJSON(collPath(coll)+"/explain", vals, &out); err != nil {
-		return storh.Plan{}, err
+	out, err := s.client.Explain(s.a.ctx, coll, f.selection(), f.limit)
+	if err != nil {
+		return storh.Plan{}, s.fail(s.a.ctx, err)
 	}
 	p := storh.Plan{Query: out.Query, Sorted: out.Sorted, KeysRead: out.KeysRead, RecordsRead: out.RecordsRead, Returned: out.Returned}
 	if len(out.Indexes) > 0 {
@@ -442,25 +315,18 @@ func (s *httpStore) explain(ctx context.Context, coll string, f *queryFlags, _ q
 }
 
 func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
-	var out struct {
-		Indexes []struct {
-			Name      string     `json:"name"`
-			Paths     [][]string `json:"paths"`
-			Unique    bool       `json:"unique"`
-			Entries   int        `json:"entries"`
-			Building  bool       `json:"building"`
-			Built     int        `json:"built"`
-			Layout    string     `json:"layout"`
-			Journaled int        `json:"journaled"`
-		} `json:"indexes"`
-	}
-	if err := s.getJSON(collPath(coll)+"/indexes", nil, &out); err != nil {
-		return nil, err
+	out, err := s.client.Indexes(s.a.ctx, coll)
+	if err != nil {
+		return nil, s.fail(s.a.ctx, err)
 	}
 	var infos []storh.IndexInfo
-	for _, ix := range out.Indexes {
-		infos = append(infos, storh.IndexInfo{Name: ix.Name, Paths: ix.Paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building, Built: ix.Built,
-			Layout: ix.Layout, Journaled: ix.Journaled})
+	for _, ix := range out {
+		info := storh.IndexInfo{Name: ix.Name, Paths: ix.Paths, Unique: ix.Unique, Entries: ix.Entries, Building: ix.Building,
+			Layout: ix.Layout, Journaled: ix.Journaled}
+		if ix.Built != nil {
+			info.Built = *ix.Built
+		}
+		infos = append(infos, info)
 	}
 	return infos, nil
 }
@@ -468,14 +334,9 @@ func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
 // queueStats reads the counts of api/queues/{name}, and the queue's size
 // from api/stats (a queue's statistics are its collection's).
 func (s *httpStore) queueStats(name string) (storh.QueueStats, error) {
-	var out struct {
-		Pending int `json:"pending"`
-		Claimed int `json:"claimed"`
-		Done    int `json:"done"`
-		Dead    int `json:"dead"`
-	}
-	if err := s.getJSON("api/queues/"+url.PathEscape(name), nil, &out); err != nil {
-		return storh.QueueStats{}, err
+	out, err := s.client.Queue(s.a.ctx, name)
+	if err != nil {
+		return storh.QueueStats{}, s.fail(s.a.ctx, err)
 	}
 	st, err := s.stats()
 	if err != nil {
@@ -490,77 +351,28 @@ func (s *httpStore) queueStats(name string) (storh.QueueStats, error) {
 	return qs, nil
 }
 
-// verify reads the JSON lines of POST api/verify: a line per problem, then
-// the report, with the error that stopped the run, if any, beside it.
+// verify reads the verify stream: a line per problem, then the report,
+// with the error that stopped the run, if any, beside it.
 func (s *httpStore) verify(ctx context.Context, colls []string, report func(storh.Problem)) (storh.VerifyReport, error) {
-	vals := url.Values{}
-	for _, c := range colls {
-		vals.Add("collection", c)
+	out, err := s.client.Verify(ctx, colls, func(p web.Problem) {
+		pr := storh.Problem{Kind: storh.ProblemKind(p.Kind), Collection: p.Collection, Detail: p.Detail}
+		if p.ID != "" {
+			pr.ID, _ = uuidv7.Parse(p.ID)
+		}
+		if p.Key != "" {
+			pr.Key, _ = hex.DecodeString(p.Key)
+		}
+		report(pr)
+	})
+	rep := storh.VerifyReport{Collections: out.Collections, Records: out.Records, Problems: out.Problems}
+	var we *web.Error
+	switch {
+	case err == nil, errors.As(err, &we):
+		return rep, s.fail(ctx, err)
+	case ctx.Err() != nil:
+		return rep, context.Canceled
 	}
-	resp, err := s.do(ctx, http.MethodPost, "api/verify", vals, nil, "")
-	if err != nil {
-		return storh.VerifyReport{}, err
-	}
-	defer resp.Body.Close()
-	var rep storh.VerifyReport
-	in := newLineReader(resp.Body)
-	for {
-		b, _, ok, tooLong, err := in.next()
-		if !ok {
-			if ctx.Err() != nil {
-				return rep, context.Canceled
-			}
-			if err == io.EOF {
-				err = errors.New("the stream ended without a report")
-			}
-			return rep, fmt.Errorf("the verify from %s broke off: %v", s.base, err)
-		}
-		if tooLong {
-			return rep, fmt.Errorf("the verify from %s holds a line longer than %s", s.base, humanBytes(maxLine))
-		}
-		if len(b) == 0 {
-			continue
-		}
-		var line struct {
-			Problem *struct {
-				Kind       string `json:"kind"`
-				Collection string `json:"collection"`
-				ID         string `json:"id"`
-				Key        string `json:"key"`
-				Detail     string `json:"detail"`
-			} `json:"problem"`
-			Error *struct {
-				Kind    string `json:"kind"`
-				Message string `json:"message"`
-			} `json:"error"`
-			Report *struct {
-				Collections int `json:"collections"`
-				Records     int `json:"records"`
-				Problems    int `json:"problems"`
-			} `json:"report"`
-		}
-		if err := json.Unmarshal(b, &line); err != nil {
-			return rep, fmt.Errorf("the verify from %s holds a line that is not JSON: %v", s.base, err)
-		}
-		if p := line.Problem; p != nil {
-			pr := storh.Problem{Kind: storh.ProblemKind(p.Kind), Collection: p.Collection, Detail: p.Detail}
-			if p.ID != "" {
-				pr.ID, _ = uuidv7.Parse(p.ID)
-			}
-			if p.Key != "" {
-				pr.Key, _ = hex.DecodeString(p.Key)
-			}
-			report(pr)
-			continue
-		}
-		if r := line.Report; r != nil {
-			rep = storh.VerifyReport{Collections: r.Collections, Records: r.Records, Problems: r.Problems}
-			if e := line.Error; e != nil {
-				return rep, &remoteError{status: resp.StatusCode, kind: e.Kind, msg: e.Message, err: kindErrors[e.Kind]}
-			}
-			return rep, nil
-		}
-	}
+	return rep, s.fail(ctx, err)
 }
 
 // last reads the last n records with newest=1, page after page, and gives
@@ -604,17 +416,17 @@ func (s *httpStore) follow(ctx context.Context, coll string, after uuidv7.UUID, 
 		if ctx.Err() != nil {
 			return nil
 		}
-		var re *remoteError
-		if errors.As(err, &re) && !tailResumable[re.kind] {
-			return err
+		var we *web.Error
+		if errors.As(err, &we) && !tailResumable[we.Kind] {
+			return s.fail(ctx, err)
 		}
 		if live {
 			retrying = false
 		}
 		// The server's tail limit (WithTailLimit) is routine: no note.
-		routine := errors.As(err, &re) && re.kind == "timeout"
+		routine := errors.As(err, &we) && we.Kind == web.KindTimeout
 		if !routine && !retrying {
-			s.a.diag("storh: the tail from %s broke off (%v); connecting again", s.base, err)
+			s.a.diag("storh: the tail from %s broke off (%v); connecting again", s.where(), err)
 			retrying = true
 		}
 		select {
@@ -627,104 +439,31 @@ func (s *httpStore) follow(ctx context.Context, coll string, after uuidv7.UUID, 
 
 // tailOnce reads one connection of the tail endpoint, printing the
 // records after *last and moving *last on. live says the stream started.
-// It returns why the stream ended: an error event's (a *remoteError), the
-// connection's, or an answer that is an error (a *remoteError too).
+// It returns why the stream ended: an error event's (a *web.Error), the
+// connection's, or an answer that is an error (a *web.Error too).
 func (s *httpStore) tailOnce(ctx context.Context, coll, from string, last *uuidv7.UUID, p *recordPrinter) (live bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/"+collPath(coll)+"/tail?"+url.Values{"from": {from}}.Encode(), nil)
-	if err != nil {
-		return false, usagef("--url %s: %v", s.base, err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	if !last.IsZero() {
-		// As an EventSource reconnecting: it wins over from.
-		req.Header.Set("Last-Event-ID", last.String())
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("cannot reach the server at %s: %v", s.base, unwrapURLError(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return false, s.apiError(resp)
-	}
-	in := bufio.NewReader(resp.Body)
-	var event string
-	var data []byte
-	for {
-		line, err := in.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long record: read the rest of the line.
-			rest, rerr := in.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), rerr
-		}
+	live, err = s.client.Tail(ctx, coll, from, *last, func(rec json.RawMessage, more bool) error {
+		id, err := lineID(rec)
 		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return live, err
+			return err
 		}
-		live = true
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		if len(line) == 0 {
-			// The end of an event.
-			ev, d := event, data
-			event, data = "", data[:0]
-			switch {
-			case ev == "error":
-				return live, s.tailError(resp, d)
-			case len(d) == 0:
-				continue
-			}
-			id, err := lineID(d)
-			if err != nil {
-				return live, err
-			}
-			if id.Compare(*last) <= 0 {
-				continue
-			}
-			if err := p.printLine(append(d, '\n')); err != nil {
-				return live, err
-			}
-			*last = id
-			if in.Buffered() == 0 {
-				if err := p.flush(); err != nil {
-					return live, err
-				}
-			}
-			continue
+		if id.Compare(*last) <= 0 {
+			return nil
 		}
-		if line[0] == ':' {
-			continue // a comment: the start, or a heartbeat
+		if err := p.printLine(append(rec, '\n')); err != nil {
+			return err
 		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			event = string(value)
-		case "data":
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
+		*last = id
+		if !more {
+			return p.flush()
 		}
+		return nil
+	})
+	var we *web.Error
+	if errors.As(err, &we) || ctx.Err() != nil {
+		return live, err
 	}
-}
-
-// tailError reads the data of a tail's error event.
-func (s *httpStore) tailError(resp *http.Response, d []byte) error {
-	var body struct {
-		Error struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(d, &body); err != nil || body.Error.Kind == "" {
-		return fmt.Errorf("the tail from %s ended with an error event that is not an error of the storh API", s.base)
-	}
-	return &remoteError{status: resp.StatusCode, kind: body.Error.Kind, msg: body.Error.Message, err: kindErrors[body.Error.Kind]}
+	return live, s.fail(ctx, err)
 }
 
 // importLines reads in whole and sends it in one POST …/import, which the
@@ -751,37 +490,31 @@ func (s *httpStore) importLines(ctx context.Context, coll, kind string, created 
 		}
 		return rep, false, nil
 	}
-	vals := url.Values{"create": {kind}}
-	resp, err := s.do(ctx, http.MethodPost, collPath(coll)+"/import", vals, bytes.NewReader(body), "application/x-ndjson")
+	out, err := s.client.Import(ctx, coll, kind, bytes.NewReader(body))
 	if err != nil {
-		var re *remoteError
-		if errors.As(err, &re) && re.line > 0 {
-			// The message is the handler's ("web: import into …, nothing
-			// written: line 2: …"): keep what storh said of the line.
-			if _, after, ok := strings.Cut(re.msg, fmt.Sprintf("line %d: ", re.line)); ok {
-				re.msg = after
+		var we *web.Error
+		if errors.As(err, &we) && we.Line > 0 {
+			var lerr error = lineOnly(we)
+			if we.Kind == web.KindBadRequest {
+				lerr = importHint(lineOf(body, we.Line), we, false, im.src)
 			}
-			var lerr error = re
-			if re.kind == "bad_request" {
-				lerr = importHint(lineOf(body, re.line), re, false, im.src)
-			}
-			return rep, false, &jsonl.LineError{Line: re.line, Err: lerr}
+			return rep, false, &jsonl.LineError{Line: we.Line, Err: lerr}
 		}
-		return rep, false, err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Lines    int `json:"lines"`
-		Imported int `json:"imported"`
-		Inserted int `json:"inserted"`
-		Replaced int `json:"replaced"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return rep, false, fmt.Errorf("reading the answer of %s: %v", s.base, err)
+		return rep, false, s.fail(ctx, err)
 	}
 	rep = jsonl.ImportReport{Lines: out.Lines, Imported: out.Imported, Inserted: out.Inserted, Replaced: out.Replaced}
 	prog.records.Store(int64(out.Imported))
 	return rep, false, nil
+}
+
+// lineOnly cuts the message of an import's error at a line to what storh
+// said of the line: the handler's is "web: import into …, nothing
+// written: line 2: …".
+func lineOnly(we *web.Error) *web.Error {
+	if _, after, ok := strings.Cut(we.Message, fmt.Sprintf("line %d: ", we.Line)); ok {
+		we.Message = after
+	}
+	return we
 }
 
 // lineOf gives line n (1-based) of b, without its newline.

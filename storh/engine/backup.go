@@ -3,10 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 )
 
 // Backup writes a consistent copy of the whole file to w from one read

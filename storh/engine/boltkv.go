@@ -16,7 +16,7 @@ import (
 // interface does not allocate, and their methods are direct calls into
 // bbolt; a cursor carries the little state its fixes need. What only a file
 // can do (page checks, backup, compaction, file statistics) reaches the
-// *bolt.Tx underneath through boltOf.
+// *bolt.DB and *bolt.Tx underneath through boltFile and boltTxOf.
 
 type boltStore struct {
 	db *bolt.DB
@@ -192,11 +192,26 @@ func (c *boltCursor) Delete() error {
 	return nil
 }
 
+// boltFile is what the bbolt store offers beyond package kv's contract:
+// the bbolt database under it, for what only a file can do. The engine
+// asserts it once, when it takes a store (DB.setStore), and boltTxOf at
+// Begin (newTx): the file is found through the store, never kept beside
+// it, and a read costs no assertion of its own. Its methods are unexported:
+// the engine's page checks read the file's descriptor too, which only its
+// own Open has, so no store from outside may claim a bbolt file.
+type boltFile interface{ boltDB() *bolt.DB }
+
+// boltTxOf is the bbolt transaction under a kv.Tx of the bbolt store.
+type boltTxOf interface{ boltTxn() *bolt.Tx }
+
+func (s boltStore) boltDB() *bolt.DB { return s.db }
+func (t boltTx) boltTxn() *bolt.Tx   { return t.tx }
+
 // boltOf returns the bbolt transaction under tx, or nil on another
 // backend.
 func boltOf(tx kv.Tx) *bolt.Tx {
-	if t, ok := tx.(boltTx); ok {
-		return t.tx
+	if t, ok := tx.(boltTxOf); ok {
+		return t.boltTxn()
 	}
 	return nil
 }

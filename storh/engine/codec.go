@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/codec"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
@@ -26,15 +27,6 @@ const (
 	valueVersion = 1
 	HeaderSize   = 5
 )
-
-// MaxRecordSize bounds the msgpack payload of one record. bbolt could store
-// values up to 2 GiB, but a record that large would be copied whole on every
-// read and would stall every writer while its pages are written.
-const MaxRecordSize = 16 << 20
-
-// MaxDepth bounds nesting of maps and lists in a record (the top-level map
-// is depth 1). It also stops cyclic maps before they exhaust the stack.
-const MaxDepth = mpack.MaxDepth
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

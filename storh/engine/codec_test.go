@@ -3,13 +3,16 @@ package engine_test
 import (
 	"bytes"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/codec"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+
+	"github.com/storhdb/storh-go/storh/internal/codec"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
@@ -86,7 +89,7 @@ func TestAppendValueFailureAppendsNothing(t *testing.T) {
 	copy(dst, "abc")
 	for _, data := range []any{nil, 1, "s", []any{}, map[string]any(nil), map[int]any{}, make(chan int),
 		map[string]any{"c": make(chan int)}, map[string]any{"z": 1i},
-		map[string]any{"big": strings.Repeat("x", engine.MaxRecordSize)}} {
+		map[string]any{"big": strings.Repeat("x", api.MaxRecordSize)}} {
 		out, err := appendSealed(dst, data)
 		if !errors.Is(err, errs.ErrInvalidData) {
 			t.Errorf("AppendValue(%T) = %v; want ErrInvalidData", data, err)
@@ -99,7 +102,7 @@ func TestAppendValueFailureAppendsNothing(t *testing.T) {
 		}
 	}
 	// The largest record that fits is accepted.
-	pad := engine.MaxRecordSize - 16
+	pad := api.MaxRecordSize - 16
 	if _, err := appendSealed(nil, map[string]any{"b": make([]byte, pad)}); err != nil {
 		t.Errorf("record just under the limit: %v", err)
 	}
@@ -223,7 +226,7 @@ func FuzzValueRoundTrip(f *testing.F) {
 		}
 		v1, err := appendSealed(nil, m)
 		if err != nil {
-			if errors.Is(err, errs.ErrInvalidData) && len(b) > engine.MaxRecordSize/2 {
+			if errors.Is(err, errs.ErrInvalidData) && len(b) > api.MaxRecordSize/2 {
 				return
 			}
 			t.Fatalf("AppendValue(decoded %x): %v", b, err)
@@ -253,9 +256,9 @@ func TestValidateName(t *testing.T) {
 		{"with space", true},
 		{"ünïcödé-名前", true},
 		{"dots.and/slashes", true},
-		{strings.Repeat("n", engine.MaxNameLength), true},
-		{strings.Repeat("n", engine.MaxNameLength+1), false},
-		{strings.Repeat("é", engine.MaxNameLength/2+1), false}, // bytes, not runes
+		{strings.Repeat("n", api.MaxNameLength), true},
+		{strings.Repeat("n", api.MaxNameLength+1), false},
+		{strings.Repeat("é", api.MaxNameLength/2+1), false}, // bytes, not runes
 		{"", false},
 		{"\x00storh", false},
 		{"tab\there", false},

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )

@@ -2,11 +2,12 @@ package engine
 
 import (
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/kv"
 )

@@ -4,27 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/vmihailenco/msgpack/v5"
+
 	bolt "go.etcd.io/bbolt"
 )
-
-// CompactReport says what Compact did, for the source and the copy alike:
-// the apparent size (what ls shows), the space the file system allocated
-// for it (what du shows: bbolt grows a file sparsely, so the two differ),
-// and the bytes of pages that hold data rather than free space.
-type CompactReport struct {
-	SrcSize, SrcAllocated, SrcInUse int64
-	DstSize, DstAllocated, DstInUse int64
-}
-
-// Reclaimed is the disk space the compacted copy saves: the difference in
-// allocated space, never negative (a small, sparse source can take less
-// space than its packed copy).
-func (r CompactReport) Reclaimed() int64 { return max(0, r.SrcAllocated-r.DstAllocated) }
 
 // compactTxBytes bounds the keys and values one transaction of Compact
 // writes, so a large file does not build its whole copy in memory.
@@ -34,13 +23,13 @@ const compactTxBytes = 64 << 20
 // (which must not exist), leaving free pages behind. It opens src read-only,
 // so no process may have it open for writing (opts.LockTimeout bounds the
 // wait). Pages are packed full, except those of index entries, which keep
-// the room the engine leaves in them (see compactFill).
+// the room the engine leaves in them (see copier.fill).
 //
 // It checks ctx before it starts and every few thousand keys (or few MiB of
 // values) of the copy: a done ctx ends the write transaction, closes and
 // removes dst, and returns an error wrapping ctx.Err().
-func Compact(ctx context.Context, src, dst string, opts Options) (CompactReport, error) {
-	var rep CompactReport
+func Compact(ctx context.Context, src, dst string, opts Options) (api.CompactReport, error) {
+	var rep api.CompactReport
 	if _, err := os.Stat(dst); err == nil {
 		return rep, fmt.Errorf("%w: compaction target %s already exists; choose a new file", errs.ErrExists, dst)
 	}
@@ -106,6 +95,7 @@ func compactInto(dst, src *bolt.DB, maxBytes int64, pace *pace) error {
 	c := &copier{dst: dst, tx: tx, max: maxBytes, pace: pace}
 	defer func() { _ = c.tx.Rollback() }() // after the commit: ErrTxClosed, ignored
 	err = src.View(func(stx *bolt.Tx) error {
+		c.src = stx
 		return c.copyBucket(stx.Cursor().Bucket(), nil)
 	})
 	if err != nil {
@@ -114,10 +104,12 @@ func compactInto(dst, src *bolt.DB, maxBytes int64, pace *pace) error {
 	return c.tx.Commit()
 }
 
-// copier is the state of compactInto: the open write transaction, its
-// generation (bumped at each commit: buckets of an earlier transaction are
-// stale and must be looked up again) and the bytes it has written.
+// copier is the state of compactInto: the source's read transaction, the
+// open write transaction, its generation (bumped at each commit: buckets of
+// an earlier transaction are stale and must be looked up again) and the
+// bytes it has written.
 type copier struct {
+	src       *bolt.Tx
 	dst       *bolt.DB
 	tx        *bolt.Tx
 	gen       int
@@ -156,7 +148,7 @@ func (c *copier) copyBucket(src *bolt.Bucket, path [][]byte) error {
 			return err
 		}
 		sub := append(path[:len(path):len(path)], k)
-		nb.FillPercent = compactFill(sub)
+		nb.FillPercent = c.fill(sub)
 		if err := c.copyBucket(child, sub); err != nil {
 			return err
 		}
@@ -186,28 +178,36 @@ func (c *copier) room(size int) error {
 // percents at the end of each transaction).
 func (c *copier) bucket(path [][]byte) *bolt.Bucket {
 	b := c.tx.Cursor().Bucket() // the root
-	b.FillPercent = compactFill(nil)
+	b.FillPercent = c.fill(nil)
 	for i, k := range path {
 		if b = b.Bucket(k); b == nil {
 			panic(fmt.Sprintf("compact: bucket %q vanished from the copy", path[:i+1]))
 		}
-		b.FillPercent = compactFill(path[:i+1])
+		b.FillPercent = c.fill(path[:i+1])
 	}
 	return b
 }
 
-// compactFill is the fill percent of the bucket at path in a compacted
-// file: an index's entries bucket (collection, "i", index name) keeps the
-// room the engine leaves in it, indexFillPercent, since its keys arrive in
-// value order and a packed page would split at the first insert between
-// two of its keys. Every other bucket is packed full, as bolt.Compact packs
-// them: records arrive in id order (appendFillPercent), and the rest is
-// small.
-func compactFill(path [][]byte) float64 {
-	if len(path) == 3 && bytes.Equal(path[1], bucketIndexEntries) {
-		return indexFillPercent
+// fill is the fill percent of the bucket at path in the copy: what the
+// engine gives it when it writes, so the copy's pages neither split at the
+// first insert nor waste room the engine would not leave. An index's
+// entries bucket (collection, "i", index name) gets entriesFill of the
+// index's layout, read from its definition in the source (a definition
+// that does not decode counts as the keys layout, whose room costs a
+// damaged file nothing). Every other bucket is packed full, as
+// bolt.Compact packs them: records arrive in id order
+// (appendFillPercent), a journal grows at its end, and the rest is small.
+func (c *copier) fill(path [][]byte) float64 {
+	if len(path) != 3 || !bytes.Equal(path[1], bucketIndexEntries) {
+		return appendFillPercent
 	}
-	return 1.0
+	var def indexDef
+	if coll := c.src.Bucket(path[0]); coll != nil {
+		if defs := coll.Bucket(bucketIndexDefs); defs != nil {
+			_ = msgpack.Unmarshal(defs.Get(path[2]), &def)
+		}
+	}
+	return entriesFill(def.Layout)
 }
 
 // inUse returns the bytes of the pages of the database file at path that

@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/errs"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/storhdb/storh-go/storh/internal/connstr"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -47,27 +45,6 @@ import (
 // the copy is verified.
 var keyMigrating = []byte("migrating")
 
-var (
-	// ErrMismatch: a copy that differs from its source when verified (the
-	// source changed while it was copied, or the destination was written
-	// to), or a source that is itself an unfinished copy's destination.
-	ErrMismatch = errors.New("storh: copy differs from its source")
-)
-
-// MismatchError is the first difference the verification of a copy found.
-// It wraps ErrMismatch.
-type MismatchError struct {
-	Path       [][]byte // the entry that differs: its keys from the top level down
-	Collection string   // the collection it belongs to; empty for the database's own buckets
-	Detail     string
-}
-
-func (e *MismatchError) Error() string {
-	return "storh: copy differs from its source at " + pathString(e.Path) + ": " + e.Detail
-}
-
-func (e *MismatchError) Unwrap() error { return ErrMismatch }
-
 // CopyOptions configure CopyTo. The zero value gives the defaults.
 type CopyOptions struct {
 	// BatchKeys and BatchBytes bound one transaction of the destination:
@@ -79,52 +56,13 @@ type CopyOptions struct {
 	// first batch, after every batch (between transactions), and every
 	// few thousand entries of the verification (whose transactions are
 	// open then: it must not call the two databases).
-	Progress func(CopyProgress)
+	Progress func(api.CopyProgress)
 }
 
 const (
-	DefaultCopyBatchKeys  = 1000
-	DefaultCopyBatchBytes = 4 << 20
+	defaultCopyBatchKeys  = 1000
+	defaultCopyBatchBytes = 4 << 20
 )
-
-// CopyPhase says what a copy is doing.
-type CopyPhase string
-
-const (
-	PhaseCopy   CopyPhase = "copy"
-	PhaseVerify CopyPhase = "verify"
-)
-
-// CopyProgress counts a copy's work. In PhaseCopy the counts are of what
-// this run wrote; in PhaseVerify, of what the verification compared.
-type CopyProgress struct {
-	Phase   CopyPhase
-	Batches int
-	Buckets int64 // nested buckets
-	Keys    int64 // keys holding values
-	Bytes   int64 // bytes of keys and values, bucket names included
-	Records int64 // the records among Keys
-	// TotalRecords is the source's records, from its collections'
-	// counters; ResumedRecords those of them an earlier run copied, as far
-	// as whole collections tell (the collection it stopped in counts as
-	// not copied).
-	TotalRecords   int64
-	ResumedRecords int64
-}
-
-// CopyReport is what CopyTo did and found.
-type CopyReport struct {
-	Source, Destination string // the databases' paths (a URL without its password)
-	// ResumedAt is the last entry an earlier run had copied, empty when
-	// this run started the copy.
-	ResumedAt string
-	Copied    CopyProgress // what this run wrote
-	// The store as verified, the same on both sides.
-	Buckets, Keys, Bytes int64
-	Collections          int
-	Records              int64
-	Checksum             [sha256.Size]byte // of the ordered stream of entries
-}
 
 // CopyTo copies the whole database into dst, which must be empty (its own
 // format marker aside) or hold an unfinished copy from this database (the
@@ -132,7 +70,7 @@ type CopyReport struct {
 // returns: every entry of both stores is compared, and the collections'
 // statistics. A destination that is not empty fails with ErrNotEmpty and is
 // left unchanged; a difference found at the end fails with a
-// *MismatchError, and the destination keeps its mark of an unfinished copy.
+// *errs.MismatchError, and the destination keeps its mark of an unfinished copy.
 //
 // The source must not be written while it is copied: the copy reads it in
 // one short transaction per batch, so a write between them would be copied
@@ -141,17 +79,17 @@ type CopyReport struct {
 // CopyTo checks ctx between batches and every few thousand entries of the
 // verification. An interrupted copy keeps what it copied; calling CopyTo
 // again resumes it.
-func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport, error) {
-	rep := CopyReport{Source: db.path, Destination: dst.path}
+func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (api.CopyReport, error) {
+	rep := api.CopyReport{Source: db.path, Destination: dst.path}
 	if opts.BatchKeys <= 0 {
-		opts.BatchKeys = DefaultCopyBatchKeys
+		opts.BatchKeys = defaultCopyBatchKeys
 	}
 	if opts.BatchBytes <= 0 {
-		opts.BatchBytes = DefaultCopyBatchBytes
+		opts.BatchBytes = defaultCopyBatchBytes
 	}
 	progress := opts.Progress
 	if progress == nil {
-		progress = func(CopyProgress) {}
+		progress = func(api.CopyProgress) {}
 	}
 	if dst == db {
 		return rep, errors.New("storh: the source and the destination are the same database")
@@ -180,7 +118,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 		return rep, err
 	}
 	done := &rep.Copied
-	done.Phase = PhaseCopy
+	done.Phase = api.PhaseCopy
 	for _, s := range stats {
 		done.TotalRecords += int64(s.Records)
 		if copiedBefore(s.Name, pos) {
@@ -188,7 +126,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 		}
 	}
 	if pos != nil {
-		rep.ResumedAt = pathString(pos)
+		rep.ResumedAt = errs.KeyPath(pos)
 	}
 	progress(*done)
 
@@ -206,7 +144,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, opts CopyOptions) (CopyReport
 			})
 		})
 		if err != nil {
-			return rep, fmt.Errorf("copying after %s: %w", pathString(pos), dst.commitErr(err))
+			return rep, fmt.Errorf("copying after %s: %w", errs.KeyPath(pos), dst.commitErr(err))
 		}
 		if b.n.Buckets+b.n.Keys == 0 {
 			break
@@ -257,7 +195,7 @@ func (db *DB) copySource() ([]CollStats, error) {
 			if err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: the source is itself an unfinished copy of %s, and may lack part of it: finish that copy first", ErrMismatch, from)
+			return fmt.Errorf("%w: the source is itself an unfinished copy of %s, and may lack part of it: finish that copy first", errs.ErrMismatch, from)
 		}
 		var err error
 		stats, err = tx.Collections()
@@ -302,16 +240,16 @@ func notEmpty(tx kv.Tx, meta kv.Bucket) string {
 	c := tx.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		if !bytes.Equal(k, dbMetaBucket) {
-			if ValidateName(string(k)) == nil {
+			if validateName(string(k)) == nil {
 				return "collection " + quote(string(k))
 			}
-			return "bucket " + pathString([][]byte{k})
+			return "bucket " + errs.KeyPath([][]byte{k})
 		}
 	}
 	mc := meta.Cursor()
 	for k, _ := mc.First(); k != nil; k, _ = mc.Next() {
 		if !bytes.Equal(k, keyFormat) {
-			return "metadata " + pathString([][]byte{k})
+			return "metadata " + errs.KeyPath([][]byte{k})
 		}
 	}
 	return ""
@@ -340,9 +278,9 @@ type batch struct {
 	from        [][]byte
 	keys, bytes int
 
-	n    CopyProgress // what it copied
-	last [][]byte     // the last entry it copied, owned (not the source's memory)
-	end  bool         // the source has no entry after last
+	n    api.CopyProgress // what it copied
+	last [][]byte         // the last entry it copied, owned (not the source's memory)
+	end  bool             // the source has no entry after last
 }
 
 func (b *batch) copy(src, dst kv.Tx, source string) error {
@@ -361,7 +299,7 @@ func (b *batch) copy(src, dst kv.Tx, source string) error {
 		k := w.path[len(w.path)-1]
 		if w.v == nil {
 			if _, err := out.bucket(dst, w.path); err != nil {
-				return fmt.Errorf("bucket %s: %w", pathString(w.path), err)
+				return fmt.Errorf("bucket %s: %w", errs.KeyPath(w.path), err)
 			}
 			b.n.Buckets++
 		} else {
@@ -372,7 +310,7 @@ func (b *batch) copy(src, dst kv.Tx, source string) error {
 				err = parent.Put(k, w.v)
 			}
 			if err != nil {
-				return fmt.Errorf("key %s: %w", pathString(w.path), err)
+				return fmt.Errorf("key %s: %w", errs.KeyPath(w.path), err)
 			}
 			b.n.Keys++
 			if isRecord(w.path) {
@@ -554,11 +492,11 @@ func (w *walker) nextEntry() bool {
 
 // verifyCopy compares the two stores entry by entry, each in one read
 // transaction, and hashes the stream; the first difference is a
-// *MismatchError.
-func (db *DB) verifyCopy(ctx context.Context, dst *DB, rep *CopyReport, progress func(CopyProgress)) error {
+// *errs.MismatchError.
+func (db *DB) verifyCopy(ctx context.Context, dst *DB, rep *api.CopyReport, progress func(api.CopyProgress)) error {
 	pace := newPace(ctx)
-	var n CopyProgress
-	n.Phase, n.TotalRecords = PhaseVerify, rep.Copied.TotalRecords
+	var n api.CopyProgress
+	n.Phase, n.TotalRecords = api.PhaseVerify, rep.Copied.TotalRecords
 	progress(n)
 	h := sha256.New()
 	var scratch []byte
@@ -607,7 +545,7 @@ func (db *DB) verifyCopy(ctx context.Context, dst *DB, rep *CopyReport, progress
 		return fmt.Errorf("interrupted while verifying (run it again to verify): %w", err)
 	}
 	if err != nil {
-		var me *MismatchError
+		var me *errs.MismatchError
 		if errors.As(err, &me) {
 			return err
 		}
@@ -623,7 +561,7 @@ const verifyProgressEvery = 1 << 14
 
 // compareStats compares the collections' statistics of the source (read
 // before the copy) with the destination's: kind, records and bytes.
-func compareStats(src []CollStats, dst *DB, rep *CopyReport) error {
+func compareStats(src []CollStats, dst *DB, rep *api.CopyReport) error {
 	var got []CollStats
 	if err := dst.ViewSafe(func(tx *Tx) error {
 		var err error
@@ -635,13 +573,13 @@ func compareStats(src []CollStats, dst *DB, rep *CopyReport) error {
 	for i := 0; i < max(len(src), len(got)); i++ {
 		switch {
 		case i >= len(got) || i < len(src) && src[i].Name < got[i].Name:
-			return &MismatchError{Path: [][]byte{[]byte(src[i].Name)}, Collection: src[i].Name, Detail: "collection missing from the destination"}
+			return &errs.MismatchError{Path: [][]byte{[]byte(src[i].Name)}, Collection: src[i].Name, Detail: "collection missing from the destination"}
 		case i >= len(src) || got[i].Name < src[i].Name:
-			return &MismatchError{Path: [][]byte{[]byte(got[i].Name)}, Collection: got[i].Name, Detail: "collection in the destination only"}
+			return &errs.MismatchError{Path: [][]byte{[]byte(got[i].Name)}, Collection: got[i].Name, Detail: "collection in the destination only"}
 		}
 		s, d := src[i], got[i]
 		if s.Kind != d.Kind || s.Records != d.Records || s.Bytes != d.Bytes {
-			return &MismatchError{Path: [][]byte{[]byte(s.Name)}, Collection: s.Name,
+			return &errs.MismatchError{Path: [][]byte{[]byte(s.Name)}, Collection: s.Name,
 				Detail: fmt.Sprintf("the source has a %s of %d records (%d bytes), the destination a %s of %d records (%d bytes)",
 					s.Kind, s.Records, s.Bytes, d.Kind, d.Records, d.Bytes)}
 		}
@@ -651,8 +589,8 @@ func compareStats(src []CollStats, dst *DB, rep *CopyReport) error {
 }
 
 func mismatch(path [][]byte, detail string) error {
-	e := &MismatchError{Path: clonePath(path), Detail: detail}
-	if len(path) > 0 && ValidateName(string(path[0])) == nil {
+	e := &errs.MismatchError{Path: clonePath(path), Detail: detail}
+	if len(path) > 0 && validateName(string(path[0])) == nil {
 		e.Collection = string(path[0])
 	}
 	return e
@@ -697,38 +635,6 @@ func clonePath(path [][]byte) [][]byte {
 		out[i] = bytes.Clone(k)
 	}
 	return out
-}
-
-// pathString prints a path of keys for messages: text keys as they are
-// (quoted when they hold spaces or slashes), others in hex, joined by "/".
-func pathString(path [][]byte) string {
-	if len(path) == 0 {
-		return "the start"
-	}
-	parts := make([]string, len(path))
-	for i, k := range path {
-		parts[i] = keyString(k)
-	}
-	return strings.Join(parts, "/")
-}
-
-func keyString(k []byte) string {
-	if !utf8.Valid(k) || len(k) == 0 {
-		return "0x" + hex.EncodeToString(k)
-	}
-	plain := true
-	for _, r := range string(k) {
-		if !unicode.IsPrint(r) {
-			return "0x" + hex.EncodeToString(k)
-		}
-		if r == ' ' || r == '/' || r == '"' {
-			plain = false
-		}
-	}
-	if plain {
-		return string(k)
-	}
-	return quote(string(k))
 }
 
 // The mark of a copy in progress: a version byte, the source's name, then

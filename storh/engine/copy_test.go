@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"pgregory.net/rapid"
 
@@ -166,9 +168,9 @@ func TestCopyEverything(t *testing.T) {
 			"z": tree{},
 		},
 	})
-	var batches []CopyProgress
-	rep, err := src.CopyTo(context.Background(), dst, CopyOptions{BatchKeys: 50, Progress: func(p CopyProgress) {
-		if p.Phase == PhaseCopy {
+	var batches []api.CopyProgress
+	rep, err := src.CopyTo(context.Background(), dst, CopyOptions{BatchKeys: 50, Progress: func(p api.CopyProgress) {
+		if p.Phase == api.PhaseCopy {
 			batches = append(batches, p)
 		}
 	}})
@@ -194,7 +196,7 @@ func TestCopyEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Exit()
-	vr, err := dst.Verify(context.Background(), []string{"pages", "events"}, func(p Problem) { t.Errorf("destination: %v", p) })
+	vr, err := dst.Verify(context.Background(), []string{"pages", "events"}, func(p api.Problem) { t.Errorf("destination: %v", p) })
 	if err != nil || vr.Records != 600 {
 		t.Errorf("Verify of the destination: %+v, %v", vr, err)
 	}
@@ -213,14 +215,14 @@ func TestCopyResumesAtEveryEntry(t *testing.T) {
 				"\x00a": tree{"e": tree{}, "f": tree{"g": tree{}}},
 				"\x01b": tree{"x": tree{"y": tree{"z": "v"}}, "y": ""},
 			})
-			var total CopyProgress
+			var total api.CopyProgress
 			for run := 1; ; run++ {
 				if run > 2000 {
 					t.Fatal("the copy does not end")
 				}
 				ctx, cancel := context.WithCancel(context.Background())
-				rep, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: keys, Progress: func(p CopyProgress) {
-					if p.Phase == PhaseCopy && p.Batches == 1 {
+				rep, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: keys, Progress: func(p api.CopyProgress) {
+					if p.Phase == api.PhaseCopy && p.Batches == 1 {
 						cancel()
 					}
 				}})
@@ -277,7 +279,7 @@ func TestCopyRefuses(t *testing.T) {
 	half := openCopyDB(t, dir, "half.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := src.CopyTo(ctx, half, CopyOptions{BatchKeys: 3, Progress: func(p CopyProgress) {
+	_, err := src.CopyTo(ctx, half, CopyOptions{BatchKeys: 3, Progress: func(p api.CopyProgress) {
 		if p.Batches == 2 {
 			cancel()
 		}
@@ -294,8 +296,8 @@ func TestCopyRefuses(t *testing.T) {
 	if got := dumpKV(t, half); got != before {
 		t.Error("a refused unfinished copy changed")
 	}
-	if _, err := half.CopyTo(context.Background(), openCopyDB(t, dir, "fourth.db"), CopyOptions{}); !errors.Is(err, ErrMismatch) {
-		t.Errorf("copy from an unfinished copy: %v; want ErrMismatch", err)
+	if _, err := half.CopyTo(context.Background(), openCopyDB(t, dir, "fourth.db"), CopyOptions{}); !errors.Is(err, errs.ErrMismatch) {
+		t.Errorf("copy from an unfinished copy: %v; want errs.ErrMismatch", err)
 	}
 	if _, err := src.CopyTo(context.Background(), half, CopyOptions{}); err != nil {
 		t.Errorf("resuming it: %v", err)
@@ -340,7 +342,7 @@ func TestCopyVerificationFindsChanges(t *testing.T) {
 			defer cancel()
 			// Batch 1 is the metadata bucket and its format key; batch 2
 			// copies \x01a and k1.
-			_, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: 2, Progress: func(p CopyProgress) {
+			_, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: 2, Progress: func(p api.CopyProgress) {
 				if p.Batches == 2 {
 					cancel()
 				}
@@ -352,8 +354,8 @@ func TestCopyVerificationFindsChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = src.CopyTo(context.Background(), dst, CopyOptions{BatchKeys: 2})
-			var me *MismatchError
-			if !errors.As(err, &me) || !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), tc.detail) {
+			var me *errs.MismatchError
+			if !errors.As(err, &me) || !errors.Is(err, errs.ErrMismatch) || !strings.Contains(err.Error(), tc.detail) {
 				t.Fatalf("resumed copy: %v; want a MismatchError at %s", err, tc.detail)
 			}
 			if _, err := src.CopyTo(context.Background(), dst, CopyOptions{}); !errors.As(err, &me) {
@@ -421,7 +423,7 @@ func TestCopyRandomStores(t *testing.T) {
 		finished := false
 		for _, stop := range stops {
 			ctx, cancel := context.WithCancel(context.Background())
-			_, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: keys, Progress: func(p CopyProgress) {
+			_, err := src.CopyTo(ctx, dst, CopyOptions{BatchKeys: keys, Progress: func(p api.CopyProgress) {
 				if p.Batches == stop {
 					cancel()
 				}

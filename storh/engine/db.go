@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
@@ -26,7 +27,7 @@ import (
 // Options configure Open. The zero value gives the defaults.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
-	// Zero means DefaultLockTimeout; a negative value tries once.
+	// Zero means defaultLockTimeout; a negative value tries once.
 	LockTimeout time.Duration
 	// ReadOnly opens the file with a shared lock; every write fails with
 	// ErrReadOnly.
@@ -56,17 +57,18 @@ type Options struct {
 const defaultAllocSize = 16 << 20
 
 const (
-	DefaultLockTimeout     = time.Second
-	DefaultInitialMmapSize = 1 << 30
-	DefaultMaxBatch        = 1024
+	defaultLockTimeout     = time.Second
+	defaultInitialMmapSize = 1 << 30
+	defaultMaxBatch        = 1024
 )
 
 // DB is an open database: a bbolt file, or another backend's store.
 type DB struct {
 	store kv.Store
-	// bolt is the file under store, for what only a file has (page
-	// checks, backup, compaction, file statistics); nil on another
-	// backend.
+	// bolt is the bbolt database under store (boltFile), for what only a
+	// file has (page checks, backup, compaction, file statistics); nil on
+	// another backend. setStore asserts it once, so a direct read tests a
+	// pointer rather than the store's type.
 	bolt *bolt.DB
 	path string
 	opts Options
@@ -154,13 +156,13 @@ type DB struct {
 // Open opens or creates the database file at path.
 func Open(path string, opts Options) (db *DB, err error) {
 	if opts.LockTimeout == 0 {
-		opts.LockTimeout = DefaultLockTimeout
+		opts.LockTimeout = defaultLockTimeout
 	}
 	if opts.InitialMmapSize == 0 {
-		opts.InitialMmapSize = DefaultInitialMmapSize
+		opts.InitialMmapSize = defaultInitialMmapSize
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.MaxBatch = defaultMaxBatch
 	}
 	if opts.FileMode == 0 {
 		opts.FileMode = 0o600
@@ -236,9 +238,9 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{bolt: bdb, file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
+	db = &DB{file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
 		locks: reachLocks(bdb), stuck: make(chan struct{})}
-	db.store = boltStore{db: bdb, file: db}
+	db.setStore(boltStore{db: bdb, file: db})
 	db.panicsSeen.Store(containedPanics.Load())
 	// Before the first search: a damaged branch that points back up its
 	// tree would make one recurse until the stack overflows, which no
@@ -272,9 +274,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 // when it closes, or at once if OpenStore fails.
 func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.MaxBatch = defaultMaxBatch
 	}
-	db := &DB{store: store, path: name, opts: opts}
+	db := &DB{path: name, opts: opts}
+	db.setStore(store)
 	// The counter slot of this DB's queue workers (see flushOwnSlot).
 	db.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
 	if err := db.start(); err != nil {
@@ -282,6 +285,15 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 		return nil, startError(name, err)
 	}
 	return db, nil
+}
+
+// setStore makes store the DB's, and finds the bbolt file under it if it
+// is the bbolt store.
+func (db *DB) setStore(store kv.Store) {
+	db.store = store
+	if f, ok := store.(boltFile); ok {
+		db.bolt = f.boltDB()
+	}
 }
 
 // startError is the error of an Open whose start failed.

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"io"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 )

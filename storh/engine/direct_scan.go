@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"

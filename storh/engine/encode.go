@@ -2,10 +2,12 @@ package engine
 
 import (
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"reflect"
 	"sync"
 	"unsafe"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/codec"
 )
@@ -35,7 +37,7 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // once the data is known to be valid (Tx.Put seals every value it writes).
 func AppendValue(dst []byte, data any) ([]byte, error) {
 	s, fresh, start, b := beginValue(dst)
-	out, err := codec.AppendRecord(b, data, MaxRecordSize)
+	out, err := codec.AppendRecord(b, data, api.MaxRecordSize)
 	return s.endValue(dst, out, fresh, start, err)
 }
 
@@ -95,7 +97,7 @@ func (tc TypedCodec[T]) AppendValue(dst []byte, v *T) ([]byte, error) {
 		return dst, fmt.Errorf("%w: data is a nil %s", errs.ErrInvalidData, reflect.PointerTo(tc.c.Type()))
 	}
 	s, fresh, start, b := beginValue(dst)
-	out, err := tc.c.AppendRecord(b, unsafe.Pointer(v), MaxRecordSize)
+	out, err := tc.c.AppendRecord(b, unsafe.Pointer(v), api.MaxRecordSize)
 	return s.endValue(dst, out, fresh, start, err)
 }
 

@@ -3,15 +3,19 @@ package engine_test
 import (
 	"bytes"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -30,67 +34,11 @@ func libEncode(t interface{ Fatal(...any) }, v any) []byte {
 	return buf.Bytes()
 }
 
-func genValue(t *rapid.T, depth int) any {
-	kinds := 16
-	if depth >= 4 {
-		kinds = 14 // no more nesting
-	}
-	switch rapid.IntRange(0, kinds-1).Draw(t, "kind") {
-	case 0:
-		return nil
-	case 1:
-		return rapid.String().Draw(t, "s")
-	case 2:
-		return rapid.StringN(30, 300, 70000).Draw(t, "long")
-	case 3:
-		return rapid.Bool().Draw(t, "b")
-	case 4:
-		return rapid.Int().Draw(t, "int")
-	case 5:
-		return rapid.Int64().Draw(t, "i64")
-	case 6:
-		return rapid.Int8().Draw(t, "i8")
-	case 7:
-		return rapid.Uint64().Draw(t, "u64")
-	case 8:
-		return rapid.Uint16().Draw(t, "u16")
-	case 9:
-		return rapid.Float64().Draw(t, "f64")
-	case 10:
-		return rapid.Float32().Draw(t, "f32")
-	case 11:
-		return rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(t, "bin")
-	case 12:
-		sec := rapid.Int64Range(-1<<40, 1<<40).Draw(t, "sec")
-		return time.Unix(sec, rapid.Int64Range(0, 999_999_999).Draw(t, "nsec"))
-	case 13:
-		return int32(rapid.Int32().Draw(t, "i32"))
-	case 14:
-		n := rapid.IntRange(0, 20).Draw(t, "alen")
-		a := make([]any, n)
-		for i := range a {
-			a[i] = genValue(t, depth+1)
-		}
-		return a
-	default:
-		return genMap(t, depth+1)
-	}
-}
-
-func genMap(t *rapid.T, depth int) map[string]any {
-	n := rapid.IntRange(0, 20).Draw(t, "mlen")
-	m := make(map[string]any, n)
-	for range n {
-		m[rapid.String().Draw(t, "key")] = genValue(t, depth)
-	}
-	return m
-}
-
 // The codec's generic-map path must write exactly the library's bytes:
 // stored records are deterministic whichever path encoded them.
 func TestFastEncoderMatchesLibrary(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := genMap(t, 1)
+		m := testkit.GoMap(t, 1)
 		v, err := engine.AppendValue(nil, m)
 		if err != nil {
 			t.Fatal(err)
@@ -133,24 +81,24 @@ func TestFastEncoderEdges(t *testing.T) {
 	}
 	// Depth: MaxDepth nested maps holding a scalar are fine, one more is not.
 	deep := map[string]any{"x": 1}
-	for range engine.MaxDepth - 1 {
+	for range api.MaxDepth - 1 {
 		deep = map[string]any{"n": deep}
 	}
 	if _, err := engine.AppendValue(nil, deep); err != nil {
-		t.Errorf("MaxDepth levels: %v", err)
+		t.Errorf("api.MaxDepth levels: %v", err)
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"n": deep}); !errors.Is(err, errs.ErrInvalidData) {
-		t.Errorf("MaxDepth+1 levels: %v; want ErrInvalidData", err)
+		t.Errorf("api.MaxDepth+1 levels: %v; want ErrInvalidData", err)
 	}
 	list := []any{1}
-	for range engine.MaxDepth - 2 {
+	for range api.MaxDepth - 2 {
 		list = []any{list}
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"l": list}); err != nil {
-		t.Errorf("MaxDepth levels of lists: %v", err)
+		t.Errorf("api.MaxDepth levels of lists: %v", err)
 	}
 	if _, err := engine.AppendValue(nil, map[string]any{"l": []any{list}}); !errors.Is(err, errs.ErrInvalidData) {
-		t.Errorf("MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
+		t.Errorf("api.MaxDepth+1 levels of lists: %v; want ErrInvalidData", err)
 	}
 }
 

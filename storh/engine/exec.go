@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"container/heap"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"slices"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
@@ -40,7 +41,7 @@ type RunStats struct {
 //     not keep.
 type Run struct {
 	spec  *plan.Spec
-	match Matcher // nil without a condition
+	match matcher // nil without a condition
 	left  int     // records still to return
 	Stats RunStats
 	Done  bool
@@ -348,7 +349,7 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 	w.reposition()
 	start := len(dst)
 	taken, size := 0, 0
-	for examined := 0; taken < max && examined < ChunkExamined && size < ChunkBytes; examined++ {
+	for examined := 0; taken < max && examined < ChunkExamined && size < chunkBytes; examined++ {
 		k := w.next(cur)
 		if k == nil {
 			r.Done = true

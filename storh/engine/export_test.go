@@ -10,7 +10,18 @@ import (
 )
 
 // Internals the external tests of this package use.
-var SealValue = sealValue
+var (
+	SealValue    = sealValue
+	ValidateName = validateName
+)
+
+type Matcher = matcher
+
+const (
+	DefaultLockTimeout     = defaultLockTimeout
+	DefaultInitialMmapSize = defaultInitialMmapSize
+	DefaultMaxBatch        = defaultMaxBatch
+)
 
 func ScanColl(c *Coll, cur *Cursor, match Matcher, max, budget int, dst []Item) []Item {
 	var examined int

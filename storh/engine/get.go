@@ -2,8 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"runtime/debug"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 

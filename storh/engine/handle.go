@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/kv"
@@ -45,7 +46,7 @@ func isNoColl(err error) bool {
 // first write will create it). With mustExist a missing collection is
 // ErrNotFound instead. No transaction writes. The caller must hold Enter.
 func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error) {
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return Handle{}, err
 	}
 	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load(), key: []byte(name), roots: new(rootSlot)}

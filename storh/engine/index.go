@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -63,13 +65,13 @@ const (
 	entryElement = 0x01
 )
 
-// MaxIndexValue bounds the value key of one index entry: an indexed value
+// maxIndexValue bounds the value key of one index entry: an indexed value
 // whose order key is longer fails its write with ErrInvalidData (bbolt keys
 // are limited, and a key that size would make every page hold a few).
-const MaxIndexValue = 4096
+const maxIndexValue = 4096
 
-// MaxIndexes bounds the indexes of one collection.
-const MaxIndexes = 64
+// maxIndexes bounds the indexes of one collection.
+const maxIndexes = 64
 
 // IndexSpec declares an index: its name, its field paths (each a list of
 // map keys from the record's top level) and whether values must be unique.
@@ -171,8 +173,8 @@ func ValidateIndexSpec(s *IndexSpec) error {
 	}
 	names := make([]string, len(s.Paths))
 	for i, p := range s.Paths {
-		if len(p) == 0 || len(p) > MaxDepth {
-			return fmt.Errorf("%w: index path %d has %d segments; want 1 to %d", errs.ErrInvalidIndex, i+1, len(p), MaxDepth)
+		if len(p) == 0 || len(p) > api.MaxDepth {
+			return fmt.Errorf("%w: index path %d has %d segments; want 1 to %d", errs.ErrInvalidIndex, i+1, len(p), api.MaxDepth)
 		}
 		for _, seg := range p {
 			if seg == "" {
@@ -189,7 +191,7 @@ func ValidateIndexSpec(s *IndexSpec) error {
 	if s.Name == "" {
 		s.Name = strings.Join(names, ",")
 	}
-	if err := ValidateName(s.Name); err != nil {
+	if err := validateName(s.Name); err != nil {
 		return fmt.Errorf("%w: index name: %v", errs.ErrInvalidIndex, strings.TrimPrefix(err.Error(), "storh: "))
 	}
 	return nil
@@ -246,16 +248,23 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 // need room to take more keys.
 const indexFillPercent = 0.7
 
-// setFill sets the fill of ix's buckets for a write transaction: room for
-// keys that arrive anywhere, or, for a blocked index, pages packed full
-// (a block is about a page, rewritten whole; the journal grows at its end).
+// setFill sets the fill of ix's buckets for a write transaction.
 func (ix *collIndex) setFill() {
+	ix.entries.SetFillPercent(entriesFill(ix.def.Layout))
 	if ix.def.Layout == layoutBlocks {
-		ix.entries.SetFillPercent(appendFillPercent)
-		ix.journal.SetFillPercent(appendFillPercent)
-		return
+		ix.journal.SetFillPercent(appendFillPercent) // it grows at its end
 	}
-	ix.entries.SetFillPercent(indexFillPercent)
+}
+
+// entriesFill is the fill of an index's entries bucket in a layout: room
+// for keys that arrive anywhere, or, for blocks, pages packed full (a
+// block is about a page, rewritten whole, never grown in place). Compact
+// fills its copies the same way.
+func entriesFill(layout uint8) float64 {
+	if layout == layoutBlocks {
+		return appendFillPercent
+	}
+	return indexFillPercent
 }
 
 // index returns the index named name, or nil.
@@ -333,9 +342,9 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 			null = true
 		}
 	}
-	if n := len(buf) - start - 1; n > MaxIndexValue {
+	if n := len(buf) - start - 1; n > maxIndexValue {
 		return buf[:start], keys, false, fmt.Errorf("%w: the value of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-			errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, MaxIndexValue)
+			errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, maxIndexValue)
 	}
 	buf = append(buf, id[:]...)
 	keys = append(keys, buf[start:len(buf):len(buf)])
@@ -350,9 +359,9 @@ func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uui
 		if buf, elemErr = order.AppendRaw(buf, elem); elemErr != nil {
 			return false
 		}
-		if len(buf)-s-1 > MaxIndexValue {
+		if len(buf)-s-1 > maxIndexValue {
 			elemErr = fmt.Errorf("%w: an element of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-				errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, MaxIndexValue)
+				errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, maxIndexValue)
 			return false
 		}
 		buf = append(buf, id[:]...)
@@ -609,12 +618,12 @@ func putDef(defs kv.Bucket, name string, d *indexDef) error {
 
 // createIndex adds the definition and the empty entries bucket of s. On an
 // empty collection the index is ready at once; otherwise it is building
-// and BuildIndexes must fill it.
+// and buildIndexes must fill it.
 func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	if all, err := c.indexes(); err != nil {
 		return nil, err
-	} else if len(all) >= MaxIndexes {
-		return nil, fmt.Errorf("%w: collection %q has %d indexes, the most it may have", errs.ErrInvalidIndex, c.Name, MaxIndexes)
+	} else if len(all) >= maxIndexes {
+		return nil, fmt.Errorf("%w: collection %q has %d indexes, the most it may have", errs.ErrInvalidIndex, c.Name, maxIndexes)
 	}
 	defs, err := c.root.CreateBucketIfNotExists(bucketIndexDefs)
 	if err != nil {
@@ -800,13 +809,13 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 // the commit.
 const buildBatch = 5000
 
-// BuildIndexes fills the indexes of h's collection that are still
+// buildIndexes fills the indexes of h's collection that are still
 // building, one bounded transaction at a time: every commit leaves records
 // and entries consistent (writes in between maintain the entries of the
 // part already built), and a crash resumes where the last commit stopped.
 // A unique index that meets a duplicate is removed again and the error is
 // ErrUniqueViolation. The caller must hold Enter.
-func (db *DB) BuildIndexes(h Handle) error {
+func (db *DB) buildIndexes(h Handle) error {
 	for {
 		var building string
 		done := true
@@ -910,7 +919,7 @@ func (db *DB) EnsureIndexes(h Handle) error {
 	}); err != nil {
 		return err
 	}
-	return db.BuildIndexes(h)
+	return db.buildIndexes(h)
 }
 
 // EnsureIndexes is DB.EnsureIndexes inside the caller's transaction: the

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // The pinned format-2 file (storh/testdata/format2) holds blocks of
@@ -89,7 +92,7 @@ func indexProblems(t *testing.T, db *DB) []string {
 		if err != nil {
 			return err
 		}
-		checkIndexes(c, func(p Problem) { found = append(found, p.String()) })
+		checkIndexes(c, func(p api.Problem) { found = append(found, p.String()) })
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -153,7 +156,7 @@ func TestChainingResumes(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	withBolt(t, path, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		if m := binary.BigEndian.Uint64(btx.Bucket(dbMetaBucket).Get(keyFormat)); m != formatChained {
 			t.Errorf("format marker %d once chaining began, want %d", m, formatChained)
 		}
@@ -257,18 +260,6 @@ func slicesEqual(a, b [][]byte) bool {
 		}
 	}
 	return true
-}
-
-func withBolt(t *testing.T, path string, fn func(*bolt.Tx)) {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	if err := bdb.View(func(btx *bolt.Tx) error { fn(btx); return nil }); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func editBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {

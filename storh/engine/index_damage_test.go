@@ -12,6 +12,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -57,7 +58,7 @@ func damageFixture(t *testing.T) (string, []uint64) {
 		t.Fatal(err)
 	}
 	var root uint64
-	withTx(t, path, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		root = uint64(btx.Bucket([]byte("d")).Bucket([]byte("i")).Bucket([]byte("n")).RootPage())
 	})
 	leaves := leafPages(t, path, root)

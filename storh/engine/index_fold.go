@@ -4,11 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"slices"
 	"sync"
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	"github.com/storhdb/storh-go/storh/internal/tune"
 )
 

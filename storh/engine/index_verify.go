@@ -8,32 +8,28 @@ import (
 	"slices"
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
-
-// ProblemIndex is a finding about a secondary index: an entry missing for a
-// record, an entry without its record (or for a value the record no longer
-// holds), two records sharing a value of a unique index, an entry counter
-// that disagrees, or a definition that cannot be read.
-const ProblemIndex ProblemKind = "index"
 
 // checkIndexes checks every index of collection c both ways: each record
 // (that the index covers: all of them once built) has every entry its
 // values call for, and each entry belongs to a record that calls for it; a
 // unique index holds each non-null value once; the entry counter is right.
 // It returns the indexes that need rebuilding.
-func checkIndexes(c *Coll, emit func(Problem)) []*collIndex {
+func checkIndexes(c *Coll, emit func(api.Problem)) []*collIndex {
 	bad, _ := checkIndexesPaced(c, emit, nil) // a nil pace never stops
 	return bad
 }
 
 // checkIndexesPaced is checkIndexes that stops with pace's error, part way
 // through an index and without its counter check, when the context is done.
-func checkIndexesPaced(c *Coll, emit func(Problem), pace *pace) ([]*collIndex, error) {
+func checkIndexesPaced(c *Coll, emit func(api.Problem), pace *pace) ([]*collIndex, error) {
 	all, err := c.indexes()
 	if err != nil {
-		emit(Problem{Kind: ProblemIndex, Collection: c.Name, Detail: trim(err)})
+		emit(api.Problem{Kind: api.ProblemIndex, Collection: c.Name, Detail: trim(err)})
 		return nil, nil
 	}
 	var bad []*collIndex
@@ -53,12 +49,12 @@ func checkIndexesPaced(c *Coll, emit func(Problem), pace *pace) ([]*collIndex, e
 // index needs rebuilding anyway.
 const maxIndexProblems = 100
 
-func checkIndex(c *Coll, ix *collIndex, emit func(Problem), pace *pace) (bool, error) {
+func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (bool, error) {
 	problems := 0
 	report := func(id uuidv7.UUID, key []byte, format string, args ...any) {
 		problems++
 		if problems <= maxIndexProblems {
-			p := Problem{Kind: ProblemIndex, Collection: c.Name, ID: id, Detail: fmt.Sprintf("index %q: ", ix.name) + fmt.Sprintf(format, args...)}
+			p := api.Problem{Kind: api.ProblemIndex, Collection: c.Name, ID: id, Detail: fmt.Sprintf("index %q: ", ix.name) + fmt.Sprintf(format, args...)}
 			if id.IsZero() && key != nil {
 				p.Key = bytes.Clone(key)
 			}

@@ -2,7 +2,11 @@
 
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+)
 
 // Invariants reports whether the expensive internal checks are compiled in
 // (build tag storh_invariants).
@@ -35,8 +39,8 @@ func checkInvariants(t *Tx) error {
 		}
 		// Indexes agree with the records both ways (run after flush, so the
 		// entry counters are written).
-		var first *Problem
-		checkIndexes(c, func(p Problem) {
+		var first *api.Problem
+		checkIndexes(c, func(p api.Problem) {
 			if first == nil {
 				first = &p
 			}
@@ -51,7 +55,7 @@ func checkInvariants(t *Tx) error {
 		// commit as it reads), and its counter changes are in a slot by now:
 		// Verify checks it from a snapshot instead.
 		if c.Kind == KindQueue && !c.shared {
-			if _, err := checkQueue(c, func(p Problem) {
+			if _, err := checkQueue(c, func(p api.Problem) {
 				if first == nil {
 					first = &p
 				}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -46,9 +48,6 @@ const (
 	formatVersion = formatChained
 )
 
-// MaxNameLength bounds collection names (bytes of UTF-8).
-const MaxNameLength = 200
-
 // appendFillPercent packs pages full: records arrive in ascending id order,
 // so pages split at the end and a half-empty page would never fill again.
 // bbolt resets FillPercent on every transaction, so it is set per handle.
@@ -76,13 +75,13 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// ValidateName checks a collection name.
-func ValidateName(name string) error {
+// validateName checks a collection name.
+func validateName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: the name is empty", errs.ErrInvalidName)
-	case len(name) > MaxNameLength:
-		return fmt.Errorf("%w: %q... is %d bytes; the limit is %d", errs.ErrInvalidName, name[:32], len(name), MaxNameLength)
+	case len(name) > api.MaxNameLength:
+		return fmt.Errorf("%w: %q... is %d bytes; the limit is %d", errs.ErrInvalidName, name[:32], len(name), api.MaxNameLength)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%w: %q is not valid UTF-8", errs.ErrInvalidName, name)
 	}

@@ -2,8 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 )
 
 // lockHolder is what keeps an Open out of a database file, as far as it can

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -45,7 +47,7 @@ func TestPageCheckDrainsOnCancel(t *testing.T) {
 	}()
 	ctx := &doneAfterN{Context: context.Background(), n: 1}
 	emitted := 0
-	err := pageCheck(ch, func(Problem) { emitted++ }, newPace(ctx))
+	err := pageCheck(ch, func(api.Problem) { emitted++ }, newPace(ctx))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("pageCheck = %v; want context.Canceled", err)
 	}
@@ -65,7 +67,7 @@ func TestPageCheckDrainsOnCancel(t *testing.T) {
 		}
 		close(ch)
 		emitted = 0
-		if err := pageCheck(ch, func(Problem) { emitted++ }, p); err != nil || emitted != 3 {
+		if err := pageCheck(ch, func(api.Problem) { emitted++ }, p); err != nil || emitted != 3 {
 			t.Errorf("pageCheck with a live context = %v, %d findings; want nil, 3", err, emitted)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -300,14 +302,14 @@ func (pc *pageChecker) bucket(top string, value []byte, depth int, what string) 
 // finding as a problem of the top-level bucket it lies under. It returns
 // the top-level buckets whose pages are damaged ("" when the root tree
 // itself is): nothing may walk them.
-func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(Problem)) (map[string]bool, error) {
+func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(api.Problem)) (map[string]bool, error) {
 	var bad map[string]bool
 	err := checkPages(f, btx, only, pace, func(top, detail string) {
 		if bad == nil {
 			bad = map[string]bool{}
 		}
-		p := Problem{Kind: ProblemFile, Detail: "damaged pages: " + detail}
-		if top != "" && ValidateName(top) == nil {
+		p := api.Problem{Kind: api.ProblemFile, Detail: "damaged pages: " + detail}
+		if top != "" && validateName(top) == nil {
 			p.Collection = top
 		} else if top != "" {
 			p.Key = []byte(top)

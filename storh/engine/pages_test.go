@@ -13,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // pagesFixture writes a database with what the page check must walk: a
@@ -51,7 +52,7 @@ func pagesFixture(t *testing.T) (string, uint64) {
 		t.Fatal(err)
 	}
 	var root uint64
-	withTx(t, path, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		root = uint64(btx.Bucket([]byte("a")).Bucket([]byte("r")).RootPage())
 	})
 	editPage(t, path, root, func(p []byte) {
@@ -60,18 +61,6 @@ func pagesFixture(t *testing.T) (string, uint64) {
 		}
 	})
 	return path, root
-}
-
-func withTx(t *testing.T, path string, fn func(*bolt.Tx)) {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	if err := bdb.View(func(btx *bolt.Tx) error { fn(btx); return nil }); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // editPage rewrites page id of the file through edit.
@@ -108,7 +97,7 @@ func copyDB(t *testing.T, src string) string {
 
 func TestCheckPagesHealthy(t *testing.T) {
 	path, _ := pagesFixture(t)
-	withTx(t, path, func(btx *bolt.Tx) {
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		found, err := engine.CheckPages(path, btx)
 		if err != nil || len(found) > 0 {
 			t.Fatalf("a healthy file: %v, %q", err, found)
@@ -130,7 +119,7 @@ func TestCheckPagesFindsDamage(t *testing.T) {
 	ne := binary.NativeEndian
 	var firstLeaf, collRoot uint64
 	editPage(t, fixture, root, func(p []byte) { firstLeaf = ne.Uint64(p[16+8:]) })
-	withTx(t, fixture, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
+	testkit.ViewBolt(t, fixture, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
 	for _, tc := range []struct {
 		name  string
 		page  func() uint64
@@ -157,7 +146,7 @@ func TestCheckPagesFindsDamage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := copyDB(t, fixture)
 			editPage(t, path, tc.page(), tc.edit)
-			withTx(t, path, func(btx *bolt.Tx) {
+			testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 				found, err := engine.CheckPages(path, btx)
 				if err != nil {
 					t.Fatal(err)
@@ -227,7 +216,7 @@ func TestOpenRefusesBucketPastPage(t *testing.T) {
 	fixture, _ := pagesFixture(t)
 	path := copyDB(t, fixture)
 	var collRoot uint64
-	withTx(t, path, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
+	testkit.ViewBolt(t, path, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
 	editPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -3,9 +3,10 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/fnv"
 	"os"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 )
 
 // bbolt's meta page, as bbolt lays it out (version 2 of its format, stable

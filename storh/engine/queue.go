@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
-	"github.com/storhdb/storh-go/storh/query"
 	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/query"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -57,37 +59,13 @@ var (
 	keyJobSeq     = []byte("qseq")
 	jobSlotPrefix = []byte("qs:")
 	// counters, one per state
-	keyJobCount = [...][]byte{JobPending: []byte("qn:p"), JobClaimed: []byte("qn:c"), JobDone: []byte("qn:d"), JobDead: []byte("qn:x")}
+	keyJobCount = [...][]byte{api.JobPending: []byte("qn:p"), api.JobClaimed: []byte("qn:c"), api.JobDone: []byte("qn:d"), api.JobDead: []byte("qn:x")}
 )
-
-// JobState is where a job is in its life.
-type JobState uint8
-
-const (
-	JobPending JobState = 1 // waiting to be claimed
-	JobClaimed JobState = 2 // leased to a worker until LeaseUntil
-	JobDone    JobState = 3 // completed; kept until purged
-	JobDead    JobState = 4 // failed its last allowed attempt
-)
-
-func (s JobState) String() string {
-	switch s {
-	case JobPending:
-		return "pending"
-	case JobClaimed:
-		return "claimed"
-	case JobDone:
-		return "done"
-	case JobDead:
-		return "dead"
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
 
 // Job is one job's state, and its payload when an operation returns it.
 type Job struct {
 	ID         uuidv7.UUID
-	State      JobState
+	State      api.JobState
 	Attempts   int    // claims not given back with Release
 	Seq        uint64 // place in the enqueue order
 	LeaseUntil int64  // ms; while claimed
@@ -170,14 +148,14 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 	}
 	j := Job{
 		ID:         id,
-		State:      JobState(b[1]),
+		State:      api.JobState(b[1]),
 		Attempts:   int(binary.BigEndian.Uint32(b[2:])),
 		Seq:        binary.BigEndian.Uint64(b[6:]),
 		LeaseUntil: int64(binary.BigEndian.Uint64(b[14:])),
 		Changed:    int64(binary.BigEndian.Uint64(b[22:])),
 		Reason:     string(body[jobFixed:]),
 	}
-	if j.State < JobPending || j.State > JobDead {
+	if j.State < api.JobPending || j.State > api.JobDead {
 		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", errs.ErrCorrupt, id, j.State)
 	}
 	return j, nil
@@ -268,7 +246,7 @@ func (c *Coll) flushJobs() error {
 			delete(rows, k)
 		}
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		if d := c.jobDelta[s]; d != 0 {
 			if err := c.putMeta(keyJobCount[s], c.getMeta(keyJobCount[s])+d); err != nil {
 				return err
@@ -306,7 +284,7 @@ func (c *Coll) flushOwnSlot() error {
 	if old := rows[string(c.slotKey)]; len(old) == jobSlotSize {
 		copy(value, old)
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		v := value[(s-1)*8:]
 		binary.BigEndian.PutUint64(v, uint64(int64(binary.BigEndian.Uint64(v))+c.jobDelta[s]))
 		c.jobDelta[s] = 0
@@ -323,7 +301,7 @@ func addSlot(sum *[5]int64, v []byte) {
 	if len(v) != jobSlotSize {
 		return
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		sum[s] += int64(binary.BigEndian.Uint64(v[(s-1)*8:]))
 	}
 }
@@ -457,12 +435,12 @@ func (j *jobs) index(job Job) (kv.Bucket, []byte) { return j.indexIn(job, make([
 // indexIn is index with the key written into buf (24 bytes).
 func (j *jobs) indexIn(job Job, buf []byte) (kv.Bucket, []byte) {
 	switch job.State {
-	case JobPending:
+	case api.JobPending:
 		binary.BigEndian.PutUint64(buf, job.Seq)
 		return j.pending, buf[:8]
-	case JobClaimed:
+	case api.JobClaimed:
 		return j.claimed, putTimeKey(buf, job.LeaseUntil, job.ID)
-	case JobDone:
+	case api.JobDone:
 		return j.done, putTimeKey(buf, job.Changed, job.ID)
 	default:
 		return j.dead, putTimeKey(buf, job.Changed, job.ID)
@@ -488,14 +466,14 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	}
 	b, k := j.indexIn(job, c.scratch(24))
 	v := []byte(nil)
-	if job.State == JobPending {
+	if job.State == api.JobPending {
 		v = append(c.scratch(16)[:0], job.ID[:]...)
 	}
 	if err := b.Put(k, v); err != nil {
 		return mapStoreErr(err)
 	}
 	c.jobDelta[job.State]++
-	if job.State == JobPending {
+	if job.State == api.JobPending {
 		t.wake(c)
 	}
 	key := append(c.scratch(16)[:0], job.ID[:]...)
@@ -518,7 +496,7 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 	if err := t.Put(c, id, value, true); err != nil {
 		return err
 	}
-	return t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: c.nextSeq(), Changed: now})
+	return t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: c.nextSeq(), Changed: now})
 }
 
 // Claim leases up to n of the oldest pending jobs, in enqueue order, until
@@ -550,7 +528,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	out := make([]Job, 0, len(ids))
 	for i, id := range ids {
 		old := olds[i]
-		if old.State != JobPending {
+		if old.State != api.JobPending {
 			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", errs.ErrCorrupt, c.Name, id, old.State)
 		}
 		job := old
@@ -558,7 +536,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		if errors.Is(err, errs.ErrCorrupt) || errors.Is(err, errs.ErrNotFound) {
 			// A job no worker can read would stop the queue at its
 			// place forever: it goes to the dead letters, saying why.
-			job.State, job.Changed, job.Reason = JobDead, now, "payload unreadable: "+err.Error()
+			job.State, job.Changed, job.Reason = api.JobDead, now, "payload unreadable: "+err.Error()
 			if err := t.move(c, j, old, job); err != nil {
 				return nil, err
 			}
@@ -567,7 +545,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", id, err)
 		}
-		job.State, job.Attempts, job.LeaseUntil, job.Changed = JobClaimed, old.Attempts+1, now+lease, now
+		job.State, job.Attempts, job.LeaseUntil, job.Changed = api.JobClaimed, old.Attempts+1, now+lease, now
 		if err := t.move(c, j, old, job); err != nil {
 			return nil, err
 		}
@@ -647,7 +625,7 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 			if err != nil {
 				return n, err
 			}
-			if old.State != JobClaimed || old.LeaseUntil != int64(binary.BigEndian.Uint64(keys[i])) {
+			if old.State != api.JobClaimed || old.LeaseUntil != int64(binary.BigEndian.Uint64(keys[i])) {
 				return n, fmt.Errorf("%w: queue %q: job %s is in the claimed index under lease %d, but %s with lease %d",
 					errs.ErrCorrupt, c.Name, old.ID, int64(binary.BigEndian.Uint64(keys[i])), old.State, old.LeaseUntil)
 			}
@@ -668,9 +646,9 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, maxAttempts int) error {
 	job := old
 	job.Changed, job.LeaseUntil, job.Reason = now, 0, "lease expired"
-	job.State = JobPending
+	job.State = api.JobPending
 	if job.Attempts >= maxAttempts {
-		job.State = JobDead
+		job.State = api.JobDead
 	}
 	return t.move(c, j, old, job)
 }
@@ -702,7 +680,7 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 	if err != nil {
 		return nil, Job{}, err
 	}
-	if job.State != JobClaimed {
+	if job.State != api.JobClaimed {
 		return nil, Job{}, fmt.Errorf("%w: job %s is %s", errs.ErrNotClaimed, id, job.State)
 	}
 	return j, job, nil
@@ -716,7 +694,7 @@ func (t *Tx) Complete(c *Coll, id uuidv7.UUID, now int64) error {
 		return err
 	}
 	job := old
-	job.State, job.LeaseUntil, job.Changed = JobDone, 0, now
+	job.State, job.LeaseUntil, job.Changed = api.JobDone, 0, now
 	return t.move(c, j, old, job)
 }
 
@@ -728,11 +706,11 @@ func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts
 		return false, err
 	}
 	job := old
-	job.State, job.LeaseUntil, job.Changed, job.Reason = JobPending, 0, now, reason
+	job.State, job.LeaseUntil, job.Changed, job.Reason = api.JobPending, 0, now, reason
 	if job.Attempts >= maxAttempts {
-		job.State = JobDead
+		job.State = api.JobDead
 	}
-	return job.State == JobDead, t.move(c, j, old, job)
+	return job.State == api.JobDead, t.move(c, j, old, job)
 }
 
 // Extend moves a claimed job's lease end to now+lease and returns it.
@@ -756,7 +734,7 @@ func (t *Tx) Release(c *Coll, id uuidv7.UUID, now int64) error {
 		return err
 	}
 	job := old
-	job.State, job.LeaseUntil, job.Changed = JobPending, 0, now
+	job.State, job.LeaseUntil, job.Changed = api.JobPending, 0, now
 	job.Attempts = max(0, old.Attempts-1)
 	return t.move(c, j, old, job)
 }
@@ -775,11 +753,11 @@ func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
 	if err != nil {
 		return err
 	}
-	if old.State != JobDead {
+	if old.State != api.JobDead {
 		return fmt.Errorf("%w: job %s is %s, not dead", errs.ErrNotClaimed, id, old.State)
 	}
 	job := old
-	job.State, job.Attempts, job.Changed = JobPending, 0, now
+	job.State, job.Attempts, job.Changed = api.JobPending, 0, now
 	return t.move(c, j, old, job)
 }
 
@@ -807,15 +785,15 @@ func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
 // PurgeDone deletes up to max jobs completed before the time before (ms),
 // oldest first, payloads included; more reports that others remain.
 func (t *Tx) PurgeDone(c *Coll, before int64, max int) (n int, more bool, err error) {
-	return t.purge(c, JobDone, before, max)
+	return t.purge(c, api.JobDone, before, max)
 }
 
 // PurgeDead is PurgeDone for the dead jobs, by the time they died.
 func (t *Tx) PurgeDead(c *Coll, before int64, max int) (n int, more bool, err error) {
-	return t.purge(c, JobDead, before, max)
+	return t.purge(c, api.JobDead, before, max)
 }
 
-func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more bool, err error) {
+func (t *Tx) purge(c *Coll, state api.JobState, before int64, max int) (n int, more bool, err error) {
 	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return 0, false, err
@@ -853,7 +831,7 @@ func (t *Tx) purge(c *Coll, state JobState, before int64, max int) (n int, more 
 // JobCounts returns the number of jobs in each state (index by JobState).
 func (t *Tx) JobCounts(c *Coll) [5]int64 {
 	n, _ := slotSum(c.slotRows())
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		n[s] += c.getMeta(keyJobCount[s]) + c.jobDelta[s]
 	}
 	return n
@@ -876,8 +854,8 @@ func (t *Tx) NextLeaseEnd(c *Coll) (int64, bool) {
 // (pending: enqueue order; claimed: lease end; done and dead: time), from
 // the position after, up to max of them, without payloads. It returns the
 // index key to resume after.
-func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)) ([]byte, error) {
-	if state < JobPending || state > JobDead {
+func (t *Tx) JobsIn(c *Coll, state api.JobState, after []byte, max int, fn func(Job)) ([]byte, error) {
+	if state < api.JobPending || state > api.JobDead {
 		return nil, fmt.Errorf("%w: no job state %d", query.ErrInvalidQuery, state)
 	}
 	j, err := c.jobBuckets(false)
@@ -896,9 +874,9 @@ func (t *Tx) JobsIn(c *Coll, state JobState, after []byte, max int, fn func(Job)
 	for n := 0; k != nil && n < max; k, v = cur.Next() {
 		var id uuidv7.UUID
 		switch {
-		case state == JobPending && len(v) == 16:
+		case state == api.JobPending && len(v) == 16:
 			id = uuidv7.UUID(v)
-		case state != JobPending && len(k) == 24:
+		case state != api.JobPending && len(k) == 24:
 			id = uuidv7.UUID(k[8:])
 		default:
 			return nil, fmt.Errorf("%w: queue %q: %s index entry %x is malformed", errs.ErrCorrupt, c.Name, state, k)

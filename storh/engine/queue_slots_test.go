@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -48,7 +50,7 @@ func TestQueueCounterSlots(t *testing.T) {
 	}
 	problems := func() (found []string) {
 		t.Helper()
-		if _, err := db.Verify(context.Background(), nil, func(p Problem) { found = append(found, p.Detail) }); err != nil {
+		if _, err := db.Verify(context.Background(), nil, func(p api.Problem) { found = append(found, p.Detail) }); err != nil {
 			t.Fatal(err)
 		}
 		return found
@@ -142,7 +144,7 @@ func TestQueueCounterSlots(t *testing.T) {
 	if !strings.Contains(p, "the done counter says 5, the states 0") || !strings.Contains(p, "counter slot 71733a6464646464646464 is not 32 bytes") {
 		t.Fatalf("Verify of bad slots:\n%s", p)
 	}
-	if _, err := db.Repair(context.Background(), nil, func(Problem) {}); err != nil {
+	if _, err := db.Repair(context.Background(), nil, func(api.Problem) {}); err != nil {
 		t.Fatal(err)
 	}
 	if p := problems(); len(p) != 0 {

@@ -4,24 +4,22 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
-
-// ProblemQueue: a queue's job states, indexes, payloads or counters
-// disagree.
-const ProblemQueue ProblemKind = "queue"
 
 // checkQueue checks queue c's jobs: every job has a sound state record and
 // its payload, sits in the index of its state under the key its state says
 // and in no other, every payload has a job, the counters count the states,
 // and the sequence counter is past every job's place. It reports each
 // problem and whether there was one.
-func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
+func checkQueue(c *Coll, emit func(api.Problem), pace *pace) (bool, error) {
 	bad := false
 	report := func(id uuidv7.UUID, format string, args ...any) {
 		bad = true
-		emit(Problem{Kind: ProblemQueue, Collection: c.Name, ID: id, Detail: fmt.Sprintf(format, args...)})
+		emit(api.Problem{Kind: api.ProblemQueue, Collection: c.Name, ID: id, Detail: fmt.Sprintf(format, args...)})
 	}
 	j, err := c.jobBuckets(false)
 	if err != nil {
@@ -64,11 +62,11 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 		switch {
 		case got == nil && !bucketHas(b, key):
 			report(id, "a %s job missing from the %s index", job.State, job.State)
-		case job.State == JobPending && !bytes.Equal(got, id[:]):
+		case job.State == api.JobPending && !bytes.Equal(got, id[:]):
 			report(id, "pending job's place %d holds another job", job.Seq)
 		}
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		b, _ := j.index(Job{State: s})
 		cur := b.Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
@@ -77,9 +75,9 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 			}
 			var id uuidv7.UUID
 			switch {
-			case s == JobPending && len(k) == 8 && len(v) == 16:
+			case s == api.JobPending && len(k) == 8 && len(v) == 16:
 				id = uuidv7.UUID(v)
-			case s != JobPending && len(k) == 24 && (v != nil || b.Bucket(k) == nil):
+			case s != api.JobPending && len(k) == 24 && (v != nil || b.Bucket(k) == nil):
 				id = uuidv7.UUID(k[8:])
 			default:
 				report(uuidv7.UUID{}, "a malformed entry %x in the %s index", k, s)
@@ -108,7 +106,7 @@ func checkQueue(c *Coll, emit func(Problem), pace *pace) (bool, error) {
 	for _, k := range badSlots {
 		report(uuidv7.UUID{}, "counter slot %x is not %d bytes", k, jobSlotSize)
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		if got := c.getMeta(keyJobCount[s]) + slots[s] + c.jobDelta[s]; got != counts[s] {
 			report(uuidv7.UUID{}, "the %s counter says %d, the states %d", s, got, counts[s])
 		}
@@ -172,7 +170,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 			return mapStoreErr(err)
 		}
 	}
-	for s := JobPending; s <= JobDead; s++ {
+	for s := api.JobPending; s <= api.JobDead; s++ {
 		if err := c.putMeta(keyJobCount[s], 0); err != nil {
 			return err
 		}
@@ -203,7 +201,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		now = t.db.Now().UnixMilli()
 	}
 	for _, id := range orphans {
-		if err := t.move(c, j, Job{}, Job{ID: id, State: JobPending, Seq: next, Changed: now, Reason: "restored by repair"}); err != nil {
+		if err := t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: next, Changed: now, Reason: "restored by repair"}); err != nil {
 			return err
 		}
 		next++

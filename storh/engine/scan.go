@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
@@ -28,25 +29,25 @@ type Cursor struct {
 	Done    bool
 }
 
-// Chunk bounds: a chunk returns at most ChunkRecords records or ChunkBytes
+// Chunk bounds: a chunk returns at most ChunkRecords records or chunkBytes
 // of payload (but always at least one record), and examines at most
 // ChunkExamined keys, so a read transaction stays short and a chunk's memory
 // stays bounded even for large records or a filter that rejects almost
 // everything.
 const (
 	ChunkRecords  = 256
-	ChunkBytes    = 1 << 20
+	chunkBytes    = 1 << 20
 	ChunkExamined = 4096
 )
 
-// Matcher filters payloads; nil matches everything.
-type Matcher func(payload []byte) (bool, error)
+// matcher filters payloads; nil matches everything.
+type matcher func(payload []byte) (bool, error)
 
 // scanColl scans c from cur inside the caller's transaction, appending up
 // to max items (and examining at most maxExamined keys) to dst, and advances
 // cur; examined counts the keys it looked at. Payloads are copied, so items
 // outlive the transaction (into *reuse, when given: see ownPayloads).
-func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []Item, examined *int, reuse *[]byte) []Item {
+func scanColl(c *Coll, cur *Cursor, match matcher, max, maxExamined int, dst []Item, examined *int, reuse *[]byte) []Item {
 	if cur.Done || max <= 0 {
 		return dst
 	}
@@ -54,7 +55,7 @@ func scanColl(c *Coll, cur *Cursor, match Matcher, max, maxExamined int, dst []I
 }
 
 // scanCursor is scanColl over cursor bc of the records.
-func scanCursor(bc kv.Cursor, cur *Cursor, match Matcher, max, maxExamined int, dst []Item, examined *int, reuse *[]byte) []Item {
+func scanCursor(bc kv.Cursor, cur *Cursor, match matcher, max, maxExamined int, dst []Item, examined *int, reuse *[]byte) []Item {
 	if cur.Done || max <= 0 {
 		return dst
 	}
@@ -152,7 +153,7 @@ func scanCursor(bc kv.Cursor, cur *Cursor, match Matcher, max, maxExamined int, 
 		} else {
 			dst = dst[:len(dst)-1]
 		}
-		if cur.Done || taken >= max || *examined >= maxExamined || size >= ChunkBytes {
+		if cur.Done || taken >= max || *examined >= maxExamined || size >= chunkBytes {
 			return finish(dst)
 		}
 	}
@@ -268,7 +269,7 @@ func advance(cur *Cursor, id uuidv7.UUID) bool {
 
 // readItem checks record (k, v) and, if match keeps it, makes it an item
 // whose payload aliases v.
-func readItem(id uuidv7.UUID, k, v []byte, match Matcher) (Item, bool) {
+func readItem(id uuidv7.UUID, k, v []byte, match matcher) (Item, bool) {
 	it := Item{ID: id}
 	keep := readInto(&it, k, v, match)
 	return it, keep
@@ -276,7 +277,7 @@ func readItem(id uuidv7.UUID, k, v []byte, match Matcher) (Item, bool) {
 
 // readInto is readItem filling it, whose ID is set: its payload, or the
 // error that makes the record unreadable. False: match rejects it.
-func readInto(it *Item, k, v []byte, match Matcher) bool {
+func readInto(it *Item, k, v []byte, match matcher) bool {
 	if len(k) != len(it.ID) {
 		it.Err = fmt.Errorf("%w: key of %d bytes in a records bucket", errs.ErrCorrupt, len(k))
 		return true

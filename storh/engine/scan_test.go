@@ -3,11 +3,12 @@ package engine_test
 import (
 	"bytes"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"

@@ -37,7 +37,7 @@ func (t *Tx) Collections() ([]CollStats, error) {
 	var out []CollStats
 	c := t.ktx.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if v != nil || ValidateName(string(k)) != nil {
+		if v != nil || validateName(string(k)) != nil {
 			continue
 		}
 		coll, err := t.Coll(string(k), 0, false)

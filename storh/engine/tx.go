@@ -3,8 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -112,7 +113,7 @@ func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 // openColl opens a collection not open in the transaction yet; with
 // shared, held beside other writers where the store has them.
 func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error) {
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return nil, err
 	}
 	if err := t.damaged(name); err != nil {
@@ -274,7 +275,7 @@ func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
 
 // DropColl deletes a collection and all its records.
 func (t *Tx) DropColl(name string) error {
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return err
 	}
 	if err := t.damaged(name); err != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"sync/atomic"
+
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -14,51 +16,6 @@ import (
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
-
-// ProblemKind classifies what Verify found.
-type ProblemKind string
-
-const (
-	ProblemFile     ProblemKind = "file"     // bbolt's own page consistency check
-	ProblemLayout   ProblemKind = "layout"   // a collection's buckets or kind are missing or wrong
-	ProblemKey      ProblemKind = "key"      // a record key that is not a 16-byte UUIDv7
-	ProblemChecksum ProblemKind = "checksum" // a value whose header or CRC does not match
-	ProblemDecode   ProblemKind = "decode"   // a value whose payload is not a valid record
-	ProblemCounter  ProblemKind = "counter"  // count or bytes metadata disagree with the records
-	// ProblemIndex (index_verify.go): a secondary index disagrees with the records
-)
-
-// Problem is one finding of Verify.
-type Problem struct {
-	Kind       ProblemKind
-	Collection string      // empty for file-level problems
-	ID         uuidv7.UUID // zero unless the problem is one record
-	Key        []byte      // the raw key, for key problems
-	Detail     string
-}
-
-func (p Problem) String() string {
-	s := string(p.Kind)
-	if p.Collection != "" {
-		s += " " + quote(p.Collection)
-	}
-	if !p.ID.IsZero() {
-		s += " id " + p.ID.String()
-	} else if p.Key != nil {
-		s += fmt.Sprintf(" key %x", p.Key)
-	}
-	return s + ": " + p.Detail
-}
-
-// VerifyReport summarises a Verify or Repair run.
-type VerifyReport struct {
-	Collections int
-	Records     int
-	Problems    int
-	Quarantined int // Repair only: records moved out of the collection
-	Recounted   int // Repair only: collections whose counters were rewritten
-	Reindexed   int // Repair only: indexes rebuilt from the records
-}
 
 // pace checks a context while a long walk runs: every paceKeys steps or
 // paceBytes bytes of values, whichever comes first, so a cancel takes effect
@@ -134,10 +91,10 @@ func (p *pace) stopped(err error) bool {
 // transaction's pages until it is done): a cancel during it stops the
 // reporting, and Verify waits for the check to end before it rolls back,
 // so neither the goroutine nor the transaction outlives the call.
-func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) (VerifyReport, error) {
-	var rep VerifyReport
+func (db *DB) Verify(ctx context.Context, colls []string, report func(api.Problem)) (api.VerifyReport, error) {
+	var rep api.VerifyReport
 	var found problems
-	emit := func(p Problem) { rep.Problems++; found.add(p) }
+	emit := func(p api.Problem) { rep.Problems++; found.add(p) }
 	defer found.deliver(report)
 	pace := newPace(ctx)
 	err := pace.check()
@@ -157,7 +114,7 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 				return err
 			}
 			for _, f := range db.blocked.mems.foldFailures(colls) {
-				emit(Problem{Kind: ProblemIndex, Collection: f.coll,
+				emit(api.Problem{Kind: api.ProblemIndex, Collection: f.coll,
 					Detail: fmt.Sprintf("index %q: its last fold in this process failed, and is tried again after the next write: %s", f.index, trim(f.err))})
 			}
 			return mapStoreErr(ktx.Err())
@@ -169,7 +126,7 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(Problem)) 
 	return rep, err
 }
 
-func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *api.VerifyReport, pace *pace) error {
 	btx := boltOf(ktx)
 	// The page structure first: a tree with a cycle or an element past its
 	// page would hang or fault the walks below and bbolt's check.
@@ -217,7 +174,7 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *Verif
 		rep.Collections++
 		if err != nil {
 			damaged = true
-			emit(Problem{Kind: ProblemFile, Collection: name, Detail: trim(err)})
+			emit(api.Problem{Kind: api.ProblemFile, Collection: name, Detail: trim(err)})
 		}
 	}
 	if len(colls) > 0 || btx == nil {
@@ -229,22 +186,22 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *Verif
 	// walks above (and the one below, for buckets that are not collections)
 	// could read without faulting.
 	if fi, err := db.file.Stat(); err == nil && fi.Size() < btx.Size() {
-		emit(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", fi.Size(), btx.Size())})
+		emit(api.Problem{Kind: api.ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", fi.Size(), btx.Size())})
 		return nil
 	}
 	if len(broken) > 0 {
-		emit(Problem{Kind: ProblemFile, Detail: "bbolt's page check skipped: damaged pages above"})
+		emit(api.Problem{Kind: api.ProblemFile, Detail: "bbolt's page check skipped: damaged pages above"})
 		return nil
 	}
 	if err := containPanic(func() error { return walkAll(btx.Cursor(), 0, pace) }); err != nil {
 		if pace.stopped(err) {
 			return err
 		}
-		emit(Problem{Kind: ProblemFile, Detail: trim(err)})
+		emit(api.Problem{Kind: api.ProblemFile, Detail: trim(err)})
 		damaged = true
 	}
 	if damaged {
-		emit(Problem{Kind: ProblemFile, Detail: "bbolt's page check skipped: pages above are unreadable"})
+		emit(api.Problem{Kind: api.ProblemFile, Detail: "bbolt's page check skipped: pages above are unreadable"})
 		return nil
 	}
 	if err := pace.check(); err != nil {
@@ -259,10 +216,10 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(Problem), rep *Verif
 // block the goroutine forever. Once the context is done it stops reporting
 // (checking it every few thousand findings, on a badly damaged file) and
 // only drains; it returns the context's error if it saw one.
-func pageCheck(found <-chan error, emit func(Problem), pace *pace) error {
+func pageCheck(found <-chan error, emit func(api.Problem), pace *pace) error {
 	for err := range found {
 		if pace.step(0) == nil {
-			emit(Problem{Kind: ProblemFile, Detail: err.Error()})
+			emit(api.Problem{Kind: api.ProblemFile, Detail: err.Error()})
 		}
 	}
 	if pace == nil {
@@ -320,16 +277,16 @@ var walkSink atomic.Uint32
 // transaction back, so nothing of the repair is kept: the error wraps
 // ctx.Err() and says so, and the report counts what was found until then
 // and no repairs.
-func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) (VerifyReport, error) {
-	var rep VerifyReport
+func (db *DB) Repair(ctx context.Context, colls []string, report func(api.Problem)) (api.VerifyReport, error) {
+	var rep api.VerifyReport
 	var found problems
 	defer found.deliver(report)
 	pace := newPace(ctx)
 	err := pace.check()
 	if err == nil {
 		err = db.UpdateSafe(func(tx *Tx) error {
-			rep, found = VerifyReport{}, problems{} // a retried transaction reports afresh
-			return tx.repair(colls, func(p Problem) { rep.Problems++; found.add(p) }, &rep, pace)
+			rep, found = api.VerifyReport{}, problems{} // a retried transaction reports afresh
+			return tx.repair(colls, func(p api.Problem) { rep.Problems++; found.add(p) }, &rep, pace)
 		})
 	}
 
@@ -341,7 +298,7 @@ func (db *DB) Repair(ctx context.Context, colls []string, report func(Problem)) 
 }
 
 // repair is Repair's transaction.
-func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyReport, pace *pace) error {
 	var broken map[string]bool
 	if t.btx != nil {
 		var err error
@@ -448,7 +405,7 @@ func (t *Tx) repair(colls []string, emit func(Problem), rep *VerifyReport, pace 
 
 // checkRepairQueue checks a queue's jobs and rebuilds their indexes when
 // they disagree with the states.
-func (t *Tx) checkRepairQueue(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+func (t *Tx) checkRepairQueue(name string, emit func(api.Problem), rep *api.VerifyReport, pace *pace) error {
 	c, err := openColl(t.ktx, name)
 	if err != nil || c == nil || c.Kind != KindQueue {
 		return nil
@@ -467,7 +424,7 @@ func (t *Tx) checkRepairQueue(name string, emit func(Problem), rep *VerifyReport
 // repairIndexes rebuilds the indexes of collection name that fail their
 // check. A unique index whose records now hold duplicate values cannot be
 // rebuilt: it is dropped, and the problem says so.
-func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, pace *pace) error {
+func (t *Tx) repairIndexes(name string, emit func(api.Problem), rep *api.VerifyReport, pace *pace) error {
 	c, err := openColl(t.ktx, name)
 	if err != nil || c == nil {
 		return nil // the layout problem is already reported
@@ -482,7 +439,7 @@ func (t *Tx) repairIndexes(name string, emit func(Problem), rep *VerifyReport, p
 			if err := t.DropIndex(c, ix.name); err != nil {
 				return err
 			}
-			emit(Problem{Kind: ProblemIndex, Collection: name,
+			emit(api.Problem{Kind: api.ProblemIndex, Collection: name,
 				Detail: fmt.Sprintf("index %q dropped: it cannot be rebuilt, %s; declare it again once the duplicates are gone", ix.name, trim(err))})
 			continue
 		}
@@ -577,13 +534,13 @@ func taken(b kv.Bucket, key []byte) bool {
 // problems collects findings for delivery after the transaction. Past
 // maxListed it only counts, so a badly damaged file cannot exhaust memory.
 type problems struct {
-	list    []Problem
+	list    []api.Problem
 	dropped int
 }
 
 const maxListed = 100_000
 
-func (ps *problems) add(p Problem) {
+func (ps *problems) add(p api.Problem) {
 	if len(ps.list) < maxListed {
 		ps.list = append(ps.list, p)
 	} else {
@@ -591,7 +548,7 @@ func (ps *problems) add(p Problem) {
 	}
 }
 
-func (ps *problems) deliver(report func(Problem)) {
+func (ps *problems) deliver(report func(api.Problem)) {
 	if report == nil {
 		return
 	}
@@ -599,7 +556,7 @@ func (ps *problems) deliver(report func(Problem)) {
 		report(p)
 	}
 	if ps.dropped > 0 {
-		report(Problem{Kind: ProblemFile, Detail: fmt.Sprintf("%d more problems not listed", ps.dropped)})
+		report(api.Problem{Kind: api.ProblemFile, Detail: fmt.Sprintf("%d more problems not listed", ps.dropped)})
 	}
 }
 
@@ -616,7 +573,7 @@ var (
 // stray is a top-level entry that is not a collection.
 type stray struct {
 	entry   entry
-	problem Problem
+	problem api.Problem
 }
 
 // topLevel returns the collections to check: want, all of which must exist,
@@ -642,10 +599,10 @@ func topLevel(btx kv.Tx, want []string, pace *pace) ([]string, []stray, error) {
 		case bytes.Equal(k, dbMetaBucket), bytes.Equal(k, dbQuarantineBucket):
 		case v != nil:
 			strays = append(strays, stray{entry{key: bytes.Clone(k)},
-				Problem{Kind: ProblemLayout, Key: bytes.Clone(k), Detail: "a value at the top level of the file, where only collections belong"}})
-		case ValidateName(string(k)) != nil:
+				api.Problem{Kind: api.ProblemLayout, Key: bytes.Clone(k), Detail: "a value at the top level of the file, where only collections belong"}})
+		case validateName(string(k)) != nil:
 			strays = append(strays, stray{entry{key: bytes.Clone(k), bucket: true},
-				Problem{Kind: ProblemLayout, Key: bytes.Clone(k), Detail: "a bucket whose name is not a valid collection name"}})
+				api.Problem{Kind: api.ProblemLayout, Key: bytes.Clone(k), Detail: "a bucket whose name is not a valid collection name"}})
 		default:
 			names = append(names, string(k))
 		}
@@ -670,7 +627,7 @@ type collFindings struct {
 // count the values in the records bucket (nested buckets are not records).
 // It returns early, with pace's error and without the counter check, when
 // the context is done.
-func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFindings, error) {
+func checkColl(btx kv.Tx, name string, emit func(api.Problem), pace *pace) (collFindings, error) {
 	var f collFindings
 	root := btx.Bucket([]byte(name))
 	meta, recs := root.Bucket(bucketMeta), root.Bucket(bucketRecords)
@@ -690,17 +647,17 @@ func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFind
 		if isBucket {
 			what = "a bucket"
 		}
-		emit(Problem{Kind: ProblemLayout, Collection: name, Key: bytes.Clone(k), Detail: what + " beside the collection's own buckets"})
+		emit(api.Problem{Kind: api.ProblemLayout, Collection: name, Key: bytes.Clone(k), Detail: what + " beside the collection's own buckets"})
 		f.strays = append(f.strays, entry{key: bytes.Clone(k), bucket: isBucket})
 	}
 	if meta == nil || recs == nil {
-		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: "missing its " + missing(meta, recs) + " bucket"})
+		emit(api.Problem{Kind: api.ProblemLayout, Collection: name, Detail: "missing its " + missing(meta, recs) + " bucket"})
 		f.strays = nil // moving entries out of a broken layout is for a human
 		return f, nil
 	}
 	f.layoutOK = true
 	if k := meta.Get(keyKind); len(k) != 1 || Kind(k[0]) < KindDocs || Kind(k[0]) > KindQueue {
-		emit(Problem{Kind: ProblemLayout, Collection: name, Detail: fmt.Sprintf("invalid kind %x", k)})
+		emit(api.Problem{Kind: api.ProblemLayout, Collection: name, Detail: fmt.Sprintf("invalid kind %x", k)})
 	}
 	c := recs.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -711,7 +668,7 @@ func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFind
 		if len(k) == len(id) {
 			copy(id[:], k)
 		}
-		p := Problem{Collection: name, ID: id, Kind: ProblemKey}
+		p := api.Problem{Collection: name, ID: id, Kind: api.ProblemKey}
 		if id.IsZero() {
 			p.Key = bytes.Clone(k)
 		}
@@ -724,9 +681,9 @@ func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFind
 			p.Detail = "key is not a UUIDv7"
 		default:
 			if payload, err := Payload(k, v); err != nil {
-				p.Kind, p.Detail = ProblemChecksum, trim(err)
+				p.Kind, p.Detail = api.ProblemChecksum, trim(err)
 			} else if err := mpack.ValidateRecord(payload); err != nil {
-				p.Kind, p.Detail = ProblemDecode, err.Error()
+				p.Kind, p.Detail = api.ProblemDecode, err.Error()
 			}
 		}
 		if v != nil {
@@ -741,7 +698,7 @@ func checkColl(btx kv.Tx, name string, emit func(Problem), pace *pace) (collFind
 	count, bytesStored := getInt(meta, keyCount), getInt(meta, keyBytes)
 	f.countersOK = count == f.records && bytesStored == f.bytes
 	if !f.countersOK {
-		emit(Problem{Kind: ProblemCounter, Collection: name,
+		emit(api.Problem{Kind: api.ProblemCounter, Collection: name,
 			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, f.records, f.bytes)})
 	}
 	return f, nil

@@ -3,10 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -29,15 +30,10 @@ import (
 // listener reads it is not delivered, and one written again is read at
 // its latest value (its later write is delivered too).
 
-// ErrLagged ends a watch whose watcher fell more than MaxWatchBacklog
-// records (or MaxWatchBacklogBytes) behind the writers: rather than make
-// writers wait or hold the records without bound, the feed lets it go.
-var ErrLagged = errors.New("storh: watcher fell behind")
-
 // Backlog bounds of one watcher.
 const (
-	MaxWatchBacklog      = 1 << 16
-	MaxWatchBacklogBytes = 64 << 20
+	maxWatchBacklog      = 1 << 16
+	maxWatchBacklogBytes = 64 << 20
 )
 
 // Change is one record a commit wrote.
@@ -89,11 +85,6 @@ type watchers struct {
 	listenGen int
 }
 
-// ErrWatchLost ends a watch on a shared store whose listener lost the
-// server (a dropped connection): commits of other processes from then on
-// might never reach it. Watch again from the last id received.
-var ErrWatchLost = errors.New("storh: watch lost its feed of other processes' commits")
-
 // Subscribe starts a feed of the commits to collection name. Close it. On a
 // shared store it fails if the listener cannot start.
 func (db *DB) Subscribe(name string) (*Sub, error) {
@@ -122,7 +113,7 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 		// watches it: Watch waits for those that found nobody watching.
 		if err := l.Watch(name); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("%w: %w", ErrWatchLost, mapStoreErr(err))
+			return nil, fmt.Errorf("%w: %w", errs.ErrWatchLost, mapStoreErr(err))
 		}
 		s.mu.Lock()
 		s.watching = l
@@ -177,13 +168,13 @@ func (s *Sub) Close() {
 // Ready is signalled when changes may be waiting.
 func (s *Sub) Ready() <-chan struct{} { return s.notify }
 
-// Take returns the changes waiting, oldest first, or ErrLagged once the
+// Take returns the changes waiting, oldest first, or errs.ErrLagged once the
 // backlog overflowed.
 func (s *Sub) Take() ([]Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lagged {
-		return nil, fmt.Errorf("%w: more than %d records (or %d MiB) waited for it", ErrLagged, MaxWatchBacklog, MaxWatchBacklogBytes>>20)
+		return nil, fmt.Errorf("%w: more than %d records (or %d MiB) waited for it", errs.ErrLagged, maxWatchBacklog, maxWatchBacklogBytes>>20)
 	}
 	if s.lost != nil {
 		return nil, s.lost
@@ -249,7 +240,7 @@ func (db *DB) publish(txid int, changes []collChange) {
 				c := ch.Change
 				s.backlog = append(s.backlog, c)
 				s.bytes += len(c.Payload)
-				if len(s.backlog) > MaxWatchBacklog || s.bytes > MaxWatchBacklogBytes {
+				if len(s.backlog) > maxWatchBacklog || s.bytes > maxWatchBacklogBytes {
 					s.lagged, s.backlog, s.bytes = true, nil, 0
 				}
 			}
@@ -334,7 +325,7 @@ func (db *DB) stopListening() {
 	}
 }
 
-// lose ends every current watch with ErrWatchLost after listener gen
+// lose ends every current watch with errs.ErrWatchLost after listener gen
 // failed; its goroutine is ending, and the next Subscribe starts a new
 // listener.
 func (db *DB) lose(gen int, cause error) {
@@ -348,7 +339,7 @@ func (db *DB) lose(gen int, cause error) {
 		for s := range subs {
 			s.mu.Lock()
 			if s.lost == nil {
-				s.lost = fmt.Errorf("%w: %w", ErrWatchLost, cause)
+				s.lost = fmt.Errorf("%w: %w", errs.ErrWatchLost, cause)
 			}
 			s.mu.Unlock()
 			select {

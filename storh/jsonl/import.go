@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/objectid"
@@ -574,7 +575,7 @@ func (im *importer) listSkips() {
 // input ends or quit closes.
 func (im *importer) produce(in io.Reader, decode func(*jsonv.Decoder, []byte) (jsonv.Row, error)) {
 	defer close(im.rows)
-	lines := newLineReader(in)
+	lr := linereader.New(in, MaxLine)
 	var dec jsonv.Decoder
 	dec.KeepInvalidUTF8 = im.cfg.keepBad
 	chunk := make([]rowItem, 0, chunkRows)
@@ -588,7 +589,7 @@ func (im *importer) produce(in io.Reader, decode func(*jsonv.Decoder, []byte) (j
 		}
 	}
 	for {
-		b, n, ok, tooLong, err := lines.next()
+		b, n, ok, tooLong, err := lr.Next()
 		lineNo := int(n)
 		if !ok {
 			if err == errStopped {

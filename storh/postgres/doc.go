@@ -1,6 +1,15 @@
 // Package postgres is package kv's contract on PostgreSQL: a storh store
 // whose buckets are tables, shared by every process that connects.
 //
+// Importing it registers the URL schemes postgres:// and postgresql:// with
+// storh.Open (Driver), as a database/sql driver registers its name:
+//
+//	import _ "github.com/storhdb/storh-go/storh/postgres"
+//
+// Package storh does not import it, so a program that opens only files
+// does not carry the driver (pgx). Open gives the store itself, for
+// storh.OpenStore or for the store's own use.
+//
 // # Schema
 //
 // Open creates, if missing, in the first schema of the connection's

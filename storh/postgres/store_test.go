@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -21,13 +22,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/kv/kvtest"
 )
 
 // The tests run against a private PostgreSQL server (see package pgtest);
 // without one they skip, or fail under STORH_REQUIRE_POSTGRES=1.
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testkit.ShortRapid()
+	os.Exit(pgtest.Run(m))
+}
 
 var ctx = context.Background()
 

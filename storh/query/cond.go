@@ -2,7 +2,6 @@ package query
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,25 +58,37 @@ func fieldRef(path []string, text string) FieldRef {
 	return f
 }
 
-func (f FieldRef) name() string { return plan.PathString(f.path) }
+func (f FieldRef) name() string { return pathText(f.path) }
 
 // Path returns the field's path segments (a copy), and the error that makes
 // the reference unusable (an empty name or segment), if any.
 func (f FieldRef) Path() ([]string, error) { return append([]string(nil), f.path...), f.err }
 
-// String renders the path: segments joined with dots, a segment that holds
-// a dot quoted.
+// String writes the path as the text syntax does (see Parse): segments
+// joined with dots, a segment that is not a bare name as a JSON string.
 func (f FieldRef) String() string { return f.name() }
 
 // Cond is a condition on a record's fields, made by the methods of FieldRef
 // and combined with And, Or and Not. A Cond is an immutable value; the zero
 // Cond is invalid.
 type Cond struct {
-	node *plan.Cond
+	node *plan.Cond // what the engine runs
+	src  *expr      // what was written, for String and MarshalJSON
 	err  error
 }
 
-func (f FieldRef) leaf(op plan.Op, text string, values ...any) Cond {
+// expr is a condition as written: the operator and operands the engine's
+// plan.Cond has lowered (Gt, Prefix and Between all become ranges there).
+type expr struct {
+	op    op
+	path  []string // a leaf's field
+	vals  []any    // a leaf's operands, normalised: see op.takes
+	kids  []*expr  // and, or: any number; not: one
+	depth int      // levels of nesting, a leaf being 1
+	nodes int      // conditions in the tree, this one included
+}
+
+func (f FieldRef) leaf(o op, values ...any) Cond {
 	if f.err != nil {
 		return Cond{err: f.err}
 	}
@@ -85,11 +96,19 @@ func (f FieldRef) leaf(op plan.Op, text string, values ...any) Cond {
 	for i, v := range values {
 		n, err := mpack.Normalize(v)
 		if err != nil {
-			return Cond{err: fmt.Errorf("%w: %s on %q: a value of type %T cannot be stored, so cannot match", ErrInvalidQuery, text, f.name(), v)}
+			return Cond{err: fmt.Errorf("%w: %s on %q: a value of type %T cannot be stored, so cannot match", ErrInvalidQuery, o.goName(), f.name(), v)}
 		}
 		norm[i] = n
 	}
-	return Cond{node: &plan.Cond{Op: op, Path: f.path, Values: norm}}
+	return f.made(o, norm, &plan.Cond{Op: o.planOp(), Path: f.path, Values: norm})
+}
+
+// made pairs the engine's node with the leaf as written; the node's Text,
+// which Explain shows, is the leaf's text form.
+func (f FieldRef) made(o op, vals []any, node *plan.Cond) Cond {
+	src := &expr{op: o, path: f.path, vals: vals, depth: 1, nodes: 1}
+	node.Text = src.String()
+	return Cond{node: node, src: src}
 }
 
 // Eq matches records whose field is present and equal to v under strict,
@@ -97,10 +116,9 @@ func (f FieldRef) leaf(op plan.Op, text string, values ...any) Cond {
 // value, but 1, 1.0 and "1" are three different values; lists and maps
 // compare deeply; Eq(nil) matches a present null only; NaN equals nothing.
 func (f FieldRef) Eq(v any) Cond {
-	c := f.leaf(plan.OpEq, "Eq", v)
+	c := f.leaf(opEq, v)
 	if c.err == nil {
-		c.node.Text = f.name() + " = " + show(c.node.Values[0])
-		if isNaN(c.node.Values[0]) {
+		if order.IsNaN(c.node.Values[0]) {
 			c.node.Op = plan.OpFalse
 		}
 	}
@@ -109,19 +127,14 @@ func (f FieldRef) Eq(v any) Cond {
 
 // Neq matches records whose field is missing or not Eq to v.
 func (f FieldRef) Neq(v any) Cond {
-	c := f.leaf(plan.OpNeq, "Neq", v)
-	if c.err == nil {
-		c.node.Text = f.name() + " != " + show(c.node.Values[0])
-	}
-	return c
+	return f.leaf(opNeq, v)
 }
 
 // In matches records whose field is Eq to one of vs. In() with no values
 // matches nothing.
 func (f FieldRef) In(vs ...any) Cond {
-	c := f.leaf(plan.OpIn, "In", vs...)
+	c := f.leaf(opIn, vs...)
 	if c.err == nil {
-		c.node.Text = f.name() + " in " + showList(c.node.Values)
 		if len(vs) == 0 {
 			c.node.Op = plan.OpFalse
 		}
@@ -132,9 +145,8 @@ func (f FieldRef) In(vs ...any) Cond {
 // NotIn matches records whose field is missing or Eq to none of vs. NotIn()
 // with no values matches every record.
 func (f FieldRef) NotIn(vs ...any) Cond {
-	c := f.leaf(plan.OpNotIn, "NotIn", vs...)
+	c := f.leaf(opNotIn, vs...)
 	if c.err == nil {
-		c.node.Text = f.name() + " not in " + showList(c.node.Values)
 		if len(vs) == 0 {
 			c.node.Op = plan.OpTrue
 		}
@@ -147,24 +159,24 @@ func (f FieldRef) NotIn(vs ...any) Cond {
 // strings (bytewise), booleans (false < true), bytes (bytewise) or times.
 // Values of other classes, null and a missing field never match, nor does
 // NaN. v itself must be of one of those classes.
-func (f FieldRef) Gt(v any) Cond { return f.rangeCond("Gt", ">", v, noBound, false, true) }
+func (f FieldRef) Gt(v any) Cond { return f.rangeCond(opGt, v, noBound, false, true) }
 
 // Gte is Gt or equal in value (an integer 5 and a float 5.0 both match
 // Gte(5)).
-func (f FieldRef) Gte(v any) Cond { return f.rangeCond("Gte", ">=", v, noBound, true, true) }
+func (f FieldRef) Gte(v any) Cond { return f.rangeCond(opGte, v, noBound, true, true) }
 
 // Lt matches records whose field is less than v, within v's type class (see
 // Gt).
-func (f FieldRef) Lt(v any) Cond { return f.rangeCond("Lt", "<", noBound, v, true, false) }
+func (f FieldRef) Lt(v any) Cond { return f.rangeCond(opLt, noBound, v, true, false) }
 
 // Lte is Lt or equal in value.
-func (f FieldRef) Lte(v any) Cond { return f.rangeCond("Lte", "<=", noBound, v, true, true) }
+func (f FieldRef) Lte(v any) Cond { return f.rangeCond(opLte, noBound, v, true, true) }
 
 // Between matches records whose field lies between lo and hi, both
 // inclusive, within their type class (see Gt); lo and hi must be of the
 // same class. Reversed bounds match nothing.
 func (f FieldRef) Between(lo, hi any) Cond {
-	return f.rangeCond("Between", "between", lo, hi, true, true)
+	return f.rangeCond(opBetween, lo, hi, true, true)
 }
 
 // Prefix matches records whose field is a string starting with s (bytewise).
@@ -178,8 +190,7 @@ func (f FieldRef) Prefix(s string) Cond {
 	if hi == nil {
 		hi = order.ClassStart(nil, order.TagString+1)
 	}
-	return Cond{node: &plan.Cond{Op: plan.OpRange, Path: f.path, Values: []any{s}, Lo: lo, Hi: hi,
-		Text: f.name() + " prefix " + strconv.Quote(s)}}
+	return f.made(opPrefix, []any{s}, &plan.Cond{Op: plan.OpRange, Path: f.path, Values: []any{s}, Lo: lo, Hi: hi})
 }
 
 // Exists matches records in which the field is present, null included.
@@ -187,7 +198,7 @@ func (f FieldRef) Exists() Cond {
 	if f.err != nil {
 		return Cond{err: f.err}
 	}
-	return Cond{node: &plan.Cond{Op: plan.OpExists, Path: f.path, Text: f.name() + " exists"}}
+	return f.made(opExists, nil, &plan.Cond{Op: plan.OpExists, Path: f.path})
 }
 
 // Missing matches records in which the field is absent.
@@ -195,29 +206,68 @@ func (f FieldRef) Missing() Cond {
 	if f.err != nil {
 		return Cond{err: f.err}
 	}
-	return Cond{node: &plan.Cond{Op: plan.OpMissing, Path: f.path, Text: f.name() + " missing"}}
+	return f.made(opMissing, nil, &plan.Cond{Op: plan.OpMissing, Path: f.path})
 }
 
 // Contains matches records whose field is a list holding an element Eq to
 // v.
 func (f FieldRef) Contains(v any) Cond {
-	c := f.leaf(plan.OpContains, "Contains", v)
+	c := f.leaf(opContains, v)
 	if c.err == nil {
-		c.node.Text = f.name() + " contains " + show(c.node.Values[0])
-		if isNaN(c.node.Values[0]) {
+		if order.IsNaN(c.node.Values[0]) {
 			c.node.Op = plan.OpFalse
 		}
 	}
 	return c
 }
 
+// with makes the field test o on operands as o takes them (see
+// operands), so that the text and JSON forms build through the same
+// builders as Go does.
+func (f FieldRef) with(o op, vals []any) Cond {
+	switch o {
+	case opEq:
+		return f.Eq(vals[0])
+	case opNeq:
+		return f.Neq(vals[0])
+	case opGt:
+		return f.Gt(vals[0])
+	case opGte:
+		return f.Gte(vals[0])
+	case opLt:
+		return f.Lt(vals[0])
+	case opLte:
+		return f.Lte(vals[0])
+	case opPrefix:
+		s, ok := vals[0].(string)
+		if !ok {
+			return Cond{err: fmt.Errorf("%w: Prefix on %q needs text, not %s", ErrInvalidQuery, f.name(), valueText(vals[0]))}
+		}
+		return f.Prefix(s)
+	case opIn:
+		return f.In(vals...)
+	case opNotIn:
+		return f.NotIn(vals...)
+	case opContains:
+		return f.Contains(vals[0])
+	case opBetween:
+		return f.Between(vals[0], vals[1])
+	case opExists:
+		return f.Exists()
+	case opMissing:
+		return f.Missing()
+	}
+	return Cond{err: fmt.Errorf("%w: %s is not a field test", ErrInvalidQuery, o.goName())}
+}
+
 // rangeCond compiles a range operator into the half-open interval of order
 // keys it matches. lo or hi is noBound for an open end (nil is a bound,
 // an invalid one); incLo and incHi say whether the bounds themselves match.
-func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Cond {
+func (f FieldRef) rangeCond(o op, lo, hi any, incLo, incHi bool) Cond {
 	if f.err != nil {
 		return Cond{err: f.err}
 	}
+	name := o.goName()
 	var vals []any
 	for _, v := range []any{lo, hi} {
 		if v == noBound {
@@ -228,24 +278,19 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 			return Cond{err: fmt.Errorf("%w: %s on %q: a value of type %T cannot be stored, so cannot match", ErrInvalidQuery, name, f.name(), v)}
 		}
 		if !rangeClass(n) {
-			return Cond{err: fmt.Errorf("%w: %s on %q needs a number, string, bool, []byte, time.Time, uuidv7.UUID or objectid.ObjectID bound, not %s", ErrInvalidQuery, name, f.name(), show(n))}
+			return Cond{err: fmt.Errorf("%w: %s on %q needs a number, string, bool, []byte, time.Time, uuidv7.UUID or objectid.ObjectID bound, not %s", ErrInvalidQuery, name, f.name(), valueText(n))}
 		}
 		vals = append(vals, n)
 	}
+	if o == opBetween && rangeClassOf(vals[0]) != rangeClassOf(vals[1]) {
+		return Cond{err: fmt.Errorf("%w: Between on %q has bounds of two types, %s and %s", ErrInvalidQuery, f.name(), valueText(vals[0]), valueText(vals[1]))}
+	}
 
 	node := &plan.Cond{Op: plan.OpRange, Path: f.path, Values: vals}
-	if name == "Between" {
-		node.Text = fmt.Sprintf("%s between %s and %s", f.name(), show(vals[0]), show(vals[1]))
-		if rangeClassOf(vals[0]) != rangeClassOf(vals[1]) {
-			return Cond{err: fmt.Errorf("%w: Between on %q has bounds of two types, %s and %s", ErrInvalidQuery, f.name(), show(vals[0]), show(vals[1]))}
-		}
-	} else {
-		node.Text = f.name() + " " + sym + " " + show(vals[0])
-	}
 	for _, v := range vals {
-		if isNaN(v) {
+		if order.IsNaN(v) {
 			node.Op = plan.OpFalse // NaN compares false with everything
-			return Cond{node: node}
+			return f.made(o, vals, node)
 		}
 	}
 	var err error
@@ -267,7 +312,7 @@ func (f FieldRef) rangeCond(name, sym string, lo, hi any, incLo, incHi bool) Con
 	if lo != noBound && hi != noBound && string(node.Lo) >= string(node.Hi) {
 		node.Op = plan.OpFalse // reversed bounds match nothing
 	}
-	return Cond{node: node}
+	return f.made(o, vals, node)
 }
 
 // noBound marks the open end of a one-sided range.
@@ -311,17 +356,12 @@ func rangeClass(v any) bool {
 	return false
 }
 
-func isNaN(v any) bool {
-	f, ok := v.(float64)
-	return ok && f != f
-}
-
 // And matches records that satisfy every condition; And() matches all.
-func And(conds ...Cond) Cond { return combine(plan.OpAnd, "And", conds) }
+func And(conds ...Cond) Cond { return combine(opAnd, conds) }
 
 // Or matches records that satisfy at least one condition; Or() matches
 // none.
-func Or(conds ...Cond) Cond { return combine(plan.OpOr, "Or", conds) }
+func Or(conds ...Cond) Cond { return combine(opOr, conds) }
 
 // Not matches records that do not satisfy c (a missing field does not
 // satisfy Eq, so Not(Field("f").Eq(1)) matches records without f).
@@ -329,27 +369,46 @@ func Not(c Cond) Cond {
 	if err := c.check("Not"); err != nil {
 		return Cond{err: err}
 	}
-	return Cond{node: &plan.Cond{Op: plan.OpNot, Kids: []*plan.Cond{c.node}}}
+	return nest(opNot, []Cond{c}, &plan.Cond{Op: plan.OpNot, Kids: []*plan.Cond{c.node}})
 }
 
-func combine(op plan.Op, name string, conds []Cond) Cond {
+func combine(o op, conds []Cond) Cond {
 	if len(conds) == 0 {
-		if op == plan.OpAnd {
-			return Cond{node: &plan.Cond{Op: plan.OpTrue}}
+		node := &plan.Cond{Op: plan.OpTrue}
+		if o == opOr {
+			node.Op = plan.OpFalse
 		}
-		return Cond{node: &plan.Cond{Op: plan.OpFalse}}
+		return Cond{node: node, src: &expr{op: o, depth: 1, nodes: 1}}
 	}
 	kids := make([]*plan.Cond, len(conds))
 	for i, c := range conds {
-		if err := c.check(name); err != nil {
+		if err := c.check(o.goName()); err != nil {
 			return Cond{err: err}
 		}
 		kids[i] = c.node
 	}
 	if len(kids) == 1 {
-		return Cond{node: kids[0]}
+		return conds[0]
 	}
-	return Cond{node: &plan.Cond{Op: op, Kids: kids}}
+	return nest(o, conds, &plan.Cond{Op: o.planOp(), Kids: kids})
+}
+
+// nest makes the combination of conds, within the limits of depth and
+// size every entry point shares (MaxCondDepth, MaxCondNodes).
+func nest(o op, conds []Cond, node *plan.Cond) Cond {
+	src := &expr{op: o, kids: make([]*expr, len(conds)), depth: 1, nodes: 1}
+	for i, c := range conds {
+		src.kids[i] = c.src
+		src.depth = max(src.depth, c.src.depth+1)
+		src.nodes += c.src.nodes
+	}
+	switch {
+	case src.depth > MaxCondDepth:
+		return Cond{err: fmt.Errorf("%w: conditions nest more than %d levels deep", ErrInvalidQuery, MaxCondDepth)}
+	case src.nodes > MaxCondNodes:
+		return Cond{err: fmt.Errorf("%w: more than %d conditions", ErrInvalidQuery, MaxCondNodes)}
+	}
+	return Cond{node: node, src: src}
 }
 
 func (c Cond) check(where string) error {
@@ -362,7 +421,13 @@ func (c Cond) check(where string) error {
 	return nil
 }
 
-// String renders the condition for people, as Explain shows it.
+// String writes the condition in the text syntax Parse reads (see Parse),
+// in a canonical form: one space around words and operators, values as
+// JSON (typed ids as uuid: and oid:), and parentheses around every and or
+// or inside another. Parse(c.String()) gives a condition equal to c. And()
+// and Or() of no conditions have no text form: they are written "and()"
+// and "or()", which Parse refuses. An invalid condition is written
+// "invalid: " and its error.
 func (c Cond) String() string {
 	if c.err != nil {
 		return "invalid: " + c.err.Error()
@@ -370,36 +435,39 @@ func (c Cond) String() string {
 	if c.node == nil {
 		return "<zero Cond>"
 	}
-	return c.node.String()
+	return c.src.String()
 }
 
-// show renders a normalised value in query text.
-func show(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return strconv.Quote(x)
-	case []byte:
-		return fmt.Sprintf("bytes(%x)", x)
-	case time.Time:
-		return x.Format(time.RFC3339Nano)
-	case uuidv7.UUID:
-		return "uuid:" + x.String() // as the CLI's --where writes typed ids
-	case objectid.ObjectID:
-		return "oid:" + x.Hex()
-	case []any:
-		return showList(x)
-	case map[string]any:
-		return fmt.Sprint(x)
+// Conjuncts returns the conditions c ANDs together: the operands of nested
+// ands, flattened, or c alone. With Op and Field it lets a program look
+// into a condition, say to suggest an index for it.
+func (c Cond) Conjuncts() []Cond {
+	if c.src == nil || c.src.op != opAnd || len(c.src.kids) == 0 {
+		return []Cond{c}
 	}
-	return fmt.Sprint(v)
+	var out []Cond
+	for i, k := range c.src.kids {
+		out = append(out, Cond{node: c.node.Kids[i], src: k}.Conjuncts()...)
+	}
+	return out
 }
 
-func showList(vs []any) string {
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = show(v)
+// Op returns the operator of c as the text syntax writes it: "=", "!=",
+// ">", ">=", "<", "<=", "^=", "in", "not in", "contains", "between",
+// "exists", "missing", "and", "or" or "not"; "" for an invalid or zero
+// Cond.
+func (c Cond) Op() string {
+	if c.check("Op") != nil {
+		return ""
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return c.src.op.text()
+}
+
+// Field returns the field a field test tests, and false for and, or, not
+// and an invalid or zero Cond.
+func (c Cond) Field() (FieldRef, bool) {
+	if c.check("Field") != nil || c.src.op.takes() == combines {
+		return FieldRef{}, false
+	}
+	return FieldRef{path: c.src.path}, true
 }

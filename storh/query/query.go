@@ -22,6 +22,21 @@ var ErrInvalidQuery = errors.New("storh: invalid query")
 // cannot match anything a user would store and are most likely a bug.
 const MaxFieldLength = 1024
 
+// The limits of a condition, the same whether it is built in Go, parsed
+// from text or read from JSON, so that a condition one entry point takes
+// every other takes too. They bound the work a request can ask of a
+// parser and of the planner; real conditions are far smaller.
+const (
+	// MaxCondBytes bounds the text or JSON of a condition.
+	MaxCondBytes = 64 << 10
+	// MaxCondDepth bounds how deeply and, or and not nest: a lone field
+	// test is 1 level deep, not a=1 is 2.
+	MaxCondDepth = 64
+	// MaxCondNodes bounds the conditions in one: field tests, and, or
+	// and not.
+	MaxCondNodes = 1024
+)
+
 // Direction is the direction of OrderBy.
 type Direction uint8
 
@@ -341,7 +356,7 @@ func (q Query) String() string {
 		switch {
 		case !c.c.set:
 		case c.c.hasValue:
-			fmt.Fprintf(&b, ".%sValue(%s, %s)", c.name, show(c.c.value), c.c.id)
+			fmt.Fprintf(&b, ".%sValue(%s, %s)", c.name, valueText(c.c.value), c.c.id)
 		default:
 			fmt.Fprintf(&b, ".%s(%s)", c.name, c.c.id)
 		}

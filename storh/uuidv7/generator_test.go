@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // fakeClock is a settable clock for WithClock. The generator calls it with
@@ -38,9 +40,9 @@ const t0 = 1_700_000_000_000 // 2023-11-14T22:13:20Z
 
 func randA(u UUID) uint64 { return uint64(u[6]&0x0f)<<8 | uint64(u[7]) }
 
-// heavy returns n, scaled down under -race or -short.
+// heavy returns n, scaled down under -race or outside the long run.
 func heavy(n int) int {
-	if raceEnabled || testing.Short() {
+	if raceEnabled || !testkit.Long() {
 		return n / 10
 	}
 	return n

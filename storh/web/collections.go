@@ -8,21 +8,8 @@ import (
 	"github.com/storhdb/storh-go/storh/jsonl"
 )
 
-// collectionJSON is a collection's statistics as the API writes them. The
-// ids and times are left out for an empty collection, which has neither.
-type collectionJSON struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	Records   int    `json:"records"`
-	Bytes     int64  `json:"bytes"`
-	FirstID   string `json:"first_id,omitempty"`
-	LastID    string `json:"last_id,omitempty"`
-	FirstTime string `json:"first_time,omitempty"`
-	LastTime  string `json:"last_time,omitempty"`
-}
-
-func collectionOf(c storh.CollectionInfo) collectionJSON {
-	out := collectionJSON{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
+func collectionOf(c storh.CollectionInfo) Collection {
+	out := Collection{Name: c.Name, Kind: c.Kind, Records: c.Records, Bytes: c.Bytes}
 	// Times in the layout of a record's "time" (jsonl.TimeLayout), so that
 	// a client compares them as they are.
 	if !c.FirstID.IsZero() {
@@ -44,9 +31,7 @@ func (h *handler) listCollections(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := struct {
-		Collections []collectionJSON `json:"collections"`
-	}{Collections: make([]collectionJSON, 0, len(cs))}
+	out := CollectionList{Collections: make([]Collection, 0, len(cs))}
 	for _, c := range cs {
 		out.Collections = append(out.Collections, collectionOf(c))
 	}

@@ -38,7 +38,5 @@ func (h *handler) count(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Count int `json:"count"`
-	}{n})
+	writeJSON(w, http.StatusOK, CountResult{Count: n})
 }

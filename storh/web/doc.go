@@ -35,9 +35,15 @@
 // for times, 5 an integer and 5.0 a float), which PUT reads back. A page
 // is {"records":[…],"next":"<id>"}: pass next as after (before with
 // newest=1) for the following page; it is empty after the last page. The
-// condition q is the JSON form of a query.Cond that ParseCond reads:
+// condition q is a query.Cond in its JSON form when it starts with {, else
+// in the text syntax of query.Parse (the CLI's --where):
 //
 //	{"and":[{"field":"level","op":"eq","value":"error"},{"field":"n","op":"gte","value":5}]}
+//	level=error and n>=5
+//
+// Client calls these endpoints from another Go program (the storh CLI's
+// --url uses it); the JSON of the answers is declared once, in the
+// exported types both use (Stats, Page, Plan, Index…).
 //
 // Errors are {"error":{"kind":…,"message":…}} with a status that fits:
 // 400 for a bad parameter, id, condition or body, 404 for a collection or
@@ -57,7 +63,7 @@
 //   - Bodies are bounded by WithMaxBody (an import's by WithMaxImport),
 //     pages by WithMaxPage, the time of a request by WithTimeout and that
 //     of a live tail by WithTailLimit. Conditions are bounded in size, depth
-//     and count (MaxCondBytes, MaxCondDepth, MaxCondNodes).
+//     and count (query.MaxCondBytes, MaxCondDepth, MaxCondNodes).
 //   - No part of a request names a file: the handler serves the one open
 //     database, and a collection name from a URL never creates a
 //     collection.

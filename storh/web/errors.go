@@ -117,20 +117,6 @@ func classify(err error) (int, string) {
 	return http.StatusInternalServerError, KindInternal
 }
 
-// errorBody is the JSON of every error response.
-type errorBody struct {
-	Error errorJSON `json:"error"`
-}
-
-// errorJSON is an error's kind and message: the body of an error response,
-// and the error of a stream's last line or event.
-type errorJSON struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-	// Line is the line of an import's body at fault, 1-based.
-	Line int `json:"line,omitempty"`
-}
-
 // writeError answers with err as JSON. The message is the error's own
 // text: storh's errors name the operation, collection and id, never more
 // of the file than its own text says, and the handler's name the parameter.
@@ -141,9 +127,9 @@ func writeError(w http.ResponseWriter, err error) {
 
 // errorOf gives the status and JSON body of err, for a response or, once
 // a stream has started, for its last line or event.
-func errorOf(err error) (int, errorBody) {
+func errorOf(err error) (int, ErrorResponse) {
 	status, kind := classify(err)
-	var body errorBody
+	var body ErrorResponse
 	body.Error.Kind, body.Error.Message = kind, err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		body.Error.Message = "web: the request ran past its time limit: " + err.Error()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
 )
 
 // TestClassify maps every sentinel of storh, wrapped as storh wraps them,
@@ -56,7 +57,8 @@ func TestClassify(t *testing.T) {
 		{storh.ErrWatchLost, 503, KindWatchLost},
 		{context.DeadlineExceeded, 503, KindTimeout},
 		{&http.MaxBytesError{Limit: 1}, 413, KindTooLarge},
-		{&CondError{Node: "$", Reason: "x"}, 400, KindInvalidQuery},
+		{&query.ParseError{Node: "$", Reason: "x"}, 400, KindInvalidQuery},
+		{&query.ParseError{Column: 3, Reason: "x"}, 400, KindInvalidQuery},
 		{errors.New("other"), 500, KindInternal},
 	} {
 		for _, err := range []error{tc.err, &storh.Error{Op: "get", Collection: "c", Index: -1, Err: tc.err}, fmt.Errorf("web: body: %w", tc.err)} {

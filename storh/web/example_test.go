@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/web"
 )
 
@@ -67,4 +70,58 @@ func ExampleHandler() {
 	// Output:
 	// 200 OK
 	// {"records":[{"id":"018f3406-9e03-72dd-8cd8-7274d67084ca","time":"2024-05-01T12:00:00.003Z","data":{"level":"error","n":3}}],"next":"018f3406-9e03-72dd-8cd8-7274d67084ca"}
+}
+
+// Another Go program reads a store that an application serves: a page of
+// the records that match a condition, newest first, and a count.
+func ExampleNewClient() {
+	dir, err := os.MkdirTemp("", "storh-web-client")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := storh.Open(filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	events, err := db.Log("events", storh.WithDeterministicIDs(1, 1714564800000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, level := range []string{"info", "error", "info", "error"} {
+		if _, err := events.Put(storh.Map{"n": i, "level": level}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(web.Handler(db, web.WithToken("s3cret")))
+	defer srv.Close()
+
+	c, err := web.NewClient(srv.URL, "s3cret")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	cond, err := query.Parse("level=error")
+	if err != nil {
+		log.Fatal(err)
+	}
+	sel := web.Selection{Where: []query.Cond{cond}, Newest: true}
+	page, err := c.Records(ctx, "events", sel, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(page.Records[0]))
+	n, err := c.Count(ctx, "events", sel, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(n, "errors")
+	if _, err := c.Count(ctx, "nope", web.Selection{}, 0); errors.Is(err, storh.ErrNotFound) {
+		fmt.Println(err)
+	}
+	// Output:
+	// {"id":"018f3406-9e03-72dd-8cd8-7274d67084ca","time":"2024-05-01T12:00:00.003Z","data":{"level":"error","n":3}}
+	// 2 errors
+	// storh: docs "nope": not found: collection "nope" does not exist
 }

@@ -4,17 +4,6 @@ import (
 	"net/http"
 )
 
-// planJSON is storh.Plan as the API writes it, with its one-line text.
-type planJSON struct {
-	Query       string   `json:"query"`
-	Indexes     []string `json:"indexes"`
-	Sorted      bool     `json:"sorted"`
-	KeysRead    int      `json:"keys_read"`
-	RecordsRead int      `json:"records_read"`
-	Returned    int      `json:"returned"`
-	Text        string   `json:"text"`
-}
-
 // explain serves GET api/collections/{name}/explain: it runs the query the
 // same parameters give the records endpoint, with the page's limit, and
 // says how it ran.
@@ -34,7 +23,7 @@ func (h *handler) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := planJSON{Query: plan.Query, Indexes: plan.Indexes, Sorted: plan.Sorted,
+	out := Plan{Query: plan.Query, Indexes: plan.Indexes, Sorted: plan.Sorted,
 		KeysRead: plan.KeysRead, RecordsRead: plan.RecordsRead, Returned: plan.Returned, Text: plan.String()}
 	if out.Indexes == nil {
 		out.Indexes = []string{}

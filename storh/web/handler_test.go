@@ -411,7 +411,7 @@ func TestLimits(t *testing.T) {
 	if r := c.get("api/collections/posts/records?limit=-99999999999999999999999"); r.status != 400 {
 		t.Errorf("huge negative limit: %d", r.status)
 	}
-	if r := c.get("api/collections/posts/records?q=" + url.QueryEscape(strings.Repeat(" ", web.MaxCondBytes+1))); r.status != 400 {
+	if r := c.get("api/collections/posts/records?q=" + url.QueryEscape(strings.Repeat(" ", query.MaxCondBytes+1))); r.status != 400 {
 		t.Errorf("huge q: %d", r.status)
 	}
 }

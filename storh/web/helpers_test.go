@@ -33,7 +33,14 @@ type fixture struct {
 
 func newFixture(t testing.TB, posts, events int) *fixture {
 	t.Helper()
-	db, err := storh.Open(filepath.Join(t.TempDir(), "db"))
+	return newFixtureAt(t, filepath.Join(t.TempDir(), "db"), posts, events)
+}
+
+// newFixtureAt is newFixture on the database at path: a file, or a
+// PostgreSQL URL.
+func newFixtureAt(t testing.TB, path string, posts, events int) *fixture {
+	t.Helper()
+	db, err := storh.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

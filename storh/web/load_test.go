@@ -14,18 +14,19 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 	"github.com/storhdb/storh-go/storh/web"
 )
 
-// A bounded load test on loopback: 32 clients for 10 s (2 s with -short)
+// A bounded load test on loopback: 32 clients for 10 s with STORH_LONG=1 (2 s otherwise)
 // read pages by cursor, windows, queries, single records and counts while
 // one writer puts records through the API. Every request must succeed;
 // the latencies are reported, not asserted (this machine is shared).
 func TestLoad(t *testing.T) {
 	const clients = 32
 	run := 10 * time.Second
-	if testing.Short() {
+	if !testkit.Long() {
 		run = 2 * time.Second
 	}
 	f := newFixture(t, 600, 50)

@@ -93,9 +93,7 @@ func (h *handler) parseQuery(vals url.Values, whole bool) (page, error) {
 		p.q = p.q.TimeRangeMs(lo, hi)
 	}
 	if vals.Has("q") {
-		// A *CondError names its node; q is the only parameter that
-		// holds a condition, so it needs no other name.
-		c, err := ParseCond([]byte(vals.Get("q")))
+		c, err := parseCond(vals.Get("q"))
 		if err != nil {
 			return p, err
 		}
@@ -135,6 +133,19 @@ func (h *handler) parseQuery(vals url.Values, whole bool) (page, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// parseCond reads the condition q: its JSON form when it starts with {,
+// else the text syntax of query.Parse (which no condition starts with {).
+// The *query.ParseError names the node or column at fault; q is the only
+// parameter that holds a condition, so it needs no other name.
+func parseCond(s string) (query.Cond, error) {
+	if strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") {
+		var c query.Cond
+		err := c.UnmarshalJSON([]byte(s))
+		return c, err
+	}
+	return query.Parse(s)
 }
 
 // parseLimit reads limit: at least 1, and above most lowered to it.

@@ -8,15 +8,6 @@ import (
 	"github.com/storhdb/storh-go/storh"
 )
 
-// queueJSON is a queue's job counts.
-type queueJSON struct {
-	Name    string `json:"name"`
-	Pending int    `json:"pending"`
-	Claimed int    `json:"claimed"`
-	Done    int    `json:"done"`
-	Dead    int    `json:"dead"`
-}
-
 // queueCounts serves GET api/queues/{name}: the jobs in each state. It
 // reads four counters, whatever the queue's size.
 func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +26,7 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := queueJSON{Name: name}
+	out := QueueCounts{Name: name}
 	out.Pending, out.Claimed, out.Done, out.Dead, err = q.Counts()
 	if err != nil {
 		writeError(w, err)

@@ -71,19 +71,6 @@ func (s *startWriter) Write(b []byte) (int, error) {
 	return s.w.Write(b)
 }
 
-// importJSON is what an import did.
-type importJSON struct {
-	Collection string `json:"collection"`
-	Kind       string `json:"kind"`
-	// Lines counts the body's lines, blank ones included.
-	Lines int `json:"lines"`
-	// Imported counts the records written: Inserted new ones, and
-	// Replaced records of a Docs collection stored under the same id.
-	Imported int `json:"imported"`
-	Inserted int `json:"inserted"`
-	Replaced int `json:"replaced"`
-}
-
 // importRecords serves POST api/collections/{name}/import (WithWrites):
 // the body, JSON lines as an export writes them, into the collection, all
 // or nothing. jsonl.Import alone commits in batches, so a bad line after
@@ -157,7 +144,7 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("web: import into %q, nothing written: %w", name, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, importJSON{Collection: name, Kind: kind, Lines: rep.Lines,
+	writeJSON(w, http.StatusOK, ImportReport{Collection: name, Kind: kind, Lines: rep.Lines,
 		Imported: rep.Imported, Inserted: rep.Inserted, Replaced: rep.Replaced})
 }
 

@@ -10,26 +10,6 @@ import (
 	"github.com/storhdb/storh-go/storh"
 )
 
-// problemJSON is a storh.Problem as a line of the verify stream.
-type problemJSON struct {
-	Kind       string `json:"kind"`
-	Collection string `json:"collection,omitempty"`
-	ID         string `json:"id,omitempty"`
-	// Key is a record key that is not a UUIDv7, in hex: it may be any
-	// bytes.
-	Key    string `json:"key,omitempty"`
-	Detail string `json:"detail"`
-	Text   string `json:"text"`
-}
-
-// reportJSON is storh.VerifyReport, and whether the store is healthy.
-type reportJSON struct {
-	Collections int  `json:"collections"`
-	Records     int  `json:"records"`
-	Problems    int  `json:"problems"`
-	OK          bool `json:"ok"`
-}
-
 // verify serves POST api/verify: storh's Verify of the whole store, or of
 // the collections named by collection parameters, as JSON lines, one per
 // problem and a last one with the report. It changes nothing, so it needs
@@ -69,25 +49,20 @@ func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
 	// (report is user code, which must not run inside it), so they come
 	// at the end of the run, in the order found.
 	rep, err := h.db.VerifyContext(r.Context(), func(p storh.Problem) {
-		pj := problemJSON{Kind: string(p.Kind), Collection: p.Collection, Detail: p.Detail, Text: p.String()}
+		pj := Problem{Kind: string(p.Kind), Collection: p.Collection, Detail: p.Detail, Text: p.String()}
 		if !p.ID.IsZero() {
 			pj.ID = p.ID.String()
 		}
 		if p.Key != nil {
 			pj.Key = hex.EncodeToString(p.Key)
 		}
-		writeLine(struct {
-			Problem problemJSON `json:"problem"`
-		}{pj})
+		writeLine(VerifyLine{Problem: &pj})
 	}, colls...)
 	if err != nil && !started {
 		writeError(w, err)
 		return
 	}
-	out := struct {
-		Error  *errorJSON `json:"error,omitempty"`
-		Report reportJSON `json:"report"`
-	}{Report: reportJSON{Collections: rep.Collections, Records: rep.Records, Problems: rep.Problems, OK: err == nil && rep.Problems == 0}}
+	out := VerifyLine{Report: &VerifyReport{Collections: rep.Collections, Records: rep.Records, Problems: rep.Problems, OK: err == nil && rep.Problems == 0}}
 	if err != nil {
 		// The status is sent: the error goes in the last line, beside
 		// the report of what was checked until then.

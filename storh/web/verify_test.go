@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/storhdb/storh-go/storh"
-	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/web"
 )
 
@@ -54,37 +52,6 @@ func verifyLines(t *testing.T, c *client, path string) []verifyLine {
 	return out
 }
 
-// damage rewrites the stored value of id in collection coll of the closed
-// database at path through a raw bbolt handle, as storh's own corruption
-// tests do: a collection's records are in its bucket's "r" bucket.
-func damage(t *testing.T, path, coll string, id uuidv7.UUID, edit func(v []byte)) {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket([]byte(coll))
-		if root == nil {
-			return errors.New("no collection bucket")
-		}
-		recs := root.Bucket([]byte("r"))
-		if recs == nil {
-			return errors.New("no records bucket")
-		}
-		v := recs.Get(id[:])
-		if v == nil {
-			return errors.New("no such record")
-		}
-		v = append([]byte(nil), v...)
-		edit(v)
-		return recs.Put(id[:], v)
-	}); err != nil {
-		t.Fatalf("damage: %v", err)
-	}
-}
-
 func TestVerify(t *testing.T) {
 	f := newFixture(t, 12, 8)
 	c := f.serve(t)
@@ -105,7 +72,7 @@ func TestVerify(t *testing.T) {
 	path := f.db.Path()
 	f.db.Close()
 	bad := f.eventIDs[5]
-	damage(t, path, "events", bad, func(v []byte) { v[len(v)-1] ^= 1 })
+	testkit.Damage(t, path, "events", bad[:], func(v []byte) { v[len(v)-1] ^= 1 })
 	db, err := storh.Open(path)
 	if err != nil {
 		t.Fatal(err)

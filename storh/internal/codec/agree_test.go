@@ -13,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/internal/codec"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 )
 
 type (
@@ -299,31 +300,11 @@ func TestAnyFieldsNormalised(t *testing.T) {
 		if err := codec.Decode(b, &h); err != nil {
 			t.Fatal(err)
 		}
-		if !mpack.Equal(h.V, want) && !hasNaN(want) || !reflect.DeepEqual(fmt.Sprintf("%#v", h.V), fmt.Sprintf("%#v", want)) {
+		if !mpack.Equal(h.V, want) && !order.HasNaN(want) || !reflect.DeepEqual(fmt.Sprintf("%#v", h.V), fmt.Sprintf("%#v", want)) {
 			t.Fatalf("any field %#v, mpack %#v", h.V, want)
 		}
 		if fmt.Sprintf("%#v", h.M["k"]) != fmt.Sprintf("%#v", want) || fmt.Sprintf("%#v", h.L[0]) != fmt.Sprintf("%#v", want) {
 			t.Fatalf("nested any %#v / %#v, mpack %#v", h.M["k"], h.L[0], want)
 		}
 	})
-}
-
-func hasNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x)
-	case []any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -8,8 +8,8 @@
 // the user name as it is. Where a malformed URL leaves a password's place
 // in doubt, it masks everything that might be one.
 //
-// It imports no driver, so a build without PostgreSQL (storh_nopostgres)
-// masks what a user passes in the same way.
+// It imports no driver, so storh masks what a user passes in the same way
+// whether or not the program imports the PostgreSQL backend.
 package connstr
 
 import "strings"
@@ -18,16 +18,32 @@ import "strings"
 const Mask = "xxxxx"
 
 // Redact returns s with every password masked: s is a connection URL
-// (postgres:// or postgresql://), a keyword/value connection string, or a
+// (postgres://, postgresql://, or another backend's, read the same way), a keyword/value connection string, or a
 // file path, which has none and comes back as it is (a path that holds
 // "password=" after a space or at its start is taken for a keyword).
 func Redact(s string) string {
-	for _, scheme := range []string{"postgresql://", "postgres://"} {
-		if rest, ok := strings.CutPrefix(s, scheme); ok {
-			return scheme + redactURL(rest)
-		}
+	if scheme, ok := Scheme(s); ok {
+		return scheme + "://" + redactURL(s[len(scheme)+len("://"):])
 	}
 	return redactKeywords(s)
+}
+
+// Scheme returns the scheme of path if path is a URL (a scheme of a
+// letter then letters, digits, '+', '-' or '.', before "://"), so that a
+// file path is never taken for one: it cannot start so unless it names a
+// directory "x:" relative to the working one.
+func Scheme(path string) (string, bool) {
+	i := strings.Index(path, "://")
+	if i <= 0 {
+		return "", false
+	}
+	for j, c := range path[:i] {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (j == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return "", false
+		}
+	}
+	return path[:i], true
 }
 
 // secret reports whether a parameter, as written (percent-encoded in a

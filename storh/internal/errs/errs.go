@@ -5,10 +5,13 @@
 package errs
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -39,7 +42,58 @@ var (
 	ErrNotEmpty            = errors.New("storh: destination is not empty")
 	ErrUnfinishedMigration = errors.New("storh: the database is the destination of an unfinished migration")
 	ErrInvalidOption       = errors.New("storh: invalid option")
+	ErrMismatch            = errors.New("storh: copy differs from its source")
+	ErrLagged              = errors.New("storh: watcher fell behind")
+	ErrWatchLost           = errors.New("storh: watch lost its feed of other processes' commits")
 )
+
+// MismatchError is the first difference the verification of a copy found;
+// package storh documents it as storh.MigrateMismatch. It wraps
+// ErrMismatch.
+type MismatchError struct {
+	Path       [][]byte // the entry that differs: its keys from the top level down
+	Collection string   // the collection it belongs to; empty for the database's own buckets
+	Detail     string
+}
+
+func (e *MismatchError) Error() string {
+	return "storh: copy differs from its source at " + KeyPath(e.Path) + ": " + e.Detail
+}
+
+func (e *MismatchError) Unwrap() error { return ErrMismatch }
+
+// KeyPath prints a path of keys for messages: text keys as they are
+// (quoted when they hold a space, '/' or '"'), others in hex, joined by
+// '/'; an empty path is "the start".
+func KeyPath(path [][]byte) string {
+	if len(path) == 0 {
+		return "the start"
+	}
+	parts := make([]string, len(path))
+	for i, k := range path {
+		parts[i] = keyString(k)
+	}
+	return strings.Join(parts, "/")
+}
+
+func keyString(k []byte) string {
+	if !utf8.Valid(k) || len(k) == 0 {
+		return "0x" + hex.EncodeToString(k)
+	}
+	plain := true
+	for _, r := range string(k) {
+		if !unicode.IsPrint(r) {
+			return "0x" + hex.EncodeToString(k)
+		}
+		if r == ' ' || r == '/' || r == '"' {
+			plain = false
+		}
+	}
+	if plain {
+		return string(k)
+	}
+	return strconv.Quote(string(k))
+}
 
 // Error describes a failed operation; package storh documents it as
 // storh.Error.

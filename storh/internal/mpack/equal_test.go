@@ -14,6 +14,9 @@ var (
 	maxU64 = uint64(math.MaxUint64)
 )
 
+// zone is a fixed zone other than UTC: the same instant in another zone.
+var zone = time.FixedZone("UTC+1", 3600)
+
 func TestEqualRawStrictTyping(t *testing.T) {
 	for _, tc := range []struct {
 		name string

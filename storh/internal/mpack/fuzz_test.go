@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 )
 
 func isSentinel(err error) bool {
@@ -45,7 +46,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Skip = %d, %v; Decode consumed %d", skipN, skipErr, n)
 		}
 		raw := data[:n]
-		if eq, err := mpack.EqualRaw(raw, v); err != nil || eq == hasNaN(v) {
+		if eq, err := mpack.EqualRaw(raw, v); err != nil || eq == order.HasNaN(v) {
 			t.Fatalf("EqualRaw(raw, Decode(raw)) = %v, %v", eq, err)
 		}
 		var lib any

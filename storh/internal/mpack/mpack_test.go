@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -69,26 +70,6 @@ func same(got, want any) bool {
 		return got == nil
 	}
 	return got == want // bool, int64, uint64, string: same type and value
-}
-
-func hasNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x)
-	case []any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // record wraps one encoded value as the record {"v": value}.
@@ -237,7 +218,7 @@ func TestCodes(t *testing.T) {
 				t.Errorf("Decode = %#v, want %#v", got, tc.want)
 			}
 			eq, err := mpack.EqualRaw(tc.in, tc.want)
-			if err != nil || eq == hasNaN(tc.want) {
+			if err != nil || eq == order.HasNaN(tc.want) {
 				t.Errorf("EqualRaw(raw, want) = %v, %v", eq, err)
 			}
 			m, err := mpack.DecodeMap(rec)

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // encodeUnsorted writes v with map keys in Go's random order, as the
@@ -29,7 +30,7 @@ func encodeUnsorted(t *rapid.T, v any) []byte {
 func TestAppendSortedIsTheSortedEncoding(t *testing.T) {
 	var s mpack.Sorter
 	rapid.Check(t, func(t *rapid.T) {
-		rec := genMap(t, 1)
+		rec := testkit.GoMap(t, 1)
 		want := encode(t, rec, true)
 		in := encodeUnsorted(t, rec)
 		sorted, err := mpack.ValidateRecordSorted(in)

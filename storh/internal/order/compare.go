@@ -132,7 +132,7 @@ func sortedKeys(m map[string]any) []string {
 // everything and equal to itself, ignoring whether they are integers or
 // floats.
 func compareNumbers(a, b any) int {
-	an, bn := isNaN(a), isNaN(b)
+	an, bn := IsNaN(a), IsNaN(b)
 	switch {
 	case an || bn:
 		return cmp.Compare(b2i(!an), b2i(!bn))
@@ -140,9 +140,29 @@ func compareNumbers(a, b any) int {
 	return exact(a).Cmp(exact(b)) // -0 and +0 are equal for big.Float
 }
 
-func isNaN(v any) bool {
+// IsNaN reports whether v is a float64 NaN: the value the order puts
+// below every other number, and which equals nothing, itself included.
+func IsNaN(v any) bool {
 	f, ok := v.(float64)
 	return ok && math.IsNaN(f)
+}
+
+// HasNaN reports whether v is a NaN or a list or map holding one at any
+// depth: a value no condition can match by equality, and one that two
+// decodings of the same bytes do not compare equal on.
+func HasNaN(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return slices.ContainsFunc(x, HasNaN)
+	case map[string]any:
+		for _, e := range x {
+			if HasNaN(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return IsNaN(v)
 }
 
 func b2i(b bool) int {

@@ -2,7 +2,6 @@ package order_test
 
 import (
 	"bytes"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -277,7 +276,7 @@ func TestRangeRecipes(t *testing.T) {
 			case "gt", "gte", "lt", "lte", "between":
 				// A NaN bound is the query's to handle (as matching
 				// nothing); Bound of NaN bounds only the NaN keys.
-				if isNaN(q) || isNaN(q2) {
+				if order.IsNaN(q) || order.IsNaN(q2) {
 					continue
 				}
 			}
@@ -317,11 +316,6 @@ func sameRangeClass(a, b any) bool {
 	la, _ := rangeClass(a)
 	lb, _ := rangeClass(b)
 	return la == lb
-}
-
-func isNaN(v any) bool {
-	f, ok := v.(float64)
-	return ok && math.IsNaN(f)
 }
 
 // recipe builds [lo, hi) for op as the package doc says; hi nil is open.
@@ -381,7 +375,7 @@ func selects(op string, x, q, q2 any) bool {
 		s, ok := x.(string)
 		return ok && strings.HasPrefix(s, q.(string))
 	}
-	if !sameRangeClass(x, q) || isNaN(x) {
+	if !sameRangeClass(x, q) || order.IsNaN(x) {
 		return false
 	}
 	c := cmpByValue(x, q)

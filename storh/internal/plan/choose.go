@@ -288,7 +288,7 @@ func pointRanges(values []any) ([]KeyRange, bool) {
 		if err != nil {
 			return nil, false
 		}
-		if v == nil || hasNaN(v) {
+		if v == nil || order.HasNaN(v) {
 			exact = false // the null entry also holds missing fields; NaN equals nothing
 		}
 		rs = append(rs, KeyRange{Lo: k, Hi: order.PrefixEnd(k), Point: true})
@@ -296,26 +296,6 @@ func pointRanges(values []any) ([]KeyRange, bool) {
 	slices.SortFunc(rs, func(a, b KeyRange) int { return bytes.Compare(a.Lo, b.Lo) })
 	rs = slices.CompactFunc(rs, func(a, b KeyRange) bool { return bytes.Equal(a.Lo, b.Lo) })
 	return rs, exact
-}
-
-func hasNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return x != x
-	case []any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // allPoints reports whether every range holds one value key exactly.

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -702,7 +703,7 @@ func fileDigest(t *testing.T, path string) string {
 	}
 	defer bdb.Close()
 	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
+	if err := bdb.View(func(tx *bolt.Tx) error { sum = testkit.DigestBolt(tx); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return sum

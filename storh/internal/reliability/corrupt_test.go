@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -309,14 +310,13 @@ func TestCorruptValues(t *testing.T) {
 
 	// The quarantine keeps the damaged bytes exactly, for manual recovery;
 	// the records left are exactly the intact ones.
-	rawView(t, path, func(tx *bolt.Tx) error {
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 		for id, d := range damaged {
 			q := tx.Bucket([]byte(d.coll)).Bucket([]byte("q"))
 			if q == nil || !bytes.Equal(q.Get(id[:]), original[id]) {
 				t.Errorf("quarantine of %s %s does not hold the damaged bytes", d.coll, id)
 			}
 		}
-		return nil
 	})
 	raw := readRaw(t, path)
 	for coll, recs := range m {
@@ -441,18 +441,6 @@ func breakCounter(t *testing.T, path, coll string, delta int64) {
 		binary.BigEndian.PutUint64(v[:], binary.BigEndian.Uint64(meta.Get([]byte("count")))+uint64(delta))
 		return meta.Put([]byte("count"), v[:])
 	})
-}
-
-func rawView(tb testing.TB, path string, fn func(*bolt.Tx) error) {
-	tb.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		tb.Fatalf("raw open: %v", err)
-	}
-	defer bdb.Close()
-	if err := bdb.View(fn); err != nil {
-		tb.Fatalf("raw view: %v", err)
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -866,7 +854,8 @@ func fileScenarios() []fileScenario {
 // copy in a child process: Open or Verify must report the damage (ErrCorrupt
 // or problems), no read may return data that differs from what was written,
 // and the process must neither panic nor die of a fault. Each random
-// scenario runs with several seeds.
+// scenario runs with several seeds in the long run (testkit.Long), one
+// otherwise.
 func TestCorruptFile(t *testing.T) {
 	t.Parallel()
 	seed := runSeed(t)
@@ -883,7 +872,7 @@ func TestCorruptFile(t *testing.T) {
 	t.Run("damage", func(t *testing.T) {
 		for i, sc := range fileScenarios() {
 			seeds := 1
-			if strings.HasPrefix(sc.name, "random") || strings.HasPrefix(sc.name, "scatter") {
+			if testkit.Long() && (strings.HasPrefix(sc.name, "random") || strings.HasPrefix(sc.name, "scatter")) {
 				seeds = 3
 			}
 			for s := range seeds {
@@ -1116,7 +1105,7 @@ func TestCorruptNonRecordEntries(t *testing.T) {
 		}
 	}
 	// Everything moved is in a quarantine, nested contents included.
-	rawView(t, path, func(tx *bolt.Tx) error {
+	testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 		collQ := tx.Bucket([]byte("docs")).Bucket([]byte("q"))
 		dbQ := tx.Bucket([]byte("\x00quarantine"))
 		for _, sh := range shapes {
@@ -1133,6 +1122,5 @@ func TestCorruptNonRecordEntries(t *testing.T) {
 				t.Errorf("%q: the value is not in the quarantine", sh.key)
 			}
 		}
-		return nil
 	})
 }

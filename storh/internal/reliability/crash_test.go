@@ -29,6 +29,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -415,11 +416,11 @@ type crashStats struct {
 
 // TestCrashKill9 runs kill cycles against a writing child process; see the
 // comment at the top of this file. STORH_CRASH_CYCLES sets the number of
-// cycles (default 50; 15 with -short).
+// cycles (50 with STORH_LONG=1, 15 otherwise).
 func TestCrashKill9(t *testing.T) {
 	t.Parallel()
 	def := 50
-	if testing.Short() {
+	if !testkit.Long() {
 		def = 15
 	}
 	cycles := envInt(t, "STORH_CRASH_CYCLES", def)
@@ -605,19 +606,18 @@ func TestCrashCheckerCatchesDamage(t *testing.T) {
 		// the kill, would explain a missing or changed record), and whose
 		// record is in the file as the put wrote it.
 		puts = slices.DeleteFunc(puts, func(p acked) bool { return touched[p.id.String()] > 0 }) // a put names no id: it gets one
-		rawView(t, path, func(tx *bolt.Tx) error {
+		testkit.ViewBolt(t, path, func(tx *bolt.Tx) {
 			root := tx.Bucket([]byte(crashDocs))
 			if root == nil {
-				return nil // killed before the collection was made
+				return // killed before the collection was made
 			}
 			recs := root.Bucket([]byte("r"))
 			for _, p := range slices.Backward(puts) {
 				if v := recs.Get(p.id[:]); v != nil && bytes.Equal(v, encoded(t, p.id, p.tag)) {
 					ackedID, ackedTag = p.id, p.tag
-					return nil
+					return
 				}
 			}
-			return nil
 		})
 	}
 	if ackedTag == "" {

@@ -44,9 +44,10 @@
 //
 // # Knobs
 //
-// STORH_CRASH_CYCLES sets the number of kill cycles (default 50, 15 with
-// -short); STORH_POWER_CUTS the power cuts per model (default 30, 6 with
-// -short); STORH_REQUIRE_FUSE=1 makes the power-loss tests fail rather
+// STORH_LONG=1 (testkit.Long) runs every test at full size, as CI does;
+// without it the cycles, jobs and soak are smaller. STORH_CRASH_CYCLES sets
+// the number of kill cycles (50 long, 15 otherwise); STORH_POWER_CUTS the
+// power cuts per model (30 long, 6 otherwise); STORH_REQUIRE_FUSE=1 makes the power-loss tests fail rather
 // than skip where FUSE cannot be mounted; STORH_SOAK=1 lengthens the race soak; STORH_RELIABILITY_SEED
 // replays a run with the seed it logged.
 package reliability

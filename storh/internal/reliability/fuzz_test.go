@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/storhdb/storh-go/storh/internal/errs"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -12,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/order"
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -88,7 +91,7 @@ func FuzzStoredValue(f *testing.F) {
 		}
 		again, err := engine.AppendValue(nil, m)
 		if err != nil {
-			if len(payload) > engine.MaxRecordSize/2 {
+			if len(payload) > api.MaxRecordSize/2 {
 				return // re-encoding may widen float32s past the limit
 			}
 			t.Fatalf("a decoded record cannot be stored again: %v\nrecord %#v", err, m)
@@ -102,7 +105,7 @@ func FuzzStoredValue(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		if !mpack.Equal(m, m2) && !hasNaN(m) {
+		if !mpack.Equal(m, m2) && !order.HasNaN(m) {
 			t.Fatalf("round trip changed the record:\nfirst  %#v\nsecond %#v", m, m2)
 		}
 		third, err := engine.AppendValue(nil, m2)
@@ -113,26 +116,6 @@ func FuzzStoredValue(f *testing.F) {
 			t.Fatalf("encoding is not stable: %x then %x (%v)", again, third, err)
 		}
 	})
-}
-
-func hasNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x)
-	case []any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNaN(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // FuzzWhereEqualProbe checks the raw-bytes probe behind WhereEqual against

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"hash/fnv"
@@ -22,6 +21,7 @@ import (
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -143,57 +143,15 @@ func readRaw(tb testing.TB, path string) rawDB {
 	return out
 }
 
-// digestTx hashes every bucket name, key and value reachable from tx, nested
-// buckets included, with lengths and markers so that no two different
-// layouts hash alike.
-func digestTx(tx *bolt.Tx) string {
-	h := sha256.New()
-	emit := func(mark byte, b []byte) {
-		var hdr [9]byte
-		hdr[0] = mark
-		binary.BigEndian.PutUint64(hdr[1:], uint64(len(b)))
-		h.Write(hdr[:])
-		h.Write(b)
-	}
-	var walk func(b *bolt.Bucket)
-	walk = func(b *bolt.Bucket) {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if v == nil {
-				emit('b', k)
-				walk(b.Bucket(k))
-				emit('e', nil)
-				continue
-			}
-			emit('k', k)
-			emit('v', v)
-		}
-	}
-	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		emit('B', name)
-		walk(b)
-		emit('E', nil)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// digestFile is digestTx over the closed database at path.
+// digestFile is testkit.DigestBolt over the closed database at path.
 func digestFile(tb testing.TB, path string) string {
 	tb.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		tb.Fatalf("digest: open %s: %v", path, err)
-	}
-	defer bdb.Close()
 	var sum string
-	if err := bdb.View(func(tx *bolt.Tx) error { sum = digestTx(tx); return nil }); err != nil {
-		tb.Fatalf("digest %s: %v", path, err)
-	}
+	testkit.ViewBolt(tb, path, func(tx *bolt.Tx) { sum = testkit.DigestBolt(tx) })
 	return sum
 }
 
-// digestOpen is digestTx over an open database, read from a consistent
+// digestOpen is testkit.DigestBolt over an open database, read from a consistent
 // backup of it.
 func digestOpen(tb testing.TB, db *storh.DB) string {
 	tb.Helper()

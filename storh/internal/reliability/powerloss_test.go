@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -37,11 +38,11 @@ var powerSeeds = []uint64{
 	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
 }
 
-// TestPowerLoss runs STORH_POWER_CUTS cycles (default 30 per model; 6 with
-// -short) of write, kill, cut, check.
+// TestPowerLoss runs STORH_POWER_CUTS cycles (30 per model with
+// STORH_LONG=1, 6 otherwise) of write, kill, cut, check.
 func TestPowerLoss(t *testing.T) {
 	def := 30
-	if testing.Short() {
+	if !testkit.Long() {
 		def = 6
 	}
 	cuts := envInt(t, "STORH_POWER_CUTS", def)
@@ -63,12 +64,12 @@ func TestPowerLoss(t *testing.T) {
 // its workers' database on the power-cut file system: the power is cut
 // right after the victim's kill, half the time while one of its fsyncs
 // hangs. STORH_QUEUE_POWER_ROUNDS runs per model
-// (default 2; 1 with -short): the claims, extensions and completions the
+// (2 with STORH_LONG=1, 1 otherwise): the claims, extensions and completions the
 // victim had acknowledged must survive the cut, and the drain must still
 // complete every job exactly once.
 func TestQueuePowerLoss(t *testing.T) {
 	jobs, rounds := 600, 2
-	if testing.Short() {
+	if !testkit.Long() {
 		jobs, rounds = 200, 1
 	}
 	n := envInt(t, "STORH_QUEUE_JOBS", jobs)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -54,7 +55,7 @@ import (
 //     pending, claimed or dead; Verify is clean; the payload every claim
 //     returned is that job's.
 //
-// STORH_QUEUE_JOBS sets N (default 2000, 500 with -short);
+// STORH_QUEUE_JOBS sets N (2000 with STORH_LONG=1, 500 otherwise);
 // STORH_RELIABILITY_SEED replays a run with the seed it logged (the same
 // ids, payloads, worker parameters and kill delay; the scheduling is the
 // machine's).
@@ -476,7 +477,7 @@ type queueVictimJob struct {
 func TestQueueCrashKill9(t *testing.T) {
 	t.Parallel()
 	def := 2000
-	if testing.Short() {
+	if !testkit.Long() {
 		def = 500
 	}
 	dir := t.TempDir()

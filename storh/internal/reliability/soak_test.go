@@ -14,6 +14,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -26,11 +27,11 @@ import (
 // goroutine that closes and reopens the database under all of them. Run it
 // with -race. Calls that fail with ErrClosed during a reopen must have
 // written nothing; everything acknowledged must be there at the end, byte
-// for byte. ~20 s by default, 4 s with -short, 5 min with STORH_SOAK=1.
+// for byte. ~20 s with STORH_LONG=1, 4 s otherwise, 5 min with STORH_SOAK=1.
 func TestRaceSoak(t *testing.T) {
 	t.Parallel()
 	dur := 20 * time.Second
-	if testing.Short() {
+	if !testkit.Long() {
 		dur = 4 * time.Second
 	}
 	if os.Getenv("STORH_SOAK") == "1" {

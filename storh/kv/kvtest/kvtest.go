@@ -24,8 +24,8 @@
 // store is left open (its transaction is still running), so a cleanup that
 // open registers must not wait forever for that store to close.
 //
-// Under go test -short the larger subtests use fewer keys and the
-// model-based one shorter runs. rapid's flags (-rapid.checks, -rapid.seed,
+// The larger subtests use fewer keys and the model-based one shorter runs,
+// except in storh's long run (STORH_LONG=1 without -short). rapid's flags (-rapid.checks, -rapid.seed,
 // -rapid.nofailfile) apply to the model-based subtest; on failure rapid
 // saves the failing case under testdata/rapid of the calling package unless
 // told not to.
@@ -45,6 +45,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
@@ -1991,7 +1992,7 @@ func testClosedStore(t *testing.T, s kv.Store) {
 
 func testManyKeys(t *testing.T, s kv.Store) {
 	n := 5000
-	if testing.Short() {
+	if !testkit.Long() {
 		n = 1000
 	}
 	r := rand.New(rand.NewPCG(5000, 1))
@@ -2143,7 +2144,7 @@ type model struct {
 
 func testModel(t *testing.T, s kv.Store) {
 	maxSteps := 100
-	if testing.Short() {
+	if !testkit.Long() {
 		maxSteps = 20
 	}
 	rapid.Check(t, func(rt *rapid.T) {

@@ -395,7 +395,7 @@ func TestBrowser(t *testing.T) {
 		p.set("from", "")
 	})
 
-	q := `{"field":"group","op":"eq","value":2}`
+	q := `group=2` // the text syntax; the JSON form is tried below
 	t.Run("query", func(t *testing.T) {
 		p.t = t
 		var group2 []uuidv7.UUID // group 2, by n descending
@@ -420,6 +420,7 @@ func TestBrowser(t *testing.T) {
 
 		for _, bad := range []struct{ q, order string }{
 			{`{"fild":"group","op":"eq","value":2}`, "-n"},
+			{`group==2`, "-n"},
 			{`{"field":"group","op":"eq","value":2`, "-n"},
 			{q, `-[1]`},
 		} {
@@ -430,7 +431,7 @@ func TestBrowser(t *testing.T) {
 			p.wait(fmt.Sprintf(`!document.getElementById("records-error").hidden && document.getElementById("records-error").textContent === %q`, msg),
 				`document.getElementById("records-error").textContent`)
 		}
-		p.set("q", q)
+		p.set("q", `{"field":"group","op":"eq","value":2}`)
 		p.set("order", "-n")
 		p.click("run")
 		p.expectIDs(group2[0:25])

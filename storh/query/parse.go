@@ -1,4 +1,4 @@
-package main
+package query
 
 import (
 	"errors"
@@ -9,14 +9,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/objectid"
-	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// A --where expression is one or more conditions combined with and, or,
-// not and parentheses:
+// Parse reads a condition in the text syntax the CLI's --where takes
+// (docs/cli.md):
 //
 //	level=error and (status>=500 or path^=/api)
 //	tags contains go        user.name in [ana, bob]        deleted missing
@@ -41,76 +40,109 @@ import (
 // , " '. A bare word runs up to a space or one of ( ) [ ] { } , " and is
 // the JSON number, true, false or null it spells, a typed id when it starts
 // with uuid: or oid: (to match such text, quote it), else text (after ^= it
-// is always text). Operators are matched longest first, so >= is never >
-// followed by "=…". The words and, or and not are never names or bare
-// words: quote them ("not"=1, x="and").
-
-// The operators of a condition.
-const (
-	opEq       = "="
-	opNeq      = "!="
-	opGt       = ">"
-	opGte      = ">="
-	opLt       = "<"
-	opLte      = "<="
-	opPrefix   = "^="
-	opIn       = "in"
-	opNotIn    = "not in"
-	opContains = "contains"
-	opBetween  = "between"
-	opExists   = "exists"
-	opMissing  = "missing"
-	// The combinators.
-	opAnd = "and"
-	opOr  = "or"
-	opNot = "not"
-)
-
-// whereOps are the symbol operators, longest first.
-var whereOps = []string{opNeq, opGte, opLte, opPrefix, opEq, opGt, opLt}
-
-// operatorList names every operator, for messages.
-const operatorList = "= != > >= < <= ^= in, not in, contains, between, exists, missing"
-
-// maxWhereDepth bounds how deeply parentheses, not and lists nest.
-const maxWhereDepth = 64
-
-// whereNode is a parsed --where expression: a combinator with kids, or a
-// condition on a field path.
-type whereNode struct {
-	op   string
-	kids []*whereNode // and, or: two or more; not: one
-	path []string     // a condition's field, as literal segments
-	vals []any        // one value; two for between; the list for in and not in
-	at   int          // byte offset of the condition, for messages
+// is always text). JSON values use the value mapping of JSON lines, so 5 is
+// an integer, 5.0 a float and {"$date":"…"} a time. Operators are matched
+// longest first, so >= is never > followed by "=…". The words and, or and
+// not are never names or bare words: quote them ("not"=1, x="and").
+//
+// Every error is a *ParseError that names the column of the fault and
+// wraps ErrInvalidQuery. The limits are those of every condition:
+// MaxCondBytes of text, MaxCondDepth, MaxCondNodes.
+func Parse(text string) (Cond, error) {
+	if len(text) > MaxCondBytes {
+		return Cond{}, &ParseError{Column: 1, Reason: fmt.Sprintf("the condition is %d bytes; the limit is %d", len(text), MaxCondBytes)}
+	}
+	p := &parser{src: text}
+	c, err := p.parse()
+	return c, p.located(err)
 }
 
-// parseWhere parses one --where flag. Every error says at which column
-// of the expression the problem is and what was expected there.
-func parseWhere(src string) (*whereNode, error) {
-	p := &whereParser{src: src}
-	n, err := p.parse()
+// ParseField reads one field path in the text syntax (author.name,
+// "a.b".c: see Parse), as an order or an index names its field. Errors are
+// as Parse's.
+func ParseField(text string) (FieldRef, error) {
+	p := &parser{src: text}
+	f, err := p.field()
+	if err == nil && p.i < len(p.src) {
+		err = p.errAt(p.i, "expected the end after the field name; got %s (one field only)", p.found())
+	}
 	if err != nil {
-		var pe *parseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("--where %s: at column %d: %s", quoteExpr(src), column(src, pe.at), pe.msg)
-		}
-		return nil, fmt.Errorf("--where %s: %w", quoteExpr(src), err)
+		return FieldRef{}, p.located(err)
 	}
-	return n, nil
+	return f, nil
 }
 
-// exprShown is the longest expression a message shows whole.
-const exprShown = 200
-
-// quoteExpr quotes an expression for a message, cut to its first 160
-// characters with its length when it is longer than exprShown.
-func quoteExpr(s string) string {
-	n := utf8.RuneCountInString(s)
-	if n <= exprShown {
-		return fmt.Sprintf("%q", s)
+// ParseFields reads field paths in the text syntax separated by commas,
+// as a compound index names its fields (kind,publishedAt). Errors are as
+// Parse's.
+func ParseFields(text string) ([]FieldRef, error) {
+	p := &parser{src: text}
+	var out []FieldRef
+	for {
+		p.space()
+		f, err := p.field()
+		if err != nil {
+			return nil, p.located(err)
+		}
+		out = append(out, f)
+		p.space()
+		if p.i == len(p.src) {
+			return out, nil
+		}
+		if p.src[p.i] != ',' {
+			return nil, p.located(p.errAt(p.i, "expected ',' and another field, or the end; got %s", p.found()))
+		}
+		p.i++
 	}
-	return fmt.Sprintf("%q (%s characters)", string([]rune(s)[:160])+"…", commas(int64(n)))
+}
+
+// ParseError says why a condition's text or JSON was refused, and where.
+// It wraps ErrInvalidQuery and, for JSON that does not decode, the JSON
+// lines decoder's error (jsonl.ErrSyntax or jsonl.ErrRow).
+type ParseError struct {
+	// Column is the 1-based column, in characters, of the fault in the
+	// text; 0 for JSON.
+	Column int
+	// Node is the JSON node at fault, as a path from "$", the whole
+	// condition: "$.and[2]" is the third condition of a top-level and,
+	// "$.not.or[0]" and so on; "" for text.
+	Node string
+	// Reason says what is wrong and, where it can, what was expected.
+	Reason string
+	// Err is the JSON decoding error, if that is the fault.
+	Err error
+}
+
+func (e *ParseError) Error() string {
+	if e.Column == 0 {
+		return fmt.Sprintf("%s: condition at %s: %s", ErrInvalidQuery, e.Node, e.Reason)
+	}
+	return fmt.Sprintf("%s: at column %d: %s", ErrInvalidQuery, e.Column, e.Reason)
+}
+
+func (e *ParseError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalidQuery}
+	}
+	return []error{ErrInvalidQuery, e.Err}
+}
+
+// syntaxError is a fault at a byte offset of the text, until located turns
+// the offset into a column.
+type syntaxError struct {
+	at  int
+	msg string
+}
+
+func (e *syntaxError) Error() string { return e.msg }
+
+// located turns a *syntaxError into the *ParseError that callers see.
+func (p *parser) located(err error) error {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		return &ParseError{Column: column(p.src, se.at), Reason: se.msg}
+	}
+	return err
 }
 
 // column is the 1-based column, in characters, of the byte offset at.
@@ -121,14 +153,7 @@ func column(s string, at int) int {
 	return utf8.RuneCountInString(s[:at]) + 1
 }
 
-type parseError struct {
-	at  int
-	msg string
-}
-
-func (e *parseError) Error() string { return e.msg }
-
-type whereParser struct {
+type parser struct {
 	src   string
 	i     int
 	depth int
@@ -140,11 +165,16 @@ type whereParser struct {
 	}
 }
 
-func (p *whereParser) errAt(at int, format string, args ...any) error {
-	return &parseError{at: at, msg: fmt.Sprintf(format, args...)}
+func (p *parser) errAt(at int, format string, args ...any) error {
+	return &syntaxError{at: at, msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *whereParser) parse() (*whereNode, error) {
+// libErr is an error of the builders, at the byte offset at.
+func (p *parser) libErr(at int, err error) error {
+	return p.errAt(at, "%s", strings.TrimPrefix(err.Error(), ErrInvalidQuery.Error()+": "))
+}
+
+func (p *parser) parse() (Cond, error) {
 	if !utf8.ValidString(p.src) {
 		at := 0
 		for at < len(p.src) {
@@ -154,30 +184,30 @@ func (p *whereParser) parse() (*whereNode, error) {
 			}
 			at += size
 		}
-		return nil, p.errAt(at, "the text is not valid UTF-8")
+		return Cond{}, p.errAt(at, "the text is not valid UTF-8")
 	}
 	p.space()
 	if p.i == len(p.src) {
-		return nil, p.errAt(0, "expected a condition, like level=error or n>=5; got nothing")
+		return Cond{}, p.errAt(0, "expected a condition, like level=error or n>=5; got nothing")
 	}
-	n, err := p.or()
+	c, err := p.or()
 	if err != nil {
-		return nil, err
+		return Cond{}, err
 	}
 	p.space()
 	if p.i < len(p.src) {
 		if p.src[p.i] == ')' {
-			return nil, p.errAt(p.i, "unexpected ')': no '(' is open")
+			return Cond{}, p.errAt(p.i, "unexpected ')': no '(' is open")
 		}
 		msg := fmt.Sprintf("expected and, or, or the end of the expression; got %s", p.found())
-		return nil, &parseError{at: p.i, msg: msg + p.spaceHint()}
+		return Cond{}, &syntaxError{at: p.i, msg: msg + p.spaceHint()}
 	}
-	return n, nil
+	return c, nil
 }
 
 // spaceHint suggests quoting when a bare word value is followed by more
 // text, as in msg=hello world.
-func (p *whereParser) spaceHint() string {
+func (p *parser) spaceHint() string {
 	b := p.bare
 	if b.end == 0 || !p.wordAt(p.i) {
 		return ""
@@ -196,201 +226,216 @@ func (p *whereParser) spaceHint() string {
 	return fmt.Sprintf(" (a value with spaces must be quoted: %s%s)", b.prefix, jsonQuote(p.src[b.start:end]))
 }
 
-func (p *whereParser) or() (*whereNode, error) {
-	n, err := p.and()
+// or and and read operands joined by their word; the combination is
+// built by the builders, whose limits apply as they do in Go.
+func (p *parser) or() (Cond, error) { return p.joined(opOr, p.and) }
+
+func (p *parser) and() (Cond, error) { return p.joined(opAnd, p.unary) }
+
+func (p *parser) joined(o op, operand func() (Cond, error)) (Cond, error) {
+	p.space()
+	at := p.i
+	c, err := operand()
 	if err != nil {
-		return nil, err
+		return Cond{}, err
 	}
-	kids := []*whereNode{n}
-	for p.keyword(opOr) {
-		k, err := p.and()
+	kids := []Cond{c}
+	for p.keyword(o.text()) {
+		k, err := operand()
 		if err != nil {
-			return nil, err
+			return Cond{}, err
 		}
 		kids = append(kids, k)
 	}
 	if len(kids) == 1 {
-		return n, nil
+		return c, nil
 	}
-	return &whereNode{op: opOr, kids: kids}, nil
+	all := combine(o, kids)
+	if all.err != nil {
+		return Cond{}, p.libErr(at, all.err)
+	}
+	return all, nil
 }
 
-func (p *whereParser) and() (*whereNode, error) {
-	n, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	kids := []*whereNode{n}
-	for p.keyword(opAnd) {
-		k, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, k)
-	}
-	if len(kids) == 1 {
-		return n, nil
-	}
-	return &whereNode{op: opAnd, kids: kids}, nil
-}
-
-func (p *whereParser) enter() error {
-	if p.depth++; p.depth > maxWhereDepth {
-		return p.errAt(p.i, "nested deeper than %d levels", maxWhereDepth)
+// enter bounds the parser's recursion as MaxCondDepth bounds the
+// condition it makes, and lists within values as deeply.
+func (p *parser) enter(what string) error {
+	if p.depth++; p.depth > MaxCondDepth {
+		return p.errAt(p.i, "%s nest more than %d levels deep", what, MaxCondDepth)
 	}
 	return nil
 }
 
-func (p *whereParser) unary() (*whereNode, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
+func (p *parser) unary() (Cond, error) {
+	if err := p.enter("conditions"); err != nil {
+		return Cond{}, err
 	}
 	defer func() { p.depth-- }()
 	p.space()
+	at := p.i
 	switch {
-	case p.keyword(opNot):
+	case p.keyword(opNot.text()):
 		k, err := p.unary()
 		if err != nil {
-			return nil, err
+			return Cond{}, err
 		}
-		return &whereNode{op: opNot, kids: []*whereNode{k}}, nil
+		c := Not(k)
+		if c.err != nil {
+			return Cond{}, p.libErr(at, c.err)
+		}
+		return c, nil
 	case p.i < len(p.src) && p.src[p.i] == '(':
 		open := p.i
 		p.i++
-		n, err := p.or()
+		c, err := p.or()
 		if err != nil {
-			return nil, err
+			return Cond{}, err
 		}
 		p.space()
 		if p.i >= len(p.src) || p.src[p.i] != ')' {
 			msg := fmt.Sprintf("expected and, or, or ')' to close the '(' at column %d; got %s", column(p.src, open), p.found())
-			return nil, &parseError{at: p.i, msg: msg + p.spaceHint()}
+			return Cond{}, &syntaxError{at: p.i, msg: msg + p.spaceHint()}
 		}
 		p.i++
-		return n, nil
+		return c, nil
 	}
 	return p.cond()
 }
 
 // cond reads one condition: a path, an operator and its operands.
-func (p *whereParser) cond() (*whereNode, error) {
+func (p *parser) cond() (Cond, error) {
 	p.space()
-	n := &whereNode{at: p.i}
+	at := p.i
 	if p.i >= len(p.src) {
-		return nil, p.errAt(p.i, "expected a condition, like level=error; got the end")
+		return Cond{}, p.errAt(p.i, "expected a condition, like level=error; got the end")
 	}
-	if w := p.word(); w == opAnd || w == opOr {
-		return nil, p.errAt(p.i, "expected a condition, like level=error; got the word %s", p.src[p.i:p.i+len(w)])
+	if w := p.word(); w == opAnd.text() || w == opOr.text() {
+		return Cond{}, p.errAt(p.i, "expected a condition, like level=error; got the word %s", p.src[p.i:p.i+len(w)])
 	}
 	path, err := p.path()
 	if err != nil {
-		return nil, err
+		return Cond{}, err
 	}
-	n.path = path
-	field := p.src[n.at:p.i]
+	field := p.src[at:p.i]
 	p.space()
 	opAt := p.i
-	if p.i < len(p.src) && strings.ContainsRune("=!<>^~*$|", rune(p.src[p.i])) {
-		for _, op := range whereOps {
-			if strings.HasPrefix(p.src[p.i:], op) {
-				n.op = op
+	var o op
+	var vals []any
+	if p.i < len(p.src) && strings.ContainsRune(opRunes, rune(p.src[p.i])) {
+		for _, so := range symbolOps {
+			if strings.HasPrefix(p.src[p.i:], so.text()) {
+				o = so
 				break
 			}
 		}
-		if n.op == "" {
+		if o == 0 {
 			end := p.i
-			for end < len(p.src) && strings.ContainsRune("=!<>^~*$|", rune(p.src[end])) {
+			for end < len(p.src) && strings.ContainsRune(opRunes, rune(p.src[end])) {
 				end++
 			}
-			return nil, p.errAt(p.i, "unknown operator %q; the operators are %s", p.src[p.i:end], operatorList)
+			return Cond{}, p.errAt(p.i, "unknown operator %q; the operators are %s", p.src[p.i:end], opList())
 		}
-		p.i += len(n.op)
-		v, err := p.value(valueCtx{op: n.op, field: field, opText: n.op})
+		p.i += len(o.text())
+		v, err := p.value(valueCtx{op: o, field: field, opText: o.text()})
 		if err != nil {
-			return nil, err
+			return Cond{}, err
 		}
-		n.vals = []any{v}
+		vals = []any{v}
 	} else {
 		switch w := p.word(); {
-		case p.keyword(opIn):
-			n.op = opIn
-		case w == opNot:
-			p.keyword(opNot)
-			if !p.keyword(opIn) {
+		case p.keyword(opIn.text()):
+			o = opIn
+		case w == opNot.text():
+			p.keyword(opNot.text())
+			if !p.keyword(opIn.text()) {
 				p.space()
-				return nil, p.errAt(p.i, "expected in after not (field not in [a, b]); got %s", p.found())
+				return Cond{}, p.errAt(p.i, "expected in after not (field not in [a, b]); got %s", p.found())
 			}
-			n.op = opNotIn
-		case p.keyword(opContains):
-			n.op = opContains
-		case p.keyword(opBetween):
-			n.op = opBetween
-		case p.keyword(opExists):
-			n.op = opExists
-		case p.keyword(opMissing):
-			n.op = opMissing
+			o = opNotIn
+		case p.keyword(opContains.text()):
+			o = opContains
+		case p.keyword(opBetween.text()):
+			o = opBetween
+		case p.keyword(opExists.text()):
+			o = opExists
+		case p.keyword(opMissing.text()):
+			o = opMissing
 		default:
-			return nil, p.errAt(p.i, "expected an operator after the field %s (%s); got %s", field, operatorList, p.found())
+			return Cond{}, p.errAt(p.i, "expected an operator after the field %s (%s); got %s", field, opList(), p.found())
 		}
-		switch n.op {
-		case opIn, opNotIn:
+		switch o.takes() {
+		case valueList:
 			p.space()
 			if p.i >= len(p.src) || p.src[p.i] != '[' {
-				return nil, p.errAt(p.i, "expected a list after %s, like %s %s [a, b]; got %s", n.op, field, n.op, p.found())
+				return Cond{}, p.errAt(p.i, "expected a list after %s, like %s %s [a, b]; got %s", o.text(), field, o.text(), p.found())
 			}
-			list, err := p.list(field)
+			if vals, err = p.list(field); err != nil {
+				return Cond{}, err
+			}
+		case oneValue:
+			v, err := p.value(valueCtx{op: o, field: field, opText: p.src[opAt:p.i]})
 			if err != nil {
-				return nil, err
+				return Cond{}, err
 			}
-			n.vals = list
-		case opContains:
-			v, err := p.value(valueCtx{op: n.op, field: field, opText: p.src[opAt:p.i]})
+			vals = []any{v}
+		case twoValues:
+			lo, err := p.value(valueCtx{op: o, field: field, opText: p.src[opAt:p.i]})
 			if err != nil {
-				return nil, err
+				return Cond{}, err
 			}
-			n.vals = []any{v}
-		case opBetween:
-			lo, err := p.value(valueCtx{op: n.op, field: field, opText: p.src[opAt:p.i]})
-			if err != nil {
-				return nil, err
-			}
-			if !p.keyword(opAnd) {
+			if !p.keyword(opAnd.text()) {
 				p.space()
-				return nil, p.errAt(p.i, "expected and after the lower bound, as in %s between 1 and 5; got %s", field, p.found())
+				return Cond{}, p.errAt(p.i, "expected and after the lower bound, as in %s between 1 and 5; got %s", field, p.found())
 			}
 			p.space()
 			hiAt := p.i
-			hi, err := p.value(valueCtx{op: "between's and", field: field})
+			hi, err := p.value(valueCtx{op: opBetween, upper: true, field: field})
 			if err != nil {
-				return nil, err
+				return Cond{}, err
 			}
 			lc, _ := rangeKind(lo)
 			if hc, _ := rangeKind(hi); lc != hc {
-				return nil, p.errAt(hiAt, "the bounds of between must be of one type; got %s and %s", lc, hc)
+				return Cond{}, p.errAt(hiAt, "the bounds of between must be of one type; got %s and %s", lc, hc)
 			}
-			n.vals = []any{lo, hi}
+			vals = []any{lo, hi}
 		}
 	}
-	if err := p.check(n); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return p.build(at, o, path, vals)
 }
 
-// check refuses what the library would refuse, at the condition's column.
-func (p *whereParser) check(n *whereNode) error {
-	switch n.op {
-	case opGt, opGte, opLt, opLte, opBetween:
-		for _, v := range n.vals {
+// opRunes are the characters symbol operators are made of, and some that
+// people try as operators.
+const opRunes = "=!<>^~*$|"
+
+// build makes the condition with the builders, which refuse what the
+// library refuses; the error is at the condition's column.
+func (p *parser) build(at int, o op, path []string, vals []any) (Cond, error) {
+	if o == opGt || o == opGte || o == opLt || o == opLte || o == opBetween {
+		for _, v := range vals {
 			if k, ok := rangeKind(v); !ok {
-				return p.errAt(n.at, "%s compares numbers, text, booleans, times, bytes or ids, not %s (to find %s, use = or contains)", n.op, k, k)
+				return Cond{}, p.errAt(at, "%s compares numbers, text, booleans, times, bytes or ids, not %s (to find %s, use = or contains)", o.text(), k, k)
 			}
 		}
 	}
-	if err := query.All().Where(n.cond()).Validate(); err != nil {
-		return p.errAt(n.at, "%s", strings.TrimPrefix(libMsg(err), "invalid query: "))
+	c := FieldPath(path...).with(o, vals)
+	if c.err != nil {
+		return Cond{}, p.libErr(at, c.err)
 	}
-	return nil
+	return c, nil
+}
+
+// field reads a path as a FieldRef, refused as the builders refuse it.
+func (p *parser) field() (FieldRef, error) {
+	at := p.i
+	path, err := p.path()
+	if err != nil {
+		return FieldRef{}, err
+	}
+	f := FieldPath(path...)
+	if f.err != nil {
+		return FieldRef{}, p.libErr(at, f.err)
+	}
+	return f, nil
 }
 
 // rangeKind names a value's class for ranges, and whether ranges compare it.
@@ -421,11 +466,11 @@ func rangeKind(v any) (string, bool) {
 }
 
 // path reads a field path: segments, bare or JSON strings, joined by dots.
-func (p *whereParser) path() ([]string, error) {
+func (p *parser) path() ([]string, error) {
 	var segs []string
 	for {
 		if p.i < len(p.src) && p.src[p.i] == '"' {
-			v, n, err := new(jsonl.Decoder).DecodeValuePrefix([]byte(p.src[p.i:]))
+			v, n, err := new(jsonv.Decoder).DecodeValuePrefix([]byte(p.src[p.i:]))
 			if err != nil {
 				return nil, p.jsonErr(err, "field name")
 			}
@@ -459,14 +504,15 @@ func (p *whereParser) path() ([]string, error) {
 // valueCtx is where a value is read: after which operator, of which
 // condition, or inside a list.
 type valueCtx struct {
-	op     string // the operator before the value ("and" for between's upper bound)
+	op     op     // the operator before the value
+	upper  bool   // between's upper bound, after its and
 	field  string // the condition's path as typed
 	opText string // the operator as typed, for suggestions
 	list   bool   // an element of a list
 }
 
 // value reads a value.
-func (p *whereParser) value(c valueCtx) (any, error) {
+func (p *parser) value(c valueCtx) (any, error) {
 	p.space()
 	if p.i >= len(p.src) {
 		if c.op == opEq {
@@ -477,7 +523,7 @@ func (p *whereParser) value(c valueCtx) (any, error) {
 	start := p.i
 	switch ch := p.src[p.i]; ch {
 	case '"', '{':
-		v, n, err := new(jsonl.Decoder).DecodeValuePrefix([]byte(p.src[p.i:]))
+		v, n, err := new(jsonv.Decoder).DecodeValuePrefix([]byte(p.src[p.i:]))
 		if err != nil {
 			return nil, p.jsonErr(err, "value")
 		}
@@ -513,7 +559,7 @@ func (p *whereParser) value(c valueCtx) (any, error) {
 		return nil, p.errAt(p.i, "expected a value after %s; got %s", c.what(), p.found())
 	}
 	w := p.src[p.i:end]
-	if lw := lowerWord(w); lw == opAnd || lw == opOr || lw == opNot {
+	if lw := lowerWord(w); lw == opAnd.text() || lw == opOr.text() || lw == opNot.text() {
 		return nil, p.errAt(p.i, "expected a value after %s; got the word %s (to match that text, quote it: %s)", c.what(), w, jsonQuote(w))
 	}
 	p.i = end
@@ -529,11 +575,11 @@ func (p *whereParser) value(c valueCtx) (any, error) {
 		}
 		return v, nil
 	}
-	v, err := jsonl.DecodeValue([]byte(w))
+	v, err := jsonv.DecodeValue([]byte(w))
 	switch {
 	case err == nil:
 		return v, nil
-	case errors.Is(err, jsonl.ErrRow):
+	case errors.Is(err, jsonv.ErrRow):
 		return nil, p.errAt(start, "%s is JSON, but not a value storh can match: %s", w, jsonReason(err))
 	}
 	return w, nil
@@ -562,10 +608,13 @@ func typedID(w string) (v any, ok bool, err error) {
 
 // what names the place of a value for messages.
 func (c valueCtx) what() string {
-	if c.list {
+	switch {
+	case c.list:
 		return "'[' or ','"
+	case c.upper:
+		return "between's and"
 	}
-	return c.op
+	return c.op.text()
 }
 
 // prefix is the text a suggested value follows: the field and operator,
@@ -574,16 +623,16 @@ func (c valueCtx) prefix() string {
 	if c.list {
 		return ""
 	}
-	if c.opText == "=" || c.opText == "!=" || c.opText == "^=" || c.opText == "<" || c.opText == ">" || c.opText == "<=" || c.opText == ">=" {
+	if c.op.isSymbol() {
 		return c.field + c.opText
 	}
 	return c.field + " " + c.opText + " "
 }
 
 // list reads [a, b, …]; the elements are values.
-func (p *whereParser) list(field string) ([]any, error) {
+func (p *parser) list(field string) ([]any, error) {
 	open := p.i
-	if err := p.enter(); err != nil {
+	if err := p.enter("lists"); err != nil {
 		return nil, err
 	}
 	defer func() { p.depth-- }()
@@ -622,8 +671,8 @@ func (p *whereParser) list(field string) ([]any, error) {
 }
 
 // jsonErr turns a JSON decoding error into one at its column here.
-func (p *whereParser) jsonErr(err error, what string) error {
-	var e *jsonl.Error
+func (p *parser) jsonErr(err error, what string) error {
+	var e *jsonv.Error
 	if !errors.As(err, &e) {
 		return p.errAt(p.i, "invalid %s: %v", what, err)
 	}
@@ -637,7 +686,7 @@ func (p *whereParser) jsonErr(err error, what string) error {
 		fmt.Sscanf(m, "at column %d", &c)
 		return fmt.Sprintf("at column %d", column(p.src, p.i+c-1))
 	})
-	if errors.Is(err, jsonl.ErrRow) {
+	if errors.Is(err, jsonv.ErrRow) {
 		return p.errAt(at, "the %s is JSON, but not one storh can match: %s", what, reason)
 	}
 	return p.errAt(at, "invalid JSON in the %s: %s", what, reason)
@@ -647,7 +696,7 @@ var jsonColumn = regexp.MustCompile(`at column [0-9]+`)
 
 // jsonReason is what a JSON error says, in this context's words.
 func jsonReason(err error) string {
-	var e *jsonl.Error
+	var e *jsonv.Error
 	if !errors.As(err, &e) {
 		return err.Error()
 	}
@@ -665,7 +714,7 @@ func kindOf(v any) string {
 
 // keyword consumes the word w (any case) if it comes next, with space
 // before it.
-func (p *whereParser) keyword(w string) bool {
+func (p *parser) keyword(w string) bool {
 	save := p.i
 	p.space()
 	if p.word() == w {
@@ -679,7 +728,7 @@ func (p *whereParser) keyword(w string) bool {
 // word returns the run of name characters at p.i, lowercased when it is
 // all ASCII letters (so that it can be compared with the words of the
 // grammar), else as it is.
-func (p *whereParser) word() string {
+func (p *parser) word() string {
 	end := p.i
 	for end < len(p.src) {
 		r, size := utf8.DecodeRuneInString(p.src[end:])
@@ -703,7 +752,7 @@ func lowerWord(s string) string {
 }
 
 // wordAt reports whether a bare word starts at i.
-func (p *whereParser) wordAt(i int) bool {
+func (p *parser) wordAt(i int) bool {
 	if i >= len(p.src) {
 		return false
 	}
@@ -712,7 +761,7 @@ func (p *whereParser) wordAt(i int) bool {
 }
 
 // wordEnd returns where the bare word starting at i ends.
-func (p *whereParser) wordEnd(i int) int {
+func (p *parser) wordEnd(i int) int {
 	for i < len(p.src) {
 		r, size := utf8.DecodeRuneInString(p.src[i:])
 		if !wordRune(r) {
@@ -723,7 +772,7 @@ func (p *whereParser) wordEnd(i int) int {
 	return i
 }
 
-func (p *whereParser) space() {
+func (p *parser) space() {
 	for p.i < len(p.src) {
 		r, size := utf8.DecodeRuneInString(p.src[p.i:])
 		if !unicode.IsSpace(r) {
@@ -734,7 +783,7 @@ func (p *whereParser) space() {
 }
 
 // found describes what is at p.i, for "expected …; got …".
-func (p *whereParser) found() string {
+func (p *parser) found() string {
 	if p.i >= len(p.src) {
 		return "the end"
 	}
@@ -760,170 +809,4 @@ func nameRune(r rune) bool {
 // wordRune reports whether r may be part of a bare word value.
 func wordRune(r rune) bool {
 	return !unicode.IsSpace(r) && !unicode.IsControl(r) && r != utf8.RuneError && !strings.ContainsRune(`()[]{},"`, r)
-}
-
-// jsonQuote writes s as a JSON string.
-func jsonQuote(s string) string {
-	b, _ := jsonl.AppendValue(nil, s)
-	return string(b)
-}
-
-// cond builds the library condition.
-func (n *whereNode) cond() query.Cond {
-	switch n.op {
-	case opAnd, opOr:
-		kids := make([]query.Cond, len(n.kids))
-		for i, k := range n.kids {
-			kids[i] = k.cond()
-		}
-		if n.op == opAnd {
-			return query.And(kids...)
-		}
-		return query.Or(kids...)
-	case opNot:
-		return query.Not(n.kids[0].cond())
-	}
-	f := query.FieldPath(n.path...)
-	switch n.op {
-	case opEq:
-		return f.Eq(n.vals[0])
-	case opNeq:
-		return f.Neq(n.vals[0])
-	case opGt:
-		return f.Gt(n.vals[0])
-	case opGte:
-		return f.Gte(n.vals[0])
-	case opLt:
-		return f.Lt(n.vals[0])
-	case opLte:
-		return f.Lte(n.vals[0])
-	case opPrefix:
-		s, _ := n.vals[0].(string)
-		return f.Prefix(s)
-	case opIn:
-		return f.In(n.vals...)
-	case opNotIn:
-		return f.NotIn(n.vals...)
-	case opContains:
-		return f.Contains(n.vals[0])
-	case opBetween:
-		return f.Between(n.vals[0], n.vals[1])
-	case opExists:
-		return f.Exists()
-	case opMissing:
-		return f.Missing()
-	}
-	panic("storh: unknown --where operator " + n.op)
-}
-
-// String writes the expression back in the --where syntax, in a canonical
-// form: one space around words and operators, values as JSON, and
-// parentheses around every and/or inside another expression. Parsing it
-// gives the same expression.
-func (n *whereNode) String() string {
-	var b strings.Builder
-	n.write(&b)
-	return b.String()
-}
-
-func (n *whereNode) write(b *strings.Builder) {
-	switch n.op {
-	case opAnd, opOr:
-		for i, k := range n.kids {
-			if i > 0 {
-				b.WriteString(" " + n.op + " ")
-			}
-			k.operand(b)
-		}
-		return
-	case opNot:
-		b.WriteString("not ")
-		n.kids[0].operand(b)
-		return
-	}
-	b.WriteString(pathString(n.path))
-	switch n.op {
-	case opExists, opMissing:
-		b.WriteString(" " + n.op)
-	case opIn, opNotIn:
-		b.WriteString(" " + n.op + " ")
-		writeValue(b, n.vals)
-	case opBetween:
-		b.WriteString(" between ")
-		writeValue(b, n.vals[0])
-		b.WriteString(" and ")
-		writeValue(b, n.vals[1])
-	default:
-		b.WriteString(" " + n.op + " ")
-		writeValue(b, n.vals[0])
-	}
-}
-
-func (n *whereNode) operand(b *strings.Builder) {
-	if n.op == opAnd || n.op == opOr {
-		b.WriteString("(")
-		n.write(b)
-		b.WriteString(")")
-		return
-	}
-	n.write(b)
-}
-
-func writeValue(b *strings.Builder, v any) {
-	switch id := v.(type) {
-	case uuidv7.UUID:
-		b.WriteString("uuid:" + id.String())
-		return
-	case objectid.ObjectID:
-		b.WriteString("oid:" + id.Hex())
-		return
-	}
-	if list, ok := v.([]any); ok {
-		// Elements one by one, so that one the JSON writer cannot write
-		// spoils only itself.
-		b.WriteString("[")
-		for i, e := range list {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeValue(b, e)
-		}
-		b.WriteString("]")
-		return
-	}
-	out, err := jsonl.AppendValue(nil, v)
-	if err != nil {
-		fmt.Fprintf(b, "%v", v)
-		return
-	}
-	b.Write(out)
-}
-
-// pathString writes a field path in the --where syntax: bare segments
-// where they can be, JSON strings where not.
-func pathString(path []string) string {
-	parts := make([]string, len(path))
-	for i, s := range path {
-		parts[i] = s
-		if !bareName(s) {
-			parts[i] = jsonQuote(s)
-		}
-	}
-	return strings.Join(parts, ".")
-}
-
-// bareName reports whether s can be written as a bare path segment.
-func bareName(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return false
-	}
-	if l := lowerWord(s); l == opAnd || l == opOr || l == opNot {
-		return false
-	}
-	for _, r := range s {
-		if !nameRune(r) {
-			return false
-		}
-	}
-	return true
 }

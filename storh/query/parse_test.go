@@ -1,7 +1,7 @@
-package main
+package query_test
 
 import (
-	"reflect"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,8 +14,9 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// TestParseWhereValues checks how one condition's value is typed.
-func TestParseWhereValues(t *testing.T) {
+// TestParseValues checks how one condition's value is typed: each text
+// gives the condition Field(path).Eq(value) built in Go.
+func TestParseValues(t *testing.T) {
 	day := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in    string
@@ -66,10 +67,10 @@ func TestParseWhereValues(t *testing.T) {
 		{`label="uuid:x"`, []string{"label"}, "uuid:x"},
 	}
 	for _, tt := range tests {
-		n, err := parseWhere(tt.in)
+		c, err := query.Parse(tt.in)
 		if tt.path == nil {
 			if err == nil {
-				t.Errorf("%s: parsed as %s, want an error", tt.in, n)
+				t.Errorf("%s: parsed as %s, want an error", tt.in, c)
 			}
 			continue
 		}
@@ -77,15 +78,15 @@ func TestParseWhereValues(t *testing.T) {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
 		}
-		if n.op != opEq || !reflect.DeepEqual(n.path, tt.path) || !reflect.DeepEqual(n.vals, []any{tt.value}) {
-			t.Errorf("%s = %q %s %#v, want %q = %#v", tt.in, n.path, n.op, n.vals, tt.path, tt.value)
+		if want := query.FieldPath(tt.path...).Eq(tt.value); !query.Equal(c, want) {
+			t.Errorf("%s = %s, want %s", tt.in, c, want)
 		}
 	}
 }
 
-// TestParseWhere checks the grammar through the canonical form: operators,
-// words in any case, precedence and parentheses.
-func TestParseWhere(t *testing.T) {
+// TestParse checks the grammar through the canonical form String writes:
+// operators, words in any case, precedence and parentheses.
+func TestParse(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"level=error", `level = "error"`},
 		{"status!=200", `status != 200`},
@@ -129,23 +130,23 @@ func TestParseWhere(t *testing.T) {
 		{`"and"=1 and "Or".x=2`, `"and" = 1 and "Or".x = 2`},
 	}
 	for _, tt := range tests {
-		n, err := parseWhere(tt.in)
+		c, err := query.Parse(tt.in)
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
 		}
-		if got := n.String(); got != tt.want {
+		if got := c.String(); got != tt.want {
 			t.Errorf("%s\n  parses as %s\n  want      %s", tt.in, got, tt.want)
 		}
-		if again, err := parseWhere(n.String()); err != nil || again.String() != n.String() {
-			t.Errorf("%s: the canonical form %s does not parse back to itself: %v", tt.in, n, err)
+		if again, err := query.Parse(c.String()); err != nil || !query.Equal(again, c) {
+			t.Errorf("%s: the canonical form %s does not parse back to an equal condition: %v", tt.in, c, err)
 		}
 	}
 }
 
-// TestParseWhereErrors checks that every mistake names its column and
-// what was expected there.
-func TestParseWhereErrors(t *testing.T) {
+// TestParseErrors checks that every mistake names its column and what was
+// expected there, and is a *ParseError that wraps ErrInvalidQuery.
+func TestParseErrors(t *testing.T) {
 	tests := []struct{ in, msg string }{
 		{"", `at column 1: expected a condition, like level=error or n>=5; got nothing`},
 		{"   ", `at column 1: expected a condition`},
@@ -204,77 +205,118 @@ func TestParseWhereErrors(t *testing.T) {
 		{"n=1e999", `at column 3: 1e999 is JSON, but not a value storh can match: number 1e999 is beyond the range of a float64`},
 		{"a=1 or é=1 or ü ~ 2", `at column 17: unknown operator "~"`}, // columns count characters
 		{"a=\xff", `at column 3: the text is not valid UTF-8`},
-		{strings.Repeat("(", 100) + "a=1" + strings.Repeat(")", 100), `nested deeper than 64 levels`},
-		{strings.Repeat("not ", 100) + "a=1", `nested deeper than 64 levels`},
-		{"x in " + strings.Repeat("[", 100) + strings.Repeat("]", 100), `nested deeper than 64 levels`},
-		{strings.Repeat("a", 1100) + "=1", `(1,102 characters): at column 1: field name "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"... is 1100 bytes, the limit is 1024`},
+		{strings.Repeat("(", 100) + "a=1" + strings.Repeat(")", 100), `at column 65: conditions nest more than 64 levels deep`},
+		{strings.Repeat("not ", 100) + "a=1", `at column 256: conditions nest more than 64 levels deep`},
+		{"x in " + strings.Repeat("[", 100) + strings.Repeat("]", 100), `at column 69: lists nest more than 64 levels deep`},
+		{strings.Repeat("a", 1100) + "=1", `at column 1: field name "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"... is 1100 bytes, the limit is 1024`},
+		{strings.Repeat("a=1 or ", query.MaxCondNodes) + "a=1", `at column 1: more than 1024 conditions`},
+		{"x=" + strings.Repeat("1", query.MaxCondBytes), `at column 1: the condition is 65538 bytes; the limit is 65536`},
 	}
 	for _, tt := range tests {
-		_, err := parseWhere(tt.in)
+		_, err := query.Parse(tt.in)
 		if err == nil || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("%q: error %v\n  want one containing %q", tt.in, err, tt.msg)
 			continue
 		}
-		if !strings.HasPrefix(err.Error(), "--where "+quoteExpr(tt.in)+": ") {
-			t.Errorf("%q: error %q does not name the flag and the expression", tt.in, err)
+		var pe *query.ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, query.ErrInvalidQuery) || pe.Column < 1 {
+			t.Errorf("%q: %v is not a *ParseError with a column that wraps ErrInvalidQuery", tt.in, err)
 		}
 	}
 }
 
-// TestWhereMatches runs conditions against records through the library:
-// the typed values reach the library as it expects them.
-func TestWhereConds(t *testing.T) {
+// TestParseConds runs parsed conditions through Validate: the typed values
+// reach the engine's plan as the builders make them.
+func TestParseConds(t *testing.T) {
 	for _, in := range []string{"n=5", "p=uuid:0190a4f4-5c3b-7def-8123-456789abcdef", "p>oid:5e0be232153bcf7c10df5e93", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)"} {
-		n, err := parseWhere(in)
+		c, err := query.Parse(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := query.All().Where(n.cond()).Validate(); err != nil {
+		if err := query.All().Where(c).Validate(); err != nil {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
 }
 
-func TestParseOrder(t *testing.T) {
-	tests := []struct {
-		in   string
-		path []string
-		desc bool
-	}{
-		{"score", []string{"score"}, false},
-		{"-score", []string{"score"}, true},
-		{"+score", []string{"score"}, false},
-		{"author.name", []string{"author", "name"}, false},
-		{`-"a b".c`, []string{"a b", "c"}, true},
-		{`"-x"`, []string{"-x"}, false},
-	}
-	for _, tt := range tests {
-		path, desc, err := parseOrder(tt.in)
-		if err != nil || !reflect.DeepEqual(path, tt.path) || desc != tt.desc {
-			t.Errorf("%s: %q %v %v, want %q %v", tt.in, path, desc, err, tt.path, tt.desc)
+// TestDepthLimitIsShared checks that the text, the JSON form and the Go
+// builders take and refuse the same nesting: MaxCondDepth levels.
+func TestDepthLimitIsShared(t *testing.T) {
+	for _, nots := range []int{query.MaxCondDepth - 1, query.MaxCondDepth} {
+		text := strings.Repeat("not ", nots) + "a=1"
+		js := strings.Repeat(`{"not":`, nots) + `{"field":"a","op":"eq","value":1}` + strings.Repeat("}", nots)
+		built := query.Field("a").Eq(1)
+		for range nots {
+			built = query.Not(built)
 		}
-	}
-	bad := []struct{ in, msg string }{
-		{"-", `--order "-": at column 2: expected a field name; got the end`},
-		{"a b", `--order "a b": at column 2: expected the end after the field name; got ' ' (--order takes one field)`},
-		{"a,b", `at column 2: expected the end after the field name; got ','`},
-		{"a..b", `at column 3: expected a field name after '.'`},
-	}
-	for _, tt := range bad {
-		_, _, err := parseOrder(tt.in)
-		if err == nil || !strings.Contains(err.Error(), tt.msg) {
-			t.Errorf("%q: error %v, want one containing %q", tt.in, err, tt.msg)
+		_, textErr := query.Parse(text)
+		var c query.Cond
+		jsonErr := c.UnmarshalJSON([]byte(js))
+		goErr := query.All().Where(built).Validate()
+		want := nots < query.MaxCondDepth
+		for _, got := range []struct {
+			form string
+			err  error
+		}{{"text", textErr}, {"JSON", jsonErr}, {"Go", goErr}} {
+			if (got.err == nil) != want {
+				t.Errorf("%d nots in %s: error %v, want ok=%v", nots, got.form, got.err, want)
+			}
+			if got.err != nil && !strings.Contains(got.err.Error(), "nest more than 64 levels") {
+				t.Errorf("%d nots in %s: %v does not name the limit", nots, got.form, got.err)
+			}
 		}
 	}
 }
 
-var columnRe = regexp.MustCompile(`(?s)^--where "(?:[^"\\]|\\.)*"(?: \([0-9,]+ characters\))?: at column ([0-9]+): .+`)
+func TestParseField(t *testing.T) {
+	tests := []struct {
+		in   string
+		path []string
+	}{
+		{"score", []string{"score"}},
+		{"author.name", []string{"author", "name"}},
+		{`"a b".c`, []string{"a b", "c"}},
+		{`"-x"`, []string{"-x"}},
+	}
+	for _, tt := range tests {
+		f, err := query.ParseField(tt.in)
+		path, ferr := f.Path()
+		if err != nil || ferr != nil || strings.Join(path, "|") != strings.Join(tt.path, "|") {
+			t.Errorf("%s: %q %v, want %q", tt.in, path, err, tt.path)
+		}
+		if again, err := query.ParseField(f.String()); err != nil || again.String() != f.String() {
+			t.Errorf("%s: String %s does not parse back: %v", tt.in, f, err)
+		}
+	}
+	bad := []struct{ in, msg string }{
+		{"", `at column 1: expected a field name; got the end`},
+		{"a b", `at column 2: expected the end after the field name; got ' ' (one field only)`},
+		{"a,b", `at column 2: expected the end after the field name; got ','`},
+		{"a..b", `at column 3: expected a field name after '.'`},
+		{`""`, `at column 1: a condition needs a field name`},
+	}
+	for _, tt := range bad {
+		_, err := query.ParseField(tt.in)
+		if err == nil || !strings.Contains(err.Error(), tt.msg) || !errors.Is(err, query.ErrInvalidQuery) {
+			t.Errorf("%q: error %v, want one containing %q", tt.in, err, tt.msg)
+		}
+	}
+	fs, err := query.ParseFields(` kind , "a.b".c`)
+	if err != nil || len(fs) != 2 || fs[0].String() != "kind" || fs[1].String() != `"a.b".c` {
+		t.Errorf("ParseFields: %v %v", fs, err)
+	}
+	if _, err := query.ParseFields("a b"); err == nil || !strings.Contains(err.Error(), `at column 3: expected ',' and another field, or the end; got "b"`) {
+		t.Errorf("ParseFields(a b): %v", err)
+	}
+}
 
-// FuzzParseWhere checks the parser on any input: it never panics; an error
-// names a column inside the expression (or just after it); a parsed
-// expression is one the library accepts, and its canonical form parses back
-// to the same canonical form.
-func FuzzParseWhere(f *testing.F) {
+var columnRe = regexp.MustCompile(`(?s)^storh: invalid query: at column ([0-9]+): .+`)
+
+// FuzzParse checks the parser on any input: it never panics; an error
+// names a column inside the text (or just after it); a parsed condition is
+// one the library runs, its String parses back to an equal condition, and
+// so does its JSON.
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"level=error", "level=error and (status>=500 or path^=/api)", "n between 1 and 5",
 		"tags contains go", "level not in [debug, info]", `"a.b".c missing`, "not (a=1 or b exists)",
@@ -284,7 +326,7 @@ func FuzzParseWhere(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		n, err := parseWhere(in)
+		c, err := query.Parse(in)
 		if err != nil {
 			m := columnRe.FindStringSubmatch(err.Error())
 			if m == nil {
@@ -296,16 +338,17 @@ func FuzzParseWhere(f *testing.F) {
 			}
 			return
 		}
-		if err := query.All().Where(n.cond()).Validate(); err != nil {
+		if err := query.All().Where(c).Validate(); err != nil {
 			t.Fatalf("%q parses, but the library refuses it: %v", in, err)
 		}
-		s1 := n.String()
-		n2, err := parseWhere(s1)
+		s := c.String()
+		again, err := query.Parse(s)
 		if err != nil {
-			t.Fatalf("%q: canonical form %q does not parse: %v", in, s1, err)
+			t.Fatalf("%q: canonical form %q does not parse: %v", in, s, err)
 		}
-		if s2 := n2.String(); s2 != s1 {
-			t.Fatalf("%q: canonical form %q parses back as %q", in, s1, s2)
+		if !query.Equal(again, c) {
+			t.Fatalf("%q: canonical form %q parses back as %s", in, s, again)
 		}
+		checkJSONRoundTrip(t, c)
 	})
 }

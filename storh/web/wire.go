@@ -1,0 +1,163 @@
+package web
+
+import (
+	"encoding/json"
+)
+
+// The types of this file are the JSON of the HTTP API (docs/web.md), as
+// the handler writes it and Client reads it: declared once, so that the
+// two cannot drift apart. Other programs may decode the API's answers
+// into them too.
+
+// Stats is storh.Stats as the API writes it. The file-only fields are
+// pointers, left out on PostgreSQL, so that a client never reads a 0 there
+// as a measurement. The path is never written: it names a file or a
+// server, and nothing in the API needs it.
+type Stats struct {
+	Backend     string       `json:"backend"`
+	FileSize    *int64       `json:"file_size,omitempty"`
+	FreeBytes   *int64       `json:"free_bytes,omitempty"`
+	Commits     int64        `json:"commits"`
+	PageWrites  *int64       `json:"page_writes,omitempty"`
+	CommitIOMs  *float64     `json:"commit_io_ms,omitempty"`
+	Collections []Collection `json:"collections"`
+	// FoldError joins the failures of the blocked indexes' last folds in
+	// the serving process, when any failed.
+	FoldError string `json:"fold_error,omitempty"`
+	// DirectReadsOff is storh.Stats' note: written only when the file's
+	// reads go through bbolt's buckets.
+	DirectReadsOff string `json:"direct_reads_off,omitempty"`
+}
+
+// Collection is a collection's statistics as the API writes them. The
+// ids and times are left out for an empty collection, which has neither.
+type Collection struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Records   int    `json:"records"`
+	Bytes     int64  `json:"bytes"`
+	FirstID   string `json:"first_id,omitempty"`
+	LastID    string `json:"last_id,omitempty"`
+	FirstTime string `json:"first_time,omitempty"`
+	LastTime  string `json:"last_time,omitempty"`
+}
+
+// Plan is storh.Plan as the API writes it, with its one-line text.
+type Plan struct {
+	Query       string   `json:"query"`
+	Indexes     []string `json:"indexes"`
+	Sorted      bool     `json:"sorted"`
+	KeysRead    int      `json:"keys_read"`
+	RecordsRead int      `json:"records_read"`
+	Returned    int      `json:"returned"`
+	Text        string   `json:"text"`
+}
+
+// Index is storh.IndexInfo as the API writes it.
+type Index struct {
+	Name string `json:"name"`
+	// Paths holds each field's path as its segments, not dotted: a key
+	// may hold a dot.
+	Paths    [][]string `json:"paths"`
+	Unique   bool       `json:"unique"`
+	Entries  int        `json:"entries"`
+	Building bool       `json:"building"`
+	// Built is the records indexed so far, only while Building: a built
+	// index has no such count.
+	Built *int `json:"built,omitempty"`
+	// Layout is "blocks" or "keys"; Journaled, the changes a blocked
+	// index has not folded into its blocks yet.
+	Layout    string `json:"layout"`
+	Journaled int    `json:"journaled"`
+	// FoldError is why the index's last fold in the serving process
+	// failed, when it did.
+	FoldError string `json:"fold_error,omitempty"`
+}
+
+// QueueCounts is a queue's job counts.
+type QueueCounts struct {
+	Name    string `json:"name"`
+	Pending int    `json:"pending"`
+	Claimed int    `json:"claimed"`
+	Done    int    `json:"done"`
+	Dead    int    `json:"dead"`
+}
+
+// ImportReport is what an import did.
+type ImportReport struct {
+	Collection string `json:"collection"`
+	Kind       string `json:"kind"`
+	// Lines counts the body's lines, blank ones included.
+	Lines int `json:"lines"`
+	// Imported counts the records written: Inserted new ones, and
+	// Replaced records of a Docs collection stored under the same id.
+	Imported int `json:"imported"`
+	Inserted int `json:"inserted"`
+	Replaced int `json:"replaced"`
+}
+
+// Problem is a storh.Problem as a line of the verify stream.
+type Problem struct {
+	Kind       string `json:"kind"`
+	Collection string `json:"collection,omitempty"`
+	ID         string `json:"id,omitempty"`
+	// Key is a record key that is not a UUIDv7, in hex: it may be any
+	// bytes.
+	Key    string `json:"key,omitempty"`
+	Detail string `json:"detail"`
+	Text   string `json:"text"`
+}
+
+// VerifyReport is storh.VerifyReport, and whether the store is healthy.
+type VerifyReport struct {
+	Collections int  `json:"collections"`
+	Records     int  `json:"records"`
+	Problems    int  `json:"problems"`
+	OK          bool `json:"ok"`
+}
+
+// ErrorResponse is the JSON of every error response.
+type ErrorResponse struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// ErrorInfo is an error's kind and message: the body of an error response,
+// and the error of a stream's last line or event.
+type ErrorInfo struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Line is the line of an import's body at fault, 1-based.
+	Line int `json:"line,omitempty"`
+}
+
+// CollectionList is the answer of GET api/collections.
+type CollectionList struct {
+	Collections []Collection `json:"collections"`
+}
+
+// IndexList is the answer of GET api/collections/{name}/indexes.
+type IndexList struct {
+	Indexes []Index `json:"indexes"`
+}
+
+// CountResult is the answer of GET api/collections/{name}/count.
+type CountResult struct {
+	Count int `json:"count"`
+}
+
+// Page is the answer of GET api/collections/{name}/records: the records
+// as the lines of a JSON lines export ({"id":…,"time":…,"data":{…}}),
+// and Next, the id to pass as after (before with newest=1) for the
+// following page, "" after the last page.
+type Page struct {
+	Records []json.RawMessage `json:"records"`
+	Next    string            `json:"next"`
+}
+
+// VerifyLine is one line of the answer of POST api/verify: a Problem, or,
+// last, the Report with the Error that stopped the run, if one did.
+type VerifyLine struct {
+	Problem *Problem      `json:"problem,omitempty"`
+	Error   *ErrorInfo    `json:"error,omitempty"`
+	Report  *VerifyReport `json:"report,omitempty"`
+}
