@@ -155,6 +155,7 @@ func (db *DB) commit(batch []*WriteOp) {
 		failed := -1
 		err := containPanic(func() error {
 			return db.update(func(tx *Tx) error {
+				failed = -1 // a run after a conflict starts afresh
 				for i, op := range pending {
 					op.err = apply(tx, op)
 					if op.err != nil && !ownFault(op.err) {
