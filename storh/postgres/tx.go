@@ -483,6 +483,18 @@ func (t *tx) Commit() error {
 		return fmt.Errorf("postgres: commit after a failed statement: %w", err)
 	}
 	slices.SortFunc(t.dirty, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
+	if !t.begun && len(t.dirty) > 0 {
+		// A writer that has not been to the server learns its id before
+		// its COMMIT goes (see commitOutcome): its writes go first.
+		b := t.newBatch()
+		for _, d := range t.dirty {
+			d.queueFlush(b)
+		}
+		if err := t.send(b, "commit"); err != nil {
+			t.end()
+			return err
+		}
+	}
 	b := t.newBatch()
 	opening := b.Len()
 	for _, d := range t.dirty {
