@@ -328,6 +328,12 @@ type Stats struct {
 	Commits      int64
 	PageWrites   int64
 	CommitIOTime time.Duration
+	// Reruns counts the write transactions this DB ran again since Open
+	// because they conflicted with another process's on a shared store
+	// (PostgreSQL: a record or a unique value another store inserted
+	// first, a deadlock): against Commits, the conflicts per
+	// transaction. Always 0 on a file.
+	Reruns int64
 
 	// FoldError joins the failures of the last folds of the blocked
 	// indexes whose last fold in this process failed (nil when none did):
@@ -369,7 +375,7 @@ func (db *DB) Stats() (Stats, error) {
 	s.FreeBytes = db.eng.FreeBytes()
 	s.DirectReadsOff = db.eng.DirectReadsOff()
 	cs, err := db.eng.CommitStats()
-	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
+	s.Commits, s.PageWrites, s.CommitIOTime, s.Reruns = cs.Commits, cs.PageWrites, cs.IOTime, cs.Reruns
 	s.FoldError = db.eng.FoldError()
 	return s, opErr("stats", "", "", -1, err)
 }

@@ -82,9 +82,12 @@ type DB struct {
 	// kindsByID caches collections' kinds by the identity of their
 	// top-level bucket, on a store whose buckets have one (see openCollIn).
 	kindsByID sync.Map
-	// slotKey names this DB's counter slot in the metadata of the queues
-	// its workers change beside other stores' (see flushOwnSlot).
+	// slotKey names this DB's counter slots in the metadata of the
+	// collections it writes beside other stores (see slots.go).
 	slotKey []byte
+	// bounds caches, by records bucket, the largest id this DB last knew
+	// there, for writers beside other stores (see Coll.beyondLast).
+	bounds sync.Map
 
 	// broken holds the collections whose search paths Open found damaged,
 	// with what it found: they cannot be read or written without risking
@@ -146,6 +149,7 @@ type DB struct {
 
 	openTxid int          // the file's transaction id when it was opened
 	commits  atomic.Int64 // write transactions committed (other backends)
+	reruns   atomic.Int64 // write transactions run again after a conflict
 
 	// Goroutines currently running a user's Update or View callback: a
 	// database call from one of them would deadlock on bbolt's locks.
@@ -278,7 +282,7 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	}
 	db := &DB{path: name, opts: opts}
 	db.setStore(store)
-	// The counter slot of this DB's queue workers (see flushOwnSlot).
+	// The tail of this DB's counter slots (see slots.go).
 	db.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
 	if err := db.start(); err != nil {
 		store.Close()
@@ -367,6 +371,13 @@ const damagedHint = "restore it from a backup; `storh verify` tells what is wron
 const maxPlausibleFormat = 1 << 10
 
 func (db *DB) initMeta() error {
+	// On a store whose writers run at once, this build's writers need
+	// formatShared (see the formats in layout.go). The destination of a
+	// copy takes its source's marker, whatever it is: the next open for
+	// writing raises it.
+	_, shared := db.store.(kv.Shared)
+	shared = shared && !db.opts.CopyTarget
+	raise := false
 	check := func(tx kv.Tx) error {
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
@@ -380,11 +391,15 @@ func (db *DB) initMeta() error {
 				if err != nil {
 					return mapStoreErr(err)
 				}
+				if shared {
+					return putInt(nb, keyFormat, formatShared)
+				}
 				return putInt(nb, keyFormat, formatBase)
 			}
 			return nil
 		}
-		switch v := getInt(b, keyFormat); {
+		v := getInt(b, keyFormat)
+		switch {
 		case v > formatVersion && v <= maxPlausibleFormat:
 			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", errs.ErrCorrupt, v, formatBase, formatVersion)
 		case v < formatBase || v > formatVersion:
@@ -395,6 +410,9 @@ func (db *DB) initMeta() error {
 			source, _, _ := decodeMarker(m)
 			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
+		if raise = shared && v < formatShared; raise && tx.Writable() {
+			return putInt(b, keyFormat, formatShared)
+		}
 		return nil
 	}
 	return containPanic(func() error {
@@ -402,7 +420,8 @@ func (db *DB) initMeta() error {
 			return db.run(false, check)
 		}
 		// Most opens find the bucket: check in a read transaction first, so
-		// opening an existing database never writes.
+		// opening an existing database never writes (but once, to raise a
+		// shared store's format).
 		found := false
 		if err := db.run(false, func(tx kv.Tx) error {
 			found = tx.Bucket(dbMetaBucket) != nil
@@ -411,7 +430,7 @@ func (db *DB) initMeta() error {
 				return check(tx)
 			}
 			return nil
-		}); err != nil || found {
+		}); err != nil || found && !raise {
 			return err
 		}
 		// Processes opening a new PostgreSQL store at once all write the
@@ -536,9 +555,14 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 			db.blocked.pubMu.Unlock()
 		}
 	}()
+	runs := 0
 	err := rerunConflicts(func() error {
-		return db.run(true, func(ktx kv.Tx) error {
+		if runs++; runs > 1 {
+			db.reruns.Add(1)
+		}
+		err := db.run(true, func(ktx kv.Tx) error {
 			tx = newTx(db, ktx)
+			tx.careful = runs > 1
 			if tx.btx != nil {
 				txid = tx.btx.ID()
 			}
@@ -551,11 +575,16 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 			}
 			return own
 		})
+		if err != nil && tx != nil {
+			tx.forgetBounds()
+		}
+		return err
 	})
 	if own != nil && err == own {
 		return own
 	}
 	if err == nil {
+		tx.keepBounds()
 		if tx.shared != nil {
 			txid = int(tx.shared.CommitID())
 		}

@@ -98,7 +98,7 @@ func TestQueueCounterSlots(t *testing.T) {
 		n := 0
 		if err := db.View(func(tx *Tx) error {
 			c, err := tx.Coll("q", KindQueue, false)
-			n = len(c.readSlotRows())
+			n = len(readSlotRows(c.meta))
 			return err
 		}); err != nil {
 			t.Fatal(err)
