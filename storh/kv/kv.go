@@ -249,8 +249,8 @@ type RowLocker interface {
 // A topic is the name of a top-level bucket, and announcing costs the
 // writers (PostgreSQL orders the commits that notify one at a time), so a
 // store may drop a transaction's announcements under a topic that no
-// listener watched when the transaction first held that bucket alone.
-// Listener.Watch waits for those transactions to end.
+// listener watched when the transaction first held that bucket (shared or
+// alone). Listener.Watch waits for those transactions to end.
 type Shared interface {
 	Store
 	// Listen starts a listener that calls fn with each Notice of a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -387,17 +388,17 @@ func (t *tx) holdCached(name []byte, shared bool, tr *tree) {
 	t.assumed = append(t.assumed, string(name))
 }
 
-// queueHold queues the lock on top-level bucket name.
+// queueHold queues the lock on top-level bucket name, and after it the
+// question whether anyone watches it: if not, its notices need not be
+// sent (see watchKeys).
 func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
 	if shared {
 		b.Queue(lockSharedSQL, t.s.lockKey(name))
-		return
+	} else {
+		b.Queue(lockSQL, t.s.lockKey(name))
 	}
-	b.Queue(lockSQL, t.s.lockKey(name))
-	// With the bucket alone, find out whether anyone watches it; if not,
-	// its notices need not be sent (see watchKey).
 	key := string(name)
-	b.Queue(quietSQL, t.s.watchKey(key)).QueryRow(func(row pgx.Row) error {
+	b.Queue(quietSQL, t.s.watchKey(key, rand.IntN(watchStripes))).QueryRow(func(row pgx.Row) error {
 		var nobody bool
 		if err := row.Scan(&nobody); err != nil {
 			return err
