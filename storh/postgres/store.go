@@ -373,7 +373,7 @@ func dbErr(op string, err error) error {
 		switch pe.Code {
 		case "40001", "40P01": // serialization_failure, deadlock_detected
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
-		case "23505": // unique_violation: a bucket a concurrent transaction created
+		case "23505": // unique_violation: a key or a bucket a concurrent transaction inserted first
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
 		case "42P01": // undefined_table: a bucket a concurrent transaction deleted
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
