@@ -690,3 +690,51 @@ func TestPostgresRowsChild(t *testing.T) {
 		fmt.Println("ok", strings.Join(res, " "))
 	}
 }
+
+// An Update that put an id past the largest one its DB knew, which
+// another store had taken meanwhile, and then queried the collection
+// (holding it alone from there) conflicts at its commit; its next run
+// reads the largest id afresh and replaces the record.
+func TestPostgresStaleBoundThenQuery(t *testing.T) {
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	a, b := openPostgres(t, url), openPostgres(t, url)
+	da, err := a.Docs("notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second put learns the largest id
+		if _, err := da.Put(storh.Map{"by": "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbB, err := b.Docs("notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := dbB.Put(storh.Map{"by": "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	if err := a.Update(func(tx *storh.Tx) error {
+		runs++
+		d, err := tx.Docs("notes")
+		if err != nil {
+			return err
+		}
+		if _, err := d.PutWithID(taken.ID, storh.Map{"by": "a again"}); err != nil {
+			return err
+		}
+		_, err = d.Find(query.All().Limit(1))
+		return err
+	}); err != nil {
+		t.Fatalf("Update after %d runs: %v", runs, err)
+	}
+	if rec, err := dbB.Get(taken.ID); err != nil || rec.Data()["by"] != "a again" {
+		t.Fatalf("the record: %v, %v", rec.Data(), err)
+	}
+	if runs != 2 {
+		t.Errorf("the Update ran %d times, want 2", runs)
+	}
+}

@@ -124,7 +124,7 @@ func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Col
 // (claims, completions, failures, extensions, releases, requeues): on a
 // store shared by many processes it runs beside the others' and locks
 // the jobs it moves, so that workers do not take turns (see
-// engine.Tx.UseShared).
+// engine.HoldMoving).
 func (q *Queue) doMoving(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
 	return q.run(op, id, missing, engine.HoldMoving, fn)
 }

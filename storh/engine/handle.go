@@ -195,9 +195,6 @@ func (t *Tx) UseHold(h Handle, create bool, hold Hold) (*Coll, error) {
 	return c, nil
 }
 
-// UseShared is UseHold(h, false, HoldMoving).
-func (t *Tx) UseShared(h Handle) (*Coll, error) { return t.UseHold(h, false, HoldMoving) }
-
 // rowsReady decides, once per transaction, whether c can take writes of
 // records by id beside other writers: every index one key per entry
 // (blocks are rewritten whole), built (a build's mark moves under it), and
@@ -235,14 +232,16 @@ func (t *Tx) rowsReady(c *Coll) error {
 // holdAlone makes c's hold exclusive from the transaction's next
 // statement on. What the transaction read of c's metadata beside other
 // writers (their counter slots, the records' last id) may have changed
-// since: it is read again.
+// since: it is read again. (A bound taken from the DB's cache stays
+// marked: if it was behind, the transaction's inserts made with it fail,
+// and the next run must not take it again.)
 func (t *Tx) holdAlone(c *Coll) {
 	if !c.shared {
 		return
 	}
 	t.ktx.(kv.Locker).HoldAlone([]byte(c.Name))
 	c.shared = false
-	c.metaInts, c.slots, c.baseRead, c.slotsRead, c.lastKnown, c.lastCached = nil, nil, false, false, false, false
+	c.metaInts, c.slots, c.baseRead, c.slotsRead, c.lastKnown = nil, nil, false, false, false
 }
 
 // DropColl deletes a collection and forgets its kind. The caller must hold

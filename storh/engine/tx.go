@@ -331,8 +331,8 @@ func (t *Tx) flush() error {
 }
 
 // keepBounds records, after the transaction committed, the largest ids it
-// knows of the collections it held beside other writers, for the next
-// transactions of its DB (see Coll.beyondLast).
+// knows of the collections it used on a remote store, for the DB's next
+// transactions that hold them beside other writers (see Coll.beyondLast).
 func (t *Tx) keepBounds() {
 	for _, c := range t.colls {
 		if c.bounds != nil && c.lastKnown {
