@@ -2,12 +2,14 @@ package storh_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/postgres"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -737,4 +740,101 @@ func TestPostgresStaleBoundThenQuery(t *testing.T) {
 	if runs != 2 {
 		t.Errorf("the Update ran %d times, want 2", runs)
 	}
+}
+
+// A unique index made before claims (here, a file's index of one key per
+// entry, migrated to PostgreSQL) gets its claims from the first write that
+// would hold its collection beside other writers: one per non-null value,
+// checked by Verify, rebuilt by Repair.
+func TestPostgresClaimsOfAnOlderIndex(t *testing.T) {
+	skipOnPostgresPass(t)
+	tuneFor(t, "layout=keys")
+	file := filepath.Join(t.TempDir(), "users.db")
+	fdb := openAt(t, file)
+	users, err := fdb.Docs("users", storh.WithIndex(storh.Index("u").Unique()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.PutMany([]any{storh.Map{"u": 1}, storh.Map{"u": 2}, storh.Map{"u": 3}, storh.Map{"other": true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.URL(t)
+	if _, err := storh.Migrate(context.Background(), file, url); err != nil {
+		t.Fatal(err)
+	}
+	if n := claims(t, url, "users", "u", nil); n != 0 {
+		t.Fatalf("the migrated index has %d claims, want none yet", n)
+	}
+	db := openPostgres(t, url)
+	users, err = db.Docs("users", storh.WithIndex(storh.Index("u").Unique()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.Put(storh.Map{"u": 2}); !errors.Is(err, storh.ErrUniqueViolation) {
+		t.Fatalf("a put of a value held: %v, want ErrUniqueViolation", err)
+	}
+	if _, err := users.Put(storh.Map{"u": 4}); err != nil {
+		t.Fatal(err)
+	}
+	if n := claims(t, url, "users", "u", nil); n != 4 {
+		t.Fatalf("%d claims, want the 4 values held (null claims nothing)", n)
+	}
+	verifyClean(t, db)
+
+	// A claim lost behind the engine's back: Verify says so, Repair
+	// claims the value again.
+	claims(t, url, "users", "u", func(b kv.Bucket, k []byte) error { return b.Delete(k) })
+	var problems []string
+	if _, err := db.Verify(func(p storh.Problem) { problems = append(problems, p.String()) }); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(problems, "\n"), "have no claim") {
+		t.Fatalf("Verify of a lost claim: %q", problems)
+	}
+	if _, err := db.Repair(nil); err != nil {
+		t.Fatal(err)
+	}
+	verifyClean(t, db)
+	if _, err := users.Put(storh.Map{"u": 1}); !errors.Is(err, storh.ErrUniqueViolation) {
+		t.Fatalf("a put of a value held, after Repair: %v, want ErrUniqueViolation", err)
+	}
+}
+
+// claims counts the claims of index name of collection coll, calling
+// change (if not nil) on the first, in a transaction of a store of its
+// own that commits.
+func claims(t *testing.T, url, coll, name string, change func(b kv.Bucket, k []byte) error) int {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	root := tx.Bucket([]byte(coll)).Bucket([]byte("u"))
+	if root == nil {
+		return 0
+	}
+	b := root.Bucket([]byte(name))
+	n := 0
+	cur := b.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if n == 0 && change != nil {
+			if err := change(b, bytes.Clone(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n++
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
