@@ -678,17 +678,38 @@ func TestReadURLReadsYourWrites(t *testing.T) {
 		t.Errorf("Count after the Update = %d, want 2", n)
 	}
 
-	// The watch listens on the primary: it reads what a notice of another
-	// store's commit announces where that commit is.
+	// The watch listens on the primary. Its catch-up sees what was
+	// committed before it, unannounced, and it reads what a notice of
+	// another store's commit announces where that commit is, even when
+	// the standby has replayed everything else the DB knows of.
+	p.ResumeReplay(t)
+	p.CatchUp(t)
+	p.PauseReplay(t)
+	watchedByOther := mustDocs(t, other, "watched")
+	early, err := watchedByOther.Put(storh.Map{"n": -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	feed, stop := watchFeed(ctx, mustDocs(t, db, "watched"), uuidv7.UUID{})
+	feed, stop := watchFeed(ctx, mustDocs(t, db, "watched"), idAt(t, 1))
 	defer stop()
-	written, first := keepWriting(t, mustDocs(t, other, "watched"), feed)
-	if !slices.Contains(written, first.ID) {
-		t.Errorf("the watch delivered %s, which nobody wrote", first.ID)
+	expect(t, feed, early.ID, -1)
+	for round := range 2 {
+		written, first := keepWriting(t, watchedByOther, feed)
+		i := slices.Index(written, first.ID)
+		if i < 0 {
+			t.Fatalf("the watch delivered %s, which nobody wrote", first.ID)
+		}
+		for j := i + 1; j < len(written); j++ {
+			expect(t, feed, written[j], j)
+		}
+		if round == 0 {
+			p.ResumeReplay(t)
+			p.CatchUp(t)
+			p.PauseReplay(t)
+		}
 	}
-
 	p.ResumeReplay(t)
 	p.CatchUp(t)
 	if _, err := events.Get(theirs.ID); err != nil {
