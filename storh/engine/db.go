@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -196,7 +197,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 				Hint: "open it once without WithReadOnly to create the database"}
 		}
 	}
-	if err := precheck(path); err != nil {
+	if err := boltpage.Precheck(path); err != nil {
 		return nil, openError(path, opts, err)
 	}
 	// bbolt syncs a new file's first pages but not its name: until the
@@ -248,7 +249,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	err = containPanic(func() error {
 		return db.boltView(func(btx *bolt.Tx) error {
 			var err error
-			if db.broken, err = checkSearchPaths(file, btx); err == nil && db.broken[""] == "" {
+			if db.broken, err = boltpage.CheckSearchPaths(file, btx); err == nil && db.broken[""] == "" {
 				db.directOff = layoutMismatch(file, btx, db.broken)
 			}
 			return err

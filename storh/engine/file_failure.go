@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -93,7 +94,7 @@ func (db *DB) fileFailed() error {
 // checkFile checks that the DB's file still holds what its meta pages
 // claim, and fails it when not: it returns the failure, or nil.
 func (db *DB) checkFile() error {
-	if err := checkFileHolds(db.file, db.pageSize); err != nil {
+	if err := boltpage.CheckFileHolds(db.file, db.pageSize); err != nil {
 		db.fail(err)
 		return db.failed.Load()
 	}
@@ -142,9 +143,10 @@ func (db *DB) releaseBegin(writable bool) {
 // They are unexported fields of bolt.DB, reached by name and type: the
 // workaround is only as good as its knowledge of bbolt's Begin, so it is
 // used only with the bbolt release that knowledge was checked against
-// (layoutChecked: TestLayoutCheckedAgainstGoMod fails when go.mod names
-// another, and a binary that records another in its build information
-// does without), and only when the fields are where that release has them.
+// (boltpage.LayoutChecked: TestLayoutCheckedAgainstGoMod fails when go.mod
+// names another, and a binary that records another in its build
+// information does without), and only when the fields are where that
+// release has them.
 type boltLocks struct {
 	rw, meta *sync.Mutex
 	mmap     *sync.RWMutex
@@ -159,7 +161,7 @@ var reachLocks = reachBoltLocks
 func reachBoltLocks(bdb *bolt.DB) *boltLocks {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range info.Deps {
-			if m.Path == "go.etcd.io/bbolt" && (m.Version != layoutChecked || m.Replace != nil) {
+			if m.Path == "go.etcd.io/bbolt" && (m.Version != boltpage.LayoutChecked || m.Replace != nil) {
 				return nil
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -121,7 +122,7 @@ func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
 	}
 	var v []byte
 	if root != 0 {
-		if v, err = newPageReader(btx).get(root, id[:]); err != nil {
+		if v, err = boltpage.NewReader(btx).Get(root, id[:]); err != nil {
 			return nil, fmt.Errorf("collection %q: %w", h.Name, err)
 		}
 	} else {

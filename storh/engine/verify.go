@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
@@ -208,6 +210,39 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *a
 		return err
 	}
 	return pageCheck(btx.Check(), emit, pace)
+}
+
+// damagedTrees runs the structural page check (boltpage.Check) for Verify
+// and Repair and reports each finding as a problem of the top-level bucket
+// it lies under: of its collection when the bucket is one. It returns
+// the top-level buckets whose pages are damaged ("" when the root tree
+// itself is): nothing may walk them.
+func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(api.Problem)) (map[string]bool, error) {
+	var bad map[string]bool
+	err := boltpage.Check(f, btx, only, pace.step, func(top, detail string) {
+		if bad == nil {
+			bad = map[string]bool{}
+		}
+		p := api.Problem{Kind: api.ProblemFile, Detail: "damaged pages: " + detail}
+		if top != "" && validateName(top) == nil {
+			p.Collection = top
+		} else if top != "" {
+			p.Key = []byte(top)
+		}
+		if !bad[top] {
+			p.Detail += treeHint(top)
+		}
+		bad[top] = true
+		emit(p)
+	})
+	return bad, err
+}
+
+func treeHint(top string) string {
+	if top == "" {
+		return "; the file's root is damaged, so nothing else is checked: restore a backup"
+	}
+	return "; its records are not checked and cannot be repaired in place: restore a backup, or export the records Get can still read"
 }
 
 // pageCheck reads bbolt's page check to its end: the check's goroutine
