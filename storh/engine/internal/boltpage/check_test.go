@@ -1,6 +1,7 @@
 package boltpage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -250,4 +251,64 @@ func TestCheckStopsAtStep(t *testing.T) {
 			t.Fatalf("a step that fails: %v after %d pages, want %v after %d", err, seen, stop, pages/2)
 		}
 	})
+}
+
+// TestCheckRefusesOverlappingBuckets: a leaf whose nested buckets' values
+// overlap (bbolt writes a page's keys and values one after another) is
+// damage, found once. Before it was, the check followed every element to
+// the bucket it reaches, so inline buckets nested in each other two to a
+// page, each pair sharing one value, took 2^depth visits: a check (and an
+// Open) that did not end. Found while writing FuzzPages, by reading the
+// check for what could make it run on.
+func TestCheckRefusesOverlappingBuckets(t *testing.T) {
+	ne := binary.NativeEndian
+	const depth = 30
+	// The innermost bucket's page is no leaf: a finding each time the
+	// check reaches it.
+	value := make([]byte, bucketHead+pageHeader)
+	ne.PutUint16(value[bucketHead+8:], 0x10)
+	for range depth {
+		// An inline bucket of two elements whose key and value are the
+		// same bytes: the bucket nested one level down.
+		outer := make([]byte, bucketHead+pageHeader+2*elemSize, bucketHead+pageHeader+2*elemSize+1+len(value))
+		page := outer[bucketHead:]
+		ne.PutUint16(page[8:], leafPage)
+		ne.PutUint16(page[10:], 2)
+		kv := uint32(pageHeader + 2*elemSize)
+		for i := range uint32(2) {
+			e := page[pageHeader+i*elemSize:]
+			ne.PutUint32(e[0:], bucketLeaf)
+			ne.PutUint32(e[4:], kv-(pageHeader+i*elemSize))
+			ne.PutUint32(e[8:], 1)
+			ne.PutUint32(e[12:], uint32(len(value)))
+		}
+		value = append(append(outer, 'x'), value...)
+	}
+	// A file of three 4 KiB pages whose root tree, at page 2, holds the
+	// outermost bucket as top-level bucket a.
+	const pageSize = 4096
+	data := make([]byte, 3*pageSize)
+	root := data[2*pageSize:]
+	ne.PutUint64(root, 2)
+	ne.PutUint16(root[8:], leafPage)
+	ne.PutUint16(root[10:], 1)
+	ne.PutUint32(root[pageHeader:], bucketLeaf)
+	ne.PutUint32(root[pageHeader+4:], elemSize)
+	ne.PutUint32(root[pageHeader+8:], 1)
+	ne.PutUint32(root[pageHeader+12:], uint32(len(value)))
+	copy(root[pageHeader+elemSize:], append([]byte("a"), value...))
+
+	pc := newPageChecker(bytes.NewReader(data), pageSize, uint64(len(data)))
+	var found []string
+	pc.report = func(top, detail string) {
+		if found = append(found, top+": "+detail); len(found) > 10 {
+			t.Fatalf("the check found %d problems and goes on: %q", len(found), found[:3])
+		}
+	}
+	if err := pc.searchPaths("", 2, 0, "the root bucket", true); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || !strings.HasPrefix(found[0], "a: ") || !strings.Contains(found[0], "overlaps") {
+		t.Fatalf("found %q, want bucket a's overlapping buckets, once", found)
+	}
 }
