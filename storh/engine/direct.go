@@ -117,4 +117,4 @@ func layoutMismatch(f io.ReaderAt, btx *bolt.Tx, broken map[string]string) strin
 // DirectReadsOff says why point and ranged reads of this file go through
 // bbolt's buckets rather than reading its pages directly: "" when they
 // read the pages, and on every other backend (which has no pages).
-func (db *DB) DirectReadsOff() string { return db.directOff }
+func (db *DB) DirectReadsOff() string { return db.file.directOff }

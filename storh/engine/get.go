@@ -93,7 +93,7 @@ func (db *DB) directView(fn func(btx *bolt.Tx) error) (err error) {
 // direct reports whether a point read of h may take the direct path: on
 // a file whose layout Open found to be the one the reader knows.
 func (db *DB) direct(h Handle) bool {
-	return db.bolt != nil && db.directOff == "" && db.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
+	return db.file.bolt != nil && db.file.directOff == "" && db.colls.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
 }
 
 // getIn is the full path: the collection opened with its checks.
