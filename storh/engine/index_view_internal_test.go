@@ -29,8 +29,8 @@ func twoDBsOnOneStore(t *testing.T) (a, b *DB) {
 	// Closing a DB closes its store: stop the writers only.
 	t.Cleanup(func() {
 		for _, db := range []*DB{a, b} {
-			close(db.stop)
-			<-db.writerDone
+			close(db.group.stop)
+			<-db.group.writerDone
 		}
 	})
 	return a, b
