@@ -11,6 +11,7 @@ import (
 var (
 	SealValue    = sealValue
 	ValidateName = validateName
+	DecodeMap    = decodeMap
 )
 
 type Matcher = matcher
