@@ -13,7 +13,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
-	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // fullUnderEntries is a store whose writes into the index blocks bucket
@@ -140,23 +139,7 @@ func TestFoldStoreFailureKeepsIndexReadable(t *testing.T) {
 	puts := 0
 	put := func() {
 		t.Helper()
-		value, err := AppendValue(nil, map[string]any{"v": puts % 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := uuidv7.NewAt(1_700_000_000_000 + int64(puts))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Update(func(tx *Tx) error {
-			c, err := tx.Use(h, true)
-			if err != nil {
-				return err
-			}
-			return tx.Put(c, id, value, false)
-		}); err != nil {
-			t.Fatalf("put %d: %v", puts, err)
-		}
+		putAt(t, db, h, puts, map[string]any{"v": puts % 5})
 		puts++
 	}
 	entries := func() int {

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -56,44 +55,12 @@ func pagesFixture(t *testing.T) (string, uint64) {
 	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		root = uint64(btx.Bucket([]byte("a")).Bucket([]byte("r")).RootPage())
 	})
-	editPage(t, path, root, func(p []byte) {
+	testkit.EditPage(t, path, root, func(p []byte) {
 		if flags := binary.NativeEndian.Uint16(p[8:]); flags != 0x01 {
 			t.Fatalf("records root page %d has flags %#x, want a branch", root, flags)
 		}
 	})
 	return path, root
-}
-
-// editPage rewrites page id of the file through edit.
-func editPage(t *testing.T, path string, id uint64, edit func(p []byte)) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size := os.Getpagesize()
-	p := make([]byte, size)
-	if _, err := f.ReadAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-	edit(p)
-	if _, err := f.WriteAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyDB(t *testing.T, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "damaged.db")
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // TestOpenRefusesLoopingCollection opens a file whose records tree has a
@@ -102,8 +69,8 @@ func copyDB(t *testing.T, src string) string {
 // Verify reports the damage, and Repair leaves it alone without hanging.
 func TestOpenRefusesLoopingCollection(t *testing.T) {
 	fixture, root := pagesFixture(t)
-	path := copyDB(t, fixture)
-	editPage(t, path, root, func(p []byte) { binary.NativeEndian.PutUint64(p[16+8:], root) })
+	path := testkit.CopyFile(t, fixture)
+	testkit.EditPage(t, path, root, func(p []byte) { binary.NativeEndian.PutUint64(p[16+8:], root) })
 	db, err := storh.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -144,10 +111,10 @@ func TestOpenRefusesLoopingCollection(t *testing.T) {
 // tries, and the refusal must cost no such allocation.
 func TestOpenRefusesBucketPastPage(t *testing.T) {
 	fixture, _ := pagesFixture(t)
-	path := copyDB(t, fixture)
+	path := testkit.CopyFile(t, fixture)
 	var collRoot uint64
 	testkit.ViewBolt(t, path, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
-	editPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
+	testkit.EditPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	db, err := storh.Open(path)

@@ -86,7 +86,7 @@ func checkFixture(t *testing.T) (string, uint64) {
 	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		root = uint64(btx.Bucket([]byte("a")).Bucket(recordsName).RootPage())
 	})
-	editPage(t, path, root, func(p []byte) {
+	testkit.EditPage(t, path, root, func(p []byte) {
 		if flags := binary.NativeEndian.Uint16(p[8:]); flags != branchPage {
 			t.Fatalf("records root page %d has flags %#x, want a branch", root, flags)
 		}
@@ -100,39 +100,6 @@ func checkFixture(t *testing.T) (string, uint64) {
 // recordKey is the 16-byte key of record i, ascending with i.
 func recordKey(i int) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 8, 16), uint64(i))
-}
-
-// editPage rewrites page id of the file through edit.
-func editPage(t *testing.T, path string, id uint64, edit func(p []byte)) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size := os.Getpagesize()
-	p := make([]byte, size)
-	if _, err := f.ReadAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-	edit(p)
-	if _, err := f.WriteAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyFile copies the file at src to a file of the test's own.
-func copyFile(t *testing.T, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "damaged.db")
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // checkFile runs Check (descending into only, when given) and
@@ -173,7 +140,7 @@ func TestCheckFindsDamage(t *testing.T) {
 	fixture, root := checkFixture(t)
 	ne := binary.NativeEndian
 	var firstLeaf, collRoot uint64
-	editPage(t, fixture, root, func(p []byte) { firstLeaf = ne.Uint64(p[16+8:]) })
+	testkit.EditPage(t, fixture, root, func(p []byte) { firstLeaf = ne.Uint64(p[16+8:]) })
 	testkit.ViewBolt(t, fixture, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
 	for _, tc := range []struct {
 		name  string
@@ -199,8 +166,8 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"bucket value past the page", func() uint64 { return collRoot }, func(p []byte) { ne.PutUint32(p[16+12:], 0x7ffff000) }, "outside the page", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := copyFile(t, fixture)
-			editPage(t, path, tc.page(), tc.edit)
+			path := testkit.CopyFile(t, fixture)
+			testkit.EditPage(t, path, tc.page(), tc.edit)
 			found, broken := checkFile(t, path)
 			if len(found) == 0 || !strings.HasPrefix(found[0], "a: ") || !strings.Contains(found[0], tc.want) {
 				t.Fatalf("found %q, want a finding of bucket a saying %q", found, tc.want)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // editMetas rewrites both meta pages of the closed file at path through
@@ -82,12 +83,12 @@ func TestFileChecks(t *testing.T) {
 			})
 		}, "its freelist is said to be on page", "its freelist is said to be on page"},
 		{"meta pages overwritten", func(t *testing.T, path string) {
-			editPage(t, path, 0, func(p []byte) { clear(p) })
-			editPage(t, path, 1, func(p []byte) { clear(p) })
+			testkit.EditPage(t, path, 0, func(p []byte) { clear(p) })
+			testkit.EditPage(t, path, 1, func(p []byte) { clear(p) })
 		}, "", "neither of its meta pages is valid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := copyFile(t, fixture)
+			path := testkit.CopyFile(t, fixture)
 			tc.damage(t, path)
 			same := func(what string, err error, want string) {
 				t.Helper()
