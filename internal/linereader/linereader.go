@@ -66,3 +66,7 @@ func (lr *Reader) Next() (b []byte, n int64, ok, tooLong bool, err error) {
 	}
 	return b, lr.n, true, tooLong, nil
 }
+
+// Buffered reports whether input after the last line returned has already
+// arrived: a reader that flushes its output can wait for the last of it.
+func (lr *Reader) Buffered() bool { return lr.br.Buffered() > 0 }

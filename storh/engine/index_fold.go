@@ -65,7 +65,7 @@ func (t *Tx) foldStep(c *Coll, ix *collIndex, budget int) (done bool, err error)
 	}
 	next, err := blockindex.Fold(ix.entries, view, d.FoldTo, d.FoldNext, budget)
 	if err != nil {
-		return false, ix.blockErr(mapStoreErr(err))
+		return false, t.stepErr(ix, err)
 	}
 	if next != nil {
 		d.FoldNext = next
@@ -104,11 +104,8 @@ func (t *Tx) chainStep(ix *collIndex, budget int) (done bool, err error) {
 	}
 	ix.changed = true
 	next, err := blockindex.Chain(ix.entries, d.ChainNext, budget)
-	switch {
-	case errors.Is(err, blockindex.ErrDamagedBlock):
-		return false, ix.blockErr(err)
-	case err != nil:
-		return false, mapStoreErr(err)
+	if err != nil {
+		return false, t.stepErr(ix, err)
 	}
 	d.ChainNext = next
 	d.Chained = next == nil
@@ -138,6 +135,23 @@ func (ix *collIndex) countEntries() error {
 		return ix.blockErr(fmt.Errorf("its blocks and journal hold %d entries, its definition counts %d: a block may be missing", n, ix.def.Entries+ix.delta))
 	}
 	return nil
+}
+
+// stepErr tells what stopped a fold or chaining step of ix: damage in its
+// blocks (ErrCorrupt, which fails the index's readers until Repair or a
+// fold ends it) from a failure of the store (a full disk, a lost
+// connection), after which the index stays readable: its journal still
+// holds every change its blocks lack. A read that failed on a server
+// answered nil, which the step may have taken for a missing block: the
+// transaction's failure, when it has one, is the cause.
+func (t *Tx) stepErr(ix *collIndex, err error) error {
+	if ferr := t.failure(); ferr != nil {
+		return ferr
+	}
+	if errors.Is(err, blockindex.ErrDamagedBlock) {
+		return ix.blockErr(err)
+	}
+	return mapStoreErr(err)
 }
 
 func (ix *collIndex) blockErr(err error) error {

@@ -296,7 +296,7 @@ func (t *Tx) kinds() *sync.Map {
 	if t.db == nil {
 		return nil
 	}
-	return &t.db.kindsByID
+	return &t.db.colls.kindsByID
 }
 
 // flush writes the counters of every collection this transaction changed.
@@ -367,8 +367,8 @@ func (t *Tx) afterCommit() {
 
 // damaged refuses a collection whose pages Open found damaged.
 func (t *Tx) damaged(name string) error {
-	if t.db == nil || t.db.broken[name] == "" {
+	if t.db == nil || t.db.colls.broken[name] == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", errs.ErrCorrupt, name, t.db.broken[name])
+	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", errs.ErrCorrupt, name, t.db.colls.broken[name])
 }

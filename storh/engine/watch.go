@@ -129,7 +129,7 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 	// watcher from its start.
 	switch {
 	case db.opts.ReadOnly:
-	case db.bolt != nil:
+	case db.file.bolt != nil:
 		btx, err := db.beginBolt(true)
 		if err != nil {
 			s.Close()
@@ -137,8 +137,8 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 		}
 		_ = btx.Rollback()
 	default:
-		db.writeMu.Lock()
-		db.writeMu.Unlock()
+		db.group.writeMu.Lock()
+		db.group.writeMu.Unlock()
 	}
 	return s, nil
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -151,7 +152,8 @@ func (c *Client) do(ctx context.Context, method, path string, vals url.Values, b
 }
 
 // ErrAnswer is wrapped by the error for a success answer that does not
-// decode as the API writes it.
+// decode as the API writes it, or that holds a line longer than any the
+// API writes (jsonl.MaxLine), which the client does not read on.
 var ErrAnswer = errors.New("web: cannot read the answer")
 
 // getJSON decodes the JSON answer of a GET into v.
@@ -374,10 +376,13 @@ func (c *Client) Verify(ctx context.Context, colls []string, problem func(Proble
 		return VerifyReport{}, err
 	}
 	defer resp.Body.Close()
-	in := bufio.NewReader(resp.Body)
+	in := linereader.New(resp.Body, jsonl.MaxLine)
 	for {
-		b, err := in.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
+		b, _, ok, tooLong, err := in.Next()
+		if tooLong {
+			return VerifyReport{}, fmt.Errorf("%w: the verify from %s holds a line longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
+		}
+		if ok && len(bytes.TrimSpace(b)) > 0 {
 			var line VerifyLine
 			if jerr := json.Unmarshal(b, &line); jerr != nil {
 				return VerifyReport{}, fmt.Errorf("%w: the verify from %s holds a line that is not JSON: %v", ErrAnswer, c.base, jerr)
@@ -426,23 +431,25 @@ func (c *Client) Tail(ctx context.Context, coll, from string, lastEventID uuidv7
 		return false, err
 	}
 	defer resp.Body.Close()
-	in := bufio.NewReader(resp.Body)
+	// An event's data is one record's JSON, which fits a JSON line of an
+	// export: a longer line is not the server's, and is not kept.
+	in := linereader.New(resp.Body, jsonl.MaxLine)
 	var event string
 	var data []byte
 	for {
-		line, err := in.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long record: read the rest of the line.
-			rest, rerr := in.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), rerr
+		line, _, ok, tooLong, err := in.Next()
+		if tooLong {
+			return true, fmt.Errorf("%w: the tail from %s holds a line longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
 		}
-		if err != nil {
+		if !ok {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
 			return true, err
 		}
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(data)+len(line) > jsonl.MaxLine {
+			return true, fmt.Errorf("%w: the tail from %s holds an event longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
+		}
 		if len(line) == 0 {
 			// The end of an event.
 			ev, d := event, data
@@ -457,7 +464,7 @@ func (c *Client) Tail(ctx context.Context, coll, from string, lastEventID uuidv7
 			case len(d) == 0:
 				continue
 			}
-			if err := each(json.RawMessage(d), in.Buffered() > 0); err != nil {
+			if err := each(json.RawMessage(d), in.Buffered()); err != nil {
 				return true, err
 			}
 			continue

@@ -320,3 +320,50 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("Stats of a closed database: %v, want ErrClosed", err)
 	}
 }
+
+// endlessLine answers with a stream whose line never ends, as a server
+// that is not storh's (or a broken one) may send.
+func endlessLine(prefix, contentType string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Write([]byte(prefix))
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for {
+			if _, err := w.Write(chunk); err != nil || r.Context().Err() != nil {
+				return
+			}
+		}
+	})
+}
+
+// TestClientBoundsLines: the client reads the lines of a tail or a verify
+// up to the longest a record's JSON can take, and fails with ErrAnswer past
+// it, rather than keep reading into memory what a server sends without end.
+func TestClientBoundsLines(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, prefix, contentType string
+		call                      func(*web.Client) error
+	}{
+		{"tail", ": start\n\ndata: ", "text/event-stream", func(c *web.Client) error {
+			_, err := c.Tail(ctx, "events", "0", uuidv7.UUID{}, func(json.RawMessage, bool) error { return nil })
+			return err
+		}},
+		{"verify", "", "application/x-ndjson", func(c *web.Client) error {
+			_, err := c.Verify(ctx, nil, func(web.Problem) {})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(endlessLine(tc.prefix, tc.contentType))
+			defer srv.Close()
+			c, err := web.NewClient(srv.URL, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.call(c); !errors.Is(err, web.ErrAnswer) {
+				t.Fatalf("a line without end: %v, want ErrAnswer", err)
+			}
+		})
+	}
+}
