@@ -196,29 +196,34 @@ func (s *Store) standbyConn(floor uint64) *pgxpool.Conn {
 }
 
 // committed raises the floor to the WAL position of a commit that went
-// through the store, asked in the commit's round trip (see
-// queueCommitPosition). A position lost with the connection (the commit
-// was found committed by asking) sends reads to the primary until the
-// primary is asked where its WAL ends: every commit before is behind it.
-func (s *Store) committed(pos uint64) {
+// through the store, asked in the commit's round trip (pos, from
+// queueCommitPosition; nil when reads never leave the primary). A
+// position lost with the connection (0: the commit was found committed by
+// asking) sends reads to the primary until the primary is asked where its
+// WAL ends: every commit before is behind that.
+func (s *Store) committed(pos *uint64) {
 	switch {
-	case s.standby == nil:
-	case pos == 0:
+	case pos == nil:
+	case *pos == 0:
 		s.floorLost.Add(1)
 	default:
-		raise(&s.floor, pos)
+		raise(&s.floor, *pos)
 	}
 }
 
 // queueCommitPosition queues, after a COMMIT, the question of where the
 // primary's WAL then ends, for a store whose reads may go to a standby,
 // and returns where the answer lands: 0 until it does. It runs in the
-// COMMIT's round trip, after it, outside the transaction.
+// COMMIT's round trip, after it, outside the transaction; it cannot fail
+// where the COMMIT succeeded (only a server in recovery refuses it, and
+// that refused the transaction's id, asked in its first round trip).
+// Without a standby it queues nothing and returns nil.
 func (s *Store) queueCommitPosition(b *pgx.Batch) *uint64 {
-	pos := new(uint64)
-	if s.standby != nil {
-		b.Queue(insertSQL).QueryRow(func(row pgx.Row) error { return scanLSN(row, pos) })
+	if s.standby == nil {
+		return nil
 	}
+	pos := new(uint64)
+	b.Queue(insertSQL).QueryRow(func(row pgx.Row) error { return scanLSN(row, pos) })
 	return pos
 }
 

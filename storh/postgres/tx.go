@@ -418,7 +418,7 @@ func (t *tx) Commit() error {
 			return err
 		}
 		t.commitID = t.xid
-		t.s.committed(*pos)
+		t.s.committed(pos)
 	}
 	for name := range t.reshape {
 		t.s.forgetTree(name)
