@@ -716,3 +716,29 @@ func TestReadURLReadsYourWrites(t *testing.T) {
 		t.Errorf("Get of another store's write once replayed: %v", err)
 	}
 }
+
+// A write whose connection was lost after its COMMIT, which the server
+// then said had committed, is read at once too: its WAL position was lost
+// with the connection, so reads go to the primary until it is asked.
+func TestReadURLLostCommit(t *testing.T) {
+	p := standby(t)
+	proxy := pgtest.NewProxy(t, p.Primary)
+	db := openPostgres(t, proxy.URL, storh.WithReadURL(p.Standby))
+	docs := mustDocs(t, db, "notes")
+	if _, err := docs.Put(storh.Map{"n": 0}); err != nil {
+		t.Fatal(err)
+	}
+	p.CatchUp(t)
+	if n := mustCount(t, docs); n != 1 { // from the standby, caught up
+		t.Fatalf("Count = %d", n)
+	}
+	p.PauseReplay(t)
+	proxy.Arm(pgtest.AfterCommit, false)
+	rec, err := docs.Put(storh.Map{"n": 1})
+	if proxy.Cuts() != 1 || err != nil {
+		t.Fatalf("Put whose COMMIT's answer was lost: %v (%d cuts); want it committed", err, proxy.Cuts())
+	}
+	if _, err := docs.Get(rec.ID); err != nil {
+		t.Errorf("Get of that write with replay paused: %v", err)
+	}
+}
