@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -285,6 +286,9 @@ type scaleRun struct {
 }
 
 func pgscale(ctx context.Context, c scaleConfig, args []string, stderr io.Writer) (ScaleReport, error) {
+	// The workers' stderr goes to the run's: os/exec copies each into a
+	// writer that is not a file from a goroutine of its own.
+	stderr = &lockedWriter{w: stderr}
 	start := time.Now()
 	rep := ScaleReport{
 		Stamp:    start.UTC().Format("20060102-150405"),
@@ -364,6 +368,19 @@ func pgscale(ctx context.Context, c scaleConfig, args []string, stderr io.Writer
 	rep.Machine.LoadAfter = loadavg()
 	rep.Machine.DurationSec = int(time.Since(start).Seconds())
 	return rep, nil
+}
+
+// lockedWriter lets several goroutines write to one writer, a line (one
+// Write) at a time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // runNote is what the progress line adds after a run's rate.
