@@ -518,6 +518,41 @@ func TestStandbyWatch(t *testing.T) {
 	expect(t, onPrimary, written[0], 100)
 }
 
+// A watch on a standby follows writers whose clocks are ahead of its
+// own or behind it by more than its lookback: what is in sight goes by
+// the ids it has seen.
+func TestStandbyWatchSkewedClocks(t *testing.T) {
+	p := standby(t)
+	writer := openPostgres(t, p.Primary)
+	reader := openPostgres(t, p.Standby, storh.WithReadOnly())
+	for _, skew := range []time.Duration{-time.Hour, time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			name := "skew" + skew.String()
+			gen := uuidv7.NewGenerator(uuidv7.WithClock(func() time.Time { return time.Now().Add(skew) }))
+			posts, err := writer.Docs(name, storh.WithIDGenerator(gen.New))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := posts.Put(storh.Map{"n": -1}); err != nil {
+				t.Fatal(err)
+			}
+			p.CatchUp(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			feed, stop := watchFeed(ctx, mustDocs(t, reader, name), uuidv7.UUID{})
+			defer stop()
+			written, first := keepWriting(t, posts, feed)
+			i := slices.Index(written, first.ID)
+			if i < 0 {
+				t.Fatalf("the watch delivered %s, which was written before it", first.ID)
+			}
+			for j := i + 1; j < len(written); j++ {
+				expect(t, feed, written[j], j)
+			}
+		})
+	}
+}
+
 // keepWriting puts records {"n": 0}, {"n": 1}, ... into c, one every few
 // milliseconds, until feed delivers one of them (or another), and returns
 // the ids written, in order, and what feed delivered.

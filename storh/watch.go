@@ -2,6 +2,7 @@ package storh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"iter"
@@ -229,7 +230,8 @@ func (c *coll) readChunks(ctx context.Context, op string, from uuidv7.UUID, snap
 // The lookback is for commits that come after commits of larger ids
 // (concurrent writers, a batch that waited for the one before it): a
 // record committed more than replicaLookback after its id's time (or
-// under an older id, or rewritten later than that) is not delivered. Each
+// under an older id, one from a clock that far behind the newest id's, or
+// rewritten later than that) is not delivered. Each
 // read costs the records of the lookback: a collection written at R
 // records a second costs a watch about R·replicaLookback/replicaPoll
 // record reads a second, 10·R.
@@ -248,13 +250,23 @@ type replicaFeed struct {
 
 // followReplica is Watch on a hot standby (see replicaPoll).
 func (c *coll) followReplica(ctx context.Context, op string, from uuidv7.UUID, yield func(Record, error) bool) {
-	f := replicaFeed{seen: map[uuidv7.UUID]uint64{}}
-	// From the zero id the watch starts now: the records in sight are
-	// seen, not delivered. From an id, the first round is the catch-up.
+	f := replicaFeed{seen: map[uuidv7.UUID]uint64{}, start: from}
+	// From the zero id the watch starts now: the records in sight, from
+	// replicaLookback before the newest, are seen, not delivered (in an
+	// empty collection everything is in sight). From an id, the first
+	// round is the catch-up.
 	deliver := !from.IsZero()
-	f.start = from
 	if !deliver {
-		f.start = idFloor(time.Now().Add(-replicaLookback))
+		newest, err := c.FirstContext(ctx, query.All().Reverse())
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			yield(Record{}, err)
+			return
+		default:
+			f.newest = newest.ID
+			f.start = f.sightStart(time.Now())
+		}
 	}
 	poll := time.NewTimer(0)
 	defer poll.Stop()
@@ -324,15 +336,14 @@ func (f *replicaFeed) fresh(it engine.Item) bool {
 	return true
 }
 
-// forget moves the start of sight to replicaLookback before the newest id
-// seen, or before now if that is older (an id from a clock ahead of this
-// one's), never back, and forgets the records before it.
+// forget moves the start of sight up to sightStart, never back, and
+// forgets the records before it. Until a record is seen the start stays:
+// the ids to come may be from a clock behind this one's.
 func (f *replicaFeed) forget(now time.Time) {
-	at := now
-	if ms := f.newest.Time(); !f.newest.IsZero() && ms.Before(at) {
-		at = ms
+	if f.newest.IsZero() {
+		return
 	}
-	start := idFloor(at.Add(-replicaLookback))
+	start := f.sightStart(now)
 	if start.Compare(f.start) <= 0 {
 		return
 	}
@@ -342,6 +353,17 @@ func (f *replicaFeed) forget(now time.Time) {
 			delete(f.seen, id)
 		}
 	}
+}
+
+// sightStart is replicaLookback before the newest id seen, or before now
+// if that id is later (made by a clock ahead of this one's): the records
+// after it are read at every poll.
+func (f *replicaFeed) sightStart(now time.Time) uuidv7.UUID {
+	at := now
+	if t := f.newest.Time(); t.Before(at) {
+		at = t
+	}
+	return idFloor(at.Add(-replicaLookback))
 }
 
 // idFloor is the smallest id of t's millisecond: the records after it are
