@@ -120,6 +120,9 @@ func readReplica(db *storh.DB) (string, error) {
 		return "", fmt.Errorf("Collections: %w", err)
 	}
 	say("Collections", cols)
+	if _, err := db.Stats(); err != nil { // its path and commits are the DB's own
+		return "", fmt.Errorf("Stats: %w", err)
+	}
 
 	posts, err := db.Docs("posts")
 	if err != nil {
@@ -387,6 +390,11 @@ func TestStandbyReadsTwoProcesses(t *testing.T) {
 	round(2)
 	p.CatchUp(t)
 	sameReads(t, "round 2", primary, reader)
+	before := digestPostgres(t, p.Primary)
+	refusesWrites(t, primary)
+	if digestPostgres(t, p.Primary) != before {
+		t.Error("writes refused by a read-only DB on the primary changed the store")
+	}
 }
 
 const replicaChildEnv = "STORH_REPLICA_WRITER"
