@@ -532,6 +532,7 @@ func TestStandbyWatch(t *testing.T) {
 func TestStandbyWatchSkewedClocks(t *testing.T) {
 	p := standby(t)
 	writer := openPostgres(t, p.Primary)
+	p.CatchUp(t) // the store's tables
 	reader := openPostgres(t, p.Standby, storh.WithReadOnly())
 	for _, skew := range []time.Duration{-time.Hour, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
