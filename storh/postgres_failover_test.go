@@ -16,6 +16,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -37,7 +38,33 @@ func TestPostgresFailover(t *testing.T) {
 	skipUnderInvariants(t)
 	start := time.Now()
 	f := pgtest.NewFailover(t)
-	db := openPostgres(t, f.URL)
+	t.Logf("primary and standby up in %v", time.Since(start).Round(time.Millisecond))
+	checkFailover(t, f.URL, func() { f.KillPrimary(t) }, func() { f.Promote(t) })
+}
+
+// The same with pg_auto_failover promoting the secondary after an
+// unplanned crash of the primary's machine (its pg_autoctl and its
+// postmaster killed), on the formation's URL. It takes about 30 seconds
+// here, most of them for the formation to start: a long test.
+func TestPostgresAutoFailover(t *testing.T) {
+	if os.Getenv(failoverChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	testkit.RequireLong(t)
+	skipOnPostgresPass(t)
+	skipUnderInvariants(t)
+	a := pgtest.NewAutoFailover(t)
+	var killed string
+	checkFailover(t, a.URL, func() { killed = a.KillPrimary(t) }, func() { a.AwaitPromotion(t, killed) })
+}
+
+// checkFailover runs writers in two processes and a watch in this one on
+// the store at url, fails the primary over with kill then promote while
+// they write, and checks what they were told against what the new primary
+// holds.
+func checkFailover(t *testing.T, url string, kill, promote func()) {
+	start := time.Now()
+	db := openPostgres(t, url)
 	docs, err := db.Docs(failoverColl)
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +79,14 @@ func TestPostgresFailover(t *testing.T) {
 		watchInto(ctx, docs, uuidv7.UUID{}, before, started)
 	}()
 	markUntilWatched(t, docs, started)
-	t.Logf("primary, standby and a watch up in %v", time.Since(start).Round(time.Millisecond))
 
-	writers := []*failoverWriter{startFailoverWriter(t, f.URL, "a"), startFailoverWriter(t, f.URL, "b")}
+	writers := []*failoverWriter{startFailoverWriter(t, url, "a"), startFailoverWriter(t, url, "b")}
 	for _, w := range writers {
 		w.waitAcks(t, 20)
 	}
+	writing := time.Now()
+	kill()
 	killed := time.Now()
-	f.KillPrimary(t)
 	select {
 	case <-watchDone:
 	case <-time.After(30 * time.Second):
@@ -68,12 +95,15 @@ func TestPostgresFailover(t *testing.T) {
 	if !errors.Is(before.err, storh.ErrWatchLost) {
 		t.Fatalf("the watch ended with %v, want ErrWatchLost", before.err)
 	}
-	f.Promote(t)
+	promote()
 	promoted := time.Now()
 	for _, w := range writers {
 		w.waitAcks(t, w.acked()+20)
 	}
-	resumed := time.Since(promoted)
+	resumed := time.Now()
+	for _, w := range writers {
+		w.stop(t)
+	}
 
 	// This process's DB goes on without a reopen: its connections to the
 	// old primary fail the writes that take them, once each.
@@ -92,9 +122,6 @@ func TestPostgresFailover(t *testing.T) {
 	go watchInto(ctx, docs, uuidv7.UUID{}, after, again)
 	marks := markUntilWatched(t, docs, again)
 
-	for _, w := range writers {
-		w.stop(t)
-	}
 	stored := map[uuidv7.UUID]int{}
 	numbers := map[string]int{}
 	for r, err := range docs.Stream(query.All()) {
@@ -138,9 +165,11 @@ func TestPostgresFailover(t *testing.T) {
 		}
 	}
 	after.mu.Unlock()
-	t.Logf("%d writes acknowledged; %d failed plainly, %d ErrCommitUnknown (resolved by Get); "+
-		"promoted %v after the kill, writers 20 writes further %v after; this DB failed %d writes before one went through, and watched again (%d marks)",
-		acks, fails, unknowns, promoted.Sub(killed).Round(time.Millisecond), resumed.Round(time.Millisecond), failed, len(marks))
+	round := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	t.Logf("%d writes acknowledged; %d failed plainly, %d ErrCommitUnknown (resolved by Get); this DB failed %d writes before one went through, and watched again (%d marks)",
+		acks, fails, unknowns, failed, len(marks))
+	t.Logf("steps: writers writing %v after the start, killed in %v, promoted %v after the kill, each writer 20 writes further %v after the promotion, checked in %v",
+		round(writing.Sub(start)), round(killed.Sub(writing)), round(promoted.Sub(killed)), round(resumed.Sub(promoted)), round(time.Since(resumed)))
 }
 
 const (
