@@ -44,8 +44,8 @@ func TestPostgresFailover(t *testing.T) {
 
 // The same with pg_auto_failover promoting the secondary after an
 // unplanned crash of the primary's machine (its pg_autoctl and its
-// postmaster killed), on the formation's URL. It takes about 30 seconds
-// here, most of them for the formation to start: a long test.
+// postmaster killed), on the formation's URL. It takes about 21 seconds
+// here, half of them for the formation to start: a long test.
 func TestPostgresAutoFailover(t *testing.T) {
 	if os.Getenv(failoverChildEnv) != "" {
 		t.Skip("the child's own run")
