@@ -51,7 +51,6 @@ func TestCommitOutcomeAcrossFailover(t *testing.T) {
 		fill(t, s, b, 1)
 	}
 	const (
-		committed  = "committed"
 		rolledBack = "rolled back"
 		unknown    = "unknown"
 	)
@@ -101,9 +100,11 @@ func TestCommitOutcomeAcrossFailover(t *testing.T) {
 		return n == 3
 	})
 
-	// The connection is lost while the primary waits for the standby: the
-	// commit is carried out on the primary alone, which is what the
-	// standby must confirm before the COMMIT is acknowledged.
+	// A connection lost while the primary waits for the standby: pgx
+	// cancels the lost connection's statement, which ends the wait and
+	// leaves the commit on the primary alone, not to be acknowledged
+	// before the standby has it. Its outcome is asked of the primary,
+	// before the failover; the answer is kept for the checks below.
 	cut.breakAll()
 	waitsErr := <-waits.err
 	waits.err <- waitsErr
