@@ -75,12 +75,14 @@ var (
 	// (Put, PutMany, Delete, Update, a queue operation) whose connection
 	// was lost after it sent its commit when the server could not then be
 	// asked how the transaction ended (storh asks, on a new connection,
-	// for a few seconds): its writes may be stored, or not. Find out before
-	// writing again, or a retried Put stores its record twice: ids are
-	// chosen before the write, and the error names the record's (Error.ID,
-	// for Put too), so Get tells whether it is stored; Docs.PutWithID with
-	// that id is safe to repeat, and a Log's refuses an id it holds
-	// (ErrExists). A lost connection whose outcome the server gave is never
+	// for a few seconds), or when the server that answers is not the one
+	// that ran it (a standby promoted in its place, or that server after a
+	// crash) and cannot tell it from one of its own: its writes may be
+	// stored, or not. Find out before writing again, or a retried Put
+	// stores its record twice: ids are chosen before the write, and the
+	// error names the record's (Error.ID, for Put too), so Get tells
+	// whether it is stored; Docs.PutWithID with that id is safe to repeat,
+	// and a Log's refuses an id it holds (ErrExists). A lost connection whose outcome the server gave is never
 	// this error: a commit that happened succeeds, one that did not fails
 	// with the connection's error and can be run again.
 	ErrCommitUnknown = errs.ErrCommitUnknown

@@ -73,14 +73,23 @@
 // its nil for a missing key.
 //
 // A writable transaction asks for its id (pg_current_xact_id) in its
-// first round trip. If its connection is lost once the batch with its
-// COMMIT went out, Commit asks the server on another connection how the
-// transaction ended (pg_xact_status): committed, Commit succeeds; rolled
-// back, it returns the connection's error. A transaction still in
-// progress belongs to a backend that has not noticed its client is gone:
-// Commit ends it (pg_terminate_backend) and asks again. If the server
-// cannot tell, or cannot be asked within a few seconds, the error wraps
-// kv.ErrCommitUnknown.
+// first round trip, with what tells its server's incarnation: the
+// postmaster's start and the last reset of the statistics, which every
+// recovery at start makes (transaction ids are unique within one). If its
+// connection is lost once the batch with its COMMIT went out, Commit asks
+// on another connection how the transaction ended (pg_xact_status):
+// committed, Commit waits for the server's synchronous standbys to confirm
+// a commit of its own made after it, and succeeds; rolled back, it returns
+// the connection's error. A transaction still in progress belongs to a
+// backend that has not noticed its client is gone, or is still committing:
+// Commit ends it (pg_terminate_backend) and asks again. A connection that
+// reaches another incarnation (a multi-host URL's standby promoted in the
+// old primary's place, or the same server after a crash) may find the id
+// handed out again: its "committed" leaves the outcome unknown; anything
+// else from a server that takes writes means the transaction is not in
+// what the store now is, and Commit returns the connection's error. If
+// the outcome cannot be known, or the server cannot be asked within a few
+// seconds, the error wraps kv.ErrCommitUnknown.
 //
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one
