@@ -15,8 +15,11 @@ import (
 // *Error values that wrap one of these and add the operation, collection,
 // id and a hint.
 var (
-	// ErrNotFound is returned by Get for a valid id that is not stored, and
-	// by reads of a collection that does not exist.
+	// ErrNotFound is returned by Get for a valid id that is not stored, by
+	// reads of a collection that does not exist, and by Open WithReadOnly of
+	// a database that does not exist (a missing file; on PostgreSQL, a
+	// search_path naming no schema that exists, or a schema holding no
+	// store).
 	ErrNotFound = errs.ErrNotFound
 	// ErrInvalidID is returned when an id is not a UUIDv7 (version 7, RFC
 	// 9562 variant): from PutWithID, Get, Delete, or a custom generator.
@@ -52,7 +55,7 @@ var (
 	// than it was created with (db.Log on a Docs collection).
 	ErrWrongKind = errs.ErrWrongKind
 	// ErrReadOnly is returned by writes on a read-only database or inside
-	// View.
+	// View, and by Open of a PostgreSQL hot standby without WithReadOnly.
 	ErrReadOnly = errs.ErrReadOnly
 	// ErrNestedTx is returned by a call on the DB or on a DB-level handle
 	// from inside an Update or View callback, which would deadlock; use the
@@ -65,7 +68,8 @@ var (
 	// ErrUnsupported is returned for what only a database file has on a
 	// PostgreSQL store: Backup, BackupFile, Compact, and the options that
 	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
-	// WithFileMode) given to Open with a postgres:// URL.
+	// WithFileMode) given to Open with a postgres:// URL; and for
+	// WithReadURL given to Open of a file or to OpenStore.
 	ErrUnsupported = errs.ErrUnsupported
 	// ErrCommitUnknown is returned, on a PostgreSQL store, by a write
 	// (Put, PutMany, Delete, Update, a queue operation) whose connection
@@ -124,8 +128,9 @@ var (
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...), by Open for a path that holds a password (a
-	// PostgreSQL connection string in keyword/value form: give a URL), and
-	// by Migrate for a source and destination that are one store.
+	// PostgreSQL connection string in keyword/value form: give a URL) or a
+	// WithReadURL naming no hot standby of the URL's database, and by
+	// Migrate for a source and destination that are one store.
 	ErrInvalidOption = errs.ErrInvalidOption
 )
 

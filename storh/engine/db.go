@@ -52,6 +52,11 @@ type Options struct {
 	// CopyTarget opens the destination of an unfinished copy (CopyTo),
 	// which Open otherwise refuses with ErrUnfinishedMigration.
 	CopyTarget bool
+	// ReadURL names a copy of a store opened by URL that its read-only
+	// transactions may read instead (a PostgreSQL hot standby): the
+	// backend's to use (kv.OpenOptions.ReadURL). A file has no such copy,
+	// and Open refuses it with ErrUnsupported.
+	ReadURL string
 }
 
 // defaultAllocSize is bbolt's file growth step (not exported by bbolt).
@@ -135,6 +140,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 		InitialMmapSize: opts.InitialMmapSize,
 		FreelistType:    bolt.FreelistMapType,
 		MaxSize:         opts.MaxSize,
+	}
+	if opts.ReadURL != "" {
+		return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: a read URL is for a store opened by URL, not a file", errs.ErrUnsupported),
+			Hint: "drop WithReadURL for a database file"}
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR},

@@ -91,6 +91,9 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 	defer db.colls.mu.Unlock()
 	var kind Kind
 	err := db.ViewSafe(func(tx *Tx) error {
+		// Set on every run: a first that found the collection in what the
+		// store remembered runs again when it is gone (kv.ErrStale).
+		kind = 0
 		c, err := tx.Coll(name, 0, false)
 		if c != nil {
 			kind = c.Kind

@@ -391,3 +391,23 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 	}
 	return nil
 }
+
+// Replaying reports whether the database reads a copy that replays
+// another server's commits and hears of none (a PostgreSQL hot standby,
+// kv.Replica): Subscribe cannot follow it, and a watcher polls Position.
+func (db *DB) Replaying() bool {
+	r, ok := db.store.(kv.Replica)
+	return ok && r.Replaying()
+}
+
+// Position returns how far the copy Replaying reads has replayed: a number
+// that grows with every commit a read may newly see. It fails with
+// ErrUnsupported on a store that is not a replica.
+func (db *DB) Position() (uint64, error) {
+	r, ok := db.store.(kv.Replica)
+	if !ok {
+		return 0, fmt.Errorf("%w: the store does not replay another's commits", errs.ErrUnsupported)
+	}
+	pos, err := r.Position()
+	return pos, mapStoreErr(err)
+}

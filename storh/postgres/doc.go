@@ -129,6 +129,28 @@
 // the first time it is called, so that it tells from an xid whether the
 // snapshot holds that commit.
 //
+// # Read-only stores and standbys
+//
+// WithReadOnly opens a store that exists and changes nothing: no table,
+// column, lock or write, and connections with
+// default_transaction_read_only on. A missing schema or store is an error
+// wrapping storh.ErrNotFound; a writable Begin fails with
+// kv.ErrTxNotWritable. It is how a hot standby is opened: Open without it
+// fails there with storh.ErrReadOnly. On a standby (Replaying) Listen
+// fails, as LISTEN does during recovery and no notification arrives;
+// Position tells a poller how far the standby has replayed
+// (pg_last_wal_replay_lsn()).
+//
+// WithReadURL gives a store on the primary a standby to read. Its
+// read-only transactions go there while the standby has replayed the
+// floor: the primary's WAL position (pg_current_wal_insert_lsn()) at Open,
+// after each of the store's commits (asked in the COMMIT's round trip,
+// after it), when a Watch of its listener took its lock, and when the
+// listener heard of a commit. Otherwise they go to the primary. The
+// standby is asked how far it has replayed (pg_last_wal_replay_lsn(),
+// one round trip) only when what it last said is below the floor.
+// Writable transactions and the listener are the primary's.
+//
 // # Not there yet
 //
 // The engine's file-level operations (page checks, backup, compaction,

@@ -40,7 +40,7 @@ func TestCommitOutcomeAcrossFailover(t *testing.T) {
 	cfg, err := pgxpool.ParseConfig(f.URL)
 	must(t, err)
 	cfg.ConnConfig.DialFunc = cut.dial
-	breakable, err := openConfig(ctx, cfg)
+	breakable, err := openConfig(ctx, cfg, options{})
 	must(t, err)
 	t.Cleanup(func() { breakable.Close() })
 	breakable.commitCheckTime = 300 * time.Millisecond

@@ -417,10 +417,12 @@ func (t *tx) Commit() error {
 	// nothing to commit.
 	if t.begun || b.Len() > opening {
 		b.Queue("COMMIT")
+		pos := t.s.queueCommitPosition(b)
 		if err := t.sendCommit(b); err != nil {
 			return err
 		}
 		t.commitID = t.xid
+		t.s.committed(pos)
 	}
 	for name := range t.reshape {
 		t.s.forgetTree(name)
