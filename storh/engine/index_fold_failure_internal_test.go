@@ -137,11 +137,12 @@ func TestFoldStoreFailureKeepsIndexReadable(t *testing.T) {
 	defer db.Close()
 	h := Handle{Name: "c", Kind: KindDocs, Indexes: []IndexSpec{{Name: "v", Paths: [][]string{{"v"}}}}}
 	puts := 0
-	put := func() {
+	putWith := func(foldNow bool) {
 		t.Helper()
-		putAt(t, db, h, puts, map[string]any{"v": puts % 5})
+		putAt(t, db, h, puts, map[string]any{"v": puts % 5}, foldNow)
 		puts++
 	}
+	put := func() { t.Helper(); putWith(true) }
 	entries := func() int {
 		t.Helper()
 		n := 0
@@ -193,11 +194,16 @@ func TestFoldStoreFailureKeepsIndexReadable(t *testing.T) {
 
 	// A fold whose reads of blocks fail on a lost connection found nothing
 	// missing: it read nothing (it took the empty answer for a missing
-	// block, and the index for damaged).
-	store.lost.Store(true)
+	// block, and the index for damaged). The writes come first, folding
+	// nothing, so that only the fold meets the lost connection (the
+	// invariant checks of a storh_invariants build read blocks in every
+	// write).
 	for range 40 {
-		put()
+		putWith(false)
 	}
+	store.lost.Store(true)
+	db.blocked.folds.add("c", "v")
+	db.runFolds()
 	store.lost.Store(false)
 	foldErr = db.FoldError()
 	if foldErr == nil {

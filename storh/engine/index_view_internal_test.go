@@ -67,7 +67,7 @@ func TestViewOfAnotherWritersIndexStaysSmall(t *testing.T) {
 	a, b := twoDBsOnOneStore(t)
 	h := Handle{Name: "c", Kind: KindDocs, Indexes: []IndexSpec{{Name: "v", Paths: [][]string{{"v"}}}}}
 	put := func(i int) {
-		putAt(t, b, h, i, map[string]any{"v": i % 7})
+		putAt(t, b, h, i, map[string]any{"v": i % 7}, true)
 		if err := b.FoldError(); err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +100,9 @@ func setTune(t testing.TB, settings string) {
 }
 
 // putAt stores doc in h's collection of db under the id of millisecond i
-// of a fixed start, in a transaction of its own.
-func putAt(t *testing.T, db *DB, h Handle, i int, doc map[string]any) {
+// of a fixed start, in a transaction of its own, which runs the folds it
+// brings due when foldNow is set (as Update does).
+func putAt(t *testing.T, db *DB, h Handle, i int, doc map[string]any, foldNow bool) {
 	t.Helper()
 	value, err := AppendValue(nil, doc)
 	if err != nil {
@@ -111,13 +112,13 @@ func putAt(t *testing.T, db *DB, h Handle, i int, doc map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *Tx) error {
+	if err := db.update(func(tx *Tx) error {
 		c, err := tx.Use(h, true)
 		if err != nil {
 			return err
 		}
 		return tx.Put(c, id, value, false)
-	}); err != nil {
+	}, foldNow); err != nil {
 		t.Fatalf("put %d: %v", i, err)
 	}
 }
