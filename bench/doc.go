@@ -24,7 +24,9 @@
 // inserts and the disk space of index entries. The runner in
 // cmd/benchreport runs them all, calls benchstat and writes JSON and a
 // Markdown report with the ratios against the targets; docs/benchmarks.md
-// quotes it.
+// quotes it. Its pgscale subcommand measures storh on PostgreSQL from
+// several OS processes at once against hand-written pgx code, which go test
+// benchmarks, one process each, cannot.
 //
 // # Caveats
 //

@@ -63,8 +63,9 @@ func Open(path string, opts ...Option) (*DB, error) {
 // closes, or at once if OpenStore fails. Path is store's String if it has
 // one. What only a database file has fails with ErrUnsupported: the file
 // options here (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
-// WithFileMode), WithoutSync (durability is the store's, set where it was
-// opened), and later Backup and BackupFile; Verify has no pages to check.
+// WithFileMode), WithoutSync and WithReadURL (durability and a standby to
+// read are the store's, set where it was opened: postgres.WithReadURL),
+// and later Backup and BackupFile; Verify has no pages to check.
 func OpenStore(store kv.Store, opts ...Option) (*DB, error) {
 	name := ""
 	if s, ok := store.(fmt.Stringer); ok {
@@ -87,6 +88,9 @@ func storeOptionErr(name string, o engine.Options) error {
 	if o.UnsafeNoSync {
 		refused = append(refused, "WithoutSync")
 	}
+	if o.ReadURL != "" {
+		refused = append(refused, "WithReadURL")
+	}
 	if len(refused) == 0 {
 		return nil
 	}
@@ -106,7 +110,8 @@ func openURL(scheme, rawURL string, o engine.Options) (*DB, error) {
 		}
 		return nil, e
 	}
-	store, err := driver.OpenURL(context.Background(), rawURL, kv.OpenOptions{NoSync: o.UnsafeNoSync, FileOptions: fileOptions(o)})
+	store, err := driver.OpenURL(context.Background(), rawURL, kv.OpenOptions{NoSync: o.UnsafeNoSync, FileOptions: fileOptions(o),
+		ReadOnly: o.ReadOnly, ReadURL: o.ReadURL})
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {

@@ -142,4 +142,8 @@
 //     the storh CLI to reclaim it.
 //   - Records fail their checksum only when the file was damaged; such a
 //     record is returned as ErrCorrupt, never as data.
+//   - On PostgreSQL, a DB opened WithReadURL reads from a standby: its reads
+//     see its own writes, not always other processes' latest (see
+//     docs/postgres.md, read replicas). A watch on a DB opened on a hot
+//     standby polls, and misses what commits long after its id's time.
 package storh

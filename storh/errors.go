@@ -15,8 +15,11 @@ import (
 // *Error values that wrap one of these and add the operation, collection,
 // id and a hint.
 var (
-	// ErrNotFound is returned by Get for a valid id that is not stored, and
-	// by reads of a collection that does not exist.
+	// ErrNotFound is returned by Get for a valid id that is not stored, by
+	// reads of a collection that does not exist, and by Open WithReadOnly of
+	// a database that does not exist (a missing file; on PostgreSQL, a
+	// search_path naming no schema that exists, or a schema holding no
+	// store).
 	ErrNotFound = errs.ErrNotFound
 	// ErrInvalidID is returned when an id is not a UUIDv7 (version 7, RFC
 	// 9562 variant): from PutWithID, Get, Delete, or a custom generator.
@@ -52,7 +55,7 @@ var (
 	// than it was created with (db.Log on a Docs collection).
 	ErrWrongKind = errs.ErrWrongKind
 	// ErrReadOnly is returned by writes on a read-only database or inside
-	// View.
+	// View, and by Open of a PostgreSQL hot standby without WithReadOnly.
 	ErrReadOnly = errs.ErrReadOnly
 	// ErrNestedTx is returned by a call on the DB or on a DB-level handle
 	// from inside an Update or View callback, which would deadlock; use the
@@ -65,18 +68,21 @@ var (
 	// ErrUnsupported is returned for what only a database file has on a
 	// PostgreSQL store: Backup, BackupFile, Compact, and the options that
 	// set up a file (WithLockTimeout, WithInitialMmapSize, WithMaxSize,
-	// WithFileMode) given to Open with a postgres:// URL.
+	// WithFileMode) given to Open with a postgres:// URL; and for
+	// WithReadURL given to Open of a file or to OpenStore.
 	ErrUnsupported = errs.ErrUnsupported
 	// ErrCommitUnknown is returned, on a PostgreSQL store, by a write
 	// (Put, PutMany, Delete, Update, a queue operation) whose connection
 	// was lost after it sent its commit when the server could not then be
 	// asked how the transaction ended (storh asks, on a new connection,
-	// for a few seconds): its writes may be stored, or not. Find out before
-	// writing again, or a retried Put stores its record twice: ids are
-	// chosen before the write, and the error names the record's (Error.ID,
-	// for Put too), so Get tells whether it is stored; Docs.PutWithID with
-	// that id is safe to repeat, and a Log's refuses an id it holds
-	// (ErrExists). A lost connection whose outcome the server gave is never
+	// for a few seconds), or when the server that answers is not the one
+	// that ran it (a standby promoted in its place, or that server after a
+	// crash) and cannot tell it from one of its own: its writes may be
+	// stored, or not. Find out before writing again, or a retried Put
+	// stores its record twice: ids are chosen before the write, and the
+	// error names the record's (Error.ID, for Put too), so Get tells
+	// whether it is stored; Docs.PutWithID with that id is safe to repeat,
+	// and a Log's refuses an id it holds (ErrExists). A lost connection whose outcome the server gave is never
 	// this error: a commit that happened succeeds, one that did not fails
 	// with the connection's error and can be run again.
 	ErrCommitUnknown = errs.ErrCommitUnknown
@@ -122,8 +128,9 @@ var (
 	// ErrInvalidOption is returned by Open, DB.Docs, DB.Log and DB.Queue for
 	// an option given an unusable value (a non-positive lock timeout, a nil
 	// id generator, ...), by Open for a path that holds a password (a
-	// PostgreSQL connection string in keyword/value form: give a URL), and
-	// by Migrate for a source and destination that are one store.
+	// PostgreSQL connection string in keyword/value form: give a URL) or a
+	// WithReadURL naming no hot standby of the URL's database, and by
+	// Migrate for a source and destination that are one store.
 	ErrInvalidOption = errs.ErrInvalidOption
 )
 

@@ -42,8 +42,35 @@ func WithLockTimeout(d time.Duration) Option {
 
 // WithReadOnly opens the database with a shared lock: several read-only
 // processes may open it at once, and every write fails with ErrReadOnly.
+// It creates nothing: a file that does not exist fails Open with
+// ErrNotFound. On PostgreSQL it takes no lock and writes nothing, so it
+// opens a hot standby too; a schema that does not exist or holds no store
+// fails Open with ErrNotFound, naming what is missing (see
+// docs/postgres.md, read replicas).
 func WithReadOnly() Option {
 	return Option{func(o *engine.Options) error { o.ReadOnly = true; return nil }}
+}
+
+// WithReadURL opens a database on PostgreSQL (Open with a postgres:// URL)
+// that sends its reads to the hot standby at url, a standby of the URL's
+// server in the same database, and its writes to the URL's server, the
+// primary. Reads are as fresh as the standby, with one rule: a DB's reads
+// see every write committed through that DB (read-your-writes), and, for
+// Watch, every commit its watches have been told of, since a read goes to
+// the standby only once the standby has replayed them, and to the primary
+// until then. Inside Update everything is on the primary. See
+// docs/postgres.md (read replicas). Open fails with ErrInvalidOption
+// when url names a server that is not a hot standby or another
+// database, and with ErrUnsupported for a file (and in OpenStore, where
+// the store is opened already).
+func WithReadURL(url string) Option {
+	return Option{func(o *engine.Options) error {
+		if url == "" {
+			return fmt.Errorf("%w: WithReadURL(\"\"): give the URL of a hot standby", ErrInvalidOption)
+		}
+		o.ReadURL = url
+		return nil
+	}}
 }
 
 // WithoutSync skips fsync on commit: unsafe. A crash (of the machine, not

@@ -561,3 +561,31 @@ func TestPostgresReadAfterRecreate(t *testing.T) {
 		t.Fatalf("View run again: Count %d, %v", n, err)
 	}
 }
+
+// A DB that has read a collection another process then drops finds it
+// gone: opening it WithoutCreate fails with ErrNotFound, though the DB's
+// first look, from what it remembered, found it there.
+func TestPostgresOpenAfterDrop(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := openPostgres(t, url), openPostgres(t, url)
+	if _, err := mustDocs(t, b, "x").Put(storh.Map{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustCount(t, mustDocs(t, a, "x")); n != 1 {
+		t.Fatalf("Count = %d", n)
+	}
+	if err := b.Drop("x"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Docs("x", storh.WithoutCreate())
+	checkErr(t, err, storh.ErrNotFound, `"x"`)
+}
+
+func mustDocs(t *testing.T, db *storh.DB, name string) *storh.Docs {
+	t.Helper()
+	d, err := db.Docs(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -42,6 +42,7 @@ func TestReader(t *testing.T) {
 		{"CRLF line of exactly the maximum", long + "\r\nz", len(long), []line{{long, 1, false}, {"z", 2, false}}},
 		{"line over the maximum is reported, not kept", "a\n" + long + "\nz", len(long) - 1, []line{{"a", 1, false}, {"", 2, true}, {"z", 3, false}}},
 		{"last line over the maximum", long, 1000, []line{{"", 1, true}}},
+		{"CRLF line over the maximum, then more", "a\r\n" + long + "\r\nz\r\n", 1000, []line{{"a", 1, false}, {"", 2, true}, {"z", 3, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := read(strings.NewReader(tc.in), tc.max)
@@ -74,5 +75,32 @@ func TestReaderError(t *testing.T) {
 		if _, n, ok, _, err := lr.Next(); ok || !errors.Is(err, broken) || n != 2 {
 			t.Fatalf("Next after the failure = #%d, %v, %v; want the input's error", n, ok, err)
 		}
+	}
+}
+
+// endless is a line that never ends.
+type endless struct{ read int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+// TestReaderEndlessLine: a line without end is reported as soon as it
+// passes the maximum, after reading about that much, not never (a reader of
+// a stream that is not what it expects must be able to stop).
+func TestReaderEndlessLine(t *testing.T) {
+	const max = 1 << 20
+	in := &endless{}
+	lr := New(in, max)
+	b, n, ok, tooLong, err := lr.Next()
+	if !ok || !tooLong || b != nil || n != 1 || err != nil {
+		t.Fatalf("Next = %.20q #%d ok=%v tooLong=%v %v; want line 1 reported too long", b, n, ok, tooLong, err)
+	}
+	if in.read > 2*max {
+		t.Fatalf("read %d bytes to find a line over %d too long", in.read, max)
 	}
 }

@@ -28,7 +28,7 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // writeTo is Backup, returning the context's error apart: bbolt formats
 // some write errors with %s, so the error WriteTo returns may not wrap it.
 func (db *DB) writeTo(ctx context.Context, w io.Writer) (n int64, cancel, err error) {
-	if db.bolt == nil {
+	if db.file.bolt == nil {
 		return 0, nil, fmt.Errorf("%w: a backup copies a database file; %s is not one", errs.ErrUnsupported, db.path)
 	}
 	cw := &ctxWriter{ctx: ctx, w: w}
@@ -78,7 +78,7 @@ func (cw *ctxWriter) Write(p []byte) (int, error) {
 // copy as in Backup; the temporary file is removed and path is left as it
 // was.
 func (db *DB) BackupFile(ctx context.Context, path string) (int64, error) {
-	if db.bolt == nil {
+	if db.file.bolt == nil {
 		return 0, fmt.Errorf("%w: a backup copies a database file; %s is not one", errs.ErrUnsupported, db.path)
 	}
 	if same, _ := db.isFile(path); same {
@@ -115,7 +115,7 @@ func (db *DB) isFile(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	fb, err := db.file.Stat()
+	fb, err := db.file.fd.Stat()
 	if err != nil {
 		return false, err
 	}

@@ -57,14 +57,14 @@ func Payload(key, value []byte) ([]byte, error) {
 	return payload, nil
 }
 
-// DecodeMap decodes a payload into the normalised map form: integers as int64
+// decodeMap decodes a payload into the normalised map form: integers as int64
 // (uint64 above MaxInt64), floats as float64, lists as []any, maps as
 // map[string]any, msgpack timestamps as time.Time in UTC, binary as []byte.
-func DecodeMap(payload []byte) (map[string]any, error) {
+func decodeMap(payload []byte) (map[string]any, error) {
 	return DecodeMapIn(payload, nil)
 }
 
-// DecodeMapIn is DecodeMap boxing the values in slab, shared by the
+// DecodeMapIn is decodeMap boxing the values in slab, shared by the
 // records of a page; nil gives the record a slab of its own.
 func DecodeMapIn(payload []byte, slab *mpack.Slab) (map[string]any, error) {
 	m, err := mpack.DecodeMapIn(payload, slab)
@@ -78,20 +78,20 @@ func DecodeMapIn(payload []byte, slab *mpack.Slab) (map[string]any, error) {
 // honoured, json tags for fields without one), to a map[string]any, or to
 // an any, or to any other Go type the codec decodes (see
 // storh/internal/codec). Maps and interfaces get the normalised form of
-// DecodeMap, also inside structs. A record that does not fit v's type
+// decodeMap, also inside structs. A record that does not fit v's type
 // fails with an error wrapping codec.ErrType; a payload that does not decode,
 // with ErrCorrupt.
 func DecodeInto(payload []byte, v any) error {
 	switch p := v.(type) {
 	case *map[string]any:
-		m, err := DecodeMap(payload)
+		m, err := decodeMap(payload)
 		if err != nil {
 			return err
 		}
 		*p = m
 		return nil
 	case *any:
-		m, err := DecodeMap(payload)
+		m, err := decodeMap(payload)
 		if err != nil {
 			return err
 		}

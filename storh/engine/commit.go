@@ -4,12 +4,35 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
+
+// groupCommit is how the DB's writes take turns: the writer goroutine that
+// batches single writes into one commit (Submit), and the turns of write
+// transactions on a backend that would run them side by side.
+type groupCommit struct {
+	// writes queues the ops for the writer; stop ends it (Close), and
+	// writerDone is closed when it has returned. All nil on a read-only DB.
+	writes     chan *WriteOp
+	stop       chan struct{}
+	writerDone chan struct{}
+
+	// writeMu makes this DB's write transactions take turns on a backend
+	// that would run them side by side (bbolt has its own writer lock):
+	// group commit then batches this process's writers, each holding one
+	// connection, and Subscribe can wait for the writer in flight. Across
+	// processes the backend orders writers itself (PostgreSQL: a lock per
+	// collection).
+	writeMu sync.Mutex
+
+	commits atomic.Int64 // write transactions committed (other backends; Stats)
+	reruns  atomic.Int64 // write transactions run again after a conflict (Stats)
+}
 
 // WriteOp is one single-record write submitted for group commit.
 type WriteOp struct {
@@ -55,10 +78,10 @@ func (db *DB) Submit(op *WriteOp) error {
 	if db.opts.ReadOnly {
 		return errs.ErrReadOnly
 	}
-	db.writes <- op
+	db.group.writes <- op
 	select {
 	case <-op.done:
-	case <-db.writerDone:
+	case <-db.group.writerDone:
 		// The writer has stopped: the Close of a file that failed while
 		// open stops it without waiting for the calls under way.
 		select {
@@ -74,15 +97,15 @@ func (db *DB) Submit(op *WriteOp) error {
 }
 
 func (db *DB) writer() {
-	defer close(db.writerDone)
+	defer close(db.group.writerDone)
 	batch := make([]*WriteOp, 0, db.opts.MaxBatch)
 	crowd := 0             // the writers seen lately: the largest recent batch, fading
 	var last time.Duration // what the previous commit took
 	for {
 		select {
-		case op := <-db.writes:
+		case op := <-db.group.writes:
 			batch = append(batch[:0], op)
-		case <-db.stop:
+		case <-db.group.stop:
 			return
 		}
 		batch = db.drain(batch, crowd, last/8)
@@ -112,7 +135,7 @@ func (db *DB) drain(batch []*WriteOp, crowd int, wait time.Duration) []*WriteOp 
 	take:
 		for len(batch) < db.opts.MaxBatch {
 			select {
-			case op := <-db.writes:
+			case op := <-db.group.writes:
 				batch = append(batch, op)
 			default:
 				break take

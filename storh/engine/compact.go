@@ -51,7 +51,7 @@ func Compact(ctx context.Context, src, dst string, opts Options) (api.CompactRep
 	if err != nil {
 		return rep, mapStoreErr(err)
 	}
-	err = containPanic(func() error { return compactInto(out, in.bolt, compactTxBytes, pace) })
+	err = containPanic(func() error { return compactInto(out, in.file.bolt, compactTxBytes, pace) })
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -51,6 +52,11 @@ type Options struct {
 	// CopyTarget opens the destination of an unfinished copy (CopyTo),
 	// which Open otherwise refuses with ErrUnfinishedMigration.
 	CopyTarget bool
+	// ReadURL names a copy of a store opened by URL that its read-only
+	// transactions may read instead (a PostgreSQL hot standby): the
+	// backend's to use (kv.OpenOptions.ReadURL). A file has no such copy,
+	// and Open refuses it with ErrUnsupported.
+	ReadURL string
 }
 
 // defaultAllocSize is bbolt's file growth step (not exported by bbolt).
@@ -62,56 +68,34 @@ const (
 	defaultMaxBatch        = 1024
 )
 
-// DB is an open database: a bbolt file, or another backend's store.
+// DB is an open database: a bbolt file, or another backend's store. Its
+// state is grouped by the subsystem that owns it; each group's type, beside
+// the code that uses it, says what it guards.
 type DB struct {
 	store kv.Store
-	// bolt is the bbolt database under store (boltFile), for what only a
-	// file has (page checks, backup, compaction, file statistics); nil on
-	// another backend. setStore asserts it once, so a direct read tests a
-	// pointer rather than the store's type.
-	bolt *bolt.DB
-	path string
-	opts Options
+	path  string
+	opts  Options
 
-	// file is bbolt's descriptor of the file: what the engine reads of the
-	// file itself (page checks, its size, its meta pages) it reads here,
-	// never through the path, which may name another file by now.
-	file     *os.File
-	pageSize int // the file's, as bbolt opened it
+	file      dbFile      // the bbolt file under store; zero on another backend
+	colls     collections // what the DB knows of its collections between transactions
+	group     groupCommit // the writer that batches single writes, and the turns of write transactions
+	lifecycle lifecycle   // the operations under way, and Close
+	callbacks callbacks   // the goroutines inside a user's callback
 
-	// kindsByID caches collections' kinds by the identity of their
-	// top-level bucket, on a store whose buckets have one (see openCollIn).
-	kindsByID sync.Map
 	// slotKey names this DB's counter slots in the metadata of the
 	// collections it writes beside other stores (see slots.go).
 	slotKey []byte
-	// bounds caches, by records bucket, the largest id this DB last knew
-	// there, for writers beside other stores (see Coll.beyondLast).
-	bounds sync.Map
 
-	// broken holds the collections whose search paths Open found damaged,
-	// with what it found: they cannot be read or written without risking
-	// a search that never ends, so Tx.Coll refuses them.
-	broken map[string]string
-
-	// failed is set when the file failed while open (file_failure.go);
-	// panicsSeen is the count of contained panics the file was last
-	// checked after. locks are the bbolt locks a failed Begin leaves held,
-	// nil where they cannot be reached; stuck is closed when one stays
-	// held.
-	failed     atomic.Pointer[fileFailure]
-	panicsSeen atomic.Uint64
-	locks      *boltLocks
-	stuck      chan struct{}
-	stuckOnce  sync.Once
-	// directOff says why point and ranged reads take bbolt's buckets rather
-	// than the file's pages (layoutMismatch); "" when they read the pages.
-	directOff string
-
-	closing chan struct{}  // closed when Close starts: waiters stop waiting
 	signals signals        // per queue: closed when jobs become pending
 	watch   watchers       // per collection: the feeds of Watch
 	blocked blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
+}
+
+// lifecycle is the DB's count of running operations and its closing: Close
+// waits for the operations under way (Enter to Exit), and nothing new
+// starts once it has begun.
+type lifecycle struct {
+	closing chan struct{} // closed when Close starts: waiters stop waiting
 
 	// active counts running operations (Enter to Exit) in its low bits, and
 	// closedBit marks a closing database: Close waits until the count is
@@ -120,41 +104,14 @@ type DB struct {
 	active  atomic.Int64
 	drained chan struct{} // signalled when active reaches zero after Close
 	closed  atomic.Bool
+}
 
-	// collMu serialises OpenHandle's look-up with Drop, so a Drop cannot
-	// slip between the check of a collection and the caching of its kind.
-	collMu sync.Mutex
-
-	writes     chan *WriteOp
-	stop       chan struct{}
-	writerDone chan struct{}
-
-	// kinds caches name → Kind for collections that exist, or that a handle
-	// was opened for and whose first write will create them.
-	kinds sync.Map
-	// Every successful Drop takes the next epoch and records it under the
-	// collection's name, so a handle opened before the Drop refuses to
-	// write (it would silently resurrect the collection) while a handle
-	// opened after it creates the collection afresh.
-	epoch atomic.Uint64
-	drops sync.Map // name → epoch of its last Drop
-
-	// writeMu makes this DB's write transactions take turns on a backend
-	// that would run them side by side (bbolt has its own writer lock):
-	// group commit then batches this process's writers, each holding one
-	// connection, and Subscribe can wait for the writer in flight. Across
-	// processes the backend orders writers itself (PostgreSQL: a lock per
-	// collection).
-	writeMu sync.Mutex
-
-	openTxid int          // the file's transaction id when it was opened
-	commits  atomic.Int64 // write transactions committed (other backends)
-	reruns   atomic.Int64 // write transactions run again after a conflict
-
-	// Goroutines currently running a user's Update or View callback: a
-	// database call from one of them would deadlock on bbolt's locks.
-	cbActive atomic.Int32
-	cbGoids  sync.Map // goroutine id → struct{}
+// callbacks are the goroutines currently running a user's Update or View
+// callback: a database call from one of them would deadlock on bbolt's
+// locks, so Enter and Close refuse it (ErrNestedTx).
+type callbacks struct {
+	active atomic.Int32 // how many: the goroutine id is read only while one is
+	goids  sync.Map     // goroutine id → struct{}
 }
 
 // Open opens or creates the database file at path.
@@ -184,6 +141,10 @@ func Open(path string, opts Options) (db *DB, err error) {
 		FreelistType:    bolt.FreelistMapType,
 		MaxSize:         opts.MaxSize,
 	}
+	if opts.ReadURL != "" {
+		return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: fmt.Errorf("%w: a read URL is for a store opened by URL, not a file", errs.ErrUnsupported),
+			Hint: "drop WithReadURL for a database file"}
+	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, &errs.Error{Op: "open", Path: path, Index: -1, Err: &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR},
 			Hint: "give the path of a database file, not of a directory"}
@@ -200,7 +161,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 				Hint: "open it once without WithReadOnly to create the database"}
 		}
 	}
-	if err := precheck(path); err != nil {
+	if err := boltpage.Precheck(path); err != nil {
 		return nil, openError(path, opts, err)
 	}
 	// bbolt syncs a new file's first pages but not its name: until the
@@ -242,24 +203,24 @@ func Open(path string, opts Options) (db *DB, err error) {
 		// overshoot it.
 		bdb.AllocSize = max(os.Getpagesize(), min(defaultAllocSize, opts.MaxSize/16))
 	}
-	db = &DB{file: file, pageSize: bdb.Info().PageSize, path: path, opts: opts,
-		locks: reachLocks(bdb), stuck: make(chan struct{})}
+	db = &DB{path: path, opts: opts, file: dbFile{fd: file, pageSize: bdb.Info().PageSize,
+		locks: reachLocks(bdb), stuck: make(chan struct{})}}
 	db.setStore(boltStore{db: bdb, file: db})
-	db.panicsSeen.Store(containedPanics.Load())
+	db.file.panicsSeen.Store(containedPanics.Load())
 	// Before the first search: a damaged branch that points back up its
 	// tree would make one recurse until the stack overflows, which no
 	// recover can stop.
 	err = containPanic(func() error {
 		return db.boltView(func(btx *bolt.Tx) error {
 			var err error
-			if db.broken, err = checkSearchPaths(file, btx); err == nil && db.broken[""] == "" {
-				db.directOff = layoutMismatch(file, btx, db.broken)
+			if db.colls.broken, err = boltpage.CheckSearchPaths(file, btx); err == nil && db.colls.broken[""] == "" {
+				db.file.directOff = layoutMismatch(file, btx, db.colls.broken)
 			}
 			return err
 		})
 	})
-	if err == nil && db.broken[""] != "" {
-		err = fmt.Errorf("%w: the file is damaged: %s", errs.ErrCorrupt, db.broken[""])
+	if err == nil && db.colls.broken[""] != "" {
+		err = fmt.Errorf("%w: the file is damaged: %s", errs.ErrCorrupt, db.colls.broken[""])
 	}
 	if err != nil {
 		db.closeFile()
@@ -296,7 +257,7 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 func (db *DB) setStore(store kv.Store) {
 	db.store = store
 	if f, ok := store.(boltFile); ok {
-		db.bolt = f.boltDB()
+		db.file.bolt = f.boltDB()
 	}
 }
 
@@ -312,22 +273,22 @@ func startError(path string, err error) error {
 // start checks the database's format marker (writing it into a new one),
 // notes where the file's transaction ids start, and starts the writer.
 func (db *DB) start() error {
-	db.drained = make(chan struct{}, 1)
-	db.closing = make(chan struct{})
+	db.lifecycle.drained = make(chan struct{}, 1)
+	db.lifecycle.closing = make(chan struct{})
 	if err := db.initMeta(); err != nil {
 		return err
 	}
-	if db.bolt != nil {
+	if db.file.bolt != nil {
 		if err := containPanic(func() error {
-			return db.boltView(func(tx *bolt.Tx) error { db.openTxid = tx.ID(); return nil })
+			return db.boltView(func(tx *bolt.Tx) error { db.file.openTxid = tx.ID(); return nil })
 		}); err != nil {
 			return mapStoreErr(err)
 		}
 	}
 	if !db.opts.ReadOnly {
-		db.writes = make(chan *WriteOp, db.opts.MaxBatch)
-		db.stop = make(chan struct{})
-		db.writerDone = make(chan struct{})
+		db.group.writes = make(chan *WriteOp, db.opts.MaxBatch)
+		db.group.stop = make(chan struct{})
+		db.group.writerDone = make(chan struct{})
 		go db.writer()
 	}
 	return nil
@@ -453,24 +414,24 @@ func (db *DB) Options() Options { return db.opts }
 // failure; if bbolt's locks stayed held, it waits for nothing that may be
 // waiting on them.
 func (db *DB) Close() error {
-	if db.cbActive.Load() > 0 && db.inCallback() {
+	if db.callbacks.active.Load() > 0 && db.inCallback() {
 		return &errs.Error{Op: "close", Index: -1, Err: errs.ErrNestedTx, Hint: "close the database after the transaction returns"}
 	}
-	if db.closed.Swap(true) {
+	if db.lifecycle.closed.Swap(true) {
 		return nil // closing twice is harmless, as in bbolt and database/sql
 	}
-	close(db.closing)
-	if db.active.Or(closedBit) != 0 {
+	close(db.lifecycle.closing)
+	if db.lifecycle.active.Or(closedBit) != 0 {
 		select {
-		case <-db.drained: // running operations finish; their queued writes commit
-		case <-db.stuck:
+		case <-db.lifecycle.drained: // running operations finish; their queued writes commit
+		case <-db.file.stuck:
 		}
 	}
-	if db.stop != nil {
-		close(db.stop)
+	if db.group.stop != nil {
+		close(db.group.stop)
 		select {
-		case <-db.writerDone:
-		case <-db.stuck:
+		case <-db.group.writerDone:
+		case <-db.file.stuck:
 		}
 	}
 	db.stopListening()
@@ -491,10 +452,10 @@ func (db *DB) Close() error {
 // file that failed while open. Every successful
 // Enter must be paired with Exit.
 func (db *DB) Enter() error {
-	if db.cbActive.Load() > 0 && db.inCallback() {
+	if db.callbacks.active.Load() > 0 && db.inCallback() {
 		return errs.ErrNestedTx
 	}
-	if db.active.Add(1)&closedBit != 0 {
+	if db.lifecycle.active.Add(1)&closedBit != 0 {
 		db.Exit()
 		return errs.ErrClosed
 	}
@@ -509,9 +470,9 @@ const closedBit = 1 << 62
 
 // Exit ends an operation started by Enter.
 func (db *DB) Exit() {
-	if db.active.Add(-1) == closedBit {
+	if db.lifecycle.active.Add(-1) == closedBit {
 		select {
-		case db.drained <- struct{}{}:
+		case db.lifecycle.drained <- struct{}{}:
 		default: // already signalled; Close needs one
 		}
 	}
@@ -558,7 +519,7 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 	runs := 0
 	err := rerunConflicts(func() error {
 		if runs++; runs > 1 {
-			db.reruns.Add(1)
+			db.group.reruns.Add(1)
 		}
 		err := db.run(true, func(ktx kv.Tx) error {
 			tx = newTx(db, ktx)
@@ -588,9 +549,9 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 		if tx.shared != nil {
 			txid = int(tx.shared.CommitID())
 		}
-		db.commits.Add(1)
+		db.group.commits.Add(1)
 		for _, c := range tx.created {
-			db.kinds.Store(c.Name, c.Kind)
+			db.colls.kinds.Store(c.Name, c.Kind)
 		}
 		for name := range tx.woken {
 			db.signals.wake(name)
@@ -660,9 +621,9 @@ func (db *DB) View(fn func(*Tx) error) error {
 // returned, since fn may have taken a missing answer for a missing key.
 // The store's errors come back unmapped: the callers classify them.
 func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
-	if writable && db.bolt == nil {
-		db.writeMu.Lock()
-		defer db.writeMu.Unlock()
+	if writable && db.file.bolt == nil {
+		db.group.writeMu.Lock()
+		defer db.group.writeMu.Unlock()
 	}
 	ktx, err := db.store.Begin(writable)
 	if err != nil {
@@ -690,7 +651,7 @@ func (db *DB) run(writable bool, fn func(kv.Tx) error) error {
 	// later write, and Close, waits for it forever.
 	err = ktx.Commit()
 	committed = true
-	if err != nil && db.file != nil {
+	if err != nil && db.file.fd != nil {
 		// bbolt reports a file cut short under it (when it maps it again)
 		// as an error of its own: say what it is.
 		if failed := db.checkFile(); failed != nil {
@@ -750,11 +711,11 @@ func (db *DB) UpdateSafe(fn func(*Tx) error) error {
 // before it gets here), so the set needs no counts.
 func (db *DB) BeginCallback() func() {
 	id := goroutineID()
-	db.cbGoids.Store(id, struct{}{})
-	db.cbActive.Add(1)
+	db.callbacks.goids.Store(id, struct{}{})
+	db.callbacks.active.Add(1)
 	return func() {
-		db.cbGoids.Delete(id)
-		db.cbActive.Add(-1)
+		db.callbacks.goids.Delete(id)
+		db.callbacks.active.Add(-1)
 	}
 }
 
@@ -762,7 +723,7 @@ func (db *DB) BeginCallback() func() {
 // callback. It costs a few nanoseconds (a goroutine id read and a lock-free
 // map lookup), and only while some callback is active.
 func (db *DB) inCallback() bool {
-	_, ok := db.cbGoids.Load(goroutineID())
+	_, ok := db.callbacks.goids.Load(goroutineID())
 	return ok
 }
 

@@ -4,7 +4,16 @@
 // queue's states, and verify and repair. All of it is written over package
 // kv's ordered, transactional buckets, so it runs unchanged on any backend
 // (OpenStore). The embedded backend, a bbolt file (Open), lives here too,
-// with what only a file has: page-structure checks, backup and compaction.
+// with what only a file has: backup, compaction, and the direct reads and
+// page-structure checks, whose reading of bbolt's pages is in
+// internal/boltpage.
+//
+// Subsystems with data structures of their own live in internal packages,
+// each with its own tests: internal/blockindex (the blocks, journal and
+// cursors of blocked indexes) and internal/boltpage (bbolt's pages, read
+// and checked). The DB's state is grouped by the subsystem that owns it:
+// the file (dbFile), collections (collections), group commit
+// (groupCommit), the lifecycle, callbacks, blocked indexes and watchers.
 //
 // Its exported names are exactly what the front door, package storh, needs
 // to build the public API on top; applications use storh and never import

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"os"
-
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
@@ -13,6 +11,7 @@ import (
 var (
 	SealValue    = sealValue
 	ValidateName = validateName
+	DecodeMap    = decodeMap
 )
 
 type Matcher = matcher
@@ -30,30 +29,6 @@ func ScanColl(c *Coll, cur *Cursor, match Matcher, max, budget int, dst []Item) 
 
 func NewCursor(s *plan.Spec) Cursor {
 	return Cursor{Lo: s.Lo, Hi: s.Hi, Reverse: s.Reverse, Done: s.Empty}
-}
-
-// CheckPages runs the whole structural page check on btx, reading the file
-// at path, and returns its findings as "top: detail" lines.
-func CheckPages(path string, btx *bolt.Tx) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var found []string
-	err = checkPages(f, btx, nil, nil, func(top, detail string) { found = append(found, top+": "+detail) })
-	return found, err
-}
-
-// CheckSearchPaths runs Open's part of the page check on btx, reading the
-// file at path.
-func CheckSearchPaths(path string, btx *bolt.Tx) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return checkSearchPaths(f, btx)
 }
 
 // BlockEntries returns the entries of the index block v stored under key.

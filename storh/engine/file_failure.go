@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -70,21 +71,21 @@ var containedPanics atomic.Uint64
 func (db *DB) fail(cause error) {
 	msg := strings.TrimPrefix(cause.Error(), "storh: ")
 	msg = strings.TrimPrefix(msg, strings.TrimPrefix(errs.ErrCorrupt.Error(), "storh: ")+": ")
-	db.failed.CompareAndSwap(nil, &fileFailure{cause: msg})
+	db.file.failed.CompareAndSwap(nil, &fileFailure{cause: msg})
 }
 
 // fileFailed returns the failure of the DB's file, or nil while it is
 // sound. After a panic was contained anywhere in the process it first
 // checks that the file still holds the pages its meta pages claim.
 func (db *DB) fileFailed() error {
-	if db.file == nil {
+	if db.file.fd == nil {
 		return nil
 	}
-	if f := db.failed.Load(); f != nil {
+	if f := db.file.failed.Load(); f != nil {
 		return f
 	}
-	if n := containedPanics.Load(); n != db.panicsSeen.Load() {
-		db.panicsSeen.Store(n)
+	if n := containedPanics.Load(); n != db.file.panicsSeen.Load() {
+		db.file.panicsSeen.Store(n)
 		return db.checkFile()
 	}
 	return nil
@@ -93,9 +94,9 @@ func (db *DB) fileFailed() error {
 // checkFile checks that the DB's file still holds what its meta pages
 // claim, and fails it when not: it returns the failure, or nil.
 func (db *DB) checkFile() error {
-	if err := checkFileHolds(db.file, db.pageSize); err != nil {
+	if err := boltpage.CheckFileHolds(db.file.fd, db.file.pageSize); err != nil {
 		db.fail(err)
-		return db.failed.Load()
+		return db.file.failed.Load()
 	}
 	return nil
 }
@@ -114,10 +115,10 @@ func (db *DB) beginBolt(writable bool) (tx *bolt.Tx, err error) {
 		if r := recover(); r != nil {
 			db.fail(damaged(r))
 			db.releaseBegin(writable)
-			tx, err = nil, db.failed.Load()
+			tx, err = nil, db.file.failed.Load()
 		}
 	}()
-	return db.bolt.Begin(writable)
+	return db.file.bolt.Begin(writable)
 }
 
 // releaseBegin releases the locks bbolt's Begin holds when it panics: in a
@@ -127,9 +128,9 @@ func (db *DB) beginBolt(writable bool) (tx *bolt.Tx, err error) {
 // call). Where they cannot be reached, the locks stay held, and Close will
 // not wait for what waits on them (stuck).
 func (db *DB) releaseBegin(writable bool) {
-	switch l := db.locks; {
+	switch l := db.file.locks; {
 	case l == nil:
-		db.stuckOnce.Do(func() { close(db.stuck) })
+		db.file.stuckOnce.Do(func() { close(db.file.stuck) })
 	case writable:
 		l.rw.Unlock()
 	default:
@@ -142,9 +143,10 @@ func (db *DB) releaseBegin(writable bool) {
 // They are unexported fields of bolt.DB, reached by name and type: the
 // workaround is only as good as its knowledge of bbolt's Begin, so it is
 // used only with the bbolt release that knowledge was checked against
-// (layoutChecked: TestLayoutCheckedAgainstGoMod fails when go.mod names
-// another, and a binary that records another in its build information
-// does without), and only when the fields are where that release has them.
+// (boltpage.LayoutChecked: TestLayoutCheckedAgainstGoMod fails when go.mod
+// names another, and a binary that records another in its build
+// information does without), and only when the fields are where that
+// release has them.
 type boltLocks struct {
 	rw, meta *sync.Mutex
 	mmap     *sync.RWMutex
@@ -159,7 +161,7 @@ var reachLocks = reachBoltLocks
 func reachBoltLocks(bdb *bolt.DB) *boltLocks {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range info.Deps {
-			if m.Path == "go.etcd.io/bbolt" && (m.Version != layoutChecked || m.Replace != nil) {
+			if m.Path == "go.etcd.io/bbolt" && (m.Version != boltpage.LayoutChecked || m.Replace != nil) {
 				return nil
 			}
 		}
@@ -200,8 +202,8 @@ func (db *DB) boltView(fn func(*bolt.Tx) error) error {
 // and unmapping would turn their reads into faults outside any
 // containment.
 func (db *DB) abandonFile() error {
-	uerr := unlockFile(db.file)
-	if err := db.file.Close(); err != nil || uerr != nil {
+	uerr := unlockFile(db.file.fd)
+	if err := db.file.fd.Close(); err != nil || uerr != nil {
 		return fmt.Errorf("releasing the failed database file: %w", errors.Join(uerr, err))
 	}
 	return nil
@@ -211,7 +213,7 @@ func (db *DB) abandonFile() error {
 // left bbolt's locks held.
 func (db *DB) closeFile() error {
 	select {
-	case <-db.stuck:
+	case <-db.file.stuck:
 		return db.abandonFile()
 	default:
 		return db.store.Close()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	bolt "go.etcd.io/bbolt"
@@ -92,7 +93,7 @@ func (db *DB) directView(fn func(btx *bolt.Tx) error) (err error) {
 // direct reports whether a point read of h may take the direct path: on
 // a file whose layout Open found to be the one the reader knows.
 func (db *DB) direct(h Handle) bool {
-	return db.bolt != nil && db.directOff == "" && db.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
+	return db.file.bolt != nil && db.file.directOff == "" && db.colls.broken[h.Name] == "" && !db.droppedSince(h.Name, h.Epoch)
 }
 
 // getIn is the full path: the collection opened with its checks.
@@ -121,7 +122,7 @@ func directGet(btx *bolt.Tx, h Handle, id uuidv7.UUID) ([]byte, error) {
 	}
 	var v []byte
 	if root != 0 {
-		if v, err = newPageReader(btx).get(root, id[:]); err != nil {
+		if v, err = boltpage.NewReader(btx).Get(root, id[:]); err != nil {
 			return nil, fmt.Errorf("collection %q: %w", h.Name, err)
 		}
 	} else {

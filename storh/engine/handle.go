@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
@@ -25,6 +27,37 @@ type Handle struct {
 
 	key   []byte    // Name as a bucket key, made once: see ReadRecord
 	roots *rootSlot // the records bucket's root page at the last commit a point read saw (direct.go)
+}
+
+// collections is what a DB knows of its collections between
+// transactions: their kinds, their drops, and those Open found damaged.
+type collections struct {
+	// mu serialises OpenHandle's look-up with Drop, so a Drop cannot
+	// slip between the check of a collection and the caching of its kind.
+	mu sync.Mutex
+
+	// kinds caches name → Kind for collections that exist, or that a handle
+	// was opened for and whose first write will create them.
+	kinds sync.Map
+	// kindsByID caches collections' kinds by the identity of their
+	// top-level bucket, on a store whose buckets have one (see openCollIn).
+	kindsByID sync.Map
+	// bounds caches, by records bucket, the largest id the DB last knew
+	// there, for writers beside other stores (see Coll.beyondLast).
+	bounds sync.Map
+
+	// Every successful Drop takes the next epoch and records it under the
+	// collection's name, so a handle opened before the Drop refuses to
+	// write (it would silently resurrect the collection) while a handle
+	// opened after it creates the collection afresh.
+	epoch atomic.Uint64
+	drops sync.Map // name → epoch of its last Drop
+
+	// broken holds the collections whose search paths Open found damaged,
+	// with what it found: they cannot be read or written without risking
+	// a search that never ends, so Tx.Coll refuses them. Set by Open, read
+	// only after.
+	broken map[string]string
 }
 
 // errNoColl is the ErrNotFound of a collection that is not in the file.
@@ -52,18 +85,21 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 	if err := validateName(name); err != nil {
 		return Handle{}, err
 	}
-	h := Handle{Name: name, Kind: want, Epoch: db.epoch.Load(), key: []byte(name), roots: new(rootSlot)}
+	h := Handle{Name: name, Kind: want, Epoch: db.colls.epoch.Load(), key: []byte(name), roots: new(rootSlot)}
 	// A file's kinds are known for good. Other processes drop and create
 	// the collections of a shared store: there the store says, and only a
 	// name it does not hold keeps the kind a handle here opened it as.
-	reserved, known := db.kinds.Load(name)
-	if known && !mustExist && db.bolt != nil {
+	reserved, known := db.colls.kinds.Load(name)
+	if known && !mustExist && db.file.bolt != nil {
 		return h, checkKind(&Coll{Name: name, Kind: reserved.(Kind)}, want)
 	}
-	db.collMu.Lock()
-	defer db.collMu.Unlock()
+	db.colls.mu.Lock()
+	defer db.colls.mu.Unlock()
 	var kind Kind
 	err := db.ViewSafe(func(tx *Tx) error {
+		// Set on every run: a first that found the collection in what the
+		// store remembered runs again when it is gone (kv.ErrStale).
+		kind = 0
 		c, err := tx.Coll(name, 0, false)
 		if c != nil {
 			kind = c.Kind
@@ -88,7 +124,7 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 			kind = want
 		}
 	}
-	db.kinds.Store(name, kind)
+	db.colls.kinds.Store(name, kind)
 	return h, checkKind(&Coll{Name: name, Kind: kind}, want)
 }
 
@@ -98,14 +134,14 @@ func (db *DB) OpenHandle(name string, want Kind, mustExist bool) (Handle, error)
 func (t *Tx) Handle(name string, kind Kind) Handle {
 	h := Handle{Name: name, Kind: kind, key: []byte(name)}
 	if t.db != nil {
-		h.Epoch = t.db.epoch.Load()
+		h.Epoch = t.db.colls.epoch.Load()
 	}
 	return h
 }
 
 // droppedSince reports whether collection name was dropped after epoch.
 func (db *DB) droppedSince(name string, epoch uint64) bool {
-	e, ok := db.drops.Load(name)
+	e, ok := db.colls.drops.Load(name)
 	return ok && e.(uint64) > epoch
 }
 
@@ -247,16 +283,16 @@ func (t *Tx) holdAlone(c *Coll) {
 // DropColl deletes a collection and forgets its kind. The caller must hold
 // Enter.
 func (db *DB) DropColl(name string) error {
-	db.collMu.Lock()
-	defer db.collMu.Unlock()
-	defer db.kinds.Delete(name)
+	db.colls.mu.Lock()
+	defer db.colls.mu.Unlock()
+	defer db.colls.kinds.Delete(name)
 	return db.UpdateSafe(func(tx *Tx) error {
 		if err := tx.DropColl(name); err != nil {
 			return err
 		}
 		// Recorded inside the transaction: a write that starts after this
 		// one commits already sees it.
-		db.drops.Store(name, db.epoch.Add(1))
+		db.colls.drops.Store(name, db.colls.epoch.Add(1))
 		db.blocked.mems.dropColl(name) // caches: lost on a rollback, rebuilt when read
 		return nil
 	})

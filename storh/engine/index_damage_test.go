@@ -163,13 +163,13 @@ func TestDamagedIndexLeafFailsClosed(t *testing.T) {
 		{"the first leaf's first element", leaves[0], dropFirst, func([]byte) int { return 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := copyDB(t, fixture)
+			path := testkit.CopyFile(t, fixture)
 			p := readPage(t, path, tc.leaf)
 			entries, err := engine.BlockEntries(leafElement(p, tc.elem(p)))
 			if err != nil || len(entries) == 0 {
 				t.Fatalf("the block to drop: %d entries, %v", len(entries), err)
 			}
-			editPage(t, path, tc.leaf, tc.drop)
+			testkit.EditPage(t, path, tc.leaf, tc.drop)
 
 			db, err := storh.Open(path)
 			if err != nil {

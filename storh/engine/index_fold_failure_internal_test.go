@@ -13,7 +13,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
-	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // fullUnderEntries is a store whose writes into the index blocks bucket
@@ -138,27 +137,12 @@ func TestFoldStoreFailureKeepsIndexReadable(t *testing.T) {
 	defer db.Close()
 	h := Handle{Name: "c", Kind: KindDocs, Indexes: []IndexSpec{{Name: "v", Paths: [][]string{{"v"}}}}}
 	puts := 0
-	put := func() {
+	putWith := func(foldNow bool) {
 		t.Helper()
-		value, err := AppendValue(nil, map[string]any{"v": puts % 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := uuidv7.NewAt(1_700_000_000_000 + int64(puts))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Update(func(tx *Tx) error {
-			c, err := tx.Use(h, true)
-			if err != nil {
-				return err
-			}
-			return tx.Put(c, id, value, false)
-		}); err != nil {
-			t.Fatalf("put %d: %v", puts, err)
-		}
+		putAt(t, db, h, puts, map[string]any{"v": puts % 5}, foldNow)
 		puts++
 	}
+	put := func() { t.Helper(); putWith(true) }
 	entries := func() int {
 		t.Helper()
 		n := 0
@@ -210,11 +194,16 @@ func TestFoldStoreFailureKeepsIndexReadable(t *testing.T) {
 
 	// A fold whose reads of blocks fail on a lost connection found nothing
 	// missing: it read nothing (it took the empty answer for a missing
-	// block, and the index for damaged).
-	store.lost.Store(true)
+	// block, and the index for damaged). The writes come first, folding
+	// nothing, so that only the fold meets the lost connection (the
+	// invariant checks of a storh_invariants build read blocks in every
+	// write).
 	for range 40 {
-		put()
+		putWith(false)
 	}
+	store.lost.Store(true)
+	db.blocked.folds.add("c", "v")
+	db.runFolds()
 	store.lost.Store(false)
 	foldErr = db.FoldError()
 	if foldErr == nil {

@@ -29,8 +29,8 @@ func twoDBsOnOneStore(t *testing.T) (a, b *DB) {
 	// Closing a DB closes its store: stop the writers only.
 	t.Cleanup(func() {
 		for _, db := range []*DB{a, b} {
-			close(db.stop)
-			<-db.writerDone
+			close(db.group.stop)
+			<-db.group.writerDone
 		}
 	})
 	return a, b
@@ -67,23 +67,7 @@ func TestViewOfAnotherWritersIndexStaysSmall(t *testing.T) {
 	a, b := twoDBsOnOneStore(t)
 	h := Handle{Name: "c", Kind: KindDocs, Indexes: []IndexSpec{{Name: "v", Paths: [][]string{{"v"}}}}}
 	put := func(i int) {
-		value, err := AppendValue(nil, map[string]any{"v": i % 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := uuidv7.NewAt(1_700_000_000_000 + int64(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Update(func(tx *Tx) error {
-			c, err := tx.Use(h, true)
-			if err != nil {
-				return err
-			}
-			return tx.Put(c, id, value, false)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		putAt(t, b, h, i, map[string]any{"v": i % 7}, true)
 		if err := b.FoldError(); err != nil {
 			t.Fatal(err)
 		}
@@ -113,4 +97,28 @@ func setTune(t testing.TB, settings string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(restore)
+}
+
+// putAt stores doc in h's collection of db under the id of millisecond i
+// of a fixed start, in a transaction of its own, which runs the folds it
+// brings due when foldNow is set (as Update does).
+func putAt(t *testing.T, db *DB, h Handle, i int, doc map[string]any, foldNow bool) {
+	t.Helper()
+	value, err := AppendValue(nil, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := uuidv7.NewAt(1_700_000_000_000 + int64(i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.update(func(tx *Tx) error {
+		c, err := tx.Use(h, true)
+		if err != nil {
+			return err
+		}
+		return tx.Put(c, id, value, false)
+	}, foldNow); err != nil {
+		t.Fatalf("put %d: %v", i, err)
+	}
 }

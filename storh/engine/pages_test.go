@@ -3,7 +3,6 @@ package engine_test
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
-	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
@@ -20,6 +18,8 @@ import (
 // collection large enough for branch pages and more than a few dozen
 // leaves, an index, a small log (inline buckets) and a record on overflow
 // pages. It returns the file and the root page of "a"'s records bucket.
+// The check itself is tested in package boltpage; these tests are about
+// what the engine makes of what it finds.
 func pagesFixture(t *testing.T) (string, uint64) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pages.db")
@@ -55,115 +55,12 @@ func pagesFixture(t *testing.T) (string, uint64) {
 	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
 		root = uint64(btx.Bucket([]byte("a")).Bucket([]byte("r")).RootPage())
 	})
-	editPage(t, path, root, func(p []byte) {
+	testkit.EditPage(t, path, root, func(p []byte) {
 		if flags := binary.NativeEndian.Uint16(p[8:]); flags != 0x01 {
 			t.Fatalf("records root page %d has flags %#x, want a branch", root, flags)
 		}
 	})
 	return path, root
-}
-
-// editPage rewrites page id of the file through edit.
-func editPage(t *testing.T, path string, id uint64, edit func(p []byte)) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size := os.Getpagesize()
-	p := make([]byte, size)
-	if _, err := f.ReadAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-	edit(p)
-	if _, err := f.WriteAt(p, int64(id)*int64(size)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyDB(t *testing.T, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "damaged.db")
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-func TestCheckPagesHealthy(t *testing.T) {
-	path, _ := pagesFixture(t)
-	testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
-		found, err := engine.CheckPages(path, btx)
-		if err != nil || len(found) > 0 {
-			t.Fatalf("a healthy file: %v, %q", err, found)
-		}
-		broken, err := engine.CheckSearchPaths(path, btx)
-		if err != nil || len(broken) > 0 {
-			t.Fatalf("a healthy file's search paths: %v, %v", err, broken)
-		}
-	})
-}
-
-// TestCheckPagesFindsDamage damages one element or header of the records
-// bucket's root branch (or of its first leaf) in each way the check
-// guards against, and wants the finding under the collection's name; the
-// damage that can make a search loop must also be found by the check Open
-// runs, and only that.
-func TestCheckPagesFindsDamage(t *testing.T) {
-	fixture, root := pagesFixture(t)
-	ne := binary.NativeEndian
-	var firstLeaf, collRoot uint64
-	editPage(t, fixture, root, func(p []byte) { firstLeaf = ne.Uint64(p[16+8:]) })
-	testkit.ViewBolt(t, fixture, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
-	for _, tc := range []struct {
-		name  string
-		page  func() uint64
-		edit  func(p []byte)
-		want  string
-		loops bool
-	}{
-		{"cycle", func() uint64 { return root }, func(p []byte) { ne.PutUint64(p[16+8:], root) }, "reached twice", true},
-		{"shared child", func() uint64 { return root }, func(p []byte) { copy(p[32+8:32+16], p[16+8:16+16]) }, "reached twice", true},
-		{"child past the file", func() uint64 { return root }, func(p []byte) { ne.PutUint64(p[16+8:], 1<<40) }, "outside the file's pages", false},
-		{"child is a meta page", func() uint64 { return root }, func(p []byte) { ne.PutUint64(p[16+8:], 1) }, "outside the file's pages", false},
-		{"key past the page", func() uint64 { return root }, func(p []byte) { ne.PutUint32(p[16+4:], 0x300010) }, "outside the page", false},
-		{"too many elements", func() uint64 { return root }, func(p []byte) { ne.PutUint16(p[10:], 0xffff) }, "more than fit", false},
-		{"no elements", func() uint64 { return root }, func(p []byte) { ne.PutUint16(p[10:], 0) }, "no elements", false},
-		{"wrong page type", func() uint64 { return root }, func(p []byte) { ne.PutUint16(p[8:], 0x10) }, "page type", false},
-		{"wrong page id", func() uint64 { return root }, func(p []byte) { ne.PutUint64(p, 7) }, "says it is page 7", false},
-		{"overflow past the file", func() uint64 { return root }, func(p []byte) { ne.PutUint32(p[12:], 1<<30) }, "overflow pages", false},
-		{"leaf value past the page", func() uint64 { return firstLeaf }, func(p []byte) { ne.PutUint32(p[16+12:], 0x7ffff000) }, "outside the page", false},
-		// Found in CI (TestCorruptFile, seed 1796125429852942380): bbolt
-		// copies an unaligned bucket value whole before reading it, so
-		// opening the collection allocated 2 GiB and stalled the child.
-		{"bucket value past the page", func() uint64 { return collRoot }, func(p []byte) { ne.PutUint32(p[16+12:], 0x7ffff000) }, "outside the page", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := copyDB(t, fixture)
-			editPage(t, path, tc.page(), tc.edit)
-			testkit.ViewBolt(t, path, func(btx *bolt.Tx) {
-				found, err := engine.CheckPages(path, btx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(found) == 0 || !strings.HasPrefix(found[0], "a: ") || !strings.Contains(found[0], tc.want) {
-					t.Fatalf("found %q, want a finding of collection a saying %q", found, tc.want)
-				}
-				broken, err := engine.CheckSearchPaths(path, btx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := broken["a"] != ""; got != tc.loops || len(broken) > 1 {
-					t.Fatalf("Open's check found %v; want collection a broken: %v", broken, tc.loops)
-				}
-			})
-		})
-	}
 }
 
 // TestOpenRefusesLoopingCollection opens a file whose records tree has a
@@ -172,8 +69,8 @@ func TestCheckPagesFindsDamage(t *testing.T) {
 // Verify reports the damage, and Repair leaves it alone without hanging.
 func TestOpenRefusesLoopingCollection(t *testing.T) {
 	fixture, root := pagesFixture(t)
-	path := copyDB(t, fixture)
-	editPage(t, path, root, func(p []byte) { binary.NativeEndian.PutUint64(p[16+8:], root) })
+	path := testkit.CopyFile(t, fixture)
+	testkit.EditPage(t, path, root, func(p []byte) { binary.NativeEndian.PutUint64(p[16+8:], root) })
 	db, err := storh.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +111,10 @@ func TestOpenRefusesLoopingCollection(t *testing.T) {
 // tries, and the refusal must cost no such allocation.
 func TestOpenRefusesBucketPastPage(t *testing.T) {
 	fixture, _ := pagesFixture(t)
-	path := copyDB(t, fixture)
+	path := testkit.CopyFile(t, fixture)
 	var collRoot uint64
 	testkit.ViewBolt(t, path, func(btx *bolt.Tx) { collRoot = uint64(btx.Bucket([]byte("a")).RootPage()) })
-	editPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
+	testkit.EditPage(t, path, collRoot, func(p []byte) { binary.NativeEndian.PutUint32(p[16+12:], 0x7ffff000) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	db, err := storh.Open(path)

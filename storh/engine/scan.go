@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
 	"github.com/storhdb/storh-go/storh/internal/plan"
@@ -108,7 +109,7 @@ func scanCursor(bc kv.Cursor, cur *Cursor, match matcher, max, maxExamined int, 
 		dir, first, end = -1, cur.Hi, cur.Lo
 	}
 	taken, size := 0, 0
-	pages, _ := bc.(*pageCursor) // stepped without an interface call
+	pages, _ := bc.(*boltpage.Cursor) // stepped without an interface call
 	for ; k != nil; k, v = step(bc, pages, cur.Reverse) {
 		past := compareKey(k, &end) * dir
 		if past > 0 {
@@ -240,7 +241,7 @@ func copyPayloads(items []Item, arena []byte) []byte {
 	return arena
 }
 
-func step(c kv.Cursor, pages *pageCursor, reverse bool) ([]byte, []byte) {
+func step(c kv.Cursor, pages *boltpage.Cursor, reverse bool) ([]byte, []byte) {
 	switch {
 	case pages != nil && reverse:
 		return pages.Prev()

@@ -62,4 +62,4 @@ func (t *Tx) wake(c *Coll) {
 
 // Closing is closed when Close starts: a goroutine waiting for something
 // the database would do (ClaimWait, Watch) stops waiting.
-func (db *DB) Closing() <-chan struct{} { return db.closing }
+func (db *DB) Closing() <-chan struct{} { return db.lifecycle.closing }

@@ -53,10 +53,10 @@ func (t *Tx) Collections() ([]CollStats, error) {
 // (whatever its path names by now). On another backend there is no file:
 // it is 0.
 func (db *DB) FileSize() (int64, error) {
-	if db.bolt == nil {
+	if db.file.bolt == nil {
 		return 0, nil
 	}
-	fi, err := db.file.Stat()
+	fi, err := db.file.fd.Stat()
 	if err != nil {
 		return 0, err
 	}
@@ -68,11 +68,11 @@ func (db *DB) FileSize() (int64, error) {
 // before the file grows, and what a compaction gives back. It reads
 // bbolt's freelist counters, in memory.
 func (db *DB) FreeBytes() int64 {
-	if db.bolt == nil {
+	if db.file.bolt == nil {
 		return 0
 	}
-	st := db.bolt.Stats()
-	return int64(st.FreePageN+st.PendingPageN) * int64(db.bolt.Info().PageSize)
+	st := db.file.bolt.Stats()
+	return int64(st.FreePageN+st.PendingPageN) * int64(db.file.bolt.Info().PageSize)
 }
 
 // CommitStats counts the write transactions this DB has committed since it
@@ -88,15 +88,15 @@ type CommitStats struct {
 // the meta page rises by one per commit, so counting needs no bookkeeping
 // of ours; elsewhere the DB counts its commits, and there are no pages.
 func (db *DB) CommitStats() (CommitStats, error) {
-	if db.bolt == nil {
-		return CommitStats{Commits: db.commits.Load(), Reruns: db.reruns.Load()}, nil
+	if db.file.bolt == nil {
+		return CommitStats{Commits: db.group.commits.Load(), Reruns: db.group.reruns.Load()}, nil
 	}
 	var s CommitStats
 	err := db.ViewSafe(func(tx *Tx) error {
-		s.Commits = int64(tx.btx.ID()) - int64(db.openTxid)
+		s.Commits = int64(tx.btx.ID()) - int64(db.file.openTxid)
 		return nil
 	})
-	ts := db.bolt.Stats().TxStats
+	ts := db.file.bolt.Stats().TxStats
 	s.PageWrites, s.IOTime = ts.GetWrite(), ts.GetWriteTime()
 	return s, err
 }

@@ -159,7 +159,7 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 	if t.db != nil {
 		c.mems = &t.db.blocked.mems
 		if ider, ok := c.records.(kv.Identifier); ok && c.remote {
-			c.boundKey, c.bounds = ider, &t.db.bounds
+			c.boundKey, c.bounds = ider, &t.db.colls.bounds
 		}
 	}
 	t.colls[name] = c
@@ -312,7 +312,7 @@ func (t *Tx) kinds() *sync.Map {
 	if t.db == nil {
 		return nil
 	}
-	return &t.db.kindsByID
+	return &t.db.colls.kindsByID
 }
 
 // flush writes the counters of every collection this transaction changed.
@@ -405,8 +405,8 @@ func (t *Tx) afterCommit() {
 
 // damaged refuses a collection whose pages Open found damaged.
 func (t *Tx) damaged(name string) error {
-	if t.db == nil || t.db.broken[name] == "" {
+	if t.db == nil || t.db.colls.broken[name] == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", errs.ErrCorrupt, name, t.db.broken[name])
+	return fmt.Errorf("%w: collection %q cannot be used: Open found its pages damaged (%s); restore a backup (Verify checks the rest of the file)", errs.ErrCorrupt, name, t.db.colls.broken[name])
 }

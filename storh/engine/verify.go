@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 
+	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/errs"
 
@@ -99,14 +101,14 @@ func (db *DB) Verify(ctx context.Context, colls []string, report func(api.Proble
 	defer found.deliver(report)
 	pace := newPace(ctx)
 	err := pace.check()
-	if err == nil && db.file != nil {
+	if err == nil && db.file.fd != nil {
 		// A file cut short under the open database is not damage to
 		// report: the DB has lost its file (file_failure.go).
 		err = db.checkFile()
 	}
 	if err == nil {
 		err = containPanic(func() error {
-			ktx, err := db.store.Begin(!db.opts.ReadOnly && db.bolt != nil)
+			ktx, err := db.store.Begin(!db.opts.ReadOnly && db.file.bolt != nil)
 			if err != nil {
 				return mapStoreErr(err)
 			}
@@ -134,7 +136,7 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *a
 	var broken map[string]bool
 	if btx != nil {
 		var err error
-		broken, err = damagedTrees(db.file, btx, colls, pace, emit)
+		broken, err = damagedTrees(db.file.fd, btx, colls, pace, emit)
 		if err != nil || broken[""] {
 			return err
 		}
@@ -186,7 +188,7 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *a
 	// fault. Run it only on a file that is long enough and whose pages the
 	// walks above (and the one below, for buckets that are not collections)
 	// could read without faulting.
-	if fi, err := db.file.Stat(); err == nil && fi.Size() < btx.Size() {
+	if fi, err := db.file.fd.Stat(); err == nil && fi.Size() < btx.Size() {
 		emit(api.Problem{Kind: api.ProblemFile, Detail: fmt.Sprintf("the file is damaged: truncated to %d bytes, but its pages need %d", fi.Size(), btx.Size())})
 		return nil
 	}
@@ -209,6 +211,39 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *a
 		return err
 	}
 	return pageCheck(btx.Check(), emit, pace)
+}
+
+// damagedTrees runs the structural page check (boltpage.Check) for Verify
+// and Repair and reports each finding as a problem of the top-level bucket
+// it lies under: of its collection when the bucket is one. It returns
+// the top-level buckets whose pages are damaged ("" when the root tree
+// itself is): nothing may walk them.
+func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(api.Problem)) (map[string]bool, error) {
+	var bad map[string]bool
+	err := boltpage.Check(f, btx, only, pace.step, func(top, detail string) {
+		if bad == nil {
+			bad = map[string]bool{}
+		}
+		p := api.Problem{Kind: api.ProblemFile, Detail: "damaged pages: " + detail}
+		if top != "" && validateName(top) == nil {
+			p.Collection = top
+		} else if top != "" {
+			p.Key = []byte(top)
+		}
+		if !bad[top] {
+			p.Detail += treeHint(top)
+		}
+		bad[top] = true
+		emit(p)
+	})
+	return bad, err
+}
+
+func treeHint(top string) string {
+	if top == "" {
+		return "; the file's root is damaged, so nothing else is checked: restore a backup"
+	}
+	return "; its records are not checked and cannot be repaired in place: restore a backup, or export the records Get can still read"
 }
 
 // pageCheck reads bbolt's page check to its end: the check's goroutine
@@ -303,7 +338,7 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 	var broken map[string]bool
 	if t.btx != nil {
 		var err error
-		if broken, err = damagedTrees(t.db.file, t.btx, colls, pace, emit); err != nil {
+		if broken, err = damagedTrees(t.db.file.fd, t.btx, colls, pace, emit); err != nil {
 			return err
 		}
 	}

@@ -129,7 +129,7 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 	// watcher from its start.
 	switch {
 	case db.opts.ReadOnly:
-	case db.bolt != nil:
+	case db.file.bolt != nil:
 		btx, err := db.beginBolt(true)
 		if err != nil {
 			s.Close()
@@ -137,8 +137,8 @@ func (db *DB) Subscribe(name string) (*Sub, error) {
 		}
 		_ = btx.Rollback()
 	default:
-		db.writeMu.Lock()
-		db.writeMu.Unlock()
+		db.group.writeMu.Lock()
+		db.group.writeMu.Unlock()
 	}
 	return s, nil
 }
@@ -390,4 +390,24 @@ func (db *DB) fetchForeign(n kv.Notice) error {
 		db.publish(int(n.Commit), changes)
 	}
 	return nil
+}
+
+// Replaying reports whether the database reads a copy that replays
+// another server's commits and hears of none (a PostgreSQL hot standby,
+// kv.Replica): Subscribe cannot follow it, and a watcher polls Position.
+func (db *DB) Replaying() bool {
+	r, ok := db.store.(kv.Replica)
+	return ok && r.Replaying()
+}
+
+// Position returns how far the copy Replaying reads has replayed: a number
+// that grows with every commit a read may newly see. It fails with
+// ErrUnsupported on a store that is not a replica.
+func (db *DB) Position() (uint64, error) {
+	r, ok := db.store.(kv.Replica)
+	if !ok {
+		return 0, fmt.Errorf("%w: the store does not replay another's commits", errs.ErrUnsupported)
+	}
+	pos, err := r.Position()
+	return pos, mapStoreErr(err)
 }

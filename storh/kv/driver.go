@@ -12,11 +12,22 @@ type Driver interface {
 }
 
 // OpenOptions are what storh.Open's options ask of a backend's store; the
-// engine applies the rest itself (read-only, batching, the clock).
+// engine applies the rest itself (batching, the clock, and refusing writes
+// when read-only).
 type OpenOptions struct {
 	// NoSync allows a commit to return before it is durable: a crash may
 	// lose the last commits, never part of one (storh.WithoutSync).
 	NoSync bool
+	// ReadOnly opens an existing store without creating or changing
+	// anything, where the engine will only read (storh.WithReadOnly): a
+	// store that is not there is an error wrapping storh.ErrNotFound, and
+	// a writable Begin fails with ErrTxNotWritable.
+	ReadOnly bool
+	// ReadURL names a copy of the store that read-only transactions may
+	// read instead (storh.WithReadURL: a PostgreSQL hot standby). A
+	// backend that has no such copies refuses it, wrapping
+	// storh.ErrUnsupported.
+	ReadURL string
 	// FileOptions names the options given that set up a database file
 	// (storh.WithLockTimeout, WithMaxSize, ...). A backend without a file
 	// refuses them, wrapping storh.ErrUnsupported, rather than ignore what

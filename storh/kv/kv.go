@@ -308,6 +308,23 @@ type SharedTx interface {
 	Sees(commit uint64) bool
 }
 
+// Replica is implemented by a store that can read a copy of another
+// server's data, which follows that server's commits by replaying them (a
+// PostgreSQL hot standby). The notices of Shared do not reach such a
+// copy, so a watcher there polls Position instead, and reads again when
+// it moved.
+type Replica interface {
+	Store
+	// Replaying reports whether the store reads such a copy and only it,
+	// so that it cannot Listen.
+	Replaying() bool
+	// Position returns how far the copy has replayed its source's changes
+	// (once it no longer follows one, how far its own have gone): a number
+	// that grows with every commit a read may newly see. Asking costs a
+	// round trip that reads nothing else.
+	Position() (uint64, error)
+}
+
 // Errors a backend returns, wrapped with its own context, so that the
 // engine can tell them apart with errors.Is on every backend.
 var (

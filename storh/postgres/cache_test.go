@@ -400,7 +400,7 @@ func TestWriterCachedSubtree(t *testing.T) {
 			}
 			rt := &roundTrips{}
 			cfg.ConnConfig.Tracer = rt
-			a, err := openConfig(ctx, cfg)
+			a, err := openConfig(ctx, cfg, options{})
 			if err != nil {
 				t.Fatal(err)
 			}

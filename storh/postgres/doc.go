@@ -87,14 +87,23 @@
 // its nil for a missing key.
 //
 // A writable transaction asks for its id (pg_current_xact_id) in its
-// first round trip. If its connection is lost once the batch with its
-// COMMIT went out, Commit asks the server on another connection how the
-// transaction ended (pg_xact_status): committed, Commit succeeds; rolled
-// back, it returns the connection's error. A transaction still in
-// progress belongs to a backend that has not noticed its client is gone:
-// Commit ends it (pg_terminate_backend) and asks again. If the server
-// cannot tell, or cannot be asked within a few seconds, the error wraps
-// kv.ErrCommitUnknown.
+// first round trip, with what tells its server's incarnation: the
+// postmaster's start and the last reset of the statistics, which every
+// recovery at start makes (transaction ids are unique within one). If its
+// connection is lost once the batch with its COMMIT went out, Commit asks
+// on another connection how the transaction ended (pg_xact_status):
+// committed, Commit waits for the server's synchronous standbys to confirm
+// a commit of its own made after it, and succeeds; rolled back, it returns
+// the connection's error. A transaction still in progress belongs to a
+// backend that has not noticed its client is gone, or is still committing:
+// Commit ends it (pg_terminate_backend) and asks again. A connection that
+// reaches another incarnation (a multi-host URL's standby promoted in the
+// old primary's place, or the same server after a crash) may find the id
+// handed out again: its "committed" leaves the outcome unknown; anything
+// else from a server that takes writes means the transaction is not in
+// what the store now is, and Commit returns the connection's error. If
+// the outcome cannot be known, or the server cannot be asked within a few
+// seconds, the error wraps kv.ErrCommitUnknown.
 //
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one
@@ -139,6 +148,28 @@
 // notices it need not. Sees asks a read-only transaction's server for pg_current_snapshot()
 // the first time it is called, so that it tells from an xid whether the
 // snapshot holds that commit.
+//
+// # Read-only stores and standbys
+//
+// WithReadOnly opens a store that exists and changes nothing: no table,
+// column, lock or write, and connections with
+// default_transaction_read_only on. A missing schema or store is an error
+// wrapping storh.ErrNotFound; a writable Begin fails with
+// kv.ErrTxNotWritable. It is how a hot standby is opened: Open without it
+// fails there with storh.ErrReadOnly. On a standby (Replaying) Listen
+// fails, as LISTEN does during recovery and no notification arrives;
+// Position tells a poller how far the standby has replayed
+// (pg_last_wal_replay_lsn()).
+//
+// WithReadURL gives a store on the primary a standby to read. Its
+// read-only transactions go there while the standby has replayed the
+// floor: the primary's WAL position (pg_current_wal_insert_lsn()) at Open,
+// after each of the store's commits (asked in the COMMIT's round trip,
+// after it), when a Watch of its listener took its lock, and when the
+// listener heard of a commit. Otherwise they go to the primary. The
+// standby is asked how far it has replayed (pg_last_wal_replay_lsn(),
+// one round trip) only when what it last said is below the floor.
+// Writable transactions and the listener are the primary's.
 //
 // # Not there yet
 //

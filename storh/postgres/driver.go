@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -30,8 +31,9 @@ var (
 
 // OpenURL opens the store at rawURL. It refuses the options that set up a
 // database file: the server has its own settings for locks, size and
-// durability. NoSync sets synchronous_commit=off for the connections.
-// Errors are storh errors naming the server without its passwords.
+// durability. NoSync sets synchronous_commit=off for the connections;
+// ReadOnly and ReadURL are WithReadOnly and WithReadURL. Errors are storh
+// errors naming the server without its passwords.
 func (Driver) OpenURL(ctx context.Context, rawURL string, opts kv.OpenOptions) (kv.Store, error) {
 	name := connstr.Redact(rawURL)
 	if len(opts.FileOptions) > 0 {
@@ -41,12 +43,31 @@ func (Driver) OpenURL(ctx context.Context, rawURL string, opts kv.OpenOptions) (
 	if opts.NoSync {
 		rawURL = withoutSync(rawURL)
 	}
-	store, err := Open(ctx, rawURL)
+	var with []Option
+	if opts.ReadOnly {
+		with = append(with, WithReadOnly())
+	}
+	if opts.ReadURL != "" {
+		with = append(with, WithReadURL(opts.ReadURL))
+	}
+	store, err := Open(ctx, rawURL, with...)
 	if err != nil {
-		return nil, &errs.Error{Op: "open", Path: name, Index: -1, Err: err,
-			Hint: "check that the server runs and the URL's user, database and search_path are right"}
+		return nil, &errs.Error{Op: "open", Path: name, Index: -1, Err: err, Hint: openHint(err, opts.ReadOnly)}
 	}
 	return store, nil
+}
+
+// openHint says what to do about a failed Open.
+func openHint(err error, readOnly bool) string {
+	switch {
+	case errors.Is(err, errs.ErrReadOnly):
+		return "open a hot standby with storh.WithReadOnly, or open the primary with storh.WithReadURL(standby)"
+	case errors.Is(err, errs.ErrInvalidOption):
+		return "give storh.WithReadURL the URL of a hot standby of the primary, in the same database"
+	case readOnly && errors.Is(err, errs.ErrNotFound):
+		return "a read-only open needs an existing store: open it once without storh.WithReadOnly, on the primary, to create it"
+	}
+	return "check that the server runs and the URL's user, database and search_path are right"
 }
 
 // withoutSync adds synchronous_commit=off to the connection's settings:

@@ -24,7 +24,7 @@ func TestEngineRoundTrips(t *testing.T) {
 	}
 	rt := &roundTrips{}
 	cfg.ConnConfig.Tracer = rt
-	s, err := openConfig(ctx, cfg)
+	s, err := openConfig(ctx, cfg, options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
@@ -291,6 +292,9 @@ func (s *Store) Listen(fn func(kv.Notice, error) bool) (kv.Listener, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: listen: %w", kv.ErrTxClosed)
 	}
+	if s.replaying {
+		return nil, fmt.Errorf("postgres: listen: %w: the server is a hot standby, which notifications do not reach (a watcher polls Position)", errs.ErrUnsupported)
+	}
 	pc, err := s.pool.Acquire(s.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listen: %w", err)
@@ -323,6 +327,11 @@ func (l *listener) run(ctx context.Context, ch string) {
 		l.mu.Unlock()
 		for _, r := range reqs {
 			_, err := l.conn.Exec(ctx, r.sql, r.keys)
+			if err == nil && r.sql == watchSQL {
+				// The commits that found nobody watching have ended:
+				// reads from a standby must wait for them (see readConn).
+				err = l.s.raiseFloorOn(ctx, l.conn)
+			}
 			if r.done != nil {
 				r.done <- err
 			}
@@ -352,6 +361,12 @@ func (l *listener) run(ctx context.Context, ch string) {
 				// Damaged, or from another version: promising every
 				// notice is over.
 				fail(perr)
+				return
+			}
+			// The notice comes after its commit: a read of what it
+			// announces, from a standby, must wait for the commit.
+			if err := l.s.raiseFloorOn(ctx, l.conn); err != nil {
+				fail(dbErr("listen", err))
 				return
 			}
 			if !l.fn(n, nil) {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/internal/connstr"
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
@@ -64,6 +65,23 @@ type Store struct {
 	// commitCheckTime bounds the questions of a commit whose connection
 	// was lost (see commitOutcome).
 	commitCheckTime time.Duration
+
+	// readOnly: opened WithReadOnly, so a writable Begin fails. replaying:
+	// read-only on a hot standby, whose commits no notification
+	// announces (see Replaying).
+	readOnly, replaying bool
+
+	// standby is WithReadURL's pool, nil without it. A read-only
+	// transaction goes there while the standby has replayed floor, the
+	// primary's WAL position after everything the store knows committed
+	// (its own commits, those its listener heard of); replayed is how far
+	// the standby was last seen to have replayed. floorLost counts the
+	// commits whose position was lost with their connection: while there
+	// are any, the floor is unknown (see askFloor).
+	standby   *pgxpool.Pool
+	floor     atomic.Uint64
+	replayed  atomic.Uint64
+	floorLost atomic.Int64
 }
 
 // tree is a cached registry subtree: the top-level bucket's id and
@@ -102,12 +120,22 @@ var _ kv.Store = (*Store)(nil)
 // missing. They go in the schema the connection's search_path selects
 // first (set it in the URL, e.g. options=-csearch_path%3Dmyschema); that
 // schema must exist. Its errors show no password of url.
-func Open(ctx context.Context, url string) (*Store, error) {
+//
+// A server in recovery (a hot standby) takes no writes: Open of one fails
+// with an error wrapping storh.ErrReadOnly, unless WithReadOnly opens the
+// store there only to read it. WithReadURL sends reads to a standby.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", maskParseError(err))
 	}
-	return openConfig(ctx, cfg)
+	return openConfig(ctx, cfg, o)
 }
 
 // maskParseError returns pgx's error about a connection string it cannot
@@ -125,21 +153,22 @@ func maskParseError(err error) error {
 }
 
 // openConfig opens a store with a pool configuration (tests add a tracer).
-func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
-	// Every statement of the store is a primary-key lookup or range scan
-	// whose plan does not depend on its parameters (TestExplain checks the
-	// generic plans). Left to choose, PostgreSQL plans a range scan with a
-	// LIMIT parameter afresh at every execution, since its generic plan
-	// guesses a larger LIMIT and looks dearer: a tenth of a page read.
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	}
+func openConfig(ctx context.Context, cfg *pgxpool.Config, o options) (*Store, error) {
+	setRuntime(cfg, o.readOnly)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime}
-	if err := s.init(ctx); err != nil {
+	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime, readOnly: o.readOnly}
+	if o.readOnly {
+		err = s.initReadOnly(ctx)
+	} else {
+		err = s.init(ctx)
+	}
+	if err == nil && o.readURL != "" {
+		err = s.openStandby(ctx, o.readURL)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -163,8 +192,12 @@ func (s *Store) init(ctx context.Context) error {
 		return fmt.Errorf("postgres: locking the schema: %w", err)
 	}
 	var schema *string
-	if err := tx.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+	var recovering bool
+	if err := tx.QueryRow(ctx, "SELECT current_schema(), pg_is_in_recovery()").Scan(&schema, &recovering); err != nil {
 		return fmt.Errorf("postgres: %w", err)
+	}
+	if recovering {
+		return fmt.Errorf("postgres: the server is a hot standby (in recovery), which takes no writes: %w", errs.ErrReadOnly)
 	}
 	if schema == nil {
 		var path string
@@ -205,7 +238,16 @@ func (s *Store) Begin(writable bool) (kv.Tx, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("postgres: begin: %w", kv.ErrTxClosed)
 	}
-	conn, err := s.pool.Acquire(s.ctx)
+	if writable && s.readOnly {
+		return nil, fmt.Errorf("postgres: begin: %w: the store was opened read-only", kv.ErrTxNotWritable)
+	}
+	var conn *pgxpool.Conn
+	var err error
+	if writable {
+		conn, err = s.pool.Acquire(s.ctx)
+	} else {
+		conn, err = s.readConn()
+	}
 	if err != nil {
 		if s.closed.Load() {
 			return nil, fmt.Errorf("postgres: begin: %w (%w)", kv.ErrTxClosed, err)
@@ -224,6 +266,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.pool.Close()
+	if s.standby != nil {
+		s.standby.Close()
+	}
 	return nil
 }
 

@@ -495,7 +495,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	rt := &roundTrips{}
 	cfg.ConnConfig.Tracer = rt
-	s, err := openConfig(ctx, cfg)
+	s, err := openConfig(ctx, cfg, options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/kv"
@@ -20,7 +21,9 @@ import (
 const (
 	beginWritable = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-	xidSQL        = "SELECT pg_current_xact_id()::text"
+	// The transaction's id, and the incarnation of the server that gave
+	// it (see incarnation).
+	xidSQL = "SELECT pg_current_xact_id()::text, pg_postmaster_start_time(), pg_stat_get_bgwriter_stat_reset_time()"
 )
 
 // tx is a kv.Tx on one pooled connection. Every trip to the server is one
@@ -47,6 +50,7 @@ type tx struct {
 	notices  notices             // announced, sent with the commit
 	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
 	xid      uint64              // a writable transaction's, from its first round trip
+	ranOn    incarnation         // of the server that gave xid
 	commitID uint64              // xid, once committed
 	snap     *snapshot           // a read-only transaction's, once Sees asked for it
 
@@ -163,7 +167,7 @@ func (t *tx) newBatch() *pgx.Batch {
 			// a writer that writes nothing then spends.
 			b.Queue(xidSQL).QueryRow(func(row pgx.Row) error {
 				var text string
-				if err := row.Scan(&text); err != nil {
+				if err := row.Scan(&text, &t.ranOn.started, &t.ranOn.recovered); err != nil {
 					return err
 				}
 				var err error
@@ -506,10 +510,12 @@ func (t *tx) Commit() error {
 	// nothing to commit.
 	if t.begun || b.Len() > opening {
 		b.Queue("COMMIT")
+		pos := t.s.queueCommitPosition(b)
 		if err := t.sendCommit(b); err != nil {
 			return err
 		}
 		t.commitID = t.xid
+		t.s.committed(pos)
 	}
 	for name := range t.reshape {
 		t.s.forgetTree(name)
@@ -537,19 +543,30 @@ func (t *tx) sendCommit(b *pgx.Batch) error {
 		return dbErr("commit", err)
 	}
 	t.release()
-	return t.s.commitOutcome(t.xid, pid, err)
+	return t.s.commitOutcome(t.xid, t.ranOn, pid, err)
 }
 
 // commitOutcome finds out how transaction xid ended, whose connection (to
-// backend pid) was lost, with lost, after its COMMIT was sent. It asks
-// the server on another connection: committed, it returns nil, as the
-// commit would have; rolled back, an ordinary error (nothing was
-// written). A transaction still in progress has a backend that has not
-// noticed its client is gone (and holds its locks until it does): it can
-// never commit now, so the store ends that backend and asks again. If the
-// server cannot tell, or cannot be asked within commitCheckTime, the
-// error wraps kv.ErrCommitUnknown.
-func (s *Store) commitOutcome(xid uint64, pid uint32, lost error) error {
+// backend pid, on server incarnation ranOn) was lost, with lost, after
+// its COMMIT was sent. It asks on another connection: committed, and
+// confirmed by the server's synchronous standbys if it has any, it
+// returns nil, as the commit would have; rolled back, an ordinary error
+// (nothing was written). A transaction still in progress has a backend
+// that has not noticed its client is gone (and holds its locks until it
+// does), or is still carrying out the COMMIT: the store ends that backend
+// and asks again.
+//
+// The connection may reach another server than the one that ran the
+// transaction (a multi-host URL reaches a standby promoted in its place),
+// or the same one after a crash: see incarnation. That server answers for
+// its own history, in which the id may be another transaction's: if it
+// says committed, the outcome is unknown; if it takes writes (it is not a
+// standby) and says anything else, the transaction is not in its history,
+// which is the store's from then on: nothing of it was written.
+//
+// If the outcome cannot be known, or the server cannot be asked within
+// commitCheckTime, the error wraps kv.ErrCommitUnknown.
+func (s *Store) commitOutcome(xid uint64, ranOn incarnation, pid uint32, lost error) error {
 	unknown := func(why error) error {
 		return fmt.Errorf("postgres: commit: %w: the connection was lost after the COMMIT was sent (%w), and the server could not say how transaction %d ended: %v",
 			kv.ErrCommitUnknown, lost, xid, why)
@@ -561,17 +578,22 @@ func (s *Store) commitOutcome(xid uint64, pid uint32, lost error) error {
 	defer cancel()
 	pause := time.Millisecond
 	for {
-		status, err := s.xactStatus(ctx, xid, pid)
+		status, err := s.xactStatus(ctx, xid, ranOn, pid)
 		switch {
 		case err != nil:
-		case status == "committed":
+		case status == committed:
 			return nil
-		case status == "aborted":
+		case status == rolledBack:
 			return fmt.Errorf("postgres: commit: the connection was lost (%w), and the server rolled transaction %d back: nothing of it was written", lost, xid)
-		case status == "":
+		case status == forgotten:
 			return unknown(errors.New("it no longer knows the transaction"))
+		case status == absentElsewhere:
+			return fmt.Errorf("postgres: commit: the connection was lost (%w), and the server that now takes the writes, %s, does not hold transaction %d: nothing of it was written",
+				lost, notTheSame, xid)
+		case status == committedElsewhere:
+			return unknown(fmt.Errorf("the server that answers, %s, has a committed transaction of that id, which may be this one, replayed, or one of its own", notTheSame))
 		default:
-			err = fmt.Errorf("the transaction is %s", status)
+			err = errors.New("the transaction is in progress")
 		}
 		select {
 		case <-ctx.Done():
@@ -582,45 +604,140 @@ func (s *Store) commitOutcome(xid uint64, pid uint32, lost error) error {
 	}
 }
 
+// notTheSame says, in commitOutcome's errors, which server answers.
+const notTheSame = "not the one that ran the transaction (a standby promoted in its place, or that server after a crash)"
+
 // defaultCommitCheckTime is how long, at most, a commit whose connection
 // was lost asks the server how it ended (see commitOutcome): long enough
 // to ride out a brief outage, short enough for a caller that must decide.
 const defaultCommitCheckTime = 5 * time.Second
 
+// incarnation tells apart the lives of PostgreSQL servers over which
+// transaction ids are unique. A server hands out ids from a counter that
+// its WAL carries: a standby, and a server recovering from a crash,
+// resume it from the last id the WAL they replayed names, so the ids the
+// old primary (or the crashed server) handed out to transactions that left
+// nothing in that WAL are handed out again. The system identifier does not
+// tell a standby from its primary (a base backup copies it); the timeline
+// and pg_postmaster_start_time() do not change when a crashed backend makes
+// the postmaster reinitialize and recover. Every recovery at start resets
+// the cumulative statistics, though, and stamps the reset
+// (pg_stat_get_bgwriter_stat_reset_time()): with the postmaster's start,
+// that tells a server whose ids have not gone back since from any other.
+// A reset by hand (pg_stat_reset_shared) makes the server look like
+// another, which only leaves the outcome of a commit in flight unknown.
+type incarnation struct {
+	started, recovered pgtype.Timestamptz
+}
+
+func (a incarnation) is(b incarnation) bool {
+	same := func(x, y pgtype.Timestamptz) bool {
+		return x.Valid == y.Valid && x.InfinityModifier == y.InfinityModifier && x.Time.Equal(y.Time)
+	}
+	return same(a.started, b.started) && same(a.recovered, b.recovered)
+}
+
+// xactState is what the server asked says of a transaction.
+type xactState int
+
+const (
+	inProgress xactState = iota
+	committed
+	rolledBack
+	forgotten          // too old for the server to know
+	committedElsewhere // another server's answer: committed, by this transaction or its own
+	absentElsewhere    // another server's answer: not in its history
+)
+
 // Statements of commitOutcome. A backend shows the 32 bits of its xid,
 // without the epoch: the backend ended is the one that runs the
 // transaction, never another that took its pid since.
+//
+// The server that ran the transaction says committed as soon as the
+// commit is in its own WAL, while a synchronous standby may not have
+// confirmed it: PostgreSQL 15 looks there before it looks for a backend
+// still running the transaction, and a wait for the standby that is
+// interrupted (pgx cancels the statement of a connection it loses, and
+// terminateSQL ends the backend) leaves the commit on that server alone.
+// syncSQL makes a commit of its own, later in the WAL, which waits for
+// the standbys as the store's commits do: once it returns, the standbys
+// hold the transaction too, as they would if the COMMIT had answered. (A
+// commit that wrote no WAL of its own does not wait, so it writes a
+// logical decoding message, which any role may, at any wal_level.)
 const (
+	identifySQL  = "SELECT pg_postmaster_start_time(), pg_stat_get_bgwriter_stat_reset_time(), pg_is_in_recovery()"
 	statusSQL    = "SELECT pg_xact_status($1::text::xid8)"
 	terminateSQL = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int AND backend_xid = $2::text::xid"
+	syncSQL      = "SELECT pg_logical_emit_message(true, 'storh: commit outcome', '')"
 )
 
-// xactStatus asks the server, on a connection of the pool, whether
-// transaction xid committed, rolled back or is in progress ("" if it
-// no longer knows). While it is in progress, it signals backend pid to
-// end if that still runs it, and asks again (the backend may take a
-// moment to end: commitOutcome asks until it has).
-func (s *Store) xactStatus(ctx context.Context, xid uint64, pid uint32) (string, error) {
+// xactStatus asks the server, on a connection of the pool, how
+// transaction xid, which server incarnation ranOn ran, ended. On that
+// server, while it is in progress, it signals backend pid to end if that
+// still runs it, and asks again (the backend may take a moment to end:
+// commitOutcome asks until it has); once it is committed, it waits for
+// the synchronous standbys (syncSQL). Another server answers for its own
+// history; a standby's is not the store's and is not asked.
+func (s *Store) xactStatus(ctx context.Context, xid uint64, ranOn incarnation, pid uint32) (xactState, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return "", err
+		return inProgress, err
 	}
 	defer conn.Release()
+	var answering incarnation
+	var standby bool
+	if err := conn.QueryRow(ctx, identifySQL).Scan(&answering.started, &answering.recovered, &standby); err != nil {
+		return inProgress, err
+	}
+	same := answering.is(ranOn)
+	if !same && standby {
+		return inProgress, errors.New("the server that answers is a standby, " + notTheSame)
+	}
 	id := strconv.FormatUint(xid, 10)
+	status, err := queryStatus(ctx, conn, id)
+	if !same {
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "22023": // invalid_parameter_value: an id it has not reached
+			return absentElsewhere, nil
+		case err != nil || status == forgotten:
+			return status, err
+		case status == committed:
+			return committedElsewhere, nil
+		}
+		// Rolled back, or running now: a transaction of this server's
+		// own, or one it replayed that never committed.
+		return absentElsewhere, nil
+	}
+	if err == nil && status == inProgress {
+		if _, err := conn.Exec(ctx, terminateSQL, int64(pid), strconv.FormatUint(xid&0xffffffff, 10)); err != nil {
+			return inProgress, err
+		}
+		status, err = queryStatus(ctx, conn, id)
+	}
+	if err == nil && status == committed {
+		if _, err := conn.Exec(ctx, syncSQL); err != nil {
+			return inProgress, fmt.Errorf("committed, and waiting for the synchronous standbys to confirm it: %w", err)
+		}
+	}
+	return status, err
+}
+
+// queryStatus asks pg_xact_status of id.
+func queryStatus(ctx context.Context, conn *pgxpool.Conn, id string) (xactState, error) {
 	var status *string
-	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil || status == nil {
-		return "", err
+	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil {
+		return inProgress, err
 	}
-	if *status != "in progress" {
-		return *status, nil
+	switch {
+	case status == nil:
+		return forgotten, nil
+	case *status == "committed":
+		return committed, nil
+	case *status == "aborted":
+		return rolledBack, nil
 	}
-	if _, err := conn.Exec(ctx, terminateSQL, int64(pid), strconv.FormatUint(xid&0xffffffff, 10)); err != nil {
-		return "", err
-	}
-	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil || status == nil {
-		return "", err
-	}
-	return *status, nil
+	return inProgress, nil
 }
 
 // Rollback ends the transaction, discarding its writes; after Commit it

@@ -17,6 +17,9 @@
 // instead. A server that cannot start always fails the tests, with the tail
 // of its log.
 //
+// Standby gives a primary and a hot standby that streams its WAL, for tests
+// of reads from a standby (see Pair).
+//
 // NewProxy puts a proxy in front of the server that loses a connection
 // where a test says (around a COMMIT), for tests of lost connections.
 package pgtest
@@ -60,6 +63,9 @@ var (
 	// a failure.
 	startErr error
 	dbSeq    atomic.Int64
+	// runAs is the postgres system user the servers run as when this
+	// process is root, nil when it is that user.
+	runAs *user.User
 )
 
 type server struct {
@@ -83,7 +89,7 @@ func Run(m *testing.M) int {
 	code := m.Run()
 	running.Store(false)
 	if srv != nil {
-		if err := srv.stop(); err != nil {
+		if err := errors.Join(extraServers.stop(), srv.stop()); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 			if code == 0 {
 				code = 1
@@ -231,13 +237,11 @@ func start() {
 		unusable = fmt.Sprintf("running as %s, not root or postgres", u.Username)
 		return
 	}
-	// Not t.TempDir: the server outlives the test that started it.
-	dir, err := os.MkdirTemp("", "storh-pg-")
-	if err != nil {
+	if err := s.makeDir(); err != nil {
 		startErr = fmt.Errorf("pgtest: %w", err)
 		return
 	}
-	s.dir, s.data, s.logFile = dir, filepath.Join(dir, "data"), filepath.Join(dir, "log")
+	runAs = pgUser
 	if err := s.start(pgUser); err != nil {
 		startErr = fmt.Errorf("pgtest: starting PostgreSQL from %s: %w%s", bin, err, s.logTail())
 		s.stop()
@@ -284,7 +288,44 @@ func version(s string) []int {
 	return v
 }
 
+// makeDir makes the server's temporary directory, which holds its
+// socket, its data directory and its log. Not t.TempDir: the server
+// outlives the test that started it.
+func (s *server) makeDir() error {
+	dir, err := os.MkdirTemp("", "storh-pg-")
+	if err != nil {
+		return err
+	}
+	s.dir, s.data, s.logFile = dir, filepath.Join(dir, "data"), filepath.Join(dir, "log")
+	return nil
+}
+
 func (s *server) start(pg *user.User) error {
+	if err := s.prepare(pg); err != nil {
+		return err
+	}
+	// --no-sync only spares initdb's own final fsync of the template
+	// files; the server itself runs with fsync on.
+	if err := s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		return err
+	}
+	if err := s.configure(`
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+shared_buffers = 32MB
+max_connections = 200
+log_min_messages = warning
+`); err != nil {
+		return err
+	}
+	return s.launch()
+}
+
+// prepare gives the server's directory to the postgres user and starts
+// the watchdog, before anything is put in it.
+func (s *server) prepare(pg *user.User) error {
 	if pg != nil {
 		uid, _ := strconv.Atoi(pg.Uid)
 		gid, _ := strconv.Atoi(pg.Gid)
@@ -298,23 +339,18 @@ func (s *server) start(pg *user.User) error {
 	if err := s.startWatchdog(); err != nil {
 		return fmt.Errorf("watchdog: %w", err)
 	}
-	// --no-sync only spares initdb's own final fsync of the template
-	// files; the server itself runs with fsync on.
-	if err := s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
-		return err
-	}
+	return nil
+}
+
+// configure appends settings to the server's postgresql.conf, after the
+// ones every test server has: its own socket directory and no TCP port.
+// Later lines win, so they also override what a base backup copied.
+func (s *server) configure(settings string) error {
 	conf := fmt.Sprintf(`
 # pgtest: a private server for one test binary.
 listen_addresses = ''
 unix_socket_directories = '%s'
-fsync = on
-synchronous_commit = on
-full_page_writes = on
-shared_buffers = 32MB
-max_connections = 200
-log_min_messages = warning
-`, strings.ReplaceAll(s.dir, "'", "''"))
+`, strings.ReplaceAll(s.dir, "'", "''")) + settings
 	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -323,9 +359,12 @@ log_min_messages = warning
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// launch starts the configured server and waits until it takes
+// connections.
+func (s *server) launch() error {
 	return s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data, "-l", s.logFile,
 		"-o", "-c listen_addresses='' -k '"+strings.ReplaceAll(s.dir, "'", `'\''`)+"'")
 }

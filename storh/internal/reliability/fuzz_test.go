@@ -33,7 +33,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var fuzzKey = uuidv7.MustParse("018bcfe5-6800-7000-8000-00000000f022")
 
 // FuzzStoredValue feeds arbitrary bytes to the read path of a stored value:
-// engine.Payload (header and checksum), then engine.DecodeMap. Neither may
+// engine.Payload (header and checksum), then engine.DecodeMapIn. Neither may
 // panic; their errors must wrap ErrCorrupt; DecodeMap must accept exactly
 // what mpack.ValidateRecord (used by Verify and by reads) accepts; and a map
 // it returns must store again and decode to the same value, with stable
@@ -75,7 +75,7 @@ func FuzzStoredValue(f *testing.F) {
 			}
 			return
 		}
-		m, err := engine.DecodeMap(payload)
+		m, err := engine.DecodeMapIn(payload, nil)
 		verr := mpack.ValidateRecord(payload)
 		if (err == nil) != (verr == nil) {
 			t.Fatalf("DecodeMap says %v but ValidateRecord says %v for %x", err, verr, payload)
@@ -101,7 +101,7 @@ func FuzzStoredValue(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded value fails its own checksum: %v", err)
 		}
-		m2, err := engine.DecodeMap(p2)
+		m2, err := engine.DecodeMapIn(p2, nil)
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
@@ -125,7 +125,7 @@ func FuzzStoredValue(f *testing.F) {
 // in another Go type (uint8 for int64, float32 for float64, a typed slice
 // for []any, []byte for a string...). query.All().WhereEqual(f,
 // v)'s filter, run on the payload, must agree with decoding the whole record with
-// engine.DecodeMap and comparing with mpack.Equal against the normalised v,
+// engine.DecodeMapIn and comparing with mpack.Equal against the normalised v,
 // on every input.
 func FuzzWhereEqualProbe(f *testing.F) {
 	f.Add([]byte{2, 0, 14, 1, 9, 3, 'a', 'b', 'c'}, "a", uint8(5))
@@ -186,7 +186,7 @@ func probeAgrees(t testing.TB, data []byte, field string, pick uint8) (ran, matc
 	if err != nil {
 		t.Fatalf("Match on a valid record: %v\nrecord %#v", err, rec)
 	}
-	decoded, err := engine.DecodeMap(payload)
+	decoded, err := engine.DecodeMapIn(payload, nil)
 	if err != nil {
 		t.Fatalf("DecodeMap of a stored record: %v", err)
 	}

@@ -501,7 +501,7 @@ func (s *soak) final() {
 	var sum int64
 	for id, v := range raw["acct"] {
 		p, _ := engine.Payload(id[:], v)
-		m, _ := engine.DecodeMap(p)
+		m, _ := engine.DecodeMapIn(p, nil)
 		sum += m["bal"].(int64)
 	}
 	if sum != soakBalance {

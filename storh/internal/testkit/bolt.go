@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -121,4 +123,40 @@ func digestBucket[B any, C interface {
 		}
 		d.put('v', v)
 	}
+}
+
+// EditPage rewrites page id of the closed bbolt file at path through edit,
+// behind bbolt's back: pages are the machine's page size, as bbolt writes
+// them.
+func EditPage(t testing.TB, path string, id uint64, edit func(p []byte)) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size := os.Getpagesize()
+	p := make([]byte, size)
+	if _, err := f.ReadAt(p, int64(id)*int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	if _, err := f.WriteAt(p, int64(id)*int64(size)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CopyFile copies the file at src into the test's own directory, for a
+// test that damages a copy of a fixture, and returns the copy's path.
+func CopyFile(t testing.TB, src string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "damaged.db")
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

@@ -1,12 +1,10 @@
-package engine
+package boltpage
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
@@ -14,6 +12,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"pgregory.net/rapid"
 )
+
+// recordsName names the records bucket in the trees drawTree writes, as
+// storh names a collection's.
+var recordsName = []byte("r")
 
 // scratchBolt opens a bbolt file of the test's own, closed at its end.
 func scratchBolt(t *testing.T) *bolt.DB {
@@ -56,7 +58,7 @@ func drawTree(rt *rapid.T, bdb *bolt.DB) int {
 		if err != nil {
 			return err
 		}
-		recs, err := c.CreateBucket(bucketRecords)
+		recs, err := c.CreateBucket(recordsName)
 		if err != nil {
 			return err
 		}
@@ -83,24 +85,24 @@ func drawTree(rt *rapid.T, bdb *bolt.DB) int {
 	return n
 }
 
-// TestPageReaderAgreesWithBolt: a search of the pages finds what bbolt's
+// TestReaderAgreesWithBolt: a search of the pages finds what bbolt's
 // Get finds, present or not, in trees of one leaf up to several levels,
 // with values that spill into overflow pages, and with nested buckets
 // among the keys (which are not values).
-func TestPageReaderAgreesWithBolt(t *testing.T) {
+func TestReaderAgreesWithBolt(t *testing.T) {
 	bdb := scratchBolt(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		n := drawTree(rt, bdb)
 		if err := bdb.View(func(tx *bolt.Tx) error {
-			recs := tx.Bucket([]byte("c")).Bucket(bucketRecords)
+			recs := tx.Bucket([]byte("c")).Bucket(recordsName)
 			root := uint64(recs.Root())
 			if root == 0 {
 				return nil // inline: the direct path does not read it
 			}
-			r := newPageReader(tx)
+			r := NewReader(tx)
 			for range 200 {
 				k := binary.BigEndian.AppendUint32(nil, uint32(rapid.IntRange(0, 3*n+3).Draw(rt, "probe")))
-				got, err := r.get(root, k)
+				got, err := r.Get(root, k)
 				if err != nil {
 					rt.Fatalf("get %x: %v", k, err)
 				}
@@ -116,98 +118,33 @@ func TestPageReaderAgreesWithBolt(t *testing.T) {
 	})
 }
 
-// TestPageReaderRefusesDamage: a root outside the file, a page whose
+// TestReaderRefusesDamage: a root outside the file, a page whose
 // header is not its own and a page of another kind are ErrCorrupt.
-func TestPageReaderRefusesDamage(t *testing.T) {
+func TestReaderRefusesDamage(t *testing.T) {
 	bdb := flatBucket(t)
 	bdb.View(func(tx *bolt.Tx) error {
-		r := newPageReader(tx)
+		r := NewReader(tx)
 		root := uint64(tx.Bucket([]byte("b")).Root())
 		for _, bad := range []uint64{0, 1, uint64(tx.Size()) / r.pageSize, 1 << 40} {
-			if _, err := r.get(bad, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+			if _, err := r.Get(bad, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
 				t.Errorf("root %d: %v, want errs.ErrCorrupt", bad, err)
 			}
 		}
-		if v, err := r.get(root, binary.BigEndian.AppendUint32(nil, 1234)); err != nil || len(v) != 100 {
+		if v, err := r.Get(root, binary.BigEndian.AppendUint32(nil, 1234)); err != nil || len(v) != 100 {
 			t.Errorf("a sound read: %d bytes, %v", len(v), err)
 		}
 		// A copy of the mapping with the root's header damaged.
 		data := bytes.Clone(r.data)
-		d := pageReader{data: data, pageSize: r.pageSize}
+		d := Reader{data: data, pageSize: r.pageSize}
 		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root+1)
-		if _, err := d.get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+		if _, err := d.Get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
 			t.Errorf("a page with another page's id: %v, want errs.ErrCorrupt", err)
 		}
 		binary.NativeEndian.PutUint64(data[root*r.pageSize:], root)
 		binary.NativeEndian.PutUint16(data[root*r.pageSize+8:], 0x10) // the freelist's flag
-		if _, err := d.get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
+		if _, err := d.Get(root, []byte("k")); !errors.Is(err, errs.ErrCorrupt) {
 			t.Errorf("a page of another kind: %v, want errs.ErrCorrupt", err)
 		}
 		return nil
 	})
-}
-
-// TestLayoutCheckPassesBoltFiles: Open's layout check finds nothing to
-// object to in files bbolt wrote, with trees of one leaf up to several
-// levels, overflow values and nested buckets, and an empty file; read
-// through another file, or with the reader seeing a leaf element's key
-// elsewhere than bbolt does, it objects.
-func TestLayoutCheckPassesBoltFiles(t *testing.T) {
-	bdb := scratchBolt(t)
-	file, err := os.Open(bdb.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	if err := bdb.View(func(tx *bolt.Tx) error {
-		if why := layoutMismatch(file, tx, nil); why != "" {
-			t.Errorf("an empty file: %s", why)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rapid.Check(t, func(rt *rapid.T) {
-		drawTree(rt, bdb)
-		if err := bdb.View(func(tx *bolt.Tx) error {
-			if why := layoutMismatch(file, tx, nil); why != "" {
-				rt.Fatalf("a file bbolt wrote: %s", why)
-			}
-			return nil
-		}); err != nil {
-			rt.Fatal(err)
-		}
-	})
-
-	other := flatBucket(t)
-	if err := other.View(func(tx *bolt.Tx) error {
-		if why := layoutMismatch(file, tx, nil); !strings.Contains(why, "no meta page") {
-			t.Errorf("another file's meta pages: %q, want a mismatch", why)
-		}
-		// The reader over a copy of the mapping whose first leaf of b
-		// holds its second key (0001) one byte later than bbolt reads it.
-		r := newPageReader(tx)
-		recs := tx.Bucket([]byte("b"))
-		data := bytes.Clone(r.data)
-		id := uint64(recs.Root())
-		for {
-			p := data[id*r.pageSize:]
-			if binary.NativeEndian.Uint16(p[8:]) == boltLeafPage {
-				pos := p[boltPageHeader+boltElemSize+4:]
-				binary.NativeEndian.PutUint32(pos, binary.NativeEndian.Uint32(pos)+1)
-				break
-			}
-			id = branchChild(p, 0)
-		}
-		moved := pageReader{data: data, pageSize: r.pageSize}
-		if why := sameEntries(moved, uint64(recs.Root()), recs.Cursor(), "b"); why == "" {
-			t.Error("a key read elsewhere than bbolt reads it: no mismatch")
-		}
-		if why := sameEntries(r, uint64(recs.Root()), recs.Cursor(), "b"); why != "" {
-			t.Errorf("the same tree, read as it is: %s", why)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,4 +1,4 @@
-package engine
+package boltpage
 
 import (
 	"os"
@@ -8,12 +8,12 @@ import (
 
 // TestLayoutCheckedAgainstGoMod fails when go.mod builds with another
 // bbolt than the release the direct reader's assumptions about bbolt's
-// page layout were checked against (layoutChecked, direct.go), or with a
+// page layout were checked against (LayoutChecked, layout.go), or with a
 // replacement of it: until they are checked again, the reader could read a
 // file in a way bbolt no longer writes it.
 func TestLayoutCheckedAgainstGoMod(t *testing.T) {
 	const bolt = "go.etcd.io/bbolt"
-	b, err := os.ReadFile("../../go.mod")
+	b, err := os.ReadFile("../../../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +43,14 @@ func TestLayoutCheckedAgainstGoMod(t *testing.T) {
 			}
 		}
 	}
-	if required != layoutChecked {
+	if required != LayoutChecked {
 		t.Fatalf("go.mod requires %s %s, but the direct reader's assumptions about bbolt's page layout were checked against %s.\n%s",
-			bolt, required, layoutChecked, recheck)
+			bolt, required, LayoutChecked, recheck)
 	}
 }
 
-const recheck = "Check them again before raising layoutChecked in storh/engine/direct.go: " +
-	"the meta page and the page header (precheck.go, pages.go), branch and leaf element headers " +
-	"and nested buckets' values (pages.go, direct.go), that bbolt neither remaps the file nor " +
-	"reuses its pages while a read transaction is open (direct.go, direct_scan.go), and which of " +
-	"bbolt's locks its Begin holds while it reads the meta pages (releaseBegin, file_failure.go)."
+const recheck = "Check them again before raising LayoutChecked in storh/engine/internal/boltpage/layout.go: " +
+	"the meta page and the page header (layout.go, file.go, check.go), branch and leaf element headers " +
+	"and nested buckets' values (check.go, reader.go), that bbolt neither remaps the file nor " +
+	"reuses its pages while a read transaction is open (reader.go, cursor.go), and which of " +
+	"bbolt's locks its Begin holds while it reads the meta pages (releaseBegin, storh/engine/file_failure.go)."

@@ -1,4 +1,4 @@
-package engine
+package boltpage
 
 import (
 	"bytes"
@@ -23,12 +23,12 @@ func TestPageCursorAgreesWithBolt(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := drawTree(rt, bdb)
 		if err := bdb.View(func(tx *bolt.Tx) error {
-			recs := tx.Bucket([]byte("c")).Bucket(bucketRecords)
+			recs := tx.Bucket([]byte("c")).Bucket(recordsName)
 			root := uint64(recs.Root())
 			if root == 0 {
 				return nil // inline: the direct path does not read it
 			}
-			ours, theirs := newPageCursor(newPageReader(tx), root), recs.Cursor()
+			ours, theirs := NewCursor(NewReader(tx), root), recs.Cursor()
 			same := func(what string, k, v, wk, wv []byte) {
 				if !bytes.Equal(k, wk) || (k == nil) != (wk == nil) || !bytes.Equal(v, wv) || (v == nil) != (wv == nil) {
 					rt.Fatalf("%s: at %x (%d bytes, value %t), bbolt at %x (%d bytes, value %t)", what, k, len(v), v != nil, wk, len(wv), wv != nil)
@@ -89,42 +89,42 @@ func TestPageCursorAgreesWithBolt(t *testing.T) {
 func TestPageCursorRefusesDamage(t *testing.T) {
 	bdb := flatBucket(t)
 	bdb.View(func(tx *bolt.Tx) error {
-		r := newPageReader(tx)
+		r := NewReader(tx)
 		root := uint64(tx.Bucket([]byte("b")).Root())
-		walk := func(c *pageCursor) int {
+		walk := func(c *Cursor) int {
 			n := 0
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
 				n++
 			}
 			return n
 		}
-		if c := newPageCursor(r, root); walk(c) != 2000 || c.err != nil {
+		if c := NewCursor(r, root); walk(c) != 2000 || c.err != nil {
 			t.Fatalf("a sound walk: %v", c.err)
 		}
 		for _, bad := range []uint64{0, 1, uint64(tx.Size()) / r.pageSize} {
-			if c := newPageCursor(r, bad); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
+			if c := NewCursor(r, bad); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
 				t.Errorf("root %d: %v, want errs.ErrCorrupt", bad, c.err)
 			}
 		}
 		// The first leaf, in a copy of the mapping, damaged two ways.
-		c := newPageCursor(r, root)
+		c := NewCursor(r, root)
 		c.First()
 		leaf := c.path[len(c.path)-1].id
 		data := bytes.Clone(r.data)
-		d := pageReader{data: data, pageSize: r.pageSize}
+		d := Reader{data: data, pageSize: r.pageSize}
 		at := leaf * r.pageSize
 		binary.NativeEndian.PutUint64(data[at:], leaf+1)
-		if c := newPageCursor(d, root); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
+		if c := NewCursor(d, root); walk(c) != 0 || !errors.Is(c.err, errs.ErrCorrupt) {
 			t.Errorf("a leaf with another page's id: %v, want errs.ErrCorrupt", c.err)
 		}
 		binary.NativeEndian.PutUint64(data[at:], leaf)
-		e := at + boltPageHeader + 3*boltElemSize // the fourth element
+		e := at + pageHeader + 3*elemSize // the fourth element
 		binary.NativeEndian.PutUint32(data[e+12:], uint32(r.pageSize)*4)
-		c = newPageCursor(d, root)
+		c = NewCursor(d, root)
 		if got := walk(c); got != 3 || !errors.Is(c.err, errs.ErrCorrupt) {
 			t.Errorf("an element past its page: walked %d keys, %v; want 3 and errs.ErrCorrupt", got, c.err)
 		}
-		c = newPageCursor(d, root)
+		c = NewCursor(d, root)
 		if c.Seek(binary.BigEndian.AppendUint32(nil, 3)); !errors.Is(c.err, errs.ErrCorrupt) {
 			t.Errorf("a seek onto it: %v, want errs.ErrCorrupt", c.err)
 		}

@@ -1,4 +1,4 @@
-package engine
+package boltpage
 
 import (
 	"bytes"
@@ -7,39 +7,21 @@ import (
 	"io"
 	"slices"
 
-	"github.com/storhdb/storh-go/storh/internal/api"
-
 	bolt "go.etcd.io/bbolt"
 )
 
 // The structural page check. bbolt trusts its pages: a damaged element
 // header sends its cursors past the end of the mapping (a fault), and a
 // branch that points back at one of its ancestors makes them loop forever.
-// Faults on the caller's goroutine are contained (containPanic), loops are
-// not, and bbolt's own page check runs on a goroutine of its own where a
-// fault is fatal. So before anything walks a tree whose health is unknown,
-// checkPages reads the pages a transaction can reach through the file's
-// descriptor (not the mapping, so it cannot fault; nor the path, which may
-// name another file by now) and checks what every walk relies on:
-// each page lies below the high-water mark and is reached once, is a
-// branch or a leaf, and every element, key and value lies inside its page.
-// A tree that passes can be walked, and checked by bbolt, without a fault
-// or a cycle.
-
-// bbolt's page layout (version 2 of its format): a 16-byte header (page
-// id, flags, element count, overflow page count), then the element headers
-// of 16 bytes each; an element's key starts pos bytes after the element's
-// own header, and a leaf element's value follows its key.
-const (
-	boltBranchPage = 0x01
-	boltLeafPage   = 0x02
-	boltBucketLeaf = 0x01 // a leaf element that is a nested bucket
-	boltElemSize   = 16
-	boltBucketHead = 16 // a bucket value: root page id and sequence, then the inline page when root is 0
-	// maxTreeDepth bounds the descent: bbolt trees of any real size are a
-	// handful of levels, and storh nests buckets three deep.
-	maxTreeDepth = 64
-)
+// Faults on the caller's goroutine can be contained, loops cannot, and
+// bbolt's own page check runs on a goroutine of its own where a fault is
+// fatal. So before anything walks a tree whose health is unknown, Check
+// reads the pages a transaction can reach through the file's descriptor
+// (not the mapping, so it cannot fault; nor the path, which may name
+// another file by now) and checks what every walk relies on: each page
+// lies below the high-water mark and is reached once, is a branch or a
+// leaf, and every element, key and value lies inside its page. A tree that
+// passes can be walked, and checked by bbolt, without a fault or a cycle.
 
 // pageChecker walks one transaction's page graph.
 type pageChecker struct {
@@ -57,54 +39,65 @@ type pageChecker struct {
 	// opening it can allocate gigabytes) instead of report, which then
 	// gets the rest.
 	loops func(top, detail string)
-	pace  *pace
+	// step, when set, is told of each page before it is read; its error
+	// stops the check (the caller's context ended).
+	step func(size int) error
 }
 
-// checkPages checks the pages btx can reach, reporting each problem with the
-// top-level bucket it lies under ("" for the root tree itself). When only
-// is not empty, the root tree is checked whole but only the named
-// top-level buckets are descended into. It returns the first error that is
-// not a finding: a file that cannot be read, or pace's.
-func checkPages(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, report func(top, detail string)) error {
-	pc := newPageChecker(f, btx)
-	pc.report, pc.pace = report, pace
+// Check checks the pages btx can reach, reading them from f (the file bbolt
+// has open), and reports each problem with the top-level bucket it lies
+// under ("" for the root tree itself). When only is not empty, the root
+// tree is checked whole but only the named top-level buckets are descended
+// into. step, when not nil, is called before each page is read, with its
+// size. Check returns the first error that is not a finding: a file that
+// cannot be read, or step's.
+func Check(f io.ReaderAt, btx *bolt.Tx, only []string, step func(size int) error, report func(top, detail string)) error {
+	pc := newPageChecker(f, txPageSize(btx), uint64(btx.Size()))
+	pc.report, pc.step = report, step
 	if len(only) > 0 {
 		pc.want = map[string]bool{}
 		for _, n := range only {
 			pc.want[n] = true
 		}
 	}
-	if fl, ok := pc.freelist(btx); ok {
+	root := rootPage(btx)
+	if fl, ok := pc.freelist(root); ok {
 		pc.reach("", fl, "the freelist")
 	}
-	return pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+	return pc.searchPaths("", root, 0, "the root bucket", true)
 }
 
-// newPageChecker starts a check of btx's pages, read from f, with the two
-// meta pages already claimed.
-func newPageChecker(f io.ReaderAt, btx *bolt.Tx) *pageChecker {
-	pc := &pageChecker{f: f, pageSize: uint64(btx.DB().Info().PageSize)}
-	pc.hwm = uint64(btx.Size()) / pc.pageSize
+// txPageSize is the page size of the file btx reads.
+func txPageSize(btx *bolt.Tx) uint64 { return uint64(btx.DB().Info().PageSize) }
+
+// rootPage is the root page of btx's root bucket, the tree of the file's
+// top-level buckets.
+func rootPage(btx *bolt.Tx) uint64 { return uint64(btx.Cursor().Bucket().RootPage()) }
+
+// newPageChecker starts a check of the pages of a file of size bytes in
+// pages of pageSize, read from f, with the two meta pages already claimed.
+func newPageChecker(f io.ReaderAt, pageSize, size uint64) *pageChecker {
+	pc := &pageChecker{f: f, pageSize: pageSize}
+	pc.hwm = size / pc.pageSize
 	pc.seen = make([]uint64, (pc.hwm+63)/64)
 	pc.mark(0)
 	pc.mark(1)
 	return pc
 }
 
-// freelist finds the freelist page of btx's meta page: the valid meta whose
-// root and high-water mark are the transaction's.
-func (pc *pageChecker) freelist(btx *bolt.Tx) (uint64, bool) {
-	root := uint64(btx.Cursor().Bucket().RootPage())
+// freelist finds the freelist page of the transaction whose root tree is
+// at page root: the valid meta page with that root and the checker's
+// high-water mark names it.
+func (pc *pageChecker) freelist(root uint64) (uint64, bool) {
 	for _, id := range []uint64{0, 1} {
 		b := make([]byte, pc.pageSize)
 		if _, err := pc.f.ReadAt(b, int64(id*pc.pageSize)); err != nil {
 			continue
 		}
-		m, ok := readBoltMeta(b)
+		m, ok := readMeta(b)
 		if !ok || m.root != root || m.pgid != pc.hwm {
 			continue
 		}
-		const noFreelist = ^uint64(0) // a file written with NoFreelistSync
 		return m.freelist, m.freelist != noFreelist
 	}
 	return 0, false
@@ -180,7 +173,7 @@ func (pc *pageChecker) read(off uint64, n int) []byte {
 // elements returns the element count of page, if its headers fit in it.
 func (pc *pageChecker) elements(top string, page []byte, where string) (int, bool) {
 	n := int(binary.NativeEndian.Uint16(page[10:]))
-	if boltPageHeader+n*boltElemSize > len(page) {
+	if pageHeader+n*elemSize > len(page) {
 		pc.report(top, fmt.Sprintf("%s claims %d elements, more than fit in it", where, n))
 		return 0, false
 	}
@@ -207,8 +200,8 @@ func (pc *pageChecker) branch(top string, page []byte, where string) ([]uint64, 
 	children := make([]uint64, 0, n)
 	ne := binary.NativeEndian
 	for i := range n {
-		at := uint64(boltPageHeader + i*boltElemSize)
-		e := page[at : at+boltElemSize]
+		at := uint64(pageHeader + i*elemSize)
+		e := page[at : at+elemSize]
 		if _, ok := span(page, at+uint64(ne.Uint32(e[0:])), uint64(ne.Uint32(e[4:]))); !ok {
 			pc.report(top, fmt.Sprintf("%s: element %d's key lies outside the page", where, i))
 			return nil, false
@@ -231,14 +224,19 @@ func (pc *pageChecker) leaf(top string, page []byte, depth int, where, what stri
 		key, value []byte
 	}
 	var buckets []nested
+	// bbolt writes a page's keys and values one after another. Nested
+	// buckets whose bytes overlap would each be checked once for every
+	// element that reaches them: inline buckets nested two to a page in
+	// one shared value take 2^depth visits, a check that never ends.
+	var bucketsEnd uint64
 	for i := range n {
-		at := uint64(boltPageHeader + i*boltElemSize)
-		e := page[at : at+boltElemSize]
+		at := uint64(pageHeader + i*elemSize)
+		e := page[at : at+elemSize]
 		flags, pos, ksize, vsize := ne.Uint32(e[0:]), uint64(ne.Uint32(e[4:])), uint64(ne.Uint32(e[8:])), uint64(ne.Uint32(e[12:]))
 		kv, ok := span(page, at+pos, ksize+vsize)
 		if !ok {
 			detail := fmt.Sprintf("%s: element %d's key or value lies outside the page", where, i)
-			if flags&boltBucketLeaf == 0 {
+			if flags&bucketLeaf == 0 {
 				pc.report(top, detail)
 				return nil
 			}
@@ -252,7 +250,16 @@ func (pc *pageChecker) leaf(top string, page []byte, depth int, where, what stri
 			pc.loop(owner, detail)
 			return nil
 		}
-		if flags&boltBucketLeaf != 0 {
+		if flags&bucketLeaf != 0 {
+			if at+pos < bucketsEnd {
+				owner := top
+				if root {
+					owner = string(kv[:ksize])
+				}
+				pc.report(owner, fmt.Sprintf("%s: element %d's bucket overlaps the bucket before it", where, i))
+				return nil
+			}
+			bucketsEnd = at + pos + ksize + vsize
 			buckets = append(buckets, nested{bytes.Clone(kv[:ksize]), bytes.Clone(kv[ksize:])})
 		}
 	}
@@ -274,82 +281,50 @@ func (pc *pageChecker) leaf(top string, page []byte, depth int, where, what stri
 // bucket checks a nested bucket from its value in the parent's leaf: a
 // root page, or an inline leaf page inside the value itself.
 func (pc *pageChecker) bucket(top string, value []byte, depth int, what string) error {
-	if len(value) < boltBucketHead {
-		pc.report(top, fmt.Sprintf("%s: its bucket header is %d bytes, not %d", what, len(value), boltBucketHead))
+	if len(value) < bucketHead {
+		pc.report(top, fmt.Sprintf("%s: its bucket header is %d bytes, not %d", what, len(value), bucketHead))
 		return nil
 	}
 	if root := binary.NativeEndian.Uint64(value); root != 0 {
 		return pc.searchPaths(top, root, depth, what, false)
 	}
-	inline := value[boltBucketHead:]
+	inline := value[bucketHead:]
 	where := what + " (inline)"
-	if len(inline) < boltPageHeader {
+	if len(inline) < pageHeader {
 		pc.report(top, where+": its page is shorter than a page header")
 		return nil
 	}
-	if flags := binary.NativeEndian.Uint16(inline[8:]); flags != boltLeafPage {
+	if flags := binary.NativeEndian.Uint16(inline[8:]); flags != leafPage {
 		pc.report(top, fmt.Sprintf("%s has page type %#x where a leaf belongs", where, flags))
 		return nil
 	}
-	if depth > maxTreeDepth {
-		pc.loop(top, fmt.Sprintf("%s is nested more than %d buckets deep", what, maxTreeDepth))
+	if depth > maxDepth {
+		pc.loop(top, fmt.Sprintf("%s is nested more than %d buckets deep", what, maxDepth))
 		return nil
 	}
 	return pc.leaf(top, inline, depth, where, what, false)
 }
 
-// damagedTrees runs checkPages for Verify and Repair and reports each
-// finding as a problem of the top-level bucket it lies under. It returns
-// the top-level buckets whose pages are damaged ("" when the root tree
-// itself is): nothing may walk them.
-func damagedTrees(f io.ReaderAt, btx *bolt.Tx, only []string, pace *pace, emit func(api.Problem)) (map[string]bool, error) {
-	var bad map[string]bool
-	err := checkPages(f, btx, only, pace, func(top, detail string) {
-		if bad == nil {
-			bad = map[string]bool{}
-		}
-		p := api.Problem{Kind: api.ProblemFile, Detail: "damaged pages: " + detail}
-		if top != "" && validateName(top) == nil {
-			p.Collection = top
-		} else if top != "" {
-			p.Key = []byte(top)
-		}
-		if !bad[top] {
-			p.Detail += treeHint(top)
-		}
-		bad[top] = true
-		emit(p)
-	})
-	return bad, err
-}
-
-func treeHint(top string) string {
-	if top == "" {
-		return "; the file's root is damaged, so nothing else is checked: restore a backup"
-	}
-	return "; its records are not checked and cannot be repaired in place: restore a backup, or export the records Get can still read"
-}
-
 // smallTree is the most leaves a tree of one branch level may have for
-// checkSearchPaths to read them: a collection's own bucket and its list of
+// CheckSearchPaths to read them: a collection's own bucket and its list of
 // indexes are this small, and they are where the nested buckets are.
 const smallTree = 64
 
-// checkSearchPaths is the part of the page check that Open can afford on
-// every file, and the part it needs: it reads the branch pages of every tree (about one page in a
-// hundred of a large one), and the leaves only of small trees, to find the
-// nested buckets. That is enough to guarantee what a bbolt search needs not
-// to recurse forever: no branch points back at a page already on a path.
-// (Walks that step back over a damaged leaf level are caught as they go:
-// the scans check that keys keep ascending.) It returns the top-level
-// buckets whose paths are damaged, each with what was found first; "" is
-// the root tree itself.
-func checkSearchPaths(f io.ReaderAt, btx *bolt.Tx) (map[string]string, error) {
-	pc := newPageChecker(f, btx)
+// CheckSearchPaths is the part of the page check a store can afford on
+// every open of a file, and the part it needs: it reads the branch pages
+// of every tree (about one page in a hundred of a large one), and the
+// leaves only of small trees, to find the nested buckets. That is enough
+// to guarantee what a search needs not to recurse forever: no branch
+// points back at a page already on a path. (A walk that steps back over a
+// damaged leaf level is the walker's to catch, by checking that keys keep
+// ascending: see Cursor.) It returns the top-level buckets whose paths are
+// damaged, each with what was found first; "" is the root tree itself.
+func CheckSearchPaths(f io.ReaderAt, btx *bolt.Tx) (map[string]string, error) {
+	pc := newPageChecker(f, txPageSize(btx), uint64(btx.Size()))
 	var broken map[string]string
 	// Only what makes a walk unsafe to start matters here (see loops): a
-	// fault on a damaged page is contained where it happens, and Verify
-	// reports the rest.
+	// fault on a damaged page is the caller's to contain where it happens,
+	// and Check reports the rest.
 	pc.shallow, pc.report = true, func(string, string) {}
 	pc.loops = func(top, detail string) {
 		if broken == nil {
@@ -359,7 +334,7 @@ func checkSearchPaths(f io.ReaderAt, btx *bolt.Tx) (map[string]string, error) {
 			broken[top] = detail
 		}
 	}
-	err := pc.searchPaths("", uint64(btx.Cursor().Bucket().RootPage()), 0, "the root bucket", true)
+	err := pc.searchPaths("", rootPage(btx), 0, "the root bucket", true)
 	return broken, err
 }
 
@@ -375,8 +350,8 @@ func (pc *pageChecker) searchPaths(top string, id uint64, depth int, what string
 		pc.loop(top, fmt.Sprintf("page %d (%s) is reached twice: the tree has a cycle or shares a page", again, what))
 		return nil
 	}
-	if depth+height > maxTreeDepth {
-		pc.loop(top, fmt.Sprintf("%s is nested more than %d pages deep", what, maxTreeDepth))
+	if depth+height > maxDepth {
+		pc.loop(top, fmt.Sprintf("%s is nested more than %d pages deep", what, maxDepth))
 		return nil
 	}
 	return pc.searchPage(top, id, 0, height, depth, what, root)
@@ -396,18 +371,20 @@ func (pc *pageChecker) height(id uint64) (h int, again uint64) {
 			return h, id
 		}
 		path = append(path, id)
-		p := pc.read(id*pc.pageSize, boltPageHeader+boltElemSize)
-		if p == nil || binary.NativeEndian.Uint16(p[8:]) != boltBranchPage || binary.NativeEndian.Uint16(p[10:]) == 0 {
+		p := pc.read(id*pc.pageSize, pageHeader+elemSize)
+		if p == nil || binary.NativeEndian.Uint16(p[8:]) != branchPage || binary.NativeEndian.Uint16(p[10:]) == 0 {
 			return h, 0
 		}
-		id = binary.NativeEndian.Uint64(p[boltPageHeader+8:])
+		id = binary.NativeEndian.Uint64(p[pageHeader+8:])
 		h++
 	}
 }
 
 func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth int, what string, root bool) error {
-	if err := pc.pace.step(int(pc.pageSize)); err != nil {
-		return err
+	if pc.step != nil {
+		if err := pc.step(int(pc.pageSize)); err != nil {
+			return err
+		}
 	}
 	page, ok := pc.reach(top, id, what)
 	if !ok {
@@ -415,7 +392,7 @@ func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth in
 	}
 	where := fmt.Sprintf("page %d (%s)", id, what)
 	switch flags := binary.NativeEndian.Uint16(page[8:]); flags {
-	case boltBranchPage:
+	case branchPage:
 		children, ok := pc.branch(top, page, where)
 		if !ok {
 			return nil
@@ -439,7 +416,7 @@ func (pc *pageChecker) searchPage(top string, id uint64, level, height, depth in
 			}
 		}
 		return nil
-	case boltLeafPage:
+	case leafPage:
 		return pc.leaf(top, page, depth+level, where, what, root)
 	default:
 		pc.report(top, fmt.Sprintf("%s has page type %#x where a branch or leaf belongs", where, flags))
