@@ -113,7 +113,7 @@ func (c *coll) write(op string, id uuidv7.UUID, value []byte) (Record, error) {
 		// the record gets its own copy, so nothing the caller does to it
 		// can reach the pending write.
 		payload = append([]byte(nil), payload...)
-		err = c.inTx(true, func(etx *engine.Tx, ec *engine.Coll) error { return etx.Put(ec, id, value, insertOnly) })
+		err = c.inTxUse(true, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error { return etx.Put(ec, id, value, insertOnly) })
 	} else {
 		err = c.submit(id, value)
 	}
@@ -137,24 +137,19 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 	return c.db.eng.Submit(op)
 }
 
-// submitFn hands fn to the group-commit writer as one op and waits until
-// its transaction is durable. fn may run more than once (see
+// submitOp hands fn to the group-commit writer as one op, holding the
+// collection as hold says (engine.Tx.UseHold), and waits until its
+// transaction is durable. fn may run more than once (see
 // engine.WriteOp.Fn); without create it gets a nil Coll for a collection
 // not in the file.
-func (c *coll) submitFn(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
-	return c.submitOp(create, false, fn)
-}
-
-// submitOp is submitFn; with shared, the op is a queue operation that
-// moves jobs by row locks (engine.Tx.UseShared), and never creates.
-func (c *coll) submitOp(create, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
+func (c *coll) submitOp(create bool, hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
 		return err
 	}
 	defer c.db.eng.Exit()
 	op := engine.NewWriteOp()
 	defer op.Release()
-	op.Coll, op.Fn, op.Create, op.Shared = c.h, fn, create, shared
+	op.Coll, op.Fn, op.Create, op.Hold = c.h, fn, create, hold
 	return c.db.eng.Submit(op)
 }
 
@@ -162,32 +157,22 @@ func (c *coll) submitOp(create, shared bool, fn func(*engine.Tx, *engine.Coll) e
 // bbolt's panics on damaged pages contained (the transaction then cannot
 // commit). For a read of a collection not created yet ec is nil.
 func (c *coll) inTx(write bool, fn func(*engine.Tx, *engine.Coll) error) error {
-	return c.inTxUse(write, false, fn)
+	return c.inTxUse(write, engine.HoldAlone, fn)
 }
 
-// inTxUse is inTx; with shared, for a write that moves queue jobs by row
-// locks (engine.Tx.UseShared).
-func (c *coll) inTxUse(write, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
+// inTxUse is inTx holding the collection as hold says (engine.Tx.UseHold).
+func (c *coll) inTxUse(write bool, hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.tx.usable(write); err != nil {
 		return err
 	}
 	etx := c.tx.etx
 	return etx.Protect(func() error {
-		ec, err := c.use(etx, write, shared)
+		ec, err := etx.UseHold(c.h, write, hold)
 		if err != nil {
 			return err
 		}
 		return fn(etx, ec)
 	})
-}
-
-// use opens the collection in etx: for a write that moves queue jobs by
-// row locks with shared (engine.Tx.UseShared), else as engine.Tx.Use.
-func (c *coll) use(etx *engine.Tx, write, shared bool) (*engine.Coll, error) {
-	if shared {
-		return etx.UseShared(c.h)
-	}
-	return etx.Use(c.h, write)
 }
 
 // read runs fn on the collection in the handle's transaction, or in a
@@ -354,27 +339,27 @@ func (c *coll) writeBatch(b *batch) (int, error) {
 		return nil
 	}
 	if c.tx != nil {
-		return failed, c.inTx(true, write)
+		return failed, c.inTxUse(true, engine.HoldRows, write)
 	}
-	return failed, c.update(true, write)
+	return failed, c.updateUse(true, engine.HoldRows, write)
 }
 
 // update runs fn on the collection in a write transaction of its own;
 // with create a missing collection is made, else fn gets a nil Coll for
 // it.
 func (c *coll) update(create bool, fn func(*engine.Tx, *engine.Coll) error) error {
-	return c.updateUse(create, false, fn)
+	return c.updateUse(create, engine.HoldAlone, fn)
 }
 
-// updateUse is update; with shared, for a write that moves queue jobs by
-// row locks (engine.Tx.UseShared), which never creates.
-func (c *coll) updateUse(create, shared bool, fn func(*engine.Tx, *engine.Coll) error) error {
+// updateUse is update holding the collection as hold says
+// (engine.Tx.UseHold).
+func (c *coll) updateUse(create bool, hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) error {
 	if err := c.db.eng.Enter(); err != nil {
 		return err
 	}
 	defer c.db.eng.Exit()
 	return c.db.eng.UpdateSafe(func(etx *engine.Tx) error {
-		ec, err := c.use(etx, create, shared)
+		ec, err := etx.UseHold(c.h, create, hold)
 		if err != nil {
 			return err
 		}
@@ -561,7 +546,10 @@ func (c *coll) get(op string, id uuidv7.UUID, use func(payload []byte) error) er
 	}
 	var err error
 	if c.tx != nil {
-		err = c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		// In a write transaction the record is read with its row locked
+		// (engine.HoldRows), so that a write computed from it loses no
+		// other writer's.
+		err = c.inTxUse(false, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error {
 			if ec == nil {
 				return errs.ErrNotFound
 			}

@@ -252,6 +252,10 @@ func (db *DB) Drop(name string) error {
 //
 // Inside fn use only tx and handles from tx.Docs and tx.Log: a call on db or
 // on a DB-level handle would deadlock and fails with ErrNestedTx instead.
+//
+// On PostgreSQL, fn may run more than once, after a conflict with another
+// process's transaction; what an Update holds there is in the package
+// documentation (Transactions on PostgreSQL).
 func (db *DB) Update(fn func(*Tx) error) error {
 	if err := db.eng.Enter(); err != nil {
 		return opErr("update", "", "", -1, err)
@@ -274,10 +278,12 @@ func (db *DB) Update(fn func(*Tx) error) error {
 // Keep it short: a long read transaction keeps the file from growing for
 // writers. Writes inside fail with ErrReadOnly.
 //
-// On PostgreSQL, a View whose first read finds that another process
-// deleted a collection fn had opened, or deleted and made it again, since
-// this DB last read it, fails with an error wrapping kv.ErrStale (having
-// read nothing); run it again.
+// On PostgreSQL, the snapshot is taken by the View's first read of a
+// record, a page or a count (opening a handle may read nothing), and a
+// View whose first read finds that another process deleted a collection fn
+// had opened, or deleted and made it again, since this DB last read it,
+// fails with an error wrapping kv.ErrStale (having read nothing); run it
+// again.
 func (db *DB) View(fn func(*Tx) error) error {
 	if err := db.eng.Enter(); err != nil {
 		return opErr("view", "", "", -1, err)
@@ -333,6 +339,12 @@ type Stats struct {
 	Commits      int64
 	PageWrites   int64
 	CommitIOTime time.Duration
+	// Reruns counts the write transactions this DB ran again since Open
+	// because they conflicted with another process's on a shared store
+	// (PostgreSQL: a record or a unique value another store inserted
+	// first, a deadlock): against Commits, the conflicts per
+	// transaction. Always 0 on a file.
+	Reruns int64
 
 	// FoldError joins the failures of the last folds of the blocked
 	// indexes whose last fold in this process failed (nil when none did):
@@ -374,7 +386,7 @@ func (db *DB) Stats() (Stats, error) {
 	s.FreeBytes = db.eng.FreeBytes()
 	s.DirectReadsOff = db.eng.DirectReadsOff()
 	cs, err := db.eng.CommitStats()
-	s.Commits, s.PageWrites, s.CommitIOTime = cs.Commits, cs.PageWrites, cs.IOTime
+	s.Commits, s.PageWrites, s.CommitIOTime, s.Reruns = cs.Commits, cs.PageWrites, cs.IOTime, cs.Reruns
 	s.FoldError = db.eng.FoldError()
 	return s, opErr("stats", "", "", -1, err)
 }

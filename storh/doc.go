@@ -45,6 +45,45 @@
 // runs the engine on any store that keeps package kv's contract, opened by
 // the caller; Register adds a backend for another URL scheme.
 //
+// # Transactions on PostgreSQL
+//
+// A file has one writer at a time: whatever an Update reads stays as read
+// until it commits. On PostgreSQL, writers of one collection in many
+// processes run at once, and an Update keeps the same promise for what it
+// read, by two means (docs/postgres.md has the whole table):
+//
+//   - Writes and reads by id (Put, PutWithID, PutMany, Delete, appends,
+//     Enqueue, and Get inside Update) hold the collection beside other
+//     writers. A Get locks the record's row until the commit, so a
+//     read-modify-write never loses an update; a new id or unique value
+//     another process inserted first makes the transaction run again, and
+//     the run after sees it (a replacement, ErrExists, ErrUniqueViolation).
+//   - Queries and counts inside Update (Find, Stream, First, Count,
+//     CountMatching, Stats) hold the collection alone from their first read
+//     on, as every writer did on a file: no other process writes it until
+//     the commit.
+//
+// Other processes may write records an Update has neither got nor queried
+// while it runs, which comes to the same as writing them before or after
+// it; what it read, they cannot. So read what a decision depends on:
+//
+//	err := db.Update(func(tx *storh.Tx) error {
+//		accounts, err := tx.Docs("accounts")
+//		if err != nil {
+//			return err
+//		}
+//		rec, err := accounts.Get(id) // locked until the commit
+//		if err != nil {
+//			return err
+//		}
+//		_, err = accounts.PutWithID(id, storh.Map{"balance": rec.Data()["balance"].(int64) + 10})
+//		return err
+//	})
+//
+// An Update may run more than once there (a conflict, a deadlock: up to 30
+// times), so it must keep no effects of an earlier run. Stats.Reruns counts
+// the reruns.
+//
 // Single writes (Put, PutWithID, Delete) are durable when they return.
 // Concurrent single writes from many goroutines share commits (group commit),
 // so throughput grows with the number of writers. PutMany writes a batch in

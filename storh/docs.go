@@ -29,7 +29,7 @@ func (d *Docs) Delete(id uuidv7.UUID) error {
 	if d.tx != nil {
 		if err = d.tx.usable(true); err == nil {
 			// Looked up as for a read: a delete never creates the collection.
-			err = d.inTx(false, func(etx *engine.Tx, ec *engine.Coll) error {
+			err = d.inTxUse(false, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error {
 				if ec == nil {
 					return nil
 				}

@@ -252,8 +252,13 @@ type procIxClient struct {
 }
 
 func startIxChild(t *testing.T, url string) *procIxClient {
+	return startIxChildTuned(t, url, sharedIndexTune)
+}
+
+// startIxChildTuned is startIxChild with the child's tune settings.
+func startIxChildTuned(t *testing.T, url, settings string) *procIxClient {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSharedIndexesChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), ixChildEnv+"="+url, tune.Env+"="+sharedIndexTune)
+	cmd.Env = append(os.Environ(), ixChildEnv+"="+url, tune.Env+"="+settings)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

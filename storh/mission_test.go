@@ -265,7 +265,10 @@ func TestDeterministicIDs(t *testing.T) {
 	if !sameIDs(a, b) {
 		t.Fatalf("same seed, different ids:\n%v\n%v", a, b)
 	}
-	if da != db {
+	// On PostgreSQL, counters sit in slots named by each DB's own random
+	// id (engine/slots.go): the stores hold the same records, not the same
+	// rows.
+	if da != db && !onPostgres {
 		t.Error("same seed and data, different files")
 	}
 	for i, id := range a {

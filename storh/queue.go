@@ -117,20 +117,20 @@ func (q *Queue) now() int64 { return q.c.db.eng.Now().UnixMilli() }
 // that freed its job). Only an enqueue creates the queue: on a queue not in the
 // file the other operations fail with missing, and change nothing.
 func (q *Queue) do(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
-	return q.run(op, id, missing, false, fn)
+	return q.run(op, id, missing, engine.HoldAlone, fn)
 }
 
 // doMoving is do for an operation that only moves jobs between states
 // (claims, completions, failures, extensions, releases, requeues): on a
 // store shared by many processes it runs beside the others' and locks
 // the jobs it moves, so that workers do not take turns (see
-// engine.Tx.UseShared).
+// engine.HoldMoving).
 func (q *Queue) doMoving(op, id string, missing error, fn func(*engine.Tx, *engine.Coll) error) error {
-	return q.run(op, id, missing, true, fn)
+	return q.run(op, id, missing, engine.HoldMoving, fn)
 }
 
-func (q *Queue) run(op, id string, missing error, moving bool, fn func(*engine.Tx, *engine.Coll) error) error {
-	create := missing == nil && !moving
+func (q *Queue) run(op, id string, missing error, hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) error {
+	create := missing == nil && hold != engine.HoldMoving
 	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec == nil {
 			return missing
@@ -140,10 +140,10 @@ func (q *Queue) run(op, id string, missing error, moving bool, fn func(*engine.T
 	var err error
 	if q.c.tx != nil {
 		if err = q.c.tx.usable(true); err == nil {
-			err = q.c.inTxUse(create, moving, guarded)
+			err = q.c.inTxUse(create, hold, guarded)
 		}
 	} else {
-		err = q.c.submitOp(create, moving, guarded)
+		err = q.c.submitOp(create, hold, guarded)
 	}
 	return opErr("queue "+op, q.c.name, id, -1, err)
 }
@@ -155,16 +155,16 @@ func noJob(id uuidv7.UUID) error { return fmt.Errorf("%w: no job %s", ErrNotFoun
 // handle's): many jobs, all or nothing.
 // With create a missing queue is made; without, fn is not called for it.
 func (q *Queue) batch(op string, create bool, fn func(*engine.Tx, *engine.Coll) error) error {
-	return q.batchUse(op, create, false, fn)
+	return q.batchUse(op, create, engine.HoldAlone, fn)
 }
 
 // batchMoving is batch for jobs that only move between states (see
 // doMoving).
 func (q *Queue) batchMoving(op string, fn func(*engine.Tx, *engine.Coll) error) error {
-	return q.batchUse(op, false, true, fn)
+	return q.batchUse(op, false, engine.HoldMoving, fn)
 }
 
-func (q *Queue) batchUse(op string, create, moving bool, fn func(*engine.Tx, *engine.Coll) error) error {
+func (q *Queue) batchUse(op string, create bool, hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) error {
 	c := &q.c
 	guarded := func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec == nil {
@@ -175,10 +175,10 @@ func (q *Queue) batchUse(op string, create, moving bool, fn func(*engine.Tx, *en
 	var err error
 	if c.tx != nil {
 		if err = c.tx.usable(true); err == nil {
-			err = c.inTxUse(create, moving, guarded)
+			err = c.inTxUse(create, hold, guarded)
 		}
 	} else {
-		err = c.updateUse(create, moving, guarded)
+		err = c.updateUse(create, hold, guarded)
 	}
 	return opErr("queue "+op, c.name, "", -1, err)
 }
@@ -211,7 +211,9 @@ func (q *Queue) EnqueueWithID(id uuidv7.UUID, payload any) error {
 }
 
 func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
-	return q.do("enqueue", id.String(), nil, func(etx *engine.Tx, ec *engine.Coll) error {
+	// Beside other writers: enqueuers take their places in turn, claimers
+	// need not wait (engine.Tx.nextSeq).
+	return q.run("enqueue", id.String(), nil, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		return etx.Enqueue(ec, id, value, now)
 	})
@@ -253,7 +255,7 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 		}
 		seen[id] = i
 	}
-	err := q.batch("enqueue", true, func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.batchUse("enqueue", true, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		// Every id is checked before anything is written, so inside an
 		// Update too a refused batch leaves nothing behind.

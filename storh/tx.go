@@ -68,17 +68,12 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
 		// there it is not found.
-		var c *engine.Coll
-		var err error
-		if kind == engine.KindQueue && tx.writable && len(h.Indexes) == 0 {
-			// Opening a queue writes nothing: it need not keep other
-			// processes' workers waiting (see engine.Tx.UseShared).
-			c, err = tx.etx.UseShared(h)
-		} else {
-			c, err = tx.etx.Use(h, false)
-		}
-		if err == nil && (!tx.writable || cfg.mustExist) {
-			_, err = tx.etx.Coll(name, kind, false)
+		// Opening writes nothing: in an Update it holds the collection
+		// beside other processes' writers (engine.HoldRows) until
+		// something needs more.
+		c, err := tx.etx.UseHold(h, false, engine.HoldRows)
+		if err == nil && c == nil && (!tx.writable || cfg.mustExist) {
+			err = engine.NoColl(name)
 		}
 		if err == nil && c != nil {
 			err = tx.etx.EnsureIndexes(c, h.Indexes)

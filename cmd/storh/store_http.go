@@ -105,7 +105,7 @@ func (s *httpStore) stats() (storh.Stats, error) {
 	for _, p := range []struct {
 		from *int64
 		to   *int64
-	}{{out.FileSize, &st.FileSize}, {out.FreeBytes, &st.FreeBytes}, {out.PageWrites, &st.PageWrites}} {
+	}{{out.FileSize, &st.FileSize}, {out.FreeBytes, &st.FreeBytes}, {out.PageWrites, &st.PageWrites}, {out.Reruns, &st.Reruns}} {
 		if p.from != nil {
 			*p.to = *p.from
 		}

@@ -31,6 +31,7 @@ type groupCommit struct {
 	writeMu sync.Mutex
 
 	commits atomic.Int64 // write transactions committed (other backends; Stats)
+	reruns  atomic.Int64 // write transactions run again after a conflict (Stats)
 }
 
 // WriteOp is one single-record write submitted for group commit.
@@ -49,9 +50,9 @@ type WriteOp struct {
 	// Create lets Fn's op create the collection when it is missing; without
 	// it Fn gets a nil Coll there, so an op that fails changes nothing.
 	Create bool
-	// Shared opens the collection for Fn with Tx.UseShared (a queue
-	// operation that moves jobs by row locks); it never creates it.
-	Shared bool
+	// Hold is how Fn's op holds the collection (Tx.UseHold). A put or a
+	// delete holds it HoldRows.
+	Hold Hold
 
 	err  error
 	done chan struct{}
@@ -177,6 +178,7 @@ func (db *DB) commit(batch []*WriteOp) {
 		failed := -1
 		err := containPanic(func() error {
 			return db.update(func(tx *Tx) error {
+				failed = -1 // a run after a conflict starts afresh
 				for i, op := range pending {
 					op.err = apply(tx, op)
 					if op.err != nil && !ownFault(op.err) {
@@ -207,17 +209,13 @@ func apply(tx *Tx, op *WriteOp) error {
 	// does (there is nothing to delete). Both fail with ErrNotFound through
 	// a handle opened before the collection was dropped.
 	if op.Fn != nil {
-		use := tx.Use
-		if op.Shared {
-			use = func(h Handle, _ bool) (*Coll, error) { return tx.UseShared(h) }
-		}
-		c, err := use(op.Coll, op.Create)
+		c, err := tx.UseHold(op.Coll, op.Create, op.Hold)
 		if err != nil {
 			return err
 		}
 		return op.Fn(tx, c)
 	}
-	c, err := tx.Use(op.Coll, !op.Delete)
+	c, err := tx.UseHold(op.Coll, !op.Delete, HoldRows)
 	if err != nil || c == nil {
 		return err
 	}

@@ -82,8 +82,8 @@ type DB struct {
 	lifecycle lifecycle   // the operations under way, and Close
 	callbacks callbacks   // the goroutines inside a user's callback
 
-	// slotKey names this DB's counter slot in the metadata of the queues
-	// its workers change beside other stores' (see flushOwnSlot).
+	// slotKey names this DB's counter slots in the metadata of the
+	// collections it writes beside other stores (see slots.go).
 	slotKey []byte
 
 	signals signals        // per queue: closed when jobs become pending
@@ -243,7 +243,7 @@ func OpenStore(store kv.Store, name string, opts Options) (*DB, error) {
 	}
 	db := &DB{path: name, opts: opts}
 	db.setStore(store)
-	// The counter slot of this DB's queue workers (see flushOwnSlot).
+	// The tail of this DB's counter slots (see slots.go).
 	db.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
 	if err := db.start(); err != nil {
 		store.Close()
@@ -332,6 +332,13 @@ const damagedHint = "restore it from a backup; `storh verify` tells what is wron
 const maxPlausibleFormat = 1 << 10
 
 func (db *DB) initMeta() error {
+	// On a store whose writers run at once, this build's writers need
+	// formatShared (see the formats in layout.go). The destination of a
+	// copy takes its source's marker, whatever it is: the next open for
+	// writing raises it.
+	_, shared := db.store.(kv.Shared)
+	shared = shared && !db.opts.CopyTarget
+	raise := false
 	check := func(tx kv.Tx) error {
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
@@ -345,11 +352,15 @@ func (db *DB) initMeta() error {
 				if err != nil {
 					return mapStoreErr(err)
 				}
+				if shared {
+					return putInt(nb, keyFormat, formatShared)
+				}
 				return putInt(nb, keyFormat, formatBase)
 			}
 			return nil
 		}
-		switch v := getInt(b, keyFormat); {
+		v := getInt(b, keyFormat)
+		switch {
 		case v > formatVersion && v <= maxPlausibleFormat:
 			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", errs.ErrCorrupt, v, formatBase, formatVersion)
 		case v < formatBase || v > formatVersion:
@@ -360,6 +371,9 @@ func (db *DB) initMeta() error {
 			source, _, _ := decodeMarker(m)
 			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
+		if raise = shared && v < formatShared; raise && tx.Writable() {
+			return putInt(b, keyFormat, formatShared)
+		}
 		return nil
 	}
 	return containPanic(func() error {
@@ -367,7 +381,8 @@ func (db *DB) initMeta() error {
 			return db.run(false, check)
 		}
 		// Most opens find the bucket: check in a read transaction first, so
-		// opening an existing database never writes.
+		// opening an existing database never writes (but once, to raise a
+		// shared store's format).
 		found := false
 		if err := db.run(false, func(tx kv.Tx) error {
 			found = tx.Bucket(dbMetaBucket) != nil
@@ -376,7 +391,7 @@ func (db *DB) initMeta() error {
 				return check(tx)
 			}
 			return nil
-		}); err != nil || found {
+		}); err != nil || found && !raise {
 			return err
 		}
 		// Processes opening a new PostgreSQL store at once all write the
@@ -501,9 +516,14 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 			db.blocked.pubMu.Unlock()
 		}
 	}()
+	runs := 0
 	err := rerunConflicts(func() error {
-		return db.run(true, func(ktx kv.Tx) error {
+		if runs++; runs > 1 {
+			db.group.reruns.Add(1)
+		}
+		err := db.run(true, func(ktx kv.Tx) error {
 			tx = newTx(db, ktx)
+			tx.careful = runs > 1
 			if tx.btx != nil {
 				txid = tx.btx.ID()
 			}
@@ -516,11 +536,16 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 			}
 			return own
 		})
+		if err != nil && tx != nil {
+			tx.forgetBounds()
+		}
+		return err
 	})
 	if own != nil && err == own {
 		return own
 	}
 	if err == nil {
+		tx.keepBounds()
 		if tx.shared != nil {
 			txid = int(tx.shared.CommitID())
 		}

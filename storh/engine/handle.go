@@ -42,6 +42,9 @@ type collections struct {
 	// kindsByID caches collections' kinds by the identity of their
 	// top-level bucket, on a store whose buckets have one (see openCollIn).
 	kindsByID sync.Map
+	// bounds caches, by records bucket, the largest id the DB last knew
+	// there, for writers beside other stores (see Coll.beyondLast).
+	bounds sync.Map
 
 	// Every successful Drop takes the next epoch and records it under the
 	// collection's name, so a handle opened before the Drop refuses to
@@ -65,6 +68,9 @@ func (e errNoColl) Error() string {
 }
 
 func (e errNoColl) Unwrap() error { return errs.ErrNotFound }
+
+// NoColl is the ErrNotFound of collection name, missing from the store.
+func NoColl(name string) error { return errNoColl{name} }
 
 func isNoColl(err error) bool {
 	var nc errNoColl
@@ -161,26 +167,117 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	return c, t.ensureIndexes(c, h.Indexes)
 }
 
-// UseShared is Use for the queue operations that move jobs by row locks
-// (Claim, RequeueExpired, Complete, Fail, Extend, Release): on a store
-// whose writers run at once it holds the queue beside other writers, so
-// that claimers in many processes take different jobs at the same time
-// instead of taking turns. It never creates the collection.
-func (t *Tx) UseShared(h Handle) (*Coll, error) {
-	if _, ok := t.ktx.(kv.Locker); !ok || !t.ktx.Writable() {
-		return t.Use(h, false)
+// Hold is how a write transaction holds a collection on a store whose
+// writers run at the same time (kv.Locker: PostgreSQL, where other
+// processes write too). On bbolt, with one writer at a time, every hold
+// is the file's single writer.
+type Hold uint8
+
+const (
+	// HoldAlone holds the collection alone: whatever the transaction
+	// reads there stays as it read it until it ends, as under bbolt's
+	// single writer. Queries, counts, index and queue maintenance hold
+	// so.
+	HoldAlone Hold = iota
+	// HoldRows holds the collection beside other writers, for writes and
+	// reads of records by id (Put, Delete, Get, appends, enqueues): a
+	// record is read with its row locked, so that it stays as read until
+	// the commit; a new id is inserted, and fails the transaction with
+	// kv.ErrConflict if another writer inserted it first (Update runs it
+	// again); counters go to the DB's own slots (see slots.go); unique
+	// values are claimed (see claimIn). A collection whose indexes need
+	// more (a blocked or building index) is held alone instead, and a
+	// collection missing is created, alone.
+	HoldRows
+	// HoldMoving holds a queue beside other writers for the operations
+	// that move jobs by row locks (Claim, RequeueExpired, Complete, Fail,
+	// Extend, Release), so that claimers in many processes take
+	// different jobs at the same time instead of taking turns. It never
+	// creates the queue.
+	HoldMoving
+)
+
+// UseHold is Use with the hold of a write transaction: alone, or beside
+// other writers where the store has them. Any other use of the
+// collection later in the transaction (Use, Coll) holds it alone from
+// then on.
+func (t *Tx) UseHold(h Handle, create bool, hold Hold) (*Coll, error) {
+	if _, ok := t.ktx.(kv.Locker); !ok || hold == HoldAlone || !t.ktx.Writable() {
+		return t.Use(h, create && hold != HoldMoving)
 	}
-	if c, ok := t.colls[h.Name]; ok {
-		return c, checkKind(c, h.Kind)
+	c, ok := t.colls[h.Name]
+	if ok {
+		if err := checkKind(c, h.Kind); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if c, err = t.openColl(h.Name, h.Kind, false, true); err != nil {
+			if !isNoColl(err) {
+				return nil, err
+			}
+			if t.db != nil && t.db.droppedSince(h.Name, h.Epoch) {
+				return nil, fmt.Errorf("%w (it was dropped after this handle was opened; open a new handle to create it again)", err)
+			}
+			if !create || hold == HoldMoving {
+				return nil, nil
+			}
+			return t.Use(h, true)
+		}
 	}
-	c, err := t.openColl(h.Name, h.Kind, false, true)
-	if err == nil || !isNoColl(err) {
-		return c, err
+	if hold == HoldRows {
+		return c, t.rowsReady(c)
 	}
-	if t.db != nil && t.db.droppedSince(h.Name, h.Epoch) {
-		return nil, fmt.Errorf("%w (it was dropped after this handle was opened; open a new handle to create it again)", err)
+	return c, nil
+}
+
+// rowsReady decides, once per transaction, whether c can take writes of
+// records by id beside other writers: every index one key per entry
+// (blocks are rewritten whole), built (a build's mark moves under it), and
+// a unique one with its claims; and a queue's jobs buckets made. Anything
+// else holds c alone from here on. Holding it alone, the transaction
+// gives a unique index the claims it lacks (buildClaims): the writers
+// after it need not.
+func (t *Tx) rowsReady(c *Coll) error {
+	if c.rowsChecked {
+		return nil
 	}
-	return nil, nil
+	c.rowsChecked = true
+	ixs, err := c.indexes()
+	if err != nil {
+		return err
+	}
+	alone := c.Kind == KindQueue && c.root.Bucket(bucketJobs) == nil
+	for _, ix := range ixs {
+		alone = alone || ix.def.Layout != layoutKeys || ix.def.Building || ix.def.Unique && !ix.def.Claims
+	}
+	if !alone {
+		return nil
+	}
+	t.holdAlone(c)
+	for _, ix := range ixs {
+		if ix.def.Unique && !ix.def.Claims && ix.def.Layout == layoutKeys && !ix.def.Building {
+			if err := t.buildClaims(c, ix); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// holdAlone makes c's hold exclusive from the transaction's next
+// statement on. What the transaction read of c's metadata beside other
+// writers (their counter slots, the records' last id) may have changed
+// since: it is read again. (A bound taken from the DB's cache stays
+// marked: if it was behind, the transaction's inserts made with it fail,
+// and the next run must not take it again.)
+func (t *Tx) holdAlone(c *Coll) {
+	if !c.shared {
+		return
+	}
+	t.ktx.(kv.Locker).HoldAlone([]byte(c.Name))
+	c.shared = false
+	c.metaInts, c.slots, c.baseRead, c.slotsRead, c.lastKnown = nil, nil, false, false, false
 }
 
 // DropColl deletes a collection and forgets its kind. The caller must hold

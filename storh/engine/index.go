@@ -28,6 +28,7 @@ import (
 //	    "x"/  index definitions: name → msgpack {paths, unique, building, mark, entries, …}
 //	    "i"/  index entries, one bucket per index name
 //	    "l"/  the journals of blocked indexes, one bucket per index name
+//	    "u"/  the claims of unique indexes, one bucket per index name (claims.go)
 //
 // An index's entries are keys:
 //
@@ -53,6 +54,7 @@ var (
 	bucketIndexDefs    = []byte("x")
 	bucketIndexEntries = []byte("i")
 	bucketIndexJournal = []byte("l")
+	bucketIndexClaims  = []byte("u")
 )
 
 const (
@@ -100,6 +102,10 @@ type indexDef struct {
 	Mark     []byte     `msgpack:"mark,omitempty"`  // while building: every record with an id <= Mark has its entries
 	Built    int64      `msgpack:"built,omitempty"` // while building: records the build has indexed
 	Entries  int64      `msgpack:"entries"`
+	// Claims: a unique index whose values are claimed in a bucket of
+	// their own, so that writers beside each other can tell a value
+	// taken (claims.go). Made on a store whose writers run at once.
+	Claims bool `msgpack:"claims,omitempty"`
 
 	// A blocked index (Layout layoutBlocks) also records its journal: the
 	// last sequence written and the last folded into the blocks, the
@@ -129,6 +135,11 @@ type collIndex struct {
 	entries kv.Bucket // the entry keys (layoutKeys) or the blocks (layoutBlocks)
 	delta   int64
 	changed bool // def changed (build progress): rewrite it at flush
+
+	// A unique index's claims (def.Claims), and the claims this
+	// transaction made or gave up, by value.
+	claims  kv.Bucket
+	claimed map[string]claim
 
 	// A blocked index's journal, and as this transaction sees it: the
 	// journal's sequences when the transaction began (base), the committed
@@ -209,6 +220,7 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 	}
 	entries := c.root.Bucket(bucketIndexEntries)
 	journals := c.root.Bucket(bucketIndexJournal)
+	claims := c.root.Bucket(bucketIndexClaims)
 	err := forEach(defs, func(k, v []byte) error {
 		ix := &collIndex{name: string(k), coll: c.Name, mems: c.mems, fail: c.fail}
 		if err := msgpack.Unmarshal(v, &ix.def); err != nil || len(ix.def.Paths) == 0 || ix.def.Layout > layoutBlocks {
@@ -219,6 +231,14 @@ func (c *Coll) indexes() ([]*collIndex, error) {
 		}
 		if ix.entries == nil {
 			return fmt.Errorf("%w: collection %q: index %q lacks its entries bucket", errs.ErrCorrupt, c.Name, k)
+		}
+		if ix.def.Claims {
+			if claims != nil {
+				ix.claims = claims.Bucket(k)
+			}
+			if ix.claims == nil {
+				return fmt.Errorf("%w: collection %q: index %q lacks its claims bucket", errs.ErrCorrupt, c.Name, k)
+			}
 		}
 		if ix.def.Layout == layoutBlocks {
 			if journals != nil {
@@ -301,7 +321,7 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 	all, err := c.indexes()
 	out := make([]IndexInfo, 0, len(all))
 	for _, ix := range all {
-		info := IndexInfo{IndexSpec: ix.spec(), Entries: int(ix.def.Entries + ix.delta), Building: ix.def.Building, Built: int(ix.def.Built), Layout: "keys"}
+		info := IndexInfo{IndexSpec: ix.spec(), Entries: int(c.entryCount(ix)), Building: ix.def.Building, Built: int(ix.def.Built), Layout: "keys"}
 		if ix.def.Layout == layoutBlocks {
 			info.Layout, info.Journaled = "blocks", int(ix.def.Pending)
 			if c.mems != nil {
@@ -312,6 +332,13 @@ func (c *Coll) Indexes() ([]IndexInfo, error) {
 	}
 	slices.SortFunc(out, func(a, b IndexInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
+}
+
+// entryCount is ix's entries as this transaction sees them: the
+// definition's count, the DBs' slots (slots.go) and its own changes.
+func (c *Coll) entryCount(ix *collIndex) int64 {
+	sum, _ := entrySlotSum(c.slotRows(), ix.name)
+	return ix.def.Entries + sum + ix.delta
 }
 
 // entryKeys appends to keys the index keys of a record's payload for ix,
@@ -497,7 +524,8 @@ func (ix *collIndex) journalErr(err error) error {
 type indexScratch struct {
 	buf          []byte
 	oldKs, newKs [][]byte
-	bounds       []int // per index: end of its keys in oldKs and newKs, interleaved
+	bounds       []int       // per index: end of its keys in oldKs and newKs, interleaved
+	values       [][2][]byte // per index: its old and new whole values a unique index constrains (nil: none)
 }
 
 // updateIndexes moves the index entries of record id from those of its old
@@ -510,16 +538,21 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 		return err
 	}
 	s := &t.scratch
-	s.buf, s.oldKs, s.newKs, s.bounds = s.buf[:0], s.oldKs[:0], s.newKs[:0], s.bounds[:0]
+	s.buf, s.oldKs, s.newKs, s.bounds, s.values = s.buf[:0], s.oldKs[:0], s.newKs[:0], s.bounds[:0], s.values[:0]
 	for _, ix := range ixs {
+		var values [2][]byte
 		if !ix.maintains(id) {
 			s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
+			s.values = append(s.values, values)
 			continue
 		}
 		if oldPayload != nil {
 			// A damaged old record gives no keys: its entries are left for
 			// Verify to report and Repair to rebuild.
-			if buf, ks, _, err := ix.entryKeys(s.buf, s.oldKs, oldPayload, id); err == nil {
+			if buf, ks, null, err := ix.entryKeys(s.buf, s.oldKs, oldPayload, id); err == nil {
+				if !null {
+					values[0] = wholeValue(ks[len(s.oldKs)])
+				}
 				s.buf, s.oldKs = buf, ks
 			}
 		}
@@ -532,7 +565,8 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 			whole := ks[len(s.newKs)]
 			s.newKs = ks
 			if ix.def.Unique && !null {
-				other, taken, err := ix.conflict(whole, id)
+				values[1] = wholeValue(whole)
+				other, taken, err := t.uniqueHolder(c, ix, whole, id)
 				if err != nil {
 					return err
 				}
@@ -542,6 +576,7 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 			}
 		}
 		s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
+		s.values = append(s.values, values)
 	}
 	oldFrom, newFrom := 0, 0
 	for i, ix := range ixs {
@@ -562,6 +597,11 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 					return err
 				}
 				ix.delta++
+			}
+		}
+		if ix.def.Claims {
+			if err := ix.moveClaim(c, s.values[i], id); err != nil {
+				return err
 			}
 		}
 	}
@@ -639,7 +679,18 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 	}
 	ix := &collIndex{name: s.Name, coll: c.Name, mems: c.mems, fail: c.fail, entries: entries,
 		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
-	if t.newIndexLayout() == layoutBlocks {
+	layout := t.newIndexLayout()
+	if _, shared := t.ktx.(kv.Locker); shared && s.Unique && layout == layoutKeys {
+		claims, err := c.root.CreateBucketIfNotExists(bucketIndexClaims)
+		if err != nil {
+			return nil, mapStoreErr(err)
+		}
+		if ix.claims, err = claims.CreateBucket([]byte(s.Name)); err != nil {
+			return nil, mapStoreErr(err)
+		}
+		ix.def.Claims = true
+	}
+	if layout == layoutBlocks {
 		if err := t.needFormat(formatChained); err != nil {
 			return nil, err
 		}
@@ -702,6 +753,23 @@ func (t *Tx) DropIndex(c *Coll, name string) error {
 			c.mems.drop(c.Name, name) // a view is a cache: losing it if this rolls back costs a rebuild
 		}
 	}
+	if ix.def.Claims {
+		claims := c.root.Bucket(bucketIndexClaims)
+		if err := claims.DeleteBucket([]byte(name)); err != nil {
+			return mapStoreErr(err)
+		}
+		// The last one's bucket goes too: a unique index refused at its
+		// build leaves nothing behind.
+		if k, _ := claims.Cursor().First(); k == nil {
+			if err := c.root.DeleteBucket(bucketIndexClaims); err != nil {
+				return mapStoreErr(err)
+			}
+		}
+	}
+	// Its entry slots, which a later index of the name must not inherit.
+	if err := c.deleteSlots(entrySlotKey(name, nil)); err != nil {
+		return err
+	}
 	if err := c.root.Bucket(bucketIndexDefs).Delete([]byte(name)); err != nil {
 		return mapStoreErr(err)
 	}
@@ -727,6 +795,7 @@ func (t *Tx) ensureIndexes(c *Coll, specs []IndexSpec) error {
 		if !t.ktx.Writable() {
 			return fmt.Errorf("%w: collection %q has no index %q, and a read-only transaction cannot create it", errs.ErrReadOnly, c.Name, s.Name)
 		}
+		t.holdAlone(c)
 		if _, err := t.createIndex(c, s); err != nil {
 			return err
 		}
@@ -784,6 +853,11 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 			}
 			if taken {
 				return false, errUnique(ix, payload, other)
+			}
+			if ix.def.Claims {
+				if err := ix.moveClaim(c, [2][]byte{nil, wholeValue(keys[0])}, id); err != nil {
+					return false, err
+				}
 			}
 		}
 		for _, key := range keys {

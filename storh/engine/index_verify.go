@@ -72,10 +72,15 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 		report(uuidv7.UUID{}, nil, "%v", trim(err))
 		return false, nil
 	}
-	// Every record the index covers has all its entries.
+	// Every record the index covers has all its entries, and a unique
+	// index's claims are its non-null values, each the first holder's.
 	var expected, missingEntries int64
 	var buf []byte
 	var keys [][]byte
+	var claims map[string]uuidv7.UUID
+	if ix.def.Claims {
+		claims = map[string]uuidv7.UUID{}
+	}
 	cur := c.records.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		if err := pace.step(len(v)); err != nil {
@@ -94,10 +99,16 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 			continue // a damaged record: checkColl reports it
 		}
 		var err2 error
-		buf, keys, _, err2 = ix.entryKeys(buf[:0], keys[:0], payload, id)
+		var null bool
+		buf, keys, null, err2 = ix.entryKeys(buf[:0], keys[:0], payload, id)
 		if err2 != nil {
 			report(id, nil, "the record's values cannot be indexed: %v", trim(err2))
 			continue
+		}
+		if value := string(wholeValue(keys[0])); claims != nil && !null {
+			if _, taken := claims[value]; !taken {
+				claims[value] = id
+			}
 		}
 		for _, key := range keys {
 			expected++
@@ -144,8 +155,16 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 			return false, err
 		}
 	}
-	if ix.def.Entries != actual {
-		report(uuidv7.UUID{}, nil, "the definition counts %d entries, the index holds %d", ix.def.Entries, actual)
+	if n := c.entryCount(ix); n != actual {
+		report(uuidv7.UUID{}, nil, "the definition and its counter slots count %d entries, the index holds %d", n, actual)
+	}
+	if _, bad := entrySlotSum(c.slotRows(), ix.name); len(bad) > 0 {
+		report(uuidv7.UUID{}, nil, "counter slot %x is not %d bytes", bad[0], entrySlotSize)
+	}
+	if claims != nil {
+		if err := checkClaims(ix, claims, report, pace); err != nil {
+			return false, err
+		}
 	}
 	if c.failed != nil {
 		report(uuidv7.UUID{}, nil, "%v", trim(c.failed))
@@ -234,6 +253,15 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 	}
 	ix.entries = b
 	ix.def.Entries, ix.delta = 0, 0
+	if err := c.deleteSlots(entrySlotKey(ix.name, nil)); err != nil {
+		return err
+	}
+	if ix.def.Claims {
+		if ix.claims, err = recreateBucket(c.root.Bucket(bucketIndexClaims), ix.name); err != nil {
+			return err
+		}
+		ix.claimed = nil
+	}
 	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true
 	if ix.def.Layout == layoutBlocks {
 		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)

@@ -40,12 +40,18 @@ var (
 // index (internal/blockindex) raises it to formatChained, which a storh from
 // before chained blocks refuses to open rather than misread. A file of
 // formatBlocked holds blocks of version 1, which this build reads, and
-// chains when it writes to them (chainStep). This build reads all three.
+// chains when it writes to them (chainStep). A store whose writers run at
+// once (PostgreSQL) is raised to formatShared when this build first opens
+// it for writing: its writers keep counters in slots (slots.go) and
+// unique values in claims (claims.go), which a storh from before them
+// would count wrong and not keep. A file reaches it only as a copy of
+// such a store. This build reads all four.
 const (
 	formatBase    = 1
 	formatBlocked = 2
 	formatChained = 3
-	formatVersion = formatChained
+	formatShared  = 4
+	formatVersion = formatShared
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,
@@ -107,10 +113,13 @@ type Coll struct {
 	inserter kv.Inserter // records, where the backend inserts for less
 	writable bool
 	// shared: the transaction holds the collection beside other writers
-	// (kv.Locker), for queue operations that lock the rows they move;
-	// anything else upgrades the hold first (Tx.Coll).
-	shared    bool
-	wasShared bool // held shared before it was held alone
+	// (kv.Locker; HoldRows or HoldMoving); anything else upgrades the hold
+	// first (Tx.holdAlone). rowsChecked: rowsReady has decided.
+	shared      bool
+	rowsChecked bool
+	// rows holds, beside other writers, the records this transaction read
+	// with their rows locked, as it left them since (nil: absent).
+	rows map[uuidv7.UUID][]byte
 
 	idx       []*collIndex // loaded on first use in the transaction
 	idxLoaded bool
@@ -122,6 +131,8 @@ type Coll struct {
 
 	baseCount, baseBytes   int64
 	baseRead               bool // the counters were read (on first use)
+	slotCount, slotBytes   int64
+	slotsRead              bool // the counter slots were added up (on first use)
 	countDelta, bytesDelta int64
 
 	key [16]byte // scratch for bbolt calls
@@ -138,19 +149,35 @@ type Coll struct {
 	last      uuidv7.UUID
 	lastKnown bool
 	empty     bool
+	// Beside other writers on a remote store, the bound comes from the
+	// DB's cache (bounds, by the records bucket's identity) instead of a
+	// round trip: lower than the truth when other processes appended
+	// since, which an insert of an id they took finds out (kv.ErrConflict;
+	// the run after it reads the bound afresh, see Tx.forgetBounds).
+	boundKey   kv.Identifier
+	bounds     *sync.Map // uint64 → bound
+	lastCached bool
 
 	// A queue's jobs buckets, opened once per transaction, and its job
 	// counters and next sequence as this transaction changed them: written
 	// back once, by flush, instead of once per job.
 	jobs     *jobs
 	jobDelta [5]int64
-	// slots are the counter slots (see flushJobs) as read with the
+	// slots are the counter slots (see slots.go) as read with the
 	// metadata on a remote store; on a local one they are read when asked.
-	// slotKey is the slot of this transaction's DB.
+	// slotKey is the queue slot of this transaction's DB, whose tail names
+	// its slots of every kind.
 	slots    map[string][]byte
 	slotKey  []byte
-	jobSeq   int64  // -1 until read
-	jobArena []byte // see scratch
+	jobSeq   int64 // -1 until read
+	seqFresh bool  // beside other writers, jobSeq read with no key to lock: insert it
+	jobArena []byte
+}
+
+// bound is a cached upper bound of a records bucket's largest key.
+type bound struct {
+	last  uuidv7.UUID
+	empty bool
 }
 
 // fail records damage found by a read that cannot return it.
@@ -161,6 +188,12 @@ func (c *Coll) fail(err error) {
 }
 
 func (c *Coll) beyondLast(id uuidv7.UUID) bool {
+	if !c.lastKnown && c.shared && c.bounds != nil {
+		if b, ok := c.bounds.Load(c.boundKey.ID()); ok {
+			b := b.(bound)
+			c.last, c.empty, c.lastKnown, c.lastCached = b.last, b.empty, true, true
+		}
+	}
 	if !c.lastKnown {
 		k, _ := c.records.Cursor().Last()
 		c.empty = k == nil
@@ -171,9 +204,46 @@ func (c *Coll) beyondLast(id uuidv7.UUID) bool {
 }
 
 // has reports whether the records bucket holds id.
-func (c *Coll) has(id uuidv7.UUID) bool {
+func (c *Coll) has(id uuidv7.UUID) bool { return c.stored(id) != nil }
+
+// stored reads the stored value of id, or nil.
+func (c *Coll) stored(id uuidv7.UUID) []byte {
 	c.key = id
-	return c.records.Get(c.key[:]) != nil
+	return c.records.Get(c.key[:])
+}
+
+// current returns the stored value of id that this transaction acts on.
+// Beside other writers (HoldRows) the record's row is locked as it is
+// read, and the value kept with the transaction: it stays as read until
+// the commit, and a later write of id needs no round trip to learn it.
+func (c *Coll) current(id uuidv7.UUID) []byte {
+	if !c.shared {
+		return c.stored(id)
+	}
+	if v, ok := c.rows[id]; ok {
+		return v
+	}
+	return c.lockRow(id)
+}
+
+// lockRow reads id with its row locked, beside other writers, and keeps
+// the value with the transaction (see current).
+func (c *Coll) lockRow(id uuidv7.UUID) []byte {
+	c.key = id
+	v := c.records.(kv.RowLocker).LockKeys([][]byte{c.key[:]}, true)[0]
+	if c.rows == nil {
+		c.rows = make(map[uuidv7.UUID][]byte, 1)
+	}
+	c.rows[id] = v
+	return v
+}
+
+// wroteRow keeps what the transaction wrote under id (nil: deleted), if
+// it keeps that row (current).
+func (c *Coll) wroteRow(id uuidv7.UUID, v []byte) {
+	if _, ok := c.rows[id]; ok {
+		c.rows[id] = v
+	}
 }
 
 func (c *Coll) raiseLast(id uuidv7.UUID) {
@@ -183,10 +253,28 @@ func (c *Coll) raiseLast(id uuidv7.UUID) {
 }
 
 // Count returns the number of records as seen by this transaction.
-func (c *Coll) Count() int64 { c.readBase(); return c.baseCount + c.countDelta }
+func (c *Coll) Count() int64 {
+	c.readBase()
+	c.readSlots()
+	return c.baseCount + c.slotCount + c.countDelta
+}
 
 // Bytes returns the total size of stored values as seen by this transaction.
-func (c *Coll) Bytes() int64 { c.readBase(); return c.baseBytes + c.bytesDelta }
+func (c *Coll) Bytes() int64 {
+	c.readBase()
+	c.readSlots()
+	return c.baseBytes + c.slotBytes + c.bytesDelta
+}
+
+// readSlots adds up the record counter slots the first time they are
+// needed (see slots.go).
+func (c *Coll) readSlots() {
+	if !c.slotsRead {
+		sum, _ := collSlotSum(c.slotRows())
+		c.slotCount, c.slotBytes = sum[0], sum[1]
+		c.slotsRead = true
+	}
+}
 
 // readBase reads the stored counters the first time they are needed: most
 // transactions (a page, a point read) never ask, and on a backend over a
@@ -268,7 +356,7 @@ func (c *Coll) loadMeta() {
 		switch {
 		case bytes.Equal(k, keyKind):
 			c.kindRead = v
-		case bytes.HasPrefix(k, jobSlotPrefix):
+		case isSlot(k):
 			if c.slots == nil {
 				c.slots = map[string][]byte{}
 			}
@@ -310,7 +398,16 @@ func createColl(tx kv.Tx, name string, kind Kind) (*Coll, error) {
 	return openColl(tx, name)
 }
 
+// flush writes the counter changes of the transaction: beside other
+// writers into the DB's slots, alone into the base counters (see
+// slots.go).
 func (c *Coll) flush() error {
+	if c.shared {
+		return c.flushSlots()
+	}
+	if err := c.foldSlots(); err != nil {
+		return err
+	}
 	if err := c.flushIndexes(); err != nil {
 		return err
 	}
@@ -320,13 +417,14 @@ func (c *Coll) flush() error {
 	if c.countDelta == 0 && c.bytesDelta == 0 {
 		return nil
 	}
-	if err := c.putMeta(keyCount, c.Count()); err != nil {
+	c.readBase()
+	if err := c.putMeta(keyCount, c.baseCount+c.countDelta); err != nil {
 		return err
 	}
-	if err := c.putMeta(keyBytes, c.Bytes()); err != nil {
+	if err := c.putMeta(keyBytes, c.baseBytes+c.bytesDelta); err != nil {
 		return err
 	}
-	c.baseCount, c.baseBytes = c.Count(), c.Bytes()
+	c.baseCount, c.baseBytes = c.baseCount+c.countDelta, c.baseBytes+c.bytesDelta
 	c.countDelta, c.bytesDelta = 0, 0
 	return nil
 }

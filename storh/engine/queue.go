@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/storhdb/storh-go/storh/internal/api"
@@ -40,13 +40,12 @@ import (
 // On a store whose writers run at once (kv.Locker), the operations that
 // move jobs one by one (claims, completions, failures, extensions,
 // releases, taking back expired leases) hold the queue beside each other
-// and lock the rows they move: a claim takes the first pending entries no
-// one else holds (SKIP LOCKED), a completion waits for the job's state
-// row. Their counter changes go to a counter slot of their DB's own in
-// the metadata ("qs:" ‖ 8 random bytes → four 8-byte deltas, one per
-// state), so counting does not make them take turns; a count is the base
-// counters plus every slot, and a transaction holding the queue alone
-// folds the slots into the base. Everything else holds the queue alone,
+// (HoldMoving) and lock the rows they move: a claim takes the first
+// pending entries no one else holds (SKIP LOCKED), a completion waits for
+// the job's state row. Enqueues hold it beside them too (HoldRows): they
+// take their places in turn on the sequence's row (nextSeq). Their counter
+// changes go to counter slots of their DB's own (slots.go), so counting
+// does not make them take turns. Everything else holds the queue alone,
 // as on bbolt, where no slot is ever written.
 var (
 	bucketJobs     = []byte("j")
@@ -224,28 +223,9 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 }
 
 // flushJobs writes back the job counters and sequence this transaction
-// changed. Held alone, it also folds the counter slots into the base
-// counters, so that they stay as few as the stores that wrote them since.
+// changed, holding the queue alone (beside other writers, flushSlots
+// does).
 func (c *Coll) flushJobs() error {
-	if c.shared {
-		return c.flushOwnSlot()
-	}
-	if c.Kind == KindQueue && !c.wasShared && (c.jobDelta != [5]int64{} || c.jobSeq >= 0) {
-		// A transaction that held the queue shared first read the slots
-		// before the others' last changes: it leaves them.
-		rows := c.slotRows()
-		for _, k := range sortedKeys(rows) {
-			v := rows[k]
-			if len(v) != jobSlotSize {
-				continue // damage: Verify reports it, Repair removes it
-			}
-			addSlot(&c.jobDelta, v)
-			if err := c.meta.Delete([]byte(k)); err != nil {
-				return mapStoreErr(err)
-			}
-			delete(rows, k)
-		}
-	}
 	for s := api.JobPending; s <= api.JobDead; s++ {
 		if d := c.jobDelta[s]; d != 0 {
 			if err := c.putMeta(keyJobCount[s], c.getMeta(keyJobCount[s])+d); err != nil {
@@ -266,35 +246,6 @@ func (c *Coll) flushJobs() error {
 // jobSlotSize is a counter slot's value: a delta per state.
 const jobSlotSize = 32
 
-// flushOwnSlot adds the counter changes of a transaction that held the
-// queue shared to the slot of this DB (Coll.slotKey). No other DB writes
-// that slot, and a DB runs one write transaction at a time, so the value
-// read with the metadata is current and the write needs no lock and no
-// round trip of its own; only a transaction holding the queue alone,
-// which waits for this one, folds it away.
-func (c *Coll) flushOwnSlot() error {
-	if c.jobDelta == [5]int64{} {
-		return nil
-	}
-	if c.slotKey == nil {
-		c.slotKey = binary.BigEndian.AppendUint64(bytes.Clone(jobSlotPrefix), rand.Uint64())
-	}
-	rows := c.slotRows()
-	value := make([]byte, jobSlotSize)
-	if old := rows[string(c.slotKey)]; len(old) == jobSlotSize {
-		copy(value, old)
-	}
-	for s := api.JobPending; s <= api.JobDead; s++ {
-		v := value[(s-1)*8:]
-		binary.BigEndian.PutUint64(v, uint64(int64(binary.BigEndian.Uint64(v))+c.jobDelta[s]))
-		c.jobDelta[s] = 0
-	}
-	if rows != nil {
-		rows[string(c.slotKey)] = value
-	}
-	return mapStoreErr(c.meta.Put(c.slotKey, value))
-}
-
 // addSlot adds a counter slot's deltas to sum; a slot of another size
 // (damage, which Verify reports) adds nothing.
 func addSlot(sum *[5]int64, v []byte) {
@@ -306,33 +257,13 @@ func addSlot(sum *[5]int64, v []byte) {
 	}
 }
 
-// slotRows returns the queue's counter slots as this transaction sees
-// them: read with the metadata on a remote store; read now on a local
-// one, which has none unless the queue was copied from a remote store.
-func (c *Coll) slotRows() map[string][]byte {
-	if c.remote {
-		c.loadMeta()
-		if c.slots == nil {
-			c.slots = map[string][]byte{}
-		}
-		return c.slots
-	}
-	return c.readSlotRows()
-}
-
-// readSlotRows reads the counter slots now.
-func (c *Coll) readSlotRows() map[string][]byte {
-	rows := map[string][]byte{}
-	cur := c.meta.Cursor()
-	for k, v := cur.Seek(jobSlotPrefix); k != nil && bytes.HasPrefix(k, jobSlotPrefix); k, v = cur.Next() {
-		rows[string(k)] = bytes.Clone(v)
-	}
-	return rows
-}
-
-// slotSum adds up counter slots, and lists those of the wrong size.
+// slotSum adds up a queue's counter slots among rows, and lists those of
+// the wrong size.
 func slotSum(rows map[string][]byte) (sum [5]int64, bad []string) {
 	for _, k := range sortedKeys(rows) {
+		if !strings.HasPrefix(k, string(jobSlotPrefix)) {
+			continue
+		}
 		if len(rows[k]) != jobSlotSize {
 			bad = append(bad, k)
 		}
@@ -350,8 +281,20 @@ func sortedKeys(m map[string][]byte) []string {
 	return keys
 }
 
-// nextSeq hands out the next place in the enqueue order.
+// nextSeq hands out the next place in the enqueue order. Beside other
+// writers the sequence is read with its row locked: enqueuers in other
+// processes take their places in turn, and claimers need not wait for
+// them. Before the first enqueue there is no row to lock: flushSlots
+// inserts it, and of two first enqueuers one fails (kv.ErrConflict) and
+// runs again.
 func (c *Coll) nextSeq() uint64 {
+	if c.jobSeq < 0 && c.shared {
+		v := c.meta.(kv.RowLocker).LockKeys([][]byte{keyJobSeq}, true)[0]
+		c.jobSeq, c.seqFresh = 0, v == nil
+		if len(v) == 8 {
+			c.jobSeq = int64(binary.BigEndian.Uint64(v))
+		}
+	}
 	if c.jobSeq < 0 {
 		c.jobSeq = c.getMeta(keyJobSeq)
 	}
@@ -532,7 +475,8 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", errs.ErrCorrupt, c.Name, id, old.State)
 		}
 		job := old
-		payload, err := t.Get(c, id)
+		// The payload is read without a lock: its job's row is held.
+		payload, err := t.get(c, id, c.stored(id))
 		if errors.Is(err, errs.ErrCorrupt) || errors.Is(err, errs.ErrNotFound) {
 			// A job no worker can read would stop the queue at its
 			// place forever: it goes to the dead letters, saying why.

@@ -102,7 +102,7 @@ func checkQueue(c *Coll, emit func(api.Problem), pace *pace) (bool, error) {
 			report(uuidv7.UUID(k), "a payload without a job state")
 		}
 	}
-	slots, badSlots := slotSum(c.readSlotRows())
+	slots, badSlots := slotSum(readSlotRows(c.meta))
 	for _, k := range badSlots {
 		report(uuidv7.UUID{}, "counter slot %x is not %d bytes", k, jobSlotSize)
 	}
@@ -176,13 +176,8 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		}
 		c.jobDelta[s] = 0
 	}
-	for k := range c.readSlotRows() {
-		if err := c.meta.Delete([]byte(k)); err != nil {
-			return mapStoreErr(err)
-		}
-	}
-	if c.slots != nil {
-		clear(c.slots)
+	if err := c.deleteSlots(jobSlotPrefix); err != nil {
+		return err
 	}
 	for _, job := range keep {
 		if err := t.move(c, j, Job{}, job); err != nil {

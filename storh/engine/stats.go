@@ -79,6 +79,7 @@ func (db *DB) FreeBytes() int64 {
 // was opened, with bbolt's page writes and the time spent in them.
 type CommitStats struct {
 	Commits    int64         // committed write transactions (a group commit counts once)
+	Reruns     int64         // write transactions run again after a conflict with another store's (PostgreSQL)
 	PageWrites int64         // page write calls those commits made
 	IOTime     time.Duration // time spent writing and syncing pages
 }
@@ -88,7 +89,7 @@ type CommitStats struct {
 // of ours; elsewhere the DB counts its commits, and there are no pages.
 func (db *DB) CommitStats() (CommitStats, error) {
 	if db.file.bolt == nil {
-		return CommitStats{Commits: db.group.commits.Load()}, nil
+		return CommitStats{Commits: db.group.commits.Load(), Reruns: db.group.reruns.Load()}, nil
 	}
 	var s CommitStats
 	err := db.ViewSafe(func(tx *Tx) error {

@@ -34,6 +34,10 @@ type Tx struct {
 
 	// folding marks a fold's own transaction, which starts no other fold.
 	folding bool
+	// careful marks a run of Update after a conflict: a unique value is
+	// looked up before its claim is inserted (claims.go), so that a claim
+	// another writer made is an ErrUniqueViolation, not another conflict.
+	careful bool
 	// rebuilt holds the indexes Repair rebuilt, by collection and name:
 	// once it commits, their earlier folds' failures are history.
 	rebuilt [][2]string
@@ -100,11 +104,7 @@ func (t *Tx) Writable() bool { return t.ktx.Writable() }
 // without it, a missing collection is ErrNotFound.
 func (t *Tx) Coll(name string, want Kind, create bool) (*Coll, error) {
 	if c, ok := t.colls[name]; ok {
-		if c.shared {
-			// Held beside other writers so far: from here on, alone.
-			t.ktx.(kv.Locker).HoldAlone([]byte(name))
-			c.shared, c.wasShared = false, true
-		}
+		t.holdAlone(c) // held beside other writers so far: from here on, alone
 		return c, checkKind(c, want)
 	}
 	return t.openColl(name, want, create, false)
@@ -158,6 +158,9 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 	}
 	if t.db != nil {
 		c.mems = &t.db.blocked.mems
+		if ider, ok := c.records.(kv.Identifier); ok && c.remote {
+			c.boundKey, c.bounds = ider, &t.db.colls.bounds
+		}
 	}
 	t.colls[name] = c
 	return c, nil
@@ -194,12 +197,12 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	}
 	// The key lives in the Coll, not on the stack: a slice of a parameter
 	// escapes, which cost an allocation per put (bbolt copies keys anyway).
-	c.key = id
-	key := c.key[:]
 	var old []byte
 	if !c.beyondLast(id) {
-		old = c.records.Get(key)
+		old = c.current(id)
 	}
+	c.key = id
+	key := c.key[:]
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", errs.ErrExists)
 	}
@@ -220,6 +223,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if err != nil {
 		return mapStoreErr(err)
 	}
+	c.wroteRow(id, value)
 	c.raiseLast(id)
 	t.noteChange(c, id, value[HeaderSize:])
 	if old == nil {
@@ -236,11 +240,11 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if !t.ktx.Writable() {
 		return false, errs.ErrReadOnly
 	}
-	c.key = id
-	old := c.records.Get(c.key[:])
+	old := c.current(id)
 	if old == nil {
 		return false, nil
 	}
+	c.key = id
 	n := int64(len(old))
 	if len(old) >= HeaderSize {
 		if err := t.updateIndexes(c, id, old[HeaderSize:], nil); err != nil {
@@ -250,15 +254,27 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if err := c.records.Delete(c.key[:]); err != nil {
 		return false, mapStoreErr(err)
 	}
+	c.wroteRow(id, nil)
 	c.countDelta--
 	c.bytesDelta -= n
 	return true, nil
 }
 
 // Get returns the checked payload of id, aliasing the transaction's memory.
+// Beside other writers (HoldRows), the record is read with its row locked:
+// it stays as read until the transaction ends, so that a write computed
+// from it (a read-modify-write) loses no other writer's.
 func (t *Tx) Get(c *Coll, id uuidv7.UUID) ([]byte, error) {
+	if c.shared {
+		// Read again even if held: a read reports a failed transaction.
+		return t.get(c, id, c.lockRow(id))
+	}
+	return t.get(c, id, c.stored(id))
+}
+
+// get is Get of v, the stored value of id as read.
+func (t *Tx) get(c *Coll, id uuidv7.UUID, v []byte) ([]byte, error) {
 	c.key = id // a slice of the parameter would escape: an allocation per Get
-	v := c.records.Get(c.key[:])
 	if v == nil {
 		if err := t.failure(); err != nil {
 			return nil, err // a read that failed, not a missing record
@@ -312,6 +328,28 @@ func (t *Tx) flush() error {
 		}
 	}
 	return checkInvariants(t)
+}
+
+// keepBounds records, after the transaction committed, the largest ids it
+// knows of the collections it used on a remote store, for the DB's next
+// transactions that hold them beside other writers (see Coll.beyondLast).
+func (t *Tx) keepBounds() {
+	for _, c := range t.colls {
+		if c.bounds != nil && c.lastKnown {
+			c.bounds.Store(c.boundKey.ID(), bound{last: c.last, empty: c.empty})
+		}
+	}
+}
+
+// forgetBounds drops, after the transaction failed, the cached bounds it
+// used: one may be behind the ids other processes took, which is what a
+// conflict may have been, and the next run reads the bound afresh.
+func (t *Tx) forgetBounds() {
+	for _, c := range t.colls {
+		if c.lastCached {
+			c.bounds.Delete(c.boundKey.ID())
+		}
+	}
 }
 
 // needFormat raises the database's format marker to at least v, in this

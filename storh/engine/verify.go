@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
@@ -426,6 +427,13 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 			if err := putInt(meta, keyBytes, size); err != nil {
 				return err
 			}
+			for k := range readSlotRows(meta) {
+				if strings.HasPrefix(k, string(collSlotPrefix)) {
+					if err := meta.Delete([]byte(k)); err != nil {
+						return mapStoreErr(err)
+					}
+				}
+			}
 			rep.Recounted++
 		}
 		if err := t.repairIndexes(name, emit, rep, pace); err != nil {
@@ -674,7 +682,7 @@ func checkColl(btx kv.Tx, name string, emit func(api.Problem), pace *pace) (coll
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
 			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketIndexJournal) ||
-			bytes.Equal(k, bucketJobs))
+			bytes.Equal(k, bucketIndexClaims) || bytes.Equal(k, bucketJobs))
 		if own {
 			continue
 		}
@@ -730,9 +738,13 @@ func checkColl(btx kv.Tx, name string, emit func(api.Problem), pace *pace) (coll
 			f.bad = append(f.bad, entry{key: bytes.Clone(k), bucket: v == nil})
 		}
 	}
-	count, bytesStored := getInt(meta, keyCount), getInt(meta, keyBytes)
-	f.countersOK = count == f.records && bytesStored == f.bytes
-	if !f.countersOK {
+	slots, bad := collSlotSum(readSlotRows(meta))
+	for _, k := range bad {
+		emit(api.Problem{Kind: api.ProblemCounter, Collection: name, Detail: fmt.Sprintf("counter slot %x is not %d bytes", k, collSlotSize)})
+	}
+	count, bytesStored := getInt(meta, keyCount)+slots[0], getInt(meta, keyBytes)+slots[1]
+	f.countersOK = count == f.records && bytesStored == f.bytes && len(bad) == 0
+	if count != f.records || bytesStored != f.bytes {
 		emit(api.Problem{Kind: api.ProblemCounter, Collection: name,
 			Detail: fmt.Sprintf("metadata says %d records / %d bytes, the records bucket holds %d / %d", count, bytesStored, f.records, f.bytes)})
 	}

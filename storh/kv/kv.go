@@ -180,24 +180,41 @@ type Inserter interface {
 	Insert(key, value []byte) error
 }
 
+// Adder is implemented by the buckets of a Locker's transactions. Add
+// adds delta, a run of 8-byte big-endian signed integers, to the integers
+// at the same offsets of key's value, as one atomic step on the server: a
+// missing key counts as zeros, and a value of another length is replaced
+// by delta. It neither reads the value nor waits for other adders to
+// commit before the transaction does, so writers that each keep a key of
+// their own, or add to one key at commit, never take turns over it. Add
+// after a Put or Delete of the key in the same transaction adds to what
+// they left; a later Put or Delete replaces the sum.
+type Adder interface {
+	Add(key, delta []byte) error
+}
+
 // Locker is implemented by the writable transactions of a store whose
 // writers run at the same time (PostgreSQL; bbolt has one writer at a time
 // and needs none of this). A writer holds each top-level bucket it looks
-// up until it ends: alone by default, so that whatever it reads there
-// stays as it read it, as under bbolt's single writer. A writer that only
+// up until it ends, from its first statement after the lookup on (a store
+// that remembers its buckets may answer the lookup without one): alone by
+// default, so that whatever it reads there stays as it read it, as under
+// bbolt's single writer. A writer that only
 // moves rows it locks one by one (a queue's claims and completions) can
 // hold the bucket shared instead, beside other shared holders, and then
-// takes row locks (RowLocker) for what it changes.
+// takes row locks (RowLocker) for what it changes and adds to counters
+// (Adder) rather than rewrite them.
 type Locker interface {
 	Tx
 	// BucketShared is Bucket, but holds the top-level bucket name shared:
 	// other transactions that hold it shared run alongside, and one that
 	// holds it alone waits for them, as they wait for it. A bucket already
 	// held keeps its hold. Under a shared hold a transaction must write
-	// only keys whose rows it holds locked (RowLocker), or insert keys no
-	// other holder can insert (fresh random ones), and must not create or
-	// delete nested buckets; its other reads see what other shared holders
-	// commit as they commit it.
+	// only keys whose rows it holds locked (RowLocker), insert keys it
+	// believes absent (Inserter: one another holder inserted first fails
+	// the transaction with ErrConflict), or add to counters (Adder), and
+	// must not create or delete nested buckets; its other reads see what
+	// other shared holders commit as they commit it.
 	BucketShared(name []byte) Bucket
 	// HoldAlone makes the hold on top-level bucket name exclusive from the
 	// transaction's next statement on, waiting for the other holders to
@@ -232,8 +249,8 @@ type RowLocker interface {
 // A topic is the name of a top-level bucket, and announcing costs the
 // writers (PostgreSQL orders the commits that notify one at a time), so a
 // store may drop a transaction's announcements under a topic that no
-// listener watched when the transaction first held that bucket alone.
-// Listener.Watch waits for those transactions to end.
+// listener watched when the transaction first held that bucket (shared or
+// alone). Listener.Watch waits for those transactions to end.
 type Shared interface {
 	Store
 	// Listen starts a listener that calls fn with each Notice of a

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,17 +50,19 @@ type bucket struct {
 	cursors []*cursor
 }
 
-// op is a buffered write: a put of v (an insert of an absent key), or a
-// delete.
+// op is a buffered write: a put of v (an insert of an absent key), a
+// delete, or an add of the integers of v (kv.Adder).
 type op struct {
 	k, v   []byte
 	del    bool
 	insert bool
+	add    bool
 }
 
 var (
 	_ kv.Bucket     = (*bucket)(nil)
 	_ kv.Inserter   = (*bucket)(nil)
+	_ kv.Adder      = (*bucket)(nil)
 	_ kv.RowLocker  = (*bucket)(nil)
 	_ kv.Identifier = (*bucket)(nil)
 )
@@ -234,6 +237,40 @@ func (b *bucket) Insert(key, value []byte) error {
 	return nil
 }
 
+// Add buffers the addition of delta's integers to key's (see kv.Adder):
+// it reaches the server as an upsert that adds them there, so it needs
+// no read. The delta is kept, not copied, as a Put's value is.
+func (b *bucket) Add(key, delta []byte) error {
+	if err := b.writable("add"); err != nil {
+		return err
+	}
+	switch {
+	case len(key) == 0:
+		return fmt.Errorf("postgres: add: %w", kv.ErrKeyRequired)
+	case len(key) > MaxKeySize:
+		return fmt.Errorf("postgres: add: %w: %d bytes, the limit is %d", kv.ErrKeyTooLarge, len(key), MaxKeySize)
+	case len(delta) == 0 || len(delta)%8 != 0 || len(delta) > MaxValueSize:
+		return fmt.Errorf("postgres: add %q: %w: a delta of %d bytes is not a run of 8-byte integers", key, kv.ErrIncompatibleValue, len(delta))
+	case b.isBucket(key):
+		return fmt.Errorf("postgres: add %q: %w: it is a nested bucket", key, kv.ErrIncompatibleValue)
+	}
+	b.write(op{k: b.tx.arena.copy(key), v: delta, add: true})
+	return nil
+}
+
+// sumInts adds the 8-byte big-endian integers of delta to those of v, as
+// the server does for an Add: a v of another length counts as missing.
+func sumInts(v, delta []byte) []byte {
+	out := append([]byte(nil), delta...)
+	if len(v) != len(delta) {
+		return out
+	}
+	for i := 0; i+8 <= len(out); i += 8 {
+		binary.BigEndian.PutUint64(out[i:], binary.BigEndian.Uint64(v[i:])+binary.BigEndian.Uint64(out[i:]))
+	}
+	return out
+}
+
 // Delete buffers the deletion of key. A key that cannot exist (empty, too
 // long) is not an error, as on bbolt.
 func (b *bucket) Delete(key []byte) error {
@@ -277,9 +314,10 @@ func (b *bucket) wrote(key []byte) {
 // flushChunk bounds the bytes of keys and values one statement carries.
 const flushChunk = 16 << 20
 
-// queueFlush queues the bucket's buffered writes into batch: the last
-// write of each key wins, so the upserts and the deletes touch distinct
-// keys and their order does not matter. Keys go in ascending order.
+// queueFlush queues the bucket's buffered writes into batch: the writes
+// of each key come down to one (the last put or delete, with the adds
+// after it summed into it), so the statements touch distinct keys and
+// their order does not matter. Keys go in ascending order.
 func (b *bucket) queueFlush(batch *pgx.Batch) {
 	if len(b.pending) == 0 || b.deleted {
 		b.pending = b.pending[:0]
@@ -290,9 +328,11 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 	var (
 		putK, putV [][]byte
 		insK, insV [][]byte
+		addK, addV [][]byte
 		delK       [][]byte
 		putSize    int
 		insSize    int
+		addSize    int
 		delSize    int
 	)
 	emitPuts := func() {
@@ -311,6 +351,12 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 		}
 		insK, insV, insSize = nil, nil, 0
 	}
+	emitAdds := func() {
+		if len(addK) > 0 {
+			batch.Queue(b.sql.addN, addK, addV)
+		}
+		addK, addV, addSize = nil, nil, 0
+	}
 	emitDels := func() {
 		switch len(delK) {
 		case 0:
@@ -321,13 +367,24 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 		}
 		delK, delSize = nil, 0
 	}
-	for i, o := range ops {
-		if i+1 < len(ops) && bytes.Equal(o.k, ops[i+1].k) {
-			continue // a later write of the same key wins
+	for i := 0; i < len(ops); {
+		j := i + 1
+		for j < len(ops) && bytes.Equal(ops[j].k, ops[i].k) {
+			j++
+		}
+		o, alone := settle(ops[i:j]), j == i+1
+		i = j
+		if o.add {
+			if n := len(o.k) + len(o.v); addSize+n > flushChunk {
+				emitAdds()
+			}
+			addK, addV = append(addK, o.k), append(addV, o.v)
+			addSize += len(o.k) + len(o.v)
+			continue
 		}
 		// An insert after another write of its key in this transaction
 		// (none reached the server) is not known to be of an absent key.
-		if o.insert && (i == 0 || !bytes.Equal(o.k, ops[i-1].k)) {
+		if o.insert && alone {
 			if n := len(o.k) + len(o.v); insSize+n > flushChunk {
 				emitInserts()
 			}
@@ -351,9 +408,37 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 	}
 	emitPuts()
 	emitInserts()
+	emitAdds()
 	emitDels()
 	clear(ops)
 	b.pending = ops[:0]
+}
+
+// settle is what the writes of one key, in the order they were made, come
+// down to: the last put or delete, with the adds after it summed into it
+// (after a delete, into zeros), or the sum of the adds if that is all
+// there is.
+func settle(ops []op) op {
+	last := ops[len(ops)-1]
+	if !last.add {
+		return last
+	}
+	s := op{k: last.k, add: true}
+	for _, o := range ops {
+		switch {
+		case !o.add:
+			s = o
+		case s.add && s.v == nil:
+			s.v = o.v
+		case s.add:
+			s.v = sumInts(s.v, o.v)
+		case s.del:
+			s = op{k: o.k, v: o.v}
+		default:
+			s = op{k: o.k, v: sumInts(s.v, o.v)}
+		}
+	}
+	return s
 }
 
 // Bucket returns the nested bucket name, reading its subtree from the
@@ -381,11 +466,17 @@ func (b *bucket) childHeld(name []byte, shared bool) *bucket {
 		return c
 	}
 	// A read that has not been to the server yet takes the subtree from
-	// the cache, and checks it with its first statement.
-	if b.id == 0 && !t.writable && !t.begun {
+	// the cache, and checks it with its first statement. A writer takes
+	// it whenever it first uses the bucket, and a check that finds it
+	// changed fails the writer (see holdCached).
+	if b.id == 0 && (t.writable || !t.begun) {
 		if tr, ok := t.s.trees.Load(string(name)); ok {
 			tr := tr.(*tree)
 			c := t.plant(b, name, tr.rows)
+			if t.writable {
+				t.holdCached(c.nameKey(), shared, tr)
+				return c
+			}
 			c.walk(func(d *bucket) { d.unchecked = true })
 			t.checks = append(t.checks, check{tree: tr, top: c})
 			t.observe(b, name)
@@ -429,12 +520,17 @@ func (t *tx) lookup(parent *bucket, name []byte, shared bool) ([]reg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if parent.id == 0 && !t.writable && top.id != 0 {
+	// A writer looks the subtree up once it holds the bucket, so it finds
+	// it as committed; unless it changed it itself first.
+	if _, changed := t.reshape[string(name)]; parent.id == 0 && top.id != 0 && !changed {
 		top.rows = found
 		t.s.cacheTree(string(name), &top)
 	}
 	return found, nil
 }
+
+// nameKey is a top-level bucket's name as a key the transaction keeps.
+func (b *bucket) nameKey() []byte { return []byte(b.name) }
 
 // plant makes the buckets of registry rows found under parent, links
 // them, and returns parent's child name, nil if the rows do not hold it

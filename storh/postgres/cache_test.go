@@ -1,9 +1,14 @@
 package postgres
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"pgregory.net/rapid"
 
@@ -352,4 +357,190 @@ func TestCachedSubtreeModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A writer takes a top-level bucket's subtree from the cache too, and
+// sends its lock and a check of the subtree with its first statement: a
+// writer that reads nothing commits in two round trips, its writes and
+// then the COMMIT (once it knows its id). When another
+// store changed the subtree since it was cached, the check fails the
+// writer with kv.ErrConflict before anything it wrote reaches a table,
+// and the next run looks the subtree up afresh.
+func TestWriterCachedSubtree(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, tx kv.Tx)
+		stale  bool
+	}{
+		{name: "unchanged", change: func(*testing.T, kv.Tx) {}},
+		{
+			name:   "nested bucket added",
+			change: func(t *testing.T, tx kv.Tx) { create(t, tx.Bucket([]byte("c")), "y") },
+			stale:  true,
+		},
+		{
+			name: "made again",
+			change: func(t *testing.T, tx kv.Tx) {
+				must(t, tx.DeleteBucket([]byte("c")))
+				create(t, create(t, tx, "c"), "x")
+			},
+			stale: true,
+		},
+		{
+			name:   "nested bucket deleted",
+			change: func(t *testing.T, tx kv.Tx) { must(t, tx.Bucket([]byte("c")).DeleteBucket([]byte("x"))) },
+			stale:  true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := pgtest.URL(t)
+			cfg, err := pgxpool.ParseConfig(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := &roundTrips{}
+			cfg.ConnConfig.Tracer = rt
+			a, err := openConfig(ctx, cfg, options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			b := openURL(t, url)
+			setup := begin(t, b, true)
+			c := create(t, setup, "c")
+			must(t, c.Put([]byte("k"), []byte("v1")))
+			create(t, c, "x")
+			commit(t, setup)
+
+			// Warm a's cache and its connection's prepared statements.
+			warm := begin(t, a, true)
+			must(t, warm.Bucket([]byte("c")).Put([]byte("k"), []byte("v1")))
+			commit(t, warm)
+			if _, cached := a.trees.Load("c"); !cached {
+				t.Fatal("a writer's lookup did not cache the subtree")
+			}
+
+			change := begin(t, b, true)
+			tc.change(t, change)
+			commit(t, change)
+
+			before := rt.n.Load()
+			w := begin(t, a, true)
+			must(t, w.Bucket([]byte("c")).Put([]byte("k"), []byte("v2")))
+			err = w.Commit()
+			if trips := rt.n.Load() - before; !tc.stale && trips != 2 {
+				t.Errorf("a put on a cached subtree: %d round trips, want 2", trips)
+			}
+			if tc.stale != errors.Is(err, kv.ErrConflict) {
+				t.Fatalf("commit: %v, want ErrConflict: %v", err, tc.stale)
+			}
+			if err != nil && !tc.stale {
+				t.Fatal(err)
+			}
+			r := begin(t, b, false)
+			want := "v2"
+			if tc.stale {
+				want = "v1" // untouched; made again: a new bucket, without k
+				if tc.name == "made again" {
+					want = ""
+				}
+			}
+			if v := r.Bucket([]byte("c")).Get([]byte("k")); string(v) != want {
+				t.Errorf("after the commit, k = %q, want %q", v, want)
+			}
+			must(t, r.Rollback())
+			if !tc.stale {
+				return
+			}
+			again := begin(t, a, true)
+			must(t, again.Bucket([]byte("c")).Put([]byte("k"), []byte("v3")))
+			commit(t, again)
+		})
+	}
+}
+
+// Add sums 8-byte integers on the server: into a missing key, after a
+// put or a delete of the key in the same transaction, and across
+// transactions; a value of another length is replaced.
+func TestAdd(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "b", 0)
+	ints := func(ns ...int64) []byte {
+		var v []byte
+		for _, n := range ns {
+			v = binary.BigEndian.AppendUint64(v, uint64(n))
+		}
+		return v
+	}
+	type write struct {
+		put, add []byte
+		del      bool
+		read     bool // a Get of another key, which sends what is buffered
+	}
+	for _, tc := range []struct {
+		name string
+		txs  [][]write
+		want []byte
+	}{
+		{"into a missing key", [][]write{{{add: ints(3, -2)}}}, ints(3, -2)},
+		{"twice in a transaction", [][]write{{{add: ints(3, 1)}, {add: ints(4, -5)}}}, ints(7, -4)},
+		{"across transactions", [][]write{{{add: ints(3, 1)}}, {{add: ints(-3, 9)}}}, ints(0, 10)},
+		{"after a put", [][]write{{{put: ints(10, 10)}, {add: ints(1, 2)}}}, ints(11, 12)},
+		{"after a delete", [][]write{{{put: ints(10, 10)}}, {{del: true}, {add: ints(1, 2)}}}, ints(1, 2)},
+		{"then a put", [][]write{{{add: ints(1, 2)}, {put: ints(5, 5)}}}, ints(5, 5)},
+		{"then a delete", [][]write{{{add: ints(1, 2)}, {del: true}}}, nil},
+		{"sent, then more", [][]write{{{add: ints(1, 2)}, {read: true}, {add: ints(1, 2)}}}, ints(2, 4)},
+		{"onto another length", [][]write{{{put: []byte("xyz")}}, {{add: ints(1, 2)}}}, ints(1, 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := []byte(tc.name)
+			for _, writes := range tc.txs {
+				tx := begin(t, s, true)
+				b := tx.Bucket([]byte("b"))
+				for _, w := range writes {
+					switch {
+					case w.add != nil:
+						must(t, b.(kv.Adder).Add(k, w.add))
+					case w.put != nil:
+						must(t, b.Put(k, w.put))
+					case w.del:
+						must(t, b.Delete(k))
+					case w.read:
+						b.Get([]byte("other"))
+					}
+				}
+				commit(t, tx)
+			}
+			r := begin(t, s, false)
+			defer r.Rollback()
+			if got := r.Bucket([]byte("b")).Get(k); !bytes.Equal(got, tc.want) {
+				t.Errorf("value %x, want %x (%v)", got, tc.want, r.Err())
+			}
+		})
+	}
+
+	// Writers that add to one key at once lose nothing.
+	const workers, each = 4, 25
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				tx := begin(t, s, true)
+				must(t, tx.Bucket([]byte("b")).(kv.Adder).Add([]byte("shared"), ints(1, 2)))
+				commit(t, tx)
+			}
+		})
+	}
+	wg.Wait()
+	r := begin(t, s, false)
+	defer r.Rollback()
+	if got := r.Bucket([]byte("b")).Get([]byte("shared")); !bytes.Equal(got, ints(workers*each, 2*workers*each)) {
+		t.Errorf("after concurrent adds: %x", got)
+	}
+
+	tx := begin(t, s, true)
+	defer tx.Rollback()
+	if err := tx.Bucket([]byte("b")).(kv.Adder).Add([]byte("k"), []byte("abc")); !errors.Is(err, kv.ErrIncompatibleValue) {
+		t.Errorf("Add of 3 bytes: %v, want ErrIncompatibleValue", err)
+	}
 }

@@ -29,31 +29,42 @@
 // # Transactions
 //
 // Each transaction holds a pooled connection. A writable one runs at READ
-// COMMITTED and takes, before it first looks up, creates or deletes a
-// top-level bucket, an exclusive transaction-scoped advisory lock on that
-// bucket's name (pg_advisory_xact_lock of a hash of the schema and the
-// name), queued in the same round trip as the lookup. Writers of one
-// top-level bucket therefore take turns, as bbolt's single writer does,
-// and each statement after the lock runs on a fresh snapshot that holds
-// everything the previous holder committed; writers of different
-// top-level buckets run side by side. This is strict two-phase locking on
-// top-level buckets, so writers are serializable without SERIALIZABLE:
-// where SERIALIZABLE fails most of a crowd of writers appending to one
-// table (their reads and inserts meet on the last index page) and sends
-// them round again, the lock makes them wait their turn once. Two writers
-// that lock two buckets in opposite orders deadlock: PostgreSQL fails one
-// after deadlock_timeout with SQLSTATE 40P01, which this package returns
-// wrapping kv.ErrConflict, and the caller runs it again. A failure may
-// come from a read (then Tx.Err reports it), from a write that reaches the
-// server, or from Commit. Listing the top level (Tx.Cursor) takes no lock:
-// it sees the buckets committed when it reads.
+// COMMITTED and holds each top-level bucket it uses with a
+// transaction-scoped advisory lock of the bucket's name (a hash of the
+// schema and the name), taken with its first statement after it looks the
+// bucket up, creates or deletes it. Alone by default (pg_advisory_xact_lock):
+// writers of one top-level bucket then take turns, as bbolt's single
+// writer does, and each statement after the lock runs on a fresh snapshot
+// that holds everything the previous holder committed; writers of
+// different top-level buckets run side by side. This is strict two-phase
+// locking on top-level buckets, so writers are serializable without
+// SERIALIZABLE: where SERIALIZABLE fails most of a crowd of writers
+// appending to one table (their reads and inserts meet on the last index
+// page) and sends them round again, the lock makes them wait their turn
+// once.
 //
 // A writer may hold a top-level bucket shared instead (kv.Locker's
 // BucketShared, pg_advisory_xact_lock_shared): shared holders run side by
-// side and lock the rows they change (kv.RowLocker: SELECT ... FOR
-// UPDATE, with SKIP LOCKED for a range), and one that holds the bucket
-// alone waits for them all. HoldAlone turns a shared hold exclusive from
-// the next statement on; so does creating or deleting the bucket.
+// side and use row-level means for what they change: they lock the rows
+// they read (kv.RowLocker: SELECT ... FOR UPDATE, with SKIP LOCKED for a
+// range), insert the keys they believe absent (kv.Inserter: a plain
+// INSERT, which fails on a key another inserted first), and add to
+// counters without reading them (kv.Adder: an INSERT ... ON CONFLICT DO
+// UPDATE that sums 8-byte integers). One that holds the bucket alone waits
+// for them all. HoldAlone turns a shared hold exclusive from the next
+// statement on; so does creating or deleting the bucket. The engine holds
+// a collection shared for writes and reads of records by id, and alone for
+// the rest.
+//
+// A transaction that PostgreSQL cannot order fails with an error wrapping
+// kv.ErrConflict, and the caller runs it again: two writers that wait for
+// each other's locks deadlock (PostgreSQL fails one after
+// deadlock_timeout, SQLSTATE 40P01), an insert meets a key a concurrent
+// transaction inserted (23505), a statement meets a table a concurrent one
+// dropped (42P01), and a writer's check of a cached subtree fails (below).
+// A failure may come from a read (then Tx.Err reports it), from a write
+// that reaches the server, or from Commit. Listing the top level
+// (Tx.Cursor) takes no lock: it sees the buckets committed when it reads.
 //
 // A read-only transaction is REPEATABLE READ READ ONLY, with its snapshot
 // taken by its first read (its BEGIN travels with that read): it takes no
@@ -62,9 +73,12 @@
 // Begin and the first read is seen here, not there).
 //
 // Writes are buffered in the transaction, bucket by bucket (the last write
-// of a key wins), and sent with the next read of that bucket or with the
-// COMMIT, so a transaction costs one round trip per read plus one to
-// commit (or to roll back). A cursor reads ahead in pages that grow from
+// of a key wins, and the adds after it are summed into it), and sent with
+// the next read of that bucket or with the COMMIT, so a transaction costs
+// one round trip per read plus one to commit (or to roll back). A writer
+// that has read nothing sends them, with its BEGIN, in a round trip of its
+// own before the COMMIT, since it learns its id there (see below): a write
+// costs two. A cursor reads ahead in pages that grow from
 // 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
 // that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil
@@ -98,13 +112,17 @@
 // level also raises its top-level bucket's generation (gen), in the same
 // transaction.
 //
-// A Store caches the subtree of each top-level bucket a read-only
-// transaction looked up, with its id and generation. The next read-only
-// transaction to look the bucket up before its first round trip takes the
-// subtree from the cache and sends, ahead of its first read and in the
-// same round trip, a check of that id and generation: a page read then
-// costs the round trip of the read and the one of the ROLLBACK, as a
-// hand-written one does. If the check finds the subtree changed (another
+// A Store caches the subtree of each top-level bucket a transaction looked
+// up, with its id and generation. The next read-only transaction to look
+// the bucket up before its first round trip takes the subtree from the
+// cache and sends, ahead of its first read and in the same round trip, a
+// check of that id and generation: a page read then costs the round trip
+// of the read and the one of the ROLLBACK, as a hand-written one does. A
+// writer takes the subtree from the cache whenever it first uses the
+// bucket, and sends its lock and then a check that fails the transaction
+// with kv.ErrConflict if the subtree changed, ahead of its next statement:
+// nothing it writes reaches a table before the check, and run again, it
+// looks the subtree up afresh. If the check finds the subtree changed (another
 // store made or deleted a bucket in it, or deleted it), the transaction
 // looks the subtree up, moves the buckets it handed out onto it and sends
 // the read again; nothing read on the stale subtree reaches the caller.
@@ -120,12 +138,14 @@
 // pg_notify calls on the schema's channel, sent with its COMMIT (so they
 // reach listeners after it, in commit order) with its xid. Listen holds a
 // connection of its own with LISTEN on that channel, and a Listener's
-// Watch of a topic holds, on that connection, a session-level advisory
-// lock of the topic in shared mode. A writer that locks a top-level
-// bucket alone tries that lock of its name exclusively in the same round
-// trip (pg_try_advisory_xact_lock): when it gets it, nobody watches, and
-// it drops its notices under that name; a Watch then waits for it to end.
-// Sees asks a read-only transaction's server for pg_current_snapshot()
+// Watch of a topic holds, on that connection, the session-level advisory
+// locks of the topic (16 keys) in shared mode. A writer that locks a
+// top-level bucket, shared or alone, tries one of those keys at random
+// exclusively in the same round trip (pg_try_advisory_xact_lock): when it
+// gets it, nobody watches, and it drops its notices under that name; a
+// Watch then waits for it to end. Writers that hold a bucket shared
+// rarely try the same key, and one that finds its key taken only sends
+// notices it need not. Sees asks a read-only transaction's server for pg_current_snapshot()
 // the first time it is called, so that it tells from an xid whether the
 // snapshot holds that commit.
 //
@@ -157,5 +177,6 @@
 // file statistics) have no equivalent here. Transactions use one
 // background context, so a statement cannot be cancelled (nor a wait for
 // a lock); a lost connection fails the transaction. There is no retry
-// loop: a conflict is returned to the caller.
+// loop here: a conflict is returned to the caller, and the engine runs the
+// transaction again.
 package postgres

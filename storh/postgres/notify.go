@@ -85,6 +85,9 @@ func (t *tx) queueNotices(b *pgx.Batch) {
 	head := fmt.Sprintf("%016x ", t.s.origin)
 	enc := base64.RawStdEncoding
 	for _, topic := range n.topics {
+		if _, quiet := t.quiet[topic]; quiet {
+			continue // learnt after the announcement, from a hold taken later
+		}
 		keys := n.keys[topic]
 		for len(keys) > 0 {
 			room := maxPayload - len(topic) - len(head) - 24
@@ -218,23 +221,43 @@ func parseNotice(payload string) (kv.Notice, error) {
 	return n, nil
 }
 
-// watchKey is the advisory lock key that tells writers of top-level
-// bucket name whether anyone watches it: listeners hold it shared for as
-// long as they watch, and a writer that takes it (exclusively, without
-// waiting, with its lock on the bucket) knows that nobody does, and
-// keeps it until it ends, so that a new watcher waits for it.
-func (s *Store) watchKey(name string) int64 {
+// watchKeys are the advisory lock keys that tell writers of top-level
+// bucket name whether anyone watches it: listeners hold them all shared
+// for as long as they watch, and a writer that takes one of them
+// (exclusively, without waiting, with its lock on the bucket) knows that
+// nobody does, and keeps it until it ends, so that a new watcher waits for
+// it. There are watchStripes of them so that writers holding the bucket
+// shared, who run at once, rarely try the same one: a writer that finds
+// its key taken by another writer only announces what it need not.
+func (s *Store) watchKeys(name string) []int64 {
+	keys := make([]int64, watchStripes)
+	for i := range keys {
+		keys[i] = s.watchKey(name, i)
+	}
+	return keys
+}
+
+// watchKey is stripe i of name's watch keys.
+func (s *Store) watchKey(name string, i int) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(s.schema))
 	h.Write([]byte{1})
 	h.Write([]byte(name))
+	if i > 0 {
+		h.Write([]byte{0, byte(i)})
+	}
 	return int64(h.Sum64())
 }
 
+// watchStripes is how many watch keys a top-level bucket has: a listener
+// holds them all per watched bucket (lock table entries), a writer tries
+// one at random.
+const watchStripes = 16
+
 const (
 	quietSQL   = "SELECT pg_try_advisory_xact_lock($1)"
-	watchSQL   = "SELECT pg_advisory_lock_shared($1)"
-	unwatchSQL = "SELECT pg_advisory_unlock_shared($1)"
+	watchSQL   = "SELECT pg_advisory_lock_shared(k) FROM unnest($1::bigint[]) AS k"
+	unwatchSQL = "SELECT pg_advisory_unlock_shared(k) FROM unnest($1::bigint[]) AS k"
 )
 
 // listener is a kv.Listener: a connection of its own, out of the pool,
@@ -257,7 +280,7 @@ type listener struct {
 
 type lockRequest struct {
 	sql  string
-	key  int64
+	keys []int64
 	done chan error // nil: nobody waits (Unwatch)
 }
 
@@ -303,7 +326,7 @@ func (l *listener) run(ctx context.Context, ch string) {
 		l.reqs = nil
 		l.mu.Unlock()
 		for _, r := range reqs {
-			_, err := l.conn.Exec(ctx, r.sql, r.key)
+			_, err := l.conn.Exec(ctx, r.sql, r.keys)
 			if err == nil && r.sql == watchSQL {
 				// The commits that found nobody watching have ended:
 				// reads from a standby must wait for them (see readConn).
@@ -399,7 +422,7 @@ func (l *listener) request(r *lockRequest) error {
 // connection: it waits for the writers that took it to find nobody
 // watching, and makes every later writer announce.
 func (l *listener) Watch(topic string) error {
-	r := &lockRequest{sql: watchSQL, key: l.s.watchKey(topic), done: make(chan error, 1)}
+	r := &lockRequest{sql: watchSQL, keys: l.s.watchKeys(topic), done: make(chan error, 1)}
 	if err := l.request(r); err != nil {
 		return err
 	}
@@ -408,7 +431,7 @@ func (l *listener) Watch(topic string) error {
 
 // Unwatch releases one hold of the topic's watch lock, without waiting.
 func (l *listener) Unwatch(topic string) {
-	_ = l.request(&lockRequest{sql: unwatchSQL, key: l.s.watchKey(topic)})
+	_ = l.request(&lockRequest{sql: unwatchSQL, keys: l.s.watchKeys(topic)})
 }
 
 // Stop ends the listener; its connection closes, and its locks with it.

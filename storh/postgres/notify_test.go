@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -142,7 +144,8 @@ func TestSees(t *testing.T) {
 
 	r := begin(t, s, false).(kv.SharedTx)
 	defer r.Rollback()
-	if r.Bucket([]byte("b")) == nil { // the first read takes the snapshot
+	// The first read takes the snapshot (the lookup comes from the cache).
+	if b := r.Bucket([]byte("b")); b == nil || b.Get([]byte("k")) == nil {
 		t.Fatal(r.Err())
 	}
 	during := announce(inFlight)
@@ -266,5 +269,52 @@ func TestWatchQuiet(t *testing.T) {
 	write(t, writer, "u", "u4")
 	if n := next(t, ch); n.Topic != "u" || string(n.Keys[0]) != "u4" {
 		t.Fatalf("notice %q %q; want u4 (nobody watches w any more)", n.Topic, n.Keys)
+	}
+}
+
+// A writer that holds a bucket shared drops its notices when nobody
+// watches, as one that holds it alone does (PostgreSQL makes notifying
+// commits take turns), and sends them while someone watches, even when
+// other shared writers hold the bucket at the same time.
+func TestSharedWriterQuiet(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	fill(t, s, "b", 1)
+	raw, err := pgx.Connect(ctx, url)
+	must(t, err)
+	defer raw.Close(ctx)
+	_, err = raw.Exec(ctx, "LISTEN "+pgx.Identifier{channel(s.schema)}.Sanitize())
+	must(t, err)
+	write := func(k string) {
+		t.Helper()
+		tx := begin(t, s, true)
+		must(t, tx.(kv.Locker).BucketShared([]byte("b")).Put([]byte(k), []byte("v")))
+		tx.(kv.SharedTx).Announce("b", []byte(k))
+		commit(t, tx)
+	}
+	for i := range 3 {
+		write(fmt.Sprint("quiet", i))
+	}
+	// A notification after the writers' commits: theirs would come first.
+	_, err = raw.Exec(ctx, "SELECT pg_notify($1, 'marker')", channel(s.schema))
+	must(t, err)
+	n, err := raw.WaitForNotification(ctx)
+	must(t, err)
+	if n.Payload != "marker" {
+		t.Fatalf("a shared writer announced with nobody watching: %q", n.Payload)
+	}
+
+	ch, l := listen(t, s)
+	must(t, l.Watch("b"))
+	// Another shared writer holds the bucket meanwhile (it may hold the
+	// watch key the next one tries): the notice comes all the same.
+	other := begin(t, s, true)
+	defer other.Rollback()
+	if b := other.(kv.Locker).BucketShared([]byte("b")); b == nil || b.Get(key(0)) == nil {
+		t.Fatal(other.Err())
+	}
+	write("heard")
+	if got := next(t, ch); got.Topic != "b" || string(got.Keys[0]) != "heard" {
+		t.Fatalf("notice %+v, want b/heard", got)
 	}
 }

@@ -294,6 +294,7 @@ type registrySQL struct {
 	addGen  string // adds it, in a store made before it
 	subtree string // a child of $1 named $2 and everything under it, with its generation
 	check   string // id and generation of the top-level bucket $1
+	assert  string // fails with staleCode unless top-level bucket $1 has id $2 and generation $3
 	bump    string // raises the generation of top-level bucket $1
 	delete  string // registry rows of ids $1
 }
@@ -314,6 +315,7 @@ func newRegistrySQL(schema string) registrySQL {
 			" UNION ALL SELECT c.id, c.parent, c.name, c.gen FROM " + r + " c JOIN s ON c.parent = s.id)" +
 			" SELECT id, parent, name, gen FROM s",
 		check:  "SELECT id, gen FROM " + r + " WHERE parent = 0 AND name = $1",
+		assert: "SELECT 1 / (SELECT count(*) FROM " + r + " WHERE parent = 0 AND name = $1 AND id = $2 AND gen = $3)",
 		bump:   "UPDATE " + r + " SET gen = gen + 1 WHERE id = $1",
 		delete: "DELETE FROM " + r + " WHERE id = ANY($1::bigint[])",
 	}
@@ -325,15 +327,16 @@ const columns = " (k bytea PRIMARY KEY, v bytea)"
 
 // tableSQL holds the statements on one bucket's table.
 type tableSQL struct {
-	name                         string // quoted, schema-qualified
-	create                       string
-	get                          string
-	first, last, ge, gt, lt      string
-	ranged                       rangedSQL // the same within bounds $1 ≤ k ≤ $2
-	put1, putN, insN, del1, delN string
-	lockFrom, lockRange          string
-	lockKeys, tryKeys            string
-	marker                       string
+	name                    string // quoted, schema-qualified
+	create                  string
+	get                     string
+	first, last, ge, gt, lt string
+	ranged                  rangedSQL // the same within bounds $1 ≤ k ≤ $2
+	put1, putN, insN, addN  string
+	del1, delN              string
+	lockFrom, lockRange     string
+	lockKeys, tryKeys       string
+	marker                  string
 }
 
 // rangedSQL are a cursor's statements within a range (see cursor.Range).
@@ -368,7 +371,13 @@ func (s *Store) table(id int64) *tableSQL {
 		put1: "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
 			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
-		insN:      "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
+		insN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
+		// addN adds, 8 bytes at a time, big-endian and signed, the
+		// integers of each value to the row's (see kv.Adder).
+		addN: "INSERT INTO " + n + " AS o (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
+			" ON CONFLICT (k) DO UPDATE SET v = CASE WHEN length(o.v) = length(excluded.v) THEN" +
+			" (SELECT string_agg(int8send(" + beInt("o.v") + " + " + beInt("excluded.v") + "), ''::bytea ORDER BY i)" +
+			" FROM generate_series(1, length(excluded.v), 8) AS i) ELSE excluded.v END",
 		lockFrom:  sel + n + " WHERE k >= $1 ORDER BY k LIMIT $2 FOR UPDATE SKIP LOCKED",
 		lockRange: sel + n + " WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3 FOR UPDATE SKIP LOCKED",
 		lockKeys:  sel + n + " WHERE k = ANY($1::bytea[]) ORDER BY k FOR UPDATE",
@@ -389,6 +398,17 @@ func (s *Store) table(id int64) *tableSQL {
 	return t
 }
 
+// staleCode is the SQLSTATE of a writer's failed check of a cached
+// subtree: division_by_zero, which no other statement of the store can
+// raise.
+const staleCode = "22012"
+
+// beInt is the SQL of the 8-byte big-endian signed integer at offset i
+// (from 1) of the bytea col.
+func beInt(col string) string {
+	return "('x' || encode(substring(" + col + " FROM i FOR 8), 'hex'))::bit(64)::bigint"
+}
+
 // dbErr wraps an error from PostgreSQL with op, and with the contract's
 // sentinel where one applies. Connection and context errors stay in the
 // chain as they are.
@@ -398,10 +418,12 @@ func dbErr(op string, err error) error {
 		switch pe.Code {
 		case "40001", "40P01": // serialization_failure, deadlock_detected
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
-		case "23505": // unique_violation: a bucket a concurrent transaction created
+		case "23505": // unique_violation: a key or a bucket a concurrent transaction inserted first
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
 		case "42P01": // undefined_table: a bucket a concurrent transaction deleted
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrConflict, err)
+		case staleCode: // a writer's check of a cached subtree (registrySQL.assert)
+			return fmt.Errorf("postgres: %s: %w: another store made or deleted buckets in a top-level bucket this transaction used as cached (%w)", op, kv.ErrConflict, err)
 		case "25006": // read_only_sql_transaction
 			return fmt.Errorf("postgres: %s: %w (%w)", op, kv.ErrTxNotWritable, err)
 		case "54000": // program_limit_exceeded: an index row too large

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -36,10 +37,16 @@ type tx struct {
 	begun    bool // BEGIN has been sent
 	err      error
 	root     *bucket
-	dirty    []*bucket           // buckets written in this transaction (pending or not)
-	arena    arena               // keys and values handed out, valid until the end
-	locked   map[string]bool     // top-level buckets this writer holds: true alone, false shared
-	upgrades []int64             // exclusive locks to take with the next statement (HoldAlone)
+	dirty    []*bucket       // buckets written in this transaction (pending or not)
+	arena    arena           // keys and values handed out, valid until the end
+	locked   map[string]bool // top-level buckets this writer holds: true alone, false shared
+	upgrades []int64         // exclusive locks to take with the next statement (HoldAlone)
+	// A writer's top-level buckets taken from the store's cache: their
+	// locks and, after them, the checks that fail the transaction if a
+	// subtree changed, go with its next statement (see holdCached).
+	deferred []hold
+	asserts  []assertion
+	assumed  []string            // the names of those subtrees: forgotten if a check fails
 	notices  notices             // announced, sent with the commit
 	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
 	xid      uint64              // a writable transaction's, from its first round trip
@@ -55,6 +62,19 @@ type tx struct {
 	observed []observation
 	answered int                 // checks the current round trip has answered
 	reshape  map[string]struct{} // top-level buckets whose subtree this writer changed
+}
+
+// hold is a lock on a top-level bucket still to be taken.
+type hold struct {
+	name   []byte
+	shared bool
+}
+
+// assertion is a cached subtree a writer uses: its top-level bucket's
+// name, id and generation.
+type assertion struct {
+	name    []byte
+	id, gen int64
 }
 
 // check is a cached subtree to check, and the buckets made from it.
@@ -91,6 +111,13 @@ func (t *tx) BucketShared(name []byte) kv.Bucket {
 // the transaction's next statement, if it holds the bucket shared. One it
 // does not hold yet is locked alone when it is looked up.
 func (t *tx) HoldAlone(name []byte) {
+	for i := range t.deferred {
+		if string(t.deferred[i].name) == string(name) {
+			t.deferred[i].shared = false
+			t.locked[string(name)] = true
+			return
+		}
+	}
 	if alone, held := t.locked[string(name)]; t.writable && held && !alone {
 		t.locked[string(name)] = true
 		t.upgrades = append(t.upgrades, t.s.lockKey(name))
@@ -153,10 +180,20 @@ func (t *tx) newBatch() *pgx.Batch {
 			b.Queue(beginReadOnly)
 		}
 	}
+	for _, h := range t.deferred {
+		t.queueHold(b, h.name, h.shared)
+	}
+	t.deferred = t.deferred[:0]
 	for _, key := range t.upgrades {
 		b.Queue(lockSQL, key)
 	}
 	t.upgrades = t.upgrades[:0]
+	// After the locks, so that they see what the last exclusive holder
+	// committed; before anything that uses the subtrees' tables.
+	for _, a := range t.asserts {
+		b.Queue(t.s.reg.assert, a.name, a.id, a.gen)
+	}
+	t.asserts = t.asserts[:0]
 	for _, c := range t.checks {
 		b.Queue(t.s.reg.check, []byte(c.top.name)).Query(func(rows pgx.Rows) error {
 			t.answered++
@@ -318,25 +355,54 @@ func (t *tx) reshaped(parent *bucket, name []byte) {
 // snapshot taken then, so they see everything the previous holder
 // committed.
 func (t *tx) queueLock(b *pgx.Batch, name []byte, shared bool) {
+	if t.holds(name, shared) {
+		t.queueHold(b, name, shared)
+	}
+}
+
+// holds records that this writer holds top-level bucket name from its
+// next statement on, and reports whether that lock is still to be
+// queued: false in a read-only transaction, or for a bucket it holds.
+func (t *tx) holds(name []byte, shared bool) bool {
 	if !t.writable {
-		return
+		return false
 	}
 	if _, ok := t.locked[string(name)]; ok {
-		return
+		return false
 	}
 	if t.locked == nil {
 		t.locked = make(map[string]bool, 2)
 	}
 	t.locked[string(name)] = !shared
+	return true
+}
+
+// holdCached is queueLock for a top-level bucket whose subtree tr a
+// writer takes from the store's cache: the lock goes with its next
+// statement, and after it a check that fails the transaction, with an
+// error wrapping kv.ErrConflict, if the subtree is no longer tr. So a
+// writer that reads nothing before it commits sends it all in one round
+// trip, and one that uses a subtree another store changed meanwhile
+// changes nothing: run again, it looks the subtree up afresh.
+func (t *tx) holdCached(name []byte, shared bool, tr *tree) {
+	if t.holds(name, shared) {
+		t.deferred = append(t.deferred, hold{name: name, shared: shared})
+	}
+	t.asserts = append(t.asserts, assertion{name: name, id: tr.id, gen: tr.gen})
+	t.assumed = append(t.assumed, string(name))
+}
+
+// queueHold queues the lock on top-level bucket name, and after it the
+// question whether anyone watches it: if not, its notices need not be
+// sent (see watchKeys).
+func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
 	if shared {
 		b.Queue(lockSharedSQL, t.s.lockKey(name))
-		return
+	} else {
+		b.Queue(lockSQL, t.s.lockKey(name))
 	}
-	b.Queue(lockSQL, t.s.lockKey(name))
-	// With the bucket alone, find out whether anyone watches it; if not,
-	// its notices need not be sent (see watchKey).
 	key := string(name)
-	b.Queue(quietSQL, t.s.watchKey(key)).QueryRow(func(row pgx.Row) error {
+	b.Queue(quietSQL, t.s.watchKey(key, rand.IntN(watchStripes))).QueryRow(func(row pgx.Row) error {
 		var nobody bool
 		if err := row.Scan(&nobody); err != nil {
 			return err
@@ -371,11 +437,26 @@ func (t *tx) send(b *pgx.Batch, op string) error {
 // fail records err, from op, as the transaction's error if it has none
 // yet, and returns it.
 func (t *tx) fail(op string, err error) error {
+	t.forgetStale(err)
 	err = dbErr(op, err)
 	if t.err == nil {
 		t.err = err
 	}
 	return err
+}
+
+// forgetStale drops from the store's cache the subtrees this writer took
+// from it when err says one of them changed: its check failed, or a
+// statement met a table dropped since. The transaction then fails, and
+// its next run looks them up.
+func (t *tx) forgetStale(err error) {
+	var pe *pgconn.PgError
+	if len(t.assumed) == 0 || !errors.As(err, &pe) || (pe.Code != staleCode && pe.Code != "42P01") {
+		return
+	}
+	for _, name := range t.assumed {
+		t.s.forgetTree(name)
+	}
 }
 
 // usable returns why the transaction cannot take a write, or nil.
@@ -407,6 +488,18 @@ func (t *tx) Commit() error {
 		return fmt.Errorf("postgres: commit after a failed statement: %w", err)
 	}
 	slices.SortFunc(t.dirty, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
+	if !t.begun && len(t.dirty) > 0 {
+		// A writer that has not been to the server learns its id before
+		// its COMMIT goes (see commitOutcome): its writes go first.
+		b := t.newBatch()
+		for _, d := range t.dirty {
+			d.queueFlush(b)
+		}
+		if err := t.send(b, "commit"); err != nil {
+			t.end()
+			return err
+		}
+	}
 	b := t.newBatch()
 	opening := b.Len()
 	for _, d := range t.dirty {
@@ -445,6 +538,7 @@ func (t *tx) sendCommit(b *pgx.Batch) error {
 		return nil
 	}
 	if pgconn.SafeToRetry(err) || !pc.IsClosed() {
+		t.forgetStale(err)
 		t.end()
 		return dbErr("commit", err)
 	}

@@ -68,6 +68,9 @@ func TestClientReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if onPG := st.Backend == "postgresql"; onPG != (st.Reruns != nil) || onPG != (st.FileSize == nil) {
+			t.Errorf("stats of backend %s: reruns %v, file size %v; want only the backend's own", st.Backend, st.Reruns, st.FileSize)
+		}
 		colls, err := c.Collections(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 	// storh names a PostgreSQL store by its URL and has no other way to
 	// tell the backend.
 	if strings.HasPrefix(st.Path, "postgres://") || strings.HasPrefix(st.Path, "postgresql://") {
-		out.Backend = "postgresql"
+		out.Backend, out.Reruns = "postgresql", &st.Reruns
 	} else {
 		ms := float64(st.CommitIOTime) / float64(time.Millisecond)
 		out.FileSize, out.FreeBytes, out.PageWrites, out.CommitIOMs = &st.FileSize, &st.FreeBytes, &st.PageWrites, &ms

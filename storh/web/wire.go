@@ -14,12 +14,15 @@ import (
 // as a measurement. The path is never written: it names a file or a
 // server, and nothing in the API needs it.
 type Stats struct {
-	Backend     string       `json:"backend"`
-	FileSize    *int64       `json:"file_size,omitempty"`
-	FreeBytes   *int64       `json:"free_bytes,omitempty"`
-	Commits     int64        `json:"commits"`
-	PageWrites  *int64       `json:"page_writes,omitempty"`
-	CommitIOMs  *float64     `json:"commit_io_ms,omitempty"`
+	Backend    string   `json:"backend"`
+	FileSize   *int64   `json:"file_size,omitempty"`
+	FreeBytes  *int64   `json:"free_bytes,omitempty"`
+	Commits    int64    `json:"commits"`
+	PageWrites *int64   `json:"page_writes,omitempty"`
+	CommitIOMs *float64 `json:"commit_io_ms,omitempty"`
+	// Reruns is PostgreSQL's only: write transactions run again after a
+	// conflict with another process's.
+	Reruns      *int64       `json:"reruns,omitempty"`
 	Collections []Collection `json:"collections"`
 	// FoldError joins the failures of the blocked indexes' last folds in
 	// the serving process, when any failed.

@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// The engine's writes on a store cost the round trips counted here, once
+// the DB knows the collection (its subtree cached, its largest id known):
+// a put of a new record sends its writes with BEGIN, its lock and the
+// check of the cached subtree in one round trip, and the COMMIT in a
+// second; a collection with indexes reads their definitions in the first
+// and writes with the COMMIT; a read of a stored record (a replacement, a
+// read-modify-write) goes with the first, or after the definitions.
+func TestEngineRoundTrips(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := openConfig(ctx, cfg, options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := engine.OpenStore(s, "pg", engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	must(t, db.Enter())
+	defer db.Exit()
+	value := func(n int) []byte {
+		v, err := engine.AppendValue(nil, map[string]any{"n": n, "tag": n % 3, "u": uuidv7.New().String()})
+		must(t, err)
+		return v
+	}
+	put := func(h engine.Handle, id uuidv7.UUID, n int) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.ID, op.Value = h, id, value(n)
+		must(t, db.Submit(op))
+	}
+	inc := func(h engine.Handle, id uuidv7.UUID) {
+		t.Helper()
+		must(t, db.Update(func(tx *engine.Tx) error {
+			c, err := tx.UseHold(h, false, engine.HoldRows)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Get(c, id); err != nil {
+				return err
+			}
+			return tx.Put(c, id, value(1), false)
+		}))
+	}
+	putMany := func(h engine.Handle, n int) {
+		t.Helper()
+		must(t, db.Update(func(tx *engine.Tx) error {
+			c, err := tx.UseHold(h, true, engine.HoldRows)
+			if err != nil {
+				return err
+			}
+			for i := range n {
+				if err := tx.Put(c, uuidv7.New(), value(i), false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	count := func(what string, want int64, fn func()) {
+		t.Helper()
+		before := rt.n.Load()
+		fn()
+		if got := rt.n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		} else {
+			t.Logf("%s: %d round trips", what, got)
+		}
+	}
+	plain := engine.Handle{Name: "plain", Kind: engine.KindDocs}
+	indexed := engine.Handle{Name: "indexed", Kind: engine.KindDocs, Indexes: []engine.IndexSpec{
+		{Name: "tag", Paths: [][]string{{"tag"}}}, {Name: "u", Paths: [][]string{{"u"}}, Unique: true},
+	}}
+	for _, h := range []engine.Handle{plain, indexed} {
+		id := uuidv7.New()
+		// Warm: the collection made, its subtree cached, the connection's
+		// statements prepared.
+		for range 3 {
+			put(h, id, 0)
+			inc(h, id)
+			putMany(h, 100)
+		}
+		put(h, uuidv7.New(), 7)
+		// A stored record's read is a round trip of its own after the
+		// one that read the index definitions.
+		extra := int64(0)
+		if len(h.Indexes) > 0 {
+			extra = 1
+		}
+		count(h.Name+": a put of a new record", 2, func() { put(h, uuidv7.New(), 5) })
+		count(h.Name+": 100 puts in Update", 2, func() { putMany(h, 100) })
+		count(h.Name+": a put of a stored record", 2+extra, func() { put(h, id, 6) })
+		count(h.Name+": a read-modify-write in Update", 2+extra, func() { inc(h, id) })
+	}
+}
