@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -253,3 +255,26 @@ func seal(value []byte, key uuidv7.UUID) {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// startChild runs the test named test of this test binary as a second OS
+// process, with env added to this process's environment, and returns it
+// started, with pipes to its stdin and from its stdout; its stderr is
+// this process's. The caller ends it (closing in, or killing it).
+func startChild(t *testing.T, test string, env ...string) (cmd *exec.Cmd, in io.WriteCloser, out io.ReadCloser) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, in, out
+}

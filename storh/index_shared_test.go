@@ -257,20 +257,7 @@ func startIxChild(t *testing.T, url string) *procIxClient {
 
 // startIxChildTuned is startIxChild with the child's tune settings.
 func startIxChildTuned(t *testing.T, url, settings string) *procIxClient {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSharedIndexesChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), ixChildEnv+"="+url, tune.Env+"="+settings)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := startChild(t, "TestSharedIndexesChild", ixChildEnv+"="+url, tune.Env+"="+settings)
 	c := &procIxClient{cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	c.out.Buffer(nil, 1<<20)
 	t.Cleanup(c.close)

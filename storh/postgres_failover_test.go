@@ -200,20 +200,7 @@ type failoverAck struct {
 
 func startFailoverWriter(t *testing.T, url, name string) *failoverWriter {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresFailoverChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), failoverChildEnv+"="+name+"|"+url)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := startChild(t, "TestPostgresFailoverChild", failoverChildEnv+"="+name+"|"+url)
 	// A failing test must not leave a writer behind.
 	t.Cleanup(func() { cmd.Process.Kill() })
 	w := &failoverWriter{name: name, cmd: cmd, in: in, done: make(chan struct{}), grew: make(chan struct{}, 1)}

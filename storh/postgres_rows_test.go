@@ -585,20 +585,7 @@ type rowsChild struct {
 
 func startRowsChild(t *testing.T, url string) *rowsChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresRowsChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), rowsChildEnv+"="+url)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := startChild(t, "TestPostgresRowsChild", rowsChildEnv+"="+url)
 	c := &rowsChild{cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	c.out.Buffer(nil, 1<<20)
 	t.Cleanup(func() {

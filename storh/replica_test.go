@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -349,20 +348,7 @@ func TestStandbyReadsTwoProcesses(t *testing.T) {
 		t.Skip("the child's own run")
 	}
 	p := standby(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStandbyWriterChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), replicaChildEnv+"="+p.Primary)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := startChild(t, "TestStandbyWriterChild", replicaChildEnv+"="+p.Primary)
 	t.Cleanup(func() {
 		in.Close()
 		_ = cmd.Wait()
