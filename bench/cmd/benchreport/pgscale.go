@@ -59,9 +59,11 @@ var scaleWorkloads = []scaleWorkload{
 
 // rerunCodes are the SQLSTATEs storh/postgres turns into kv.ErrConflict,
 // on which the engine runs the transaction again: serialization failure,
-// deadlock, a unique violation (a bucket a concurrent transaction created)
-// and an undefined table (one it deleted).
-var rerunCodes = []string{"40001", "40P01", "23505", "42P01"}
+// deadlock, a unique violation (a bucket a concurrent transaction created,
+// or a record or unique claim one inserted), an undefined table (one it
+// deleted) and division_by_zero, which a writer's check of a cached bucket
+// tree raises on purpose when another store changed the tree.
+var rerunCodes = []string{"40001", "40P01", "23505", "42P01", "22012"}
 
 type scaleConfig struct {
 	url       string
