@@ -122,27 +122,9 @@ func startReplication() {
 			return err
 		}
 		extraServers.add(primary)
-		if err := primary.prepare(runAs); err != nil {
-			return err
-		}
-		if err := primary.run("initdb", "-D", primary.data, "-U", "postgres", "--auth=trust",
-			"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
-			return err
-		}
 		// initdb's pg_hba.conf trusts local replication connections.
-		if err := primary.configure(`
-fsync = on
-synchronous_commit = on
-shared_buffers = 16MB
-max_connections = 100
-wal_level = replica
-max_wal_senders = 10
-log_min_messages = warning
-`); err != nil {
+		if err := startPrimary(primary); err != nil {
 			return err
-		}
-		if err := primary.launch(); err != nil {
-			return fmt.Errorf("starting the primary: %w%s", err, primary.logTail())
 		}
 		conn, err := pgx.Connect(context.Background(), primary.url("postgres"))
 		if err != nil {
