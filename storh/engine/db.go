@@ -323,6 +323,29 @@ func openError(path string, opts Options, err error) error {
 	return e
 }
 
+// storhShaped returns the name of a top-level bucket only storh makes: one
+// in storh's own namespace (names starting with a NUL byte) or a collection
+// (a bucket holding a metadata bucket with a kind). It looks at a bounded
+// number of buckets: a foreign file is refused either way, and Open must
+// not walk a large one.
+func storhShaped(tx kv.Tx) []byte {
+	const looks = 64
+	c := tx.Cursor()
+	n := 0
+	for k, _ := c.First(); k != nil && n < looks; k, _ = c.Next() {
+		n++
+		if len(k) > 0 && k[0] == 0 {
+			return k
+		}
+		if b := tx.Bucket(k); b != nil {
+			if m := b.Bucket(bucketMeta); m != nil && m.Get(keyKind) != nil {
+				return k
+			}
+		}
+	}
+	return nil
+}
+
 const damagedHint = "restore it from a backup; `storh verify` tells what is wrong"
 
 // maxPlausibleFormat bounds the format markers taken for a newer storh's:
@@ -343,8 +366,13 @@ func (db *DB) initMeta() error {
 		b := tx.Bucket(dbMetaBucket)
 		if b == nil {
 			if k, _ := tx.Cursor().First(); k != nil {
-				// Buckets but no storh metadata: another program's bbolt
-				// file. Writing our bucket into it would be vandalism.
+				// Buckets but no storh metadata: a storh file whose
+				// metadata name was overwritten, or another program's
+				// bbolt file. Writing our bucket into either would be
+				// vandalism; which one it is decides the advice.
+				if found := storhShaped(tx); found != nil {
+					return fmt.Errorf("%w: the file is damaged: its metadata bucket %q is missing, yet it holds storh's buckets (%q)", errs.ErrCorrupt, dbMetaBucket, found)
+				}
 				return fmt.Errorf("%w: a bbolt file without storh metadata (bucket %q); not a storh database", errs.ErrCorrupt, k)
 			}
 			if tx.Writable() {
