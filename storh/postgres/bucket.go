@@ -346,13 +346,21 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 		putK, putV, putSize = nil, nil, 0
 	}
 	emitInserts := func() {
-		if len(insK) > 0 {
+		switch len(insK) {
+		case 0:
+		case 1:
+			batch.Queue(b.sql.ins1, insK[0], insV[0])
+		default:
 			batch.Queue(b.sql.insN, insK, insV)
 		}
 		insK, insV, insSize = nil, nil, 0
 	}
 	emitAdds := func() {
-		if len(addK) > 0 {
+		switch {
+		case len(addK) == 0:
+		case len(addK) == 1 && len(addV[0]) <= 8*maxAddInts:
+			batch.Queue(b.sql.add1[len(addV[0])/8-1], addK[0], addV[0])
+		default:
 			batch.Queue(b.sql.addN, addK, addV)
 		}
 		addK, addV, addSize = nil, nil, 0

@@ -428,8 +428,8 @@ func TestWriterCachedSubtree(t *testing.T) {
 			w := begin(t, a, true)
 			must(t, w.Bucket([]byte("c")).Put([]byte("k"), []byte("v2")))
 			err = w.Commit()
-			if trips := rt.n.Load() - before; !tc.stale && trips != 2 {
-				t.Errorf("a put on a cached subtree: %d round trips, want 2", trips)
+			if trips := rt.n.Load() - before; !tc.stale && trips != 1 {
+				t.Errorf("a put on a cached subtree: %d round trips, want 1", trips)
 			}
 			if tc.stale != errors.Is(err, kv.ErrConflict) {
 				t.Fatalf("commit: %v, want ErrConflict: %v", err, tc.stale)
@@ -491,6 +491,12 @@ func TestAdd(t *testing.T) {
 		{"then a delete", [][]write{{{add: ints(1, 2)}, {del: true}}}, nil},
 		{"sent, then more", [][]write{{{add: ints(1, 2)}, {read: true}, {add: ints(1, 2)}}}, ints(2, 4)},
 		{"onto another length", [][]write{{{put: []byte("xyz")}}, {{add: ints(1, 2)}}}, ints(1, 2)},
+		// One key's add of up to four integers has a statement of its own
+		// per length; longer ones go as several keys' do.
+		{"one integer", [][]write{{{add: ints(5)}}, {{add: ints(-7)}}}, ints(-2)},
+		{"four integers", [][]write{{{add: ints(1, 2, 3, 4)}}, {{add: ints(10, -20, 30, -1<<62)}}}, ints(11, -18, 33, 4-1<<62)},
+		{"five integers", [][]write{{{add: ints(1, 2, 3, 4, 5)}}, {{add: ints(1, 1, 1, 1, -10)}}}, ints(2, 3, 4, 5, -5)},
+		{"onto a shorter value", [][]write{{{add: ints(1)}}, {{add: ints(1, 2, 3, 4)}}}, ints(1, 2, 3, 4)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := []byte(tc.name)
@@ -536,6 +542,23 @@ func TestAdd(t *testing.T) {
 	defer r.Rollback()
 	if got := r.Bucket([]byte("b")).Get([]byte("shared")); !bytes.Equal(got, ints(workers*each, 2*workers*each)) {
 		t.Errorf("after concurrent adds: %x", got)
+	}
+
+	// Several keys' adds in one transaction go in one statement.
+	for range 2 {
+		tx := begin(t, s, true)
+		b := tx.Bucket([]byte("b")).(kv.Adder)
+		must(t, b.Add([]byte("many/1"), ints(1, 2)))
+		must(t, b.Add([]byte("many/2"), ints(3)))
+		must(t, b.Add([]byte("many/3"), ints(4, 5, 6, 7, 8)))
+		commit(t, tx)
+	}
+	r = begin(t, s, false)
+	defer r.Rollback()
+	for k, want := range map[string][]byte{"many/1": ints(2, 4), "many/2": ints(6), "many/3": ints(8, 10, 12, 14, 16)} {
+		if got := r.Bucket([]byte("b")).Get([]byte(k)); !bytes.Equal(got, want) {
+			t.Errorf("%s: %x, want %x", k, got, want)
+		}
 	}
 
 	tx := begin(t, s, true)

@@ -18,6 +18,7 @@
 //	storh_buckets (id bigint identity primary key, parent bigint, name bytea,
 //	               gen bigint, unique (parent, name))    the registry of buckets
 //	storh_b<id>   (k bytea primary key, v bytea)   one table per bucket
+//	storh_commits (token bytea primary key, xid xid8)   commit markers
 //
 // The top level is bucket 0 (storh_b0), which has no registry row. A
 // nested bucket is a registry row, its own table, and a row (name, NULL)
@@ -76,9 +77,11 @@
 // of a key wins, and the adds after it are summed into it), and sent with
 // the next read of that bucket or with the COMMIT, so a transaction costs
 // one round trip per read plus one to commit (or to roll back). A writer
-// that has read nothing sends them, with its BEGIN, in a round trip of its
-// own before the COMMIT, since it learns its id there (see below): a write
-// costs two. A cursor reads ahead in pages that grow from
+// that has read nothing sends its locks, checks, writes and commit marker
+// in one round trip, without BEGIN or COMMIT: a batch of statements
+// without them is one implicit transaction, which the server commits at
+// the batch's end and rolls back if a statement fails; it runs at READ
+// COMMITTED, the session's level (Open sets it). A cursor reads ahead in pages that grow from
 // 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
 // that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil
@@ -86,24 +89,25 @@
 // report it: the engine then fails the read that met it, rather than take
 // its nil for a missing key.
 //
-// A writable transaction asks for its id (pg_current_xact_id) in its
-// first round trip, with what tells its server's incarnation: the
-// postmaster's start and the last reset of the statistics, which every
-// recovery at start makes (transaction ids are unique within one). If its
-// connection is lost once the batch with its COMMIT went out, Commit asks
-// on another connection how the transaction ended (pg_xact_status):
-// committed, Commit waits for the server's synchronous standbys to confirm
-// a commit of its own made after it, and succeeds; rolled back, it returns
-// the connection's error. A transaction still in progress belongs to a
-// backend that has not noticed its client is gone, or is still committing:
-// Commit ends it (pg_terminate_backend) and asks again. A connection that
-// reaches another incarnation (a multi-host URL's standby promoted in the
-// old primary's place, or the same server after a crash) may find the id
-// handed out again: its "committed" leaves the outcome unknown; anything
-// else from a server that takes writes means the transaction is not in
-// what the store now is, and Commit returns the connection's error. If
-// the outcome cannot be known, or the server cannot be asked within a few
-// seconds, the error wraps kv.ErrCommitUnknown.
+// A writable transaction inserts, just before its COMMIT and in the same
+// round trip, a commit marker: a row of storh_commits under a token the
+// client drew, which is in the store exactly when the transaction
+// committed. If its connection is lost once the batch with its COMMIT went
+// out, Commit ends the lost transaction's backend (named by pid and start,
+// which the store reads as each connection opens), which may not have
+// noticed that its client is gone, and asks on another connection by
+// inserting the same token: the insert waits while the lost transaction
+// holds its marker uncommitted (it is still committing; a backend the
+// store could not name is ended if pg_blocking_pids says the insert waits
+// for it), then finds the marker (committed: Commit waits for the server's synchronous standbys to
+// confirm a commit of its own made after it, and succeeds) or inserts it
+// (not committed, and never to be: the lost transaction's own insert of the
+// token would now fail; Commit returns the connection's error). A
+// multi-host URL's standby promoted in the old primary's place answers for
+// its own history, which is the store's from then on. If no server that
+// takes writes answers within a few seconds, the error wraps
+// kv.ErrCommitUnknown. Markers older than ten minutes are deleted by every
+// store, about once a minute.
 //
 // Bucket lookups read the bucket's whole subtree from the registry, once
 // per transaction. Creating a bucket costs two round trips; deleting one

@@ -39,7 +39,15 @@ var (
 const maxPayload = 7900
 
 // notifySQL sends one notification, its xid filled in by the server.
-const notifySQL = "SELECT pg_notify($1, $2 || pg_current_xact_id()::text || $3)"
+// notifyUnlessQuietSQL sends it only if watch key $4 cannot be taken: for
+// a bucket whose lock goes in the same round trip as the notices (a
+// writer's first, with its COMMIT), whose question whether anyone watches
+// (see queueHold) is answered too late to drop them. The writer holds the
+// key if it took it there, and trying again then succeeds.
+const (
+	notifySQL            = "SELECT pg_notify($1, $2 || pg_current_xact_id()::text || $3)"
+	notifyUnlessQuietSQL = notifySQL + " WHERE NOT pg_try_advisory_xact_lock($4)"
+)
 
 // channel names the schema's notification channel: advisory-lock style,
 // a hash, since a channel name is an identifier of at most 63 bytes and
@@ -102,7 +110,11 @@ func (t *tx) queueNotices(b *pgx.Batch) {
 			}
 			buf = append(buf, ' ')
 			buf = append(buf, topic...)
-			b.Queue(notifySQL, ch, head, string(buf))
+			if watch, asking := t.asking[topic]; asking {
+				b.Queue(notifyUnlessQuietSQL, ch, head, string(buf), watch)
+			} else {
+				b.Queue(notifySQL, ch, head, string(buf))
+			}
 			keys = keys[i:]
 		}
 	}
@@ -255,7 +267,6 @@ func (s *Store) watchKey(name string, i int) int64 {
 const watchStripes = 16
 
 const (
-	quietSQL   = "SELECT pg_try_advisory_xact_lock($1)"
 	watchSQL   = "SELECT pg_advisory_lock_shared(k) FROM unnest($1::bigint[]) AS k"
 	unwatchSQL = "SELECT pg_advisory_unlock_shared(k) FROM unnest($1::bigint[]) AS k"
 )

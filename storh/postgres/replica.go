@@ -157,6 +157,9 @@ func setRuntime(cfg *pgxpool.Config, readOnly bool) {
 	if readOnly {
 		params["default_transaction_read_only"] = "on"
 	}
+	// A writer's transaction sent in one batch runs at the session's
+	// level (see tx.Commit); the others say theirs in their BEGIN.
+	params["default_transaction_isolation"] = "read committed"
 }
 
 // readConn acquires the connection of a read-only transaction: one of the

@@ -49,6 +49,7 @@ type Store struct {
 	// come from an identity column and are never reused, so an id's
 	// statements stay right for the life of the store.
 	reg    registrySQL
+	marks  marksSQL
 	tables sync.Map // int64 → *tableSQL
 
 	// trees holds the registry subtree of each top-level bucket as a
@@ -63,8 +64,15 @@ type Store struct {
 	rowBytes atomic.Int64
 
 	// commitCheckTime bounds the questions of a commit whose connection
-	// was lost (see commitOutcome).
+	// was lost (see commitOutcome). lastPrune is when this Store last
+	// deleted old commit markers (UnixNano; see pruneMarks).
 	commitCheckTime time.Duration
+	lastPrune       atomic.Int64
+	// backends holds, per connection of the pool, its backend's start
+	// (pgtype.Timestamptz by *pgconn.PgConn): with the pid, what names
+	// that backend and no later one, so that a commit whose connection
+	// was lost can end it (see endLost).
+	backends sync.Map
 
 	// readOnly: opened WithReadOnly, so a writable Begin fails. replaying:
 	// read-only on a hot standby, whose commits no notification
@@ -155,11 +163,18 @@ func maskParseError(err error) error {
 // openConfig opens a store with a pool configuration (tests add a tracer).
 func openConfig(ctx context.Context, cfg *pgxpool.Config, o options) (*Store, error) {
 	setRuntime(cfg, o.readOnly)
+	s := &Store{ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime, readOnly: o.readOnly}
+	if !o.readOnly {
+		s.knowBackends(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, ctx: context.Background(), origin: rand.Uint64(), commitCheckTime: defaultCommitCheckTime, readOnly: o.readOnly}
+	s.pool = pool
+	// The first prune of commit markers waits as the later ones do, so that
+	// a short-lived store does not delete on every open.
+	s.lastPrune.Store(time.Now().UnixNano())
 	if o.readOnly {
 		err = s.initReadOnly(ctx)
 	} else {
@@ -206,8 +221,9 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	s.schema = *schema
 	s.reg = newRegistrySQL(s.schema)
+	s.marks = newMarksSQL(s.schema)
 	root := s.table(0)
-	for _, q := range []string{s.reg.create, "CREATE TABLE IF NOT EXISTS " + root.name + columns} {
+	for _, q := range []string{s.reg.create, "CREATE TABLE IF NOT EXISTS " + root.name + columns, s.marks.create} {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
 		}
@@ -332,7 +348,9 @@ type tableSQL struct {
 	get                     string
 	first, last, ge, gt, lt string
 	ranged                  rangedSQL // the same within bounds $1 ≤ k ≤ $2
-	put1, putN, insN, addN  string
+	put1, putN, ins1, insN  string
+	addN                    string
+	add1                    [maxAddInts]string // add1[i]: one key's add of i+1 integers
 	del1, delN              string
 	lockFrom, lockRange     string
 	lockKeys, tryKeys       string
@@ -371,6 +389,7 @@ func (s *Store) table(id int64) *tableSQL {
 		put1: "INSERT INTO " + n + " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		putN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
 			" ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		ins1: "INSERT INTO " + n + " (k, v) VALUES ($1, $2)",
 		insN: "INSERT INTO " + n + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
 		// addN adds, 8 bytes at a time, big-endian and signed, the
 		// integers of each value to the row's (see kv.Adder).
@@ -392,6 +411,9 @@ func (s *Store) table(id int64) *tableSQL {
 			" r AS (INSERT INTO " + reg + " (parent, name) SELECT $2::bigint, k FROM m RETURNING id)" +
 			" SELECT (SELECT id FROM r), (SELECT v IS NULL FROM " + n + " WHERE k = $1::bytea)",
 	}
+	for i := range t.add1 {
+		t.add1[i] = addOneSQL(n, i+1)
+	}
 	if prev, loaded := s.tables.LoadOrStore(id, t); loaded {
 		return prev.(*tableSQL)
 	}
@@ -405,8 +427,31 @@ const staleCode = "22012"
 
 // beInt is the SQL of the 8-byte big-endian signed integer at offset i
 // (from 1) of the bytea col.
-func beInt(col string) string {
-	return "('x' || encode(substring(" + col + " FROM i FOR 8), 'hex'))::bit(64)::bigint"
+func beInt(col string) string { return beIntAt(col, "i") }
+
+func beIntAt(col, offset string) string {
+	return "('x' || encode(substring(" + col + " FROM " + offset + " FOR 8), 'hex'))::bit(64)::bigint"
+}
+
+// maxAddInts is the most integers a delta may hold for an add of one key
+// to go as addOneSQL's statement: the engine's counters hold one, two or
+// four.
+const maxAddInts = 4
+
+// addOneSQL is the add of one key's delta of n integers to table's row,
+// its integers summed one by one: without addN's aggregate over a series,
+// which takes PostgreSQL about twice as long.
+func addOneSQL(table string, n int) string {
+	sum := ""
+	for i := range n {
+		if i > 0 {
+			sum += " || "
+		}
+		at := strconv.Itoa(1 + 8*i)
+		sum += "int8send(" + beIntAt("o.v", at) + " + " + beIntAt("excluded.v", at) + ")"
+	}
+	return "INSERT INTO " + table + " AS o (k, v) VALUES ($1, $2)" +
+		" ON CONFLICT (k) DO UPDATE SET v = CASE WHEN length(o.v) = " + strconv.Itoa(8*n) + " THEN " + sum + " ELSE excluded.v END"
 }
 
 // dbErr wraps an error from PostgreSQL with op, and with the contract's

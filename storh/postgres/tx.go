@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/kv"
@@ -21,9 +18,6 @@ import (
 const (
 	beginWritable = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-	// The transaction's id, and the incarnation of the server that gave
-	// it (see incarnation).
-	xidSQL = "SELECT pg_current_xact_id()::text, pg_postmaster_start_time(), pg_stat_get_bgwriter_stat_reset_time()"
 )
 
 // tx is a kv.Tx on one pooled connection. Every trip to the server is one
@@ -49,9 +43,8 @@ type tx struct {
 	assumed  []string            // the names of those subtrees: forgotten if a check fails
 	notices  notices             // announced, sent with the commit
 	quiet    map[string]struct{} // top-level buckets nobody watches: their notices are dropped
-	xid      uint64              // a writable transaction's, from its first round trip
-	ranOn    incarnation         // of the server that gave xid
-	commitID uint64              // xid, once committed
+	asking   map[string]int64    // top-level buckets whose question is on its way: the watch key tried
+	commitID uint64              // the transaction's xid, once committed
 	snap     *snapshot           // a read-only transaction's, once Sees asked for it
 
 	// Subtrees taken from the store's cache: the checks to send with the
@@ -155,25 +148,17 @@ func (t *tx) settle() {
 
 // newBatch starts a round trip, with the BEGIN first if it is the
 // transaction's first.
-func (t *tx) newBatch() *pgx.Batch {
+func (t *tx) newBatch() *pgx.Batch { return t.openBatch(true) }
+
+// openBatch is newBatch, without the BEGIN if begin is false: a batch
+// without one is a transaction of its own, implicit, which the server
+// commits when it reaches the batch's end (the protocol's Sync), and
+// rolls back if a statement fails.
+func (t *tx) openBatch(begin bool) *pgx.Batch {
 	b := &pgx.Batch{}
-	if !t.begun {
+	if !t.begun && begin {
 		if t.writable {
 			b.Queue(beginWritable)
-			// The transaction's id, known before its COMMIT is sent: if
-			// the connection is lost with the COMMIT's answer, the store
-			// asks the server how it ended (see commitOutcome). Asking
-			// gives the transaction an id before its first write, which
-			// a writer that writes nothing then spends.
-			b.Queue(xidSQL).QueryRow(func(row pgx.Row) error {
-				var text string
-				if err := row.Scan(&text, &t.ranOn.started, &t.ranOn.recovered); err != nil {
-					return err
-				}
-				var err error
-				t.xid, err = strconv.ParseUint(text, 10, 64)
-				return err
-			})
 		} else {
 			// The snapshot is taken by the first statement after it;
 			// Sees asks for its bounds if it is ever called.
@@ -279,7 +264,7 @@ func (t *tx) restore(op string, failed bool) error {
 		if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
 			return t.fail(op, err)
 		}
-		t.begun, t.xid = false, 0
+		t.begun = false
 	}
 	for _, c := range stale {
 		name := []byte(c.top.name)
@@ -392,21 +377,27 @@ func (t *tx) holdCached(name []byte, shared bool, tr *tree) {
 	t.assumed = append(t.assumed, string(name))
 }
 
-// queueHold queues the lock on top-level bucket name, and after it the
-// question whether anyone watches it: if not, its notices need not be
-// sent (see watchKeys).
+// queueHold queues the lock on top-level bucket name and, in the same
+// statement, the question whether anyone watches it: if not, its notices
+// need not be sent (see watchKeys). A SELECT evaluates its columns in
+// order, so the question is asked once the lock is held.
 func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
+	hold := holdSQL
 	if shared {
-		b.Queue(lockSharedSQL, t.s.lockKey(name))
-	} else {
-		b.Queue(lockSQL, t.s.lockKey(name))
+		hold = holdSharedSQL
 	}
 	key := string(name)
-	b.Queue(quietSQL, t.s.watchKey(key, rand.IntN(watchStripes))).QueryRow(func(row pgx.Row) error {
+	watch := t.s.watchKey(key, rand.IntN(watchStripes))
+	if t.asking == nil {
+		t.asking = make(map[string]int64, 2)
+	}
+	t.asking[key] = watch
+	b.Queue(hold, t.s.lockKey(name), watch).QueryRow(func(row pgx.Row) error {
 		var nobody bool
-		if err := row.Scan(&nobody); err != nil {
+		if err := row.Scan(nil, &nobody); err != nil {
 			return err
 		}
+		delete(t.asking, key)
 		if nobody {
 			if t.quiet == nil {
 				t.quiet = make(map[string]struct{}, 2)
@@ -419,7 +410,8 @@ func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
 
 const (
 	lockSQL       = "SELECT pg_advisory_xact_lock($1)"
-	lockSharedSQL = "SELECT pg_advisory_xact_lock_shared($1)"
+	holdSQL       = "SELECT pg_advisory_xact_lock($1), pg_try_advisory_xact_lock($2)"
+	holdSharedSQL = "SELECT pg_advisory_xact_lock_shared($1), pg_try_advisory_xact_lock($2)"
 )
 
 // send makes the round trip. A failure ends the transaction on the server
@@ -474,8 +466,11 @@ func (t *tx) usable() error {
 func (t *tx) readable() bool { return t.conn != nil && t.err == nil }
 
 // Commit sends every bucket's buffered writes and the COMMIT in one round
-// trip. Buckets are flushed in id order and keys in key order, so that
-// concurrent transactions take row locks in the same order.
+// trip, with the BEGIN, locks and checks of a transaction that has not
+// been to the server yet. Buckets are flushed in id order and keys in key
+// order, so that concurrent transactions take row locks in the same order.
+// Before the COMMIT goes the transaction's commit marker (see
+// commitOutcome), which also returns its id.
 func (t *tx) Commit() error {
 	switch {
 	case t.conn == nil:
@@ -488,19 +483,13 @@ func (t *tx) Commit() error {
 		return fmt.Errorf("postgres: commit after a failed statement: %w", err)
 	}
 	slices.SortFunc(t.dirty, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
-	if !t.begun && len(t.dirty) > 0 {
-		// A writer that has not been to the server learns its id before
-		// its COMMIT goes (see commitOutcome): its writes go first.
-		b := t.newBatch()
-		for _, d := range t.dirty {
-			d.queueFlush(b)
-		}
-		if err := t.send(b, "commit"); err != nil {
-			t.end()
-			return err
-		}
-	}
-	b := t.newBatch()
+	// A transaction that has not been to the server goes in one batch,
+	// and needs neither BEGIN nor COMMIT: the batch is one implicit
+	// transaction, at the session's READ COMMITTED (see setRuntime). A
+	// store that reads from a standby asks where the primary's WAL ends
+	// after the COMMIT, which must then be explicit.
+	implicit := !t.begun && t.s.standby == nil
+	b := t.openBatch(!implicit)
 	opening := b.Len()
 	for _, d := range t.dirty {
 		d.queueFlush(b)
@@ -509,13 +498,18 @@ func (t *tx) Commit() error {
 	// A transaction that never reached the server and wrote nothing has
 	// nothing to commit.
 	if t.begun || b.Len() > opening {
-		b.Queue("COMMIT")
-		pos := t.s.queueCommitPosition(b)
-		if err := t.sendCommit(b); err != nil {
+		token := newToken()
+		b.Queue(t.s.marks.mark, token).QueryRow(func(row pgx.Row) error { return scanXid(row, &t.commitID) })
+		var pos *uint64
+		if !implicit {
+			b.Queue("COMMIT")
+			pos = t.s.queueCommitPosition(b)
+		}
+		if err := t.sendCommit(b, token); err != nil {
 			return err
 		}
-		t.commitID = t.xid
 		t.s.committed(pos)
+		t.s.pruneMarks()
 	}
 	for name := range t.reshape {
 		t.s.forgetTree(name)
@@ -528,11 +522,11 @@ func (t *tx) Commit() error {
 // answers with an error, or the batch never left, nothing was committed
 // and the transaction ends. If the connection is lost once the batch went
 // out, the COMMIT may have been carried out or not: the store asks the
-// server (see commitOutcome).
-func (t *tx) sendCommit(b *pgx.Batch) error {
+// server, by the transaction's commit marker token (see commitOutcome).
+func (t *tx) sendCommit(b *pgx.Batch, token []byte) error {
 	t.begun = true
 	pc := t.conn.Conn().PgConn()
-	pid := pc.PID()
+	lostOn := t.s.backendOf(pc)
 	err := t.conn.SendBatch(t.ctx, b).Close()
 	if err == nil {
 		return nil
@@ -543,201 +537,8 @@ func (t *tx) sendCommit(b *pgx.Batch) error {
 		return dbErr("commit", err)
 	}
 	t.release()
-	return t.s.commitOutcome(t.xid, t.ranOn, pid, err)
-}
-
-// commitOutcome finds out how transaction xid ended, whose connection (to
-// backend pid, on server incarnation ranOn) was lost, with lost, after
-// its COMMIT was sent. It asks on another connection: committed, and
-// confirmed by the server's synchronous standbys if it has any, it
-// returns nil, as the commit would have; rolled back, an ordinary error
-// (nothing was written). A transaction still in progress has a backend
-// that has not noticed its client is gone (and holds its locks until it
-// does), or is still carrying out the COMMIT: the store ends that backend
-// and asks again.
-//
-// The connection may reach another server than the one that ran the
-// transaction (a multi-host URL reaches a standby promoted in its place),
-// or the same one after a crash: see incarnation. That server answers for
-// its own history, in which the id may be another transaction's: if it
-// says committed, the outcome is unknown; if it takes writes (it is not a
-// standby) and says anything else, the transaction is not in its history,
-// which is the store's from then on: nothing of it was written.
-//
-// If the outcome cannot be known, or the server cannot be asked within
-// commitCheckTime, the error wraps kv.ErrCommitUnknown.
-func (s *Store) commitOutcome(xid uint64, ranOn incarnation, pid uint32, lost error) error {
-	unknown := func(why error) error {
-		return fmt.Errorf("postgres: commit: %w: the connection was lost after the COMMIT was sent (%w), and the server could not say how transaction %d ended: %v",
-			kv.ErrCommitUnknown, lost, xid, why)
-	}
-	if xid == 0 {
-		return unknown(errors.New("its id was to come with the answer"))
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.commitCheckTime)
-	defer cancel()
-	pause := time.Millisecond
-	for {
-		status, err := s.xactStatus(ctx, xid, ranOn, pid)
-		switch {
-		case err != nil:
-		case status == committed:
-			return nil
-		case status == rolledBack:
-			return fmt.Errorf("postgres: commit: the connection was lost (%w), and the server rolled transaction %d back: nothing of it was written", lost, xid)
-		case status == forgotten:
-			return unknown(errors.New("it no longer knows the transaction"))
-		case status == absentElsewhere:
-			return fmt.Errorf("postgres: commit: the connection was lost (%w), and the server that now takes the writes, %s, does not hold transaction %d: nothing of it was written",
-				lost, notTheSame, xid)
-		case status == committedElsewhere:
-			return unknown(fmt.Errorf("the server that answers, %s, has a committed transaction of that id, which may be this one, replayed, or one of its own", notTheSame))
-		default:
-			err = errors.New("the transaction is in progress")
-		}
-		select {
-		case <-ctx.Done():
-			return unknown(err)
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 250*time.Millisecond)
-	}
-}
-
-// notTheSame says, in commitOutcome's errors, which server answers.
-const notTheSame = "not the one that ran the transaction (a standby promoted in its place, or that server after a crash)"
-
-// defaultCommitCheckTime is how long, at most, a commit whose connection
-// was lost asks the server how it ended (see commitOutcome): long enough
-// to ride out a brief outage, short enough for a caller that must decide.
-const defaultCommitCheckTime = 5 * time.Second
-
-// incarnation tells apart the lives of PostgreSQL servers over which
-// transaction ids are unique. A server hands out ids from a counter that
-// its WAL carries: a standby, and a server recovering from a crash,
-// resume it from the last id the WAL they replayed names, so the ids the
-// old primary (or the crashed server) handed out to transactions that left
-// nothing in that WAL are handed out again. The system identifier does not
-// tell a standby from its primary (a base backup copies it); the timeline
-// and pg_postmaster_start_time() do not change when a crashed backend makes
-// the postmaster reinitialize and recover. Every recovery at start resets
-// the cumulative statistics, though, and stamps the reset
-// (pg_stat_get_bgwriter_stat_reset_time()): with the postmaster's start,
-// that tells a server whose ids have not gone back since from any other.
-// A reset by hand (pg_stat_reset_shared) makes the server look like
-// another, which only leaves the outcome of a commit in flight unknown.
-type incarnation struct {
-	started, recovered pgtype.Timestamptz
-}
-
-func (a incarnation) is(b incarnation) bool {
-	same := func(x, y pgtype.Timestamptz) bool {
-		return x.Valid == y.Valid && x.InfinityModifier == y.InfinityModifier && x.Time.Equal(y.Time)
-	}
-	return same(a.started, b.started) && same(a.recovered, b.recovered)
-}
-
-// xactState is what the server asked says of a transaction.
-type xactState int
-
-const (
-	inProgress xactState = iota
-	committed
-	rolledBack
-	forgotten          // too old for the server to know
-	committedElsewhere // another server's answer: committed, by this transaction or its own
-	absentElsewhere    // another server's answer: not in its history
-)
-
-// Statements of commitOutcome. A backend shows the 32 bits of its xid,
-// without the epoch: the backend ended is the one that runs the
-// transaction, never another that took its pid since.
-//
-// The server that ran the transaction says committed as soon as the
-// commit is in its own WAL, while a synchronous standby may not have
-// confirmed it: PostgreSQL 15 looks there before it looks for a backend
-// still running the transaction, and a wait for the standby that is
-// interrupted (pgx cancels the statement of a connection it loses, and
-// terminateSQL ends the backend) leaves the commit on that server alone.
-// syncSQL makes a commit of its own, later in the WAL, which waits for
-// the standbys as the store's commits do: once it returns, the standbys
-// hold the transaction too, as they would if the COMMIT had answered. (A
-// commit that wrote no WAL of its own does not wait, so it writes a
-// logical decoding message, which any role may, at any wal_level.)
-const (
-	identifySQL  = "SELECT pg_postmaster_start_time(), pg_stat_get_bgwriter_stat_reset_time(), pg_is_in_recovery()"
-	statusSQL    = "SELECT pg_xact_status($1::text::xid8)"
-	terminateSQL = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int AND backend_xid = $2::text::xid"
-	syncSQL      = "SELECT pg_logical_emit_message(true, 'storh: commit outcome', '')"
-)
-
-// xactStatus asks the server, on a connection of the pool, how
-// transaction xid, which server incarnation ranOn ran, ended. On that
-// server, while it is in progress, it signals backend pid to end if that
-// still runs it, and asks again (the backend may take a moment to end:
-// commitOutcome asks until it has); once it is committed, it waits for
-// the synchronous standbys (syncSQL). Another server answers for its own
-// history; a standby's is not the store's and is not asked.
-func (s *Store) xactStatus(ctx context.Context, xid uint64, ranOn incarnation, pid uint32) (xactState, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return inProgress, err
-	}
-	defer conn.Release()
-	var answering incarnation
-	var standby bool
-	if err := conn.QueryRow(ctx, identifySQL).Scan(&answering.started, &answering.recovered, &standby); err != nil {
-		return inProgress, err
-	}
-	same := answering.is(ranOn)
-	if !same && standby {
-		return inProgress, errors.New("the server that answers is a standby, " + notTheSame)
-	}
-	id := strconv.FormatUint(xid, 10)
-	status, err := queryStatus(ctx, conn, id)
-	if !same {
-		var pe *pgconn.PgError
-		switch {
-		case errors.As(err, &pe) && pe.Code == "22023": // invalid_parameter_value: an id it has not reached
-			return absentElsewhere, nil
-		case err != nil || status == forgotten:
-			return status, err
-		case status == committed:
-			return committedElsewhere, nil
-		}
-		// Rolled back, or running now: a transaction of this server's
-		// own, or one it replayed that never committed.
-		return absentElsewhere, nil
-	}
-	if err == nil && status == inProgress {
-		if _, err := conn.Exec(ctx, terminateSQL, int64(pid), strconv.FormatUint(xid&0xffffffff, 10)); err != nil {
-			return inProgress, err
-		}
-		status, err = queryStatus(ctx, conn, id)
-	}
-	if err == nil && status == committed {
-		if _, err := conn.Exec(ctx, syncSQL); err != nil {
-			return inProgress, fmt.Errorf("committed, and waiting for the synchronous standbys to confirm it: %w", err)
-		}
-	}
-	return status, err
-}
-
-// queryStatus asks pg_xact_status of id.
-func queryStatus(ctx context.Context, conn *pgxpool.Conn, id string) (xactState, error) {
-	var status *string
-	if err := conn.QueryRow(ctx, statusSQL, id).Scan(&status); err != nil {
-		return inProgress, err
-	}
-	switch {
-	case status == nil:
-		return forgotten, nil
-	case *status == "committed":
-		return committed, nil
-	case *status == "aborted":
-		return rolledBack, nil
-	}
-	return inProgress, nil
+	t.commitID, err = t.s.commitOutcome(token, lostOn, err)
+	return err
 }
 
 // Rollback ends the transaction, discarding its writes; after Commit it

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,7 +22,11 @@ import (
 // COMMIT. It reads the messages as PostgreSQL frames them (a type byte
 // and a length), so it knows a COMMIT by its text (a simple query, or
 // the Bind of a statement prepared from it) on the way to the server and
-// by its CommandComplete on the way back.
+// by its CommandComplete on the way back. A store's transaction sent in
+// one batch has no COMMIT: the server commits it at the batch's end (its
+// Sync), answering ReadyForQuery, idle. Its commit marker's insert (into
+// storh_commits) stands for the COMMIT on the way to the server, and that
+// ReadyForQuery after it on the way back.
 type Proxy struct {
 	// URL is the server's URL with the proxy's socket for its host.
 	URL string
@@ -176,8 +181,11 @@ type link struct {
 	client, server net.Conn
 	closeOnce      sync.Once
 	// commits holds the names of the statements the client prepared from
-	// a COMMIT; only fromClient uses it.
+	// a COMMIT or a commit marker's insert; only fromClient uses it.
 	commits map[string]bool
+	// marked: the client sent a commit marker's insert since the server
+	// last said it was ready.
+	marked atomic.Bool
 }
 
 // close closes the client's side, and the server's with server.
@@ -259,10 +267,14 @@ func (l *link) commitFrom(msg []byte) bool {
 		return isCommit(cstring(body))
 	case 'P':
 		name := cstring(body)
-		l.commits[name] = isCommit(cstring(body[len(name)+1:]))
+		query := cstring(body[len(name)+1:])
+		l.commits[name] = isCommit(query) || isMarker(query)
 	case 'B':
 		portal := cstring(body)
-		return l.commits[cstring(body[len(portal)+1:])]
+		if l.commits[cstring(body[len(portal)+1:])] {
+			l.marked.Store(true)
+			return true
+		}
 	}
 	return false
 }
@@ -276,7 +288,11 @@ func (l *link) fromServer() {
 			l.close(false)
 			return
 		}
-		if msg[0] == 'C' && cstring(msg[5:]) == "COMMIT" && l.p.take(AfterCommit) {
+		committed := msg[0] == 'C' && cstring(msg[5:]) == "COMMIT"
+		if msg[0] == 'Z' && l.marked.Swap(false) && len(msg) > 5 && msg[5] == 'I' {
+			committed = true // the end of a batch that was its own transaction
+		}
+		if committed && l.p.take(AfterCommit) {
 			l.close(true)
 			return
 		}
@@ -284,6 +300,11 @@ func (l *link) fromServer() {
 			return
 		}
 	}
+}
+
+// isMarker reports whether query inserts a store's commit marker.
+func isMarker(query string) bool {
+	return strings.HasPrefix(query, "INSERT INTO ") && strings.Contains(query, `"storh_commits" (token, xid)`)
 }
 
 func isCommit(query string) bool {
