@@ -25,26 +25,10 @@ func TestFormatMarker(t *testing.T) {
 		{6291457, "damaged"}, // a scattered write over the marker, as found by the corruption suite
 		{0, "damaged"},
 	} {
-		path := filepath.Join(t.TempDir(), "f.db")
-		db, err := Open(path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		bdb, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = bdb.Update(func(tx *bolt.Tx) error {
+		path := editedFile(t, func(tx *bolt.Tx) error {
 			return tx.Bucket(dbMetaBucket).Put(keyFormat, binary.BigEndian.AppendUint64(nil, tc.marker))
 		})
-		bdb.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err = Open(path, Options{})
+		db, err := Open(path, Options{})
 		if err == nil {
 			db.Close()
 			t.Fatalf("marker %d: Open succeeded", tc.marker)
@@ -88,30 +72,14 @@ func TestMissingMetadataBucket(t *testing.T) {
 		}, "not a storh database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f.db")
-			db, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			bdb, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = bdb.Update(func(tx *bolt.Tx) error {
+			path := editedFile(t, func(tx *bolt.Tx) error {
 				if err := tx.DeleteBucket(dbMetaBucket); err != nil {
 					return err
 				}
 				return tc.edit(tx)
 			})
-			bdb.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
 			for _, ro := range []bool{false, true} {
-				db, err = Open(path, Options{ReadOnly: ro})
+				db, err := Open(path, Options{ReadOnly: ro})
 				if err == nil {
 					db.Close()
 					t.Fatalf("read-only %v: Open succeeded", ro)
@@ -122,4 +90,28 @@ func TestMissingMetadataBucket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// editedFile makes a new, empty storh file, edits it with bbolt, and
+// returns its path.
+func editedFile(t *testing.T, edit func(tx *bolt.Tx) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(edit)
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

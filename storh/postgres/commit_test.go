@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -103,14 +101,7 @@ func TestCommitOutcomeStopsALaterCommit(t *testing.T) {
 	url := pgtest.URL(t)
 	direct := openURL(t, url)
 	fill(t, direct, "b", 1)
-	cut := &dialer{}
-	cfg, err := pgxpool.ParseConfig(url)
-	must(t, err)
-	cfg.ConnConfig.DialFunc = cut.dial
-	breakable, err := openConfig(ctx, cfg, options{})
-	must(t, err)
-	t.Cleanup(func() { breakable.Close() })
-	breakable.commitCheckTime = 5 * time.Second
+	breakable, cut := openBreakable(t, url)
 	// A write that caches the bucket's subtree, so that the next one
 	// sends its lock with its COMMIT.
 	w := begin(t, breakable, true)
@@ -141,7 +132,7 @@ func TestCommitOutcomeStopsALaterCommit(t *testing.T) {
 	cut.partitioned = true
 	cut.mu.Unlock()
 	cut.breakAll()
-	err = <-done
+	err := <-done
 	t.Logf("Commit: %v", err)
 	if err == nil || errors.Is(err, kv.ErrCommitUnknown) {
 		t.Fatalf("Commit = %v, want an error saying nothing was written", err)

@@ -32,15 +32,7 @@ func TestCommitOutcomeAcrossFailover(t *testing.T) {
 	viaProxy.commitCheckTime = time.Minute // rides out the promotion
 	s := openURL(t, f.URL)
 	s.commitCheckTime = time.Minute
-	// A store whose connections the test can break, the server's side
-	// left waiting as it was.
-	cut := &dialer{}
-	cfg, err := pgxpool.ParseConfig(f.URL)
-	must(t, err)
-	cfg.ConnConfig.DialFunc = cut.dial
-	breakable, err := openConfig(ctx, cfg, options{})
-	must(t, err)
-	t.Cleanup(func() { breakable.Close() })
+	breakable, cut := openBreakable(t, f.URL)
 	breakable.commitCheckTime = 300 * time.Millisecond
 
 	primary := connect(t, f.Primary)
@@ -128,6 +120,21 @@ func TestCommitOutcomeAcrossFailover(t *testing.T) {
 			t.Errorf("%s: Commit = %v, want an error saying nothing was written", r.name, err)
 		}
 	}
+}
+
+// openBreakable opens a store on url whose connections the test can
+// break with the dialer it returns, the server's side left waiting as it
+// was.
+func openBreakable(t *testing.T, url string) (*Store, *dialer) {
+	t.Helper()
+	cut := &dialer{}
+	cfg, err := pgxpool.ParseConfig(url)
+	must(t, err)
+	cfg.ConnConfig.DialFunc = cut.dial
+	s, err := openConfig(ctx, cfg, options{})
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s, cut
 }
 
 // dialer makes a store's connections and breaks them on demand: the
