@@ -110,4 +110,67 @@ func TestEngineRoundTrips(t *testing.T) {
 		count(h.Name+": a put of a stored record", 2+extra, func() { put(h, id, 6) })
 		count(h.Name+": a read-modify-write in Update", 2+extra, func() { inc(h, id) })
 	}
+
+	queueRoundTrips(t, db, count)
+}
+
+// queueRoundTrips counts the round trips of a queue's claims and
+// completions, once the DB knows the queue. A claim locks the first
+// expired claims (none here) with BEGIN and the locks on the queue, then
+// the first pending entries, then the jobs' states, then reads each
+// payload, then commits; a completion locks the job's state with BEGIN,
+// then commits.
+func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func())) {
+	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
+	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
+		must(t, db.Submit(op))
+	}
+	claim := func(n int) []engine.Job {
+		t.Helper()
+		var jobs []engine.Job
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			var err error
+			jobs, err = tx.Claim(c, db.Now().UnixMilli(), 60_000, n, 5)
+			return err
+		})
+		if len(jobs) != n {
+			t.Fatalf("Claim(%d) claimed %d jobs", n, len(jobs))
+		}
+		return jobs
+	}
+	complete := func(id uuidv7.UUID) {
+		t.Helper()
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			return tx.Complete(c, id, db.Now().UnixMilli())
+		})
+	}
+	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
+		for i := range 50 + 3*11 {
+			v, err := engine.AppendValue(nil, map[string]any{"n": i})
+			if err != nil {
+				return err
+			}
+			if err := tx.Enqueue(c, uuidv7.New(), v, db.Now().UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Warm: the queue's subtree cached, the connection's statements
+	// prepared; 50 jobs stay pending.
+	for range 3 {
+		for _, n := range []int{1, 10} {
+			for _, j := range claim(n) {
+				complete(j.ID)
+			}
+		}
+	}
+	var one []engine.Job
+	count("queue: Claim(1)", 5, func() { one = claim(1) })
+	count("queue: Claim(10)", 14, func() { claim(10) })
+	count("queue: Complete", 2, func() { complete(one[0].ID) })
 }
