@@ -75,7 +75,9 @@
 // Writes are buffered in the transaction, bucket by bucket (the last write
 // of a key wins, and the adds after it are summed into it), and sent with
 // the next read of that bucket or with the COMMIT, so a transaction costs
-// one round trip per read plus one to commit (or to roll back). A writer
+// one round trip per read plus one to commit (or to roll back); reads
+// that need not wait for each other's answers, of one bucket or several,
+// share one (kv.Pipeliner). A writer
 // that has read nothing sends them, with its BEGIN, in a round trip of its
 // own before the COMMIT, since it learns its id there (see below): a write
 // costs two. A cursor reads ahead in pages that grow from
