@@ -109,7 +109,7 @@ func (b *bucket) queueRead(batch *pgx.Batch, r *kv.Read) {
 		return
 	}
 	clear(r.Values)
-	stmt := "SELECT k, v FROM " + b.sql.name + " WHERE k = ANY($1::bytea[])"
+	stmt := getKeysSQL(b.sql)
 	switch r.Op {
 	case kv.LockKeys:
 		stmt = b.sql.lockKeys
@@ -133,4 +133,9 @@ func (b *bucket) queueRead(batch *pgx.Batch, r *kv.Read) {
 		}
 		return nil
 	})
+}
+
+// getKeysSQL is the statement of a Get of several keys of table q.
+func getKeysSQL(q *tableSQL) string {
+	return "SELECT k, v FROM " + q.name + " WHERE k = ANY($1::bytea[])"
 }
