@@ -46,13 +46,30 @@ type Read struct {
 	To     []byte   // LockRange: the bound after the last (nil: none)
 	N      int      // LockRange: at most this many keys
 
+	// Follow, with LockRange, reads in each of these buckets the value
+	// under each value the range found, taken as a key, with the range:
+	// an index entry's record, a queue's pending entry's job.
+	Follow []Follow
+
 	// Found are the keys a LockRange locked, in key order. Values are the
 	// values read, index by index with Keys (nil for a key that is
 	// missing, a nested bucket's, or skipped as another's) or with Found
-	// (nil for a nested bucket's). After a failed round trip (see Failer)
-	// a range found nothing and every value is nil.
-	Found  [][]byte
-	Values [][]byte
+	// (nil for a nested bucket's). Followed are, for each of Follow, the
+	// values read there, index by index with Found (nil where it holds
+	// none). After a failed round trip (see Failer) a range found nothing
+	// and every value is nil.
+	Found    [][]byte
+	Values   [][]byte
+	Followed [][][]byte
+}
+
+// Follow is a bucket a LockRange follows the values it finds into (see
+// Read.Follow).
+type Follow struct {
+	Bucket Bucket
+	// Lock locks the rows followed, waiting for other transactions'
+	// locks, as LockKeys does; each is read as its lock finds it.
+	Lock bool
 }
 
 // Pipeline carries out reads in tx: in one round trip where tx is a
@@ -63,22 +80,37 @@ func Pipeline(tx Tx, reads ...*Read) {
 		return
 	}
 	for _, r := range reads {
-		r.Found, r.Values = nil, nil
-		locker, locks := r.Bucket.(RowLocker)
+		r.Found, r.Values, r.Followed = nil, nil, nil
 		switch {
-		case r.Op == LockRange && locks:
-			r.Found, r.Values = locker.LockRange(r.From, r.To, r.N)
 		case r.Op == LockRange:
-			r.Found, r.Values = walkRange(r.Bucket, r.From, r.To, r.N)
-		case r.Op != Get && locks:
-			r.Values = locker.LockKeys(r.Keys, r.Op == LockKeys)
-		default:
-			r.Values = make([][]byte, len(r.Keys))
-			for i, k := range r.Keys {
-				r.Values[i] = r.Bucket.Get(k)
+			if locker, ok := r.Bucket.(RowLocker); ok {
+				r.Found, r.Values = locker.LockRange(r.From, r.To, r.N)
+			} else {
+				r.Found, r.Values = walkRange(r.Bucket, r.From, r.To, r.N)
 			}
+			r.Followed = make([][][]byte, len(r.Follow))
+			for i, f := range r.Follow {
+				r.Followed[i] = readKeys(f.Bucket, r.Values, f.Lock, true)
+			}
+		default:
+			r.Values = readKeys(r.Bucket, r.Keys, r.Op != Get, r.Op == LockKeys)
 		}
 	}
+}
+
+// readKeys reads keys of b one by one, or with RowLocker.LockKeys where
+// lock asks for it and b has it.
+func readKeys(b Bucket, keys [][]byte, lock, wait bool) [][]byte {
+	if locker, ok := b.(RowLocker); ok && lock {
+		return locker.LockKeys(keys, wait)
+	}
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		if len(k) > 0 {
+			values[i] = b.Get(k)
+		}
+	}
+	return values
 }
 
 // walkRange is LockRange without locks.

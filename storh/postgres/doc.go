@@ -77,7 +77,8 @@
 // the next read of that bucket or with the COMMIT, so a transaction costs
 // one round trip per read plus one to commit (or to roll back); reads
 // that need not wait for each other's answers, of one bucket or several,
-// share one (kv.Pipeliner). A writer
+// share one, and a range locked in one bucket reads what its values point
+// to in others in the same statement (kv.Pipeliner). A writer
 // that has read nothing sends them, with its BEGIN, in a round trip of its
 // own before the COMMIT, since it learns its id there (see below): a write
 // costs two. A cursor reads ahead in pages that grow from

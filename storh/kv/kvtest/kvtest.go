@@ -794,10 +794,11 @@ func testLasting(t *testing.T, s kv.Store) {
 }
 
 // testPipeline checks kv.Pipeline, through the store's kv.Pipeliner where
-// it has one: random reads of two buckets, after random writes of the
-// transaction, answer what the buckets hold, in the transaction's view,
-// whether made alone or several at once. Nothing else holds a row, so
-// the locking reads answer as plain ones.
+// it has one: random reads of two buckets, ranges following their values
+// into either, after random writes of the transaction, answer what the
+// buckets hold, in the transaction's view, whether made alone or several
+// at once. Nothing else holds a row, so the locking reads answer as plain
+// ones.
 func testPipeline(t *testing.T, s kv.Store) {
 	names := []string{"p", "q"}
 	keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "n", "x"})
@@ -824,7 +825,8 @@ func testPipeline(t *testing.T, s kv.Store) {
 				delete(model[name], k)
 				continue
 			}
-			v := []byte(rapid.StringMatching(`[a-z]{0,3}`).Draw(rt, "value"))
+			// A value that is a key leads somewhere when a range follows it.
+			v := []byte(rapid.OneOf(keyGen, rapid.StringMatching(`[a-z]{0,3}`)).Draw(rt, "value"))
 			must(rt, "Put", buckets[name].Put([]byte(k), v))
 			model[name][k] = v
 		}
@@ -841,6 +843,9 @@ func testPipeline(t *testing.T, s kv.Store) {
 					r.To = []byte(to)
 				}
 				r.N = rapid.IntRange(0, 5).Draw(rt, "n")
+				for range rapid.IntRange(0, 2).Draw(rt, "follows") {
+					r.Follow = append(r.Follow, kv.Follow{Bucket: buckets[rapid.SampledFrom(names).Draw(rt, "follow")], Lock: rapid.Bool().Draw(rt, "lock")})
+				}
 			} else {
 				for _, k := range rapid.SliceOfN(keyGen, 0, 4).Draw(rt, "keys") {
 					r.Keys = append(r.Keys, []byte(k))
@@ -849,7 +854,7 @@ func testPipeline(t *testing.T, s kv.Store) {
 			reads[i] = r
 			what := fmt.Sprintf("keys %q", r.Keys)
 			if r.Op == kv.LockRange {
-				what = fmt.Sprintf("from %q to %q, n %d", r.From, r.To, r.N)
+				what = fmt.Sprintf("from %q to %q, n %d, %d follows", r.From, r.To, r.N, len(r.Follow))
 			}
 			where = append(where, fmt.Sprintf("read %d (op %d) of %s, %s", i, r.Op, name, what))
 		}
@@ -889,6 +894,23 @@ func testPipeline(t *testing.T, s kv.Store) {
 			for j := range want {
 				if !samePair(r.Found[j], r.Values[j], want[j]) {
 					rt.Errorf("%s: entry %d is %s, want %s", where[i], j, gotPair(r.Found[j], r.Values[j]), want[j])
+				}
+			}
+			if len(r.Followed) != len(r.Follow) {
+				rt.Fatalf("%s: %d buckets followed, want %d", where[i], len(r.Followed), len(r.Follow))
+			}
+			for f, follow := range r.Follow {
+				fm := model[names[0]]
+				if follow.Bucket == buckets[names[1]] {
+					fm = model[names[1]]
+				}
+				if len(r.Followed[f]) != len(want) {
+					rt.Fatalf("%s: follow %d read %d values, want %d", where[i], f, len(r.Followed[f]), len(want))
+				}
+				for j, e := range want {
+					if w := fm[string(e.v)]; !sameValue(r.Followed[f][j], w) {
+						rt.Errorf("%s: follow %d of entry %d (%s) reads %s, want %s", where[i], f, j, fmtVal(e.v), fmtVal(r.Followed[f][j]), fmtVal(w))
+					}
 				}
 			}
 		}
