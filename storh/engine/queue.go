@@ -326,76 +326,67 @@ func pendingID(c *Coll, k, v []byte) (uuidv7.UUID, error) {
 }
 
 // claimable returns, beside other writers, up to n pending jobs' ids, in
-// enqueue order, the first ones no other claimer holds, locked, after
-// taking back the claims whose lease ended by now. The pending entries
-// are read in the same round trip as the first expired claims, as if
-// none had expired, which is by far the most common case: when some had,
-// the jobs taken back go to their places, maybe ahead of those read, and
-// the pending entries are read again. Those first read but not read again
-// stay locked until the transaction ends; other claimers pass them by
-// meanwhile.
-func (t *Tx) claimable(c *Coll, j *jobs, now int64, n, maxAttempts int) ([]uuidv7.UUID, error) {
+// enqueue order, the first ones no other claimer holds, with their states
+// and stored payloads, after taking back the claims whose lease ended by
+// now. Entries and states are locked (a pending job's state is held at
+// most for a moment, by a worker's late call that finds it no longer
+// claimed); the payloads are read without a lock, as their jobs' rows are
+// held. All that is read in the same round trip as the first expired
+// claims, as if none had expired, which is by far the most common case:
+// when some had, the jobs taken back go to their places, maybe ahead of
+// those read, and the pending entries are read again. Those first read
+// but not read again stay locked, with their states, until the
+// transaction ends; other claimers pass them by meanwhile.
+func (t *Tx) claimable(c *Coll, j *jobs, now int64, n, maxAttempts int) (ids []uuidv7.UUID, states, payloads [][]byte, err error) {
 	expired := j.expiredFrom(nil, now)
-	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, N: n}
+	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, N: n,
+		Follow: []kv.Follow{{Bucket: j.state, Lock: true}, {Bucket: c.records}}}
 	kv.Pipeline(t.ktx, expired, pending)
 	if len(expired.Found) > 0 {
 		if _, err := t.requeueShared(c, j, now, maxAttempts, expired); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		kv.Pipeline(t.ktx, pending)
 	}
 	if err := t.failure(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	ids := make([]uuidv7.UUID, len(pending.Found))
+	ids = make([]uuidv7.UUID, len(pending.Found))
 	for i, k := range pending.Found {
-		var err error
 		if ids[i], err = pendingID(c, k, pending.Values[i]); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return ids, nil
+	return ids, pending.Followed[0], pending.Followed[1], nil
 }
 
-// loadMany loads the states of ids, and their stored payloads; beside
-// other writers in one round trip, locking the states (a pending job's
-// state is held at most for a moment, by a worker's late call that finds
-// it no longer claimed). The payloads are read without a lock: their
-// jobs' rows are held. On a store with one writer at a time it reads the
-// states alone: payloads are read as they are needed.
-func (j *jobs) loadMany(t *Tx, c *Coll, ids []uuidv7.UUID) ([]Job, [][]byte, error) {
+// decodeJobs decodes the states of ids as read (nil: missing).
+func decodeJobs(ids []uuidv7.UUID, states [][]byte) ([]Job, error) {
 	out := make([]Job, len(ids))
-	if !c.shared {
-		for i, id := range ids {
-			job, err := j.load(id)
-			if err != nil {
-				return nil, nil, err
-			}
-			out[i] = job
-		}
-		return out, nil, nil
-	}
-	keys := make([][]byte, len(ids))
-	for i := range ids {
-		keys[i] = ids[i][:]
-	}
-	states := &kv.Read{Bucket: j.state, Op: kv.LockKeys, Keys: keys}
-	payloads := &kv.Read{Bucket: c.records, Op: kv.Get, Keys: keys}
-	kv.Pipeline(t.ktx, states, payloads)
-	if err := t.failure(); err != nil {
-		return nil, nil, err
-	}
-	for i, v := range states.Values {
+	for i, v := range states {
 		if v == nil {
-			return nil, nil, fmt.Errorf("%w: no job %s", errs.ErrNotFound, ids[i])
+			return nil, fmt.Errorf("%w: no job %s", errs.ErrNotFound, ids[i])
 		}
 		job, err := decodeJob(ids[i], v)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out[i] = job
 	}
-	return out, payloads.Values, nil
+	return out, nil
+}
+
+// loadMany loads the states of ids, on a store with one writer at a time.
+func (j *jobs) loadMany(ids []uuidv7.UUID) ([]Job, error) {
+	out := make([]Job, len(ids))
+	for i, id := range ids {
+		job, err := j.load(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = job
+	}
+	return out, nil
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
@@ -488,21 +479,26 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	if j == nil {
 		return nil, errs.ErrEmpty // nothing was ever enqueued
 	}
-	var ids []uuidv7.UUID
+	var (
+		ids      []uuidv7.UUID
+		olds     []Job
+		payloads [][]byte // beside other writers; else read as needed
+	)
 	if c.shared {
-		ids, err = t.claimable(c, j, now, n, maxAttempts)
+		var states [][]byte
+		if ids, states, payloads, err = t.claimable(c, j, now, n, maxAttempts); err == nil {
+			olds, err = decodeJobs(ids, states)
+		}
 	} else if _, err = t.requeueExpired(c, j, now, maxAttempts); err == nil {
-		ids, err = j.firstPending(c, n)
+		if ids, err = j.firstPending(c, n); err == nil {
+			olds, err = j.loadMany(ids)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(ids) == 0 {
 		return nil, errs.ErrEmpty
-	}
-	olds, payloads, err := j.loadMany(t, c, ids)
-	if err != nil {
-		return nil, err
 	}
 	out := make([]Job, 0, len(ids))
 	for i, id := range ids {
@@ -512,7 +508,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 		}
 		job := old
 		var stored []byte
-		if payloads != nil {
+		if c.shared {
 			stored = payloads[i]
 		} else {
 			stored = c.stored(id)

@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -170,7 +173,80 @@ func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func
 		}
 	}
 	var one []engine.Job
-	count("queue: Claim(1)", 3, func() { one = claim(1) })
-	count("queue: Claim(10)", 3, func() { claim(10) })
+	count("queue: Claim(1)", 2, func() { one = claim(1) })
+	count("queue: Claim(10)", 2, func() { claim(10) })
 	count("queue: Complete", 2, func() { complete(one[0].ID) })
+}
+
+// A claim beside other writers reads the payloads with the pending
+// entries: one it cannot read (damaged, or missing) sends its job to the
+// dead letters, saying why, and the claim takes the next job instead.
+func TestEngineClaimUnreadablePayload(t *testing.T) {
+	s, err := Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := engine.OpenStore(s, "pg", engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	must(t, db.Enter())
+	defer db.Exit()
+	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
+	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
+		must(t, db.Submit(op))
+	}
+	ids := []uuidv7.UUID{uuidv7.New(), uuidv7.New(), uuidv7.New()}
+	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
+		for i, id := range ids {
+			v, err := engine.AppendValue(nil, map[string]any{"n": i})
+			if err != nil {
+				return err
+			}
+			if err := tx.Enqueue(c, id, v, 1000); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	kt, err := s.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := kt.Bucket([]byte("jobs")).Bucket([]byte("r"))
+	damaged := bytes.Clone(records.Get(ids[0][:]))
+	damaged[len(damaged)-1] ^= 1
+	must(t, records.Put(ids[0][:], damaged))
+	must(t, records.Delete(ids[1][:]))
+	commit(t, kt)
+
+	var claimed []engine.Job
+	submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+		var err error
+		claimed, err = tx.Claim(c, 2000, 60_000, 3, 5)
+		return err
+	})
+	if len(claimed) != 1 || claimed[0].ID != ids[2] {
+		t.Fatalf("Claim(3) took %v; want only %v", claimed, ids[2])
+	}
+	must(t, db.View(func(tx *engine.Tx) error {
+		c, err := tx.Coll("jobs", engine.KindQueue, false)
+		if err != nil {
+			return err
+		}
+		if n := tx.JobCounts(c); n != [5]int64{0, 0, 1, 0, 2} {
+			t.Errorf("JobCounts = %v; want 1 claimed and 2 dead", n[1:])
+		}
+		_, err = tx.JobsIn(c, api.JobDead, nil, 10, func(j engine.Job) {
+			if j.ID != ids[0] && j.ID != ids[1] || !strings.HasPrefix(j.Reason, "payload unreadable: ") {
+				t.Errorf("dead job %s, reason %q; want %s or %s, its payload unreadable", j.ID, j.Reason, ids[0], ids[1])
+			}
+		})
+		return err
+	}))
 }
