@@ -378,15 +378,11 @@ func decodeJobs(ids []uuidv7.UUID, states [][]byte) ([]Job, error) {
 
 // loadMany loads the states of ids, on a store with one writer at a time.
 func (j *jobs) loadMany(ids []uuidv7.UUID) ([]Job, error) {
-	out := make([]Job, len(ids))
+	states := make([][]byte, len(ids))
 	for i, id := range ids {
-		job, err := j.load(id)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = job
+		states[i] = j.stateOf(id)
 	}
-	return out, nil
+	return decodeJobs(ids, states)
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
