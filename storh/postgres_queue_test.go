@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,6 +191,57 @@ func TestPostgresQueueWorkers(t *testing.T) {
 		}
 	}
 	rep, err := dbs[1].Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
+	if err != nil || rep.Problems != 0 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+}
+
+// A worker in one store claims the oldest job and stops; once its lease
+// has ended, a claim in another store takes it back and hands it out
+// before the jobs enqueued after it, and a claim of two takes it with the
+// next; before then, the other store passes it by. The two stores read one
+// clock, which the test moves.
+func TestPostgresExpiredLeaseComesBackToAnotherStore(t *testing.T) {
+	url := pgtest.URL(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	clock := storh.WithClock(func() time.Time { return time.UnixMilli(now.Load()) })
+	a, b := openPostgres(t, url, clock), openPostgres(t, url, clock)
+	qa := qOpen(t, a, "jobs")
+	ids, err := qa.EnqueueMany([]any{storh.Map{"n": 0}, storh.Map{"n": 1}, storh.Map{"n": 2}, storh.Map{"n": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := qa.Claim(time.Minute); err != nil || j.ID != ids[0] {
+		t.Fatalf("first claim: %v, %v; want job %v", j.ID, err, ids[0])
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	qb := qOpen(t, b, "jobs")
+	now.Add(time.Minute.Milliseconds() - 1)
+	if j, err := qb.Claim(time.Minute); err != nil || j.ID != ids[1] {
+		t.Fatalf("a claim while the lease holds: %v, %v; want job %v", j.ID, err, ids[1])
+	}
+	qWantCounts(t, qb, 2, 2, 0, 0)
+	now.Add(1)
+	jobs, err := qb.ClaimMany(2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uuidv7.UUID
+	for _, j := range jobs {
+		got = append(got, j.ID)
+	}
+	if len(got) != 2 || got[0] != ids[0] || got[1] != ids[2] {
+		t.Fatalf("ClaimMany(2) once the lease ended: %v; want %v and %v", got, ids[0], ids[2])
+	}
+	if jobs[0].Attempts != 2 || jobs[0].LastError != "lease expired" {
+		t.Errorf("the job taken back: %d attempts, last error %q; want 2, \"lease expired\"", jobs[0].Attempts, jobs[0].LastError)
+	}
+	qWantCounts(t, qb, 1, 3, 0, 0)
+	rep, err := b.Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
 	if err != nil || rep.Problems != 0 {
 		t.Fatalf("Verify: %+v, %v", rep, err)
 	}

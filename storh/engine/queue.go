@@ -302,56 +302,68 @@ func (c *Coll) nextSeq() uint64 {
 	return uint64(c.jobSeq - 1)
 }
 
-// firstPending returns up to n pending jobs' ids, in enqueue order: beside
-// other writers, the first ones no other claimer holds, locked.
+// firstPending returns up to n pending jobs' ids, in enqueue order, on a
+// store with one writer at a time.
 func (j *jobs) firstPending(c *Coll, n int) ([]uuidv7.UUID, error) {
 	var ids []uuidv7.UUID
-	add := func(k, v []byte) error {
-		if len(v) != 16 {
-			return fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", errs.ErrCorrupt, c.Name, k, len(v))
-		}
-		ids = append(ids, uuidv7.UUID(v))
-		return nil
-	}
-	if c.shared {
-		keys, values := j.pending.(kv.RowLocker).LockRange(nil, nil, n)
-		for i, k := range keys {
-			if err := add(k, values[i]); err != nil {
-				return nil, err
-			}
-		}
-		return ids, nil
-	}
 	cur := j.pending.Cursor()
 	for k, v := cur.First(); k != nil && len(ids) < n; k, v = cur.Next() {
-		if err := add(k, v); err != nil {
+		id, err := pendingID(c, k, v)
+		if err != nil {
 			return nil, err
 		}
+		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-// loadMany loads the states of ids; beside other writers in one round
-// trip, locking them (a pending job's state is held at most for a moment,
-// by a worker's late call that finds it no longer claimed).
-func (j *jobs) loadMany(c *Coll, ids []uuidv7.UUID) ([]Job, error) {
-	out := make([]Job, len(ids))
-	if !c.shared {
-		for i, id := range ids {
-			job, err := j.load(id)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = job
+// pendingID returns the job id of pending entry k, v.
+func pendingID(c *Coll, k, v []byte) (uuidv7.UUID, error) {
+	if len(v) != 16 {
+		return uuidv7.UUID{}, fmt.Errorf("%w: queue %q: pending entry %x holds %d bytes, not a job id", errs.ErrCorrupt, c.Name, k, len(v))
+	}
+	return uuidv7.UUID(v), nil
+}
+
+// claimable returns, beside other writers, up to n pending jobs' ids, in
+// enqueue order, the first ones no other claimer holds, with their states
+// and stored payloads, after taking back the claims whose lease ended by
+// now. Entries and states are locked (a pending job's state is held at
+// most for a moment, by a worker's late call that finds it no longer
+// claimed); the payloads are read without a lock, as their jobs' rows are
+// held. All that is read in the same round trip as the first expired
+// claims, as if none had expired, which is by far the most common case:
+// when some had, the jobs taken back go to their places, maybe ahead of
+// those read, and the pending entries are read again. Those first read
+// but not read again stay locked, with their states, until the
+// transaction ends; other claimers pass them by meanwhile.
+func (t *Tx) claimable(c *Coll, j *jobs, now int64, n, maxAttempts int) (ids []uuidv7.UUID, states, payloads [][]byte, err error) {
+	expired := j.expiredFrom(nil, now)
+	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, N: n,
+		Follow: []kv.Follow{{Bucket: j.state, Lock: true}, {Bucket: c.records}}}
+	kv.Pipeline(t.ktx, expired, pending)
+	if len(expired.Found) > 0 {
+		if _, err := t.requeueShared(c, j, now, maxAttempts, expired); err != nil {
+			return nil, nil, nil, err
 		}
-		return out, nil
+		kv.Pipeline(t.ktx, pending)
 	}
-	keys := make([][]byte, len(ids))
-	for i := range ids {
-		keys[i] = ids[i][:]
+	if err := t.failure(); err != nil {
+		return nil, nil, nil, err
 	}
-	values := j.state.(kv.RowLocker).LockKeys(keys, true)
-	for i, v := range values {
+	ids = make([]uuidv7.UUID, len(pending.Found))
+	for i, k := range pending.Found {
+		if ids[i], err = pendingID(c, k, pending.Values[i]); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ids, pending.Followed[0], pending.Followed[1], nil
+}
+
+// decodeJobs decodes the states of ids as read (nil: missing).
+func decodeJobs(ids []uuidv7.UUID, states [][]byte) ([]Job, error) {
+	out := make([]Job, len(ids))
+	for i, v := range states {
 		if v == nil {
 			return nil, fmt.Errorf("%w: no job %s", errs.ErrNotFound, ids[i])
 		}
@@ -362,6 +374,15 @@ func (j *jobs) loadMany(c *Coll, ids []uuidv7.UUID) ([]Job, error) {
 		out[i] = job
 	}
 	return out, nil
+}
+
+// loadMany loads the states of ids, on a store with one writer at a time.
+func (j *jobs) loadMany(ids []uuidv7.UUID) ([]Job, error) {
+	states := make([][]byte, len(ids))
+	for i, id := range ids {
+		states[i] = j.stateOf(id)
+	}
+	return decodeJobs(ids, states)
 }
 
 func (j *jobs) load(id uuidv7.UUID) (Job, error) {
@@ -454,19 +475,26 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	if j == nil {
 		return nil, errs.ErrEmpty // nothing was ever enqueued
 	}
-	if _, err := t.requeueExpired(c, j, now, maxAttempts); err != nil {
-		return nil, err
+	var (
+		ids      []uuidv7.UUID
+		olds     []Job
+		payloads [][]byte // beside other writers; else read as needed
+	)
+	if c.shared {
+		var states [][]byte
+		if ids, states, payloads, err = t.claimable(c, j, now, n, maxAttempts); err == nil {
+			olds, err = decodeJobs(ids, states)
+		}
+	} else if _, err = t.requeueExpired(c, j, now, maxAttempts); err == nil {
+		if ids, err = j.firstPending(c, n); err == nil {
+			olds, err = j.loadMany(ids)
+		}
 	}
-	ids, err := j.firstPending(c, n)
 	if err != nil {
 		return nil, err
 	}
 	if len(ids) == 0 {
 		return nil, errs.ErrEmpty
-	}
-	olds, err := j.loadMany(c, ids)
-	if err != nil {
-		return nil, err
 	}
 	out := make([]Job, 0, len(ids))
 	for i, id := range ids {
@@ -475,8 +503,13 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 			return nil, fmt.Errorf("%w: queue %q: job %s is in the pending index but %s", errs.ErrCorrupt, c.Name, id, old.State)
 		}
 		job := old
-		// The payload is read without a lock: its job's row is held.
-		payload, err := t.get(c, id, c.stored(id))
+		var stored []byte
+		if c.shared {
+			stored = payloads[i]
+		} else {
+			stored = c.stored(id)
+		}
+		payload, err := t.get(c, id, stored)
 		if errors.Is(err, errs.ErrCorrupt) || errors.Is(err, errs.ErrNotFound) {
 			// A job no worker can read would stop the queue at its
 			// place forever: it goes to the dead letters, saying why.
@@ -543,16 +576,30 @@ func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, 
 // round trip.
 const requeueChunk = 256
 
-// requeueExpiredShared is requeueExpired beside other writers: it takes
-// back the expired claims whose lease entry and state no one else holds
-// (a worker completing one holds its state; another claimer taking them
-// back holds the entry), and leaves the rest to them.
-func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+// expiredFrom is the read, beside other writers, of the next chunk of
+// claims whose lease ended by now, from lease key from on (nil: the
+// first): it locks their lease entries.
+func (j *jobs) expiredFrom(from []byte, now int64) *kv.Read {
 	bound := binary.BigEndian.AppendUint64(nil, uint64(now)+1)
-	var from []byte
+	return &kv.Read{Bucket: j.claimed, Op: kv.LockRange, From: from, To: bound, N: requeueChunk}
+}
+
+// requeueExpiredShared is requeueExpired beside other writers.
+func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+	chunk := j.expiredFrom(nil, now)
+	kv.Pipeline(t.ktx, chunk)
+	return t.requeueShared(c, j, now, maxAttempts, chunk)
+}
+
+// requeueShared takes back, beside other writers, the expired claims of
+// chunk (read by expiredFrom) and of the chunks after it whose lease
+// entry and state no one else holds (a worker completing one holds its
+// state; another claimer taking them back holds the entry), and leaves
+// the rest to them.
+func (t *Tx) requeueShared(c *Coll, j *jobs, now int64, maxAttempts int, chunk *kv.Read) (int, error) {
 	n := 0
 	for {
-		keys, _ := j.claimed.(kv.RowLocker).LockRange(from, bound, requeueChunk)
+		keys := chunk.Found
 		ids := make([][]byte, len(keys))
 		for i, k := range keys {
 			if len(k) != 24 {
@@ -581,7 +628,8 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 		if len(keys) < requeueChunk {
 			return n, t.ktx.Err()
 		}
-		from = append(bytes.Clone(keys[len(keys)-1]), 0)
+		chunk = j.expiredFrom(append(bytes.Clone(keys[len(keys)-1]), 0), now)
+		kv.Pipeline(t.ktx, chunk)
 	}
 }
 

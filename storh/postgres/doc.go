@@ -76,12 +76,15 @@
 // Writes are buffered in the transaction, bucket by bucket (the last write
 // of a key wins, and the adds after it are summed into it), and sent with
 // the next read of that bucket or with the COMMIT, so a transaction costs
-// one round trip per read plus one to commit (or to roll back). A writer
-// that has read nothing sends its locks, checks, writes and commit marker
-// in one round trip, without BEGIN or COMMIT: a batch of statements
-// without them is one implicit transaction, which the server commits at
-// the batch's end and rolls back if a statement fails; it runs at READ
-// COMMITTED, the session's level (Open sets it). A cursor reads ahead in pages that grow from
+// one round trip per read plus one to commit (or to roll back); reads
+// that need not wait for each other's answers, of one bucket or several,
+// share one, and a range locked in one bucket reads what its values point
+// to in others in the same statement (kv.Pipeliner). A writer that has
+// read nothing sends its locks, checks, writes and commit marker in one
+// round trip, without BEGIN or COMMIT: a batch of statements without them
+// is one implicit transaction, which the server commits at the batch's end
+// and rolls back if a statement fails; it runs at READ COMMITTED, the
+// session's level (Open sets it). A cursor reads ahead in pages that grow from
 // 16 rows to 512; one told how far its walk goes (kv.ReadAhead) reads
 // that many at once. Reads can fail, unlike bbolt's: the first failure ends the
 // transaction (PostgreSQL refuses every later statement), reads answer nil

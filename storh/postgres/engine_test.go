@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -109,4 +112,140 @@ func TestEngineRoundTrips(t *testing.T) {
 		count(h.Name+": a put of a stored record", 2+extra, func() { put(h, id, 6) })
 		count(h.Name+": a read-modify-write in Update", 2+extra, func() { inc(h, id) })
 	}
+
+	queueRoundTrips(t, db, count)
+}
+
+// queueRoundTrips counts the round trips of a queue's claims and
+// completions, once the DB knows the queue. A claim locks the first
+// expired claims (none here) and the first pending entries with BEGIN and
+// the locks on the queue, then locks the jobs' states and reads their
+// payloads, then commits, however many jobs it claims; a completion locks
+// the job's state with BEGIN, then commits.
+func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func())) {
+	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
+	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
+		must(t, db.Submit(op))
+	}
+	claim := func(n int) []engine.Job {
+		t.Helper()
+		var jobs []engine.Job
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			var err error
+			jobs, err = tx.Claim(c, db.Now().UnixMilli(), 60_000, n, 5)
+			return err
+		})
+		if len(jobs) != n {
+			t.Fatalf("Claim(%d) claimed %d jobs", n, len(jobs))
+		}
+		return jobs
+	}
+	complete := func(id uuidv7.UUID) {
+		t.Helper()
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			return tx.Complete(c, id, db.Now().UnixMilli())
+		})
+	}
+	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
+		for i := range 50 + 3*11 {
+			v, err := engine.AppendValue(nil, map[string]any{"n": i})
+			if err != nil {
+				return err
+			}
+			if err := tx.Enqueue(c, uuidv7.New(), v, db.Now().UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Warm: the queue's subtree cached, the connection's statements
+	// prepared; 50 jobs stay pending.
+	for range 3 {
+		for _, n := range []int{1, 10} {
+			for _, j := range claim(n) {
+				complete(j.ID)
+			}
+		}
+	}
+	var one []engine.Job
+	count("queue: Claim(1)", 2, func() { one = claim(1) })
+	count("queue: Claim(10)", 2, func() { claim(10) })
+	count("queue: Complete", 2, func() { complete(one[0].ID) })
+}
+
+// A claim beside other writers reads the payloads with the pending
+// entries: one it cannot read (damaged, or missing) sends its job to the
+// dead letters, saying why, and the claim takes the next job instead.
+func TestEngineClaimUnreadablePayload(t *testing.T) {
+	s, err := Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := engine.OpenStore(s, "pg", engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	must(t, db.Enter())
+	defer db.Exit()
+	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
+	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
+		must(t, db.Submit(op))
+	}
+	ids := []uuidv7.UUID{uuidv7.New(), uuidv7.New(), uuidv7.New()}
+	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
+		for i, id := range ids {
+			v, err := engine.AppendValue(nil, map[string]any{"n": i})
+			if err != nil {
+				return err
+			}
+			if err := tx.Enqueue(c, id, v, 1000); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	kt, err := s.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := kt.Bucket([]byte("jobs")).Bucket([]byte("r"))
+	damaged := bytes.Clone(records.Get(ids[0][:]))
+	damaged[len(damaged)-1] ^= 1
+	must(t, records.Put(ids[0][:], damaged))
+	must(t, records.Delete(ids[1][:]))
+	commit(t, kt)
+
+	var claimed []engine.Job
+	submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+		var err error
+		claimed, err = tx.Claim(c, 2000, 60_000, 3, 5)
+		return err
+	})
+	if len(claimed) != 1 || claimed[0].ID != ids[2] {
+		t.Fatalf("Claim(3) took %v; want only %v", claimed, ids[2])
+	}
+	must(t, db.View(func(tx *engine.Tx) error {
+		c, err := tx.Coll("jobs", engine.KindQueue, false)
+		if err != nil {
+			return err
+		}
+		if n := tx.JobCounts(c); n != [5]int64{0, 0, 1, 0, 2} {
+			t.Errorf("JobCounts = %v; want 1 claimed and 2 dead", n[1:])
+		}
+		_, err = tx.JobsIn(c, api.JobDead, nil, 10, func(j engine.Job) {
+			if j.ID != ids[0] && j.ID != ids[1] || !strings.HasPrefix(j.Reason, "payload unreadable: ") {
+				t.Errorf("dead job %s, reason %q; want %s or %s, its payload unreadable", j.ID, j.Reason, ids[0], ids[1])
+			}
+		})
+		return err
+	}))
 }

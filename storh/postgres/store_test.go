@@ -392,6 +392,8 @@ func TestExplain(t *testing.T) {
 		{"lock range", q.lockRange, "bytea, bytea, int", []any{k, key(n/2 + 100), 16}, false},
 		{"lock keys", q.lockKeys, "bytea[]", []any{del}, true},
 		{"try keys", q.tryKeys, "bytea[]", []any{del}, true},
+		{"get keys", getKeysSQL(q), "bytea[]", []any{del}, true},
+		{"lock range following", followSQL(q.lockRange, []string{q.name, q.name}, []bool{true, false}), "bytea, bytea, int", []any{k, key(n/2 + 100), 16}, false},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(st.name+"/"+mode, func(t *testing.T) {

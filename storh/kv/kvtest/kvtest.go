@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"Identity", testIdentity},
 		{"Range", testRange},
 		{"Lasting", testLasting},
+		{"Pipeline", testPipeline},
 		{"Model", testModel},
 	}
 	for _, tc := range tests {
@@ -790,6 +791,139 @@ func testLasting(t *testing.T, s kv.Store) {
 			t.Fatalf("key %d after its transaction: %s = %s", i, fmtKey(e.k), fmtVal(e.v))
 		}
 	}
+}
+
+// testPipeline checks kv.Pipeline, through the store's kv.Pipeliner where
+// it has one: random reads of two buckets, ranges following their values
+// into either, after random writes of the transaction, answer what the
+// buckets hold, in the transaction's view, whether made alone or several
+// at once. Nothing else holds a row, so the locking reads answer as plain
+// ones.
+func testPipeline(t *testing.T, s kv.Store) {
+	names := []string{"p", "q"}
+	keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "n", "x"})
+	bound := rapid.OneOf(rapid.Just(""), keyGen)
+	setup(t, s, node{
+		"p": node{"a": []byte("pa"), "b": []byte("pb"), "d": []byte{}, "n": node{"in": []byte("x")}},
+		"q": node{"b": []byte("qb"), "c": []byte("qc"), "e": []byte("qe")},
+	})
+	rapid.Check(t, func(rt *rapid.T) {
+		model := map[string]map[string][]byte{ // nil: a nested bucket
+			"p": {"a": []byte("pa"), "b": []byte("pb"), "d": []byte{}, "n": nil},
+			"q": {"b": []byte("qb"), "c": []byte("qc"), "e": []byte("qe")},
+		}
+		tx := begin(rt, s, true)
+		defer func() { _ = tx.Rollback() }() // nothing is committed: each check starts from setup
+		buckets := map[string]kv.Bucket{"p": bucketAt(rt, tx, "p"), "q": bucketAt(rt, tx, "q")}
+		for range rapid.IntRange(0, 6).Draw(rt, "writes") {
+			name, k := rapid.SampledFrom(names).Draw(rt, "bucket"), keyGen.Draw(rt, "key")
+			if v, ok := model[name][k]; ok && v == nil {
+				continue // a nested bucket's key takes no value
+			}
+			if rapid.Bool().Draw(rt, "delete") {
+				must(rt, "Delete", buckets[name].Delete([]byte(k)))
+				delete(model[name], k)
+				continue
+			}
+			// A value that is a key leads somewhere when a range follows it.
+			v := []byte(rapid.OneOf(keyGen, rapid.StringMatching(`[a-z]{0,3}`)).Draw(rt, "value"))
+			must(rt, "Put", buckets[name].Put([]byte(k), v))
+			model[name][k] = v
+		}
+		reads := make([]*kv.Read, rapid.IntRange(1, 4).Draw(rt, "reads"))
+		var where []string
+		for i := range reads {
+			name := rapid.SampledFrom(names).Draw(rt, "bucket")
+			r := &kv.Read{Bucket: buckets[name], Op: rapid.SampledFrom([]kv.ReadOp{kv.Get, kv.LockKeys, kv.TryKeys, kv.LockRange}).Draw(rt, "op")}
+			if r.Op == kv.LockRange {
+				if from := bound.Draw(rt, "from"); from != "" {
+					r.From = []byte(from)
+				}
+				if to := bound.Draw(rt, "to"); to != "" {
+					r.To = []byte(to)
+				}
+				r.N = rapid.IntRange(0, 5).Draw(rt, "n")
+				for range rapid.IntRange(0, 2).Draw(rt, "follows") {
+					r.Follow = append(r.Follow, kv.Follow{Bucket: buckets[rapid.SampledFrom(names).Draw(rt, "follow")], Lock: rapid.Bool().Draw(rt, "lock")})
+				}
+			} else {
+				for _, k := range rapid.SliceOfN(keyGen, 0, 4).Draw(rt, "keys") {
+					r.Keys = append(r.Keys, []byte(k))
+				}
+			}
+			reads[i] = r
+			what := fmt.Sprintf("keys %q", r.Keys)
+			if r.Op == kv.LockRange {
+				what = fmt.Sprintf("from %q to %q, n %d, %d follows", r.From, r.To, r.N, len(r.Follow))
+			}
+			where = append(where, fmt.Sprintf("read %d (op %d) of %s, %s", i, r.Op, name, what))
+		}
+		if rapid.Bool().Draw(rt, "alone") {
+			for _, r := range reads {
+				kv.Pipeline(tx, r)
+			}
+		} else {
+			kv.Pipeline(tx, reads...)
+		}
+		checkTxErr(rt, "Pipeline", tx)
+		for i, r := range reads {
+			m := model[names[0]]
+			if r.Bucket == buckets[names[1]] {
+				m = model[names[1]]
+			}
+			if r.Op != kv.LockRange {
+				if len(r.Values) != len(r.Keys) || r.Found != nil {
+					rt.Fatalf("%s: %d values and %d keys found, want %d values", where[i], len(r.Values), len(r.Found), len(r.Keys))
+				}
+				for j, k := range r.Keys {
+					if want := m[string(k)]; !sameValue(r.Values[j], want) {
+						rt.Errorf("%s: key %s reads %s, want %s", where[i], fmtKey(k), fmtVal(r.Values[j]), fmtVal(want))
+					}
+				}
+				continue
+			}
+			var want []pair
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if len(want) < r.N && (r.From == nil || k >= string(r.From)) && (r.To == nil || k < string(r.To)) {
+					want = append(want, pair{[]byte(k), m[k]})
+				}
+			}
+			if len(r.Found) != len(want) || len(r.Values) != len(want) {
+				rt.Fatalf("%s: found %d keys and %d values, want %v", where[i], len(r.Found), len(r.Values), want)
+			}
+			for j := range want {
+				if !samePair(r.Found[j], r.Values[j], want[j]) {
+					rt.Errorf("%s: entry %d is %s, want %s", where[i], j, gotPair(r.Found[j], r.Values[j]), want[j])
+				}
+			}
+			if len(r.Followed) != len(r.Follow) {
+				rt.Fatalf("%s: %d buckets followed, want %d", where[i], len(r.Followed), len(r.Follow))
+			}
+			for f, follow := range r.Follow {
+				fm := model[names[0]]
+				if follow.Bucket == buckets[names[1]] {
+					fm = model[names[1]]
+				}
+				if len(r.Followed[f]) != len(want) {
+					rt.Fatalf("%s: follow %d read %d values, want %d", where[i], f, len(r.Followed[f]), len(want))
+				}
+				for j, e := range want {
+					if w := fm[string(e.v)]; !sameValue(r.Followed[f][j], w) {
+						rt.Errorf("%s: follow %d of entry %d (%s) reads %s, want %s", where[i], f, j, fmtVal(e.v), fmtVal(r.Followed[f][j]), fmtVal(w))
+					}
+				}
+			}
+		}
+	})
+	// A read-only transaction reads through it too.
+	view(t, s, func(tx kv.Tx) {
+		r := &kv.Read{Bucket: bucketAt(t, tx, "q"), Op: kv.Get, Keys: [][]byte{[]byte("c"), []byte("a")}}
+		kv.Pipeline(tx, r)
+		checkTxErr(t, "read-only Pipeline", tx)
+		if len(r.Values) != 2 || string(r.Values[0]) != "qc" || r.Values[1] != nil {
+			t.Errorf("read-only Pipeline Get(c, a) = %q, want [qc nil]", r.Values)
+		}
+	})
 }
 
 // testInsert checks a kv.Inserter, where the backend has one: inserted keys

@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/kv"
+)
+
+// A Pipeline of reads of several buckets is one round trip, with BEGIN,
+// the locks on the buckets and their buffered writes; beside another
+// transaction its locking reads skip or wait for that one's rows, as
+// LockRange and LockKeys do.
+func TestPipeline(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := openConfig(ctx, cfg, options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fill(t, s, "p", 10)
+	fill(t, s, "q", 10)
+
+	t1 := begin(t, s, true).(kv.Locker)
+	defer t1.Rollback()
+	t1.BucketShared([]byte("p")) // the buckets' subtrees cached: t2 looks them up with its first statement
+	held := &kv.Read{Bucket: t1.BucketShared([]byte("q")), Op: kv.LockRange, From: key(2), To: key(4), N: 10}
+	kv.Pipeline(t1, held)
+	must(t, t1.Err())
+
+	before := rt.n.Load()
+	t2 := begin(t, s, true).(kv.Locker)
+	defer t2.Rollback()
+	p, q := t2.BucketShared([]byte("p")), t2.BucketShared([]byte("q"))
+	must(t, p.Put(key(1), []byte("mine")))
+	must(t, q.Delete(key(5)))
+	ranged := &kv.Read{Bucket: q, Op: kv.LockRange, From: key(1), N: 3}
+	tried := &kv.Read{Bucket: q, Op: kv.TryKeys, Keys: [][]byte{key(3), key(7), key(99)}}
+	got := &kv.Read{Bucket: p, Op: kv.Get, Keys: [][]byte{key(1), key(2), key(99)}}
+	none := &kv.Read{Bucket: p, Op: kv.LockKeys} // no keys: no statement
+	kv.Pipeline(t2, ranged, tried, got, none)
+	must(t, t2.Err())
+	if n := rt.n.Load() - before; n != 1 {
+		t.Errorf("the pipeline took %d round trips, want 1", n)
+	}
+	// t2 skips 2 and 3, which t1 holds, and its own delete of 5.
+	if want := [][]byte{key(1), key(4), key(6)}; !slices.EqualFunc(ranged.Found, want, bytes.Equal) || string(ranged.Values[1]) != "v4" {
+		t.Errorf("LockRange from 1 beside t1's locks: %x %q", ranged.Found, ranged.Values)
+	}
+	if v := tried.Values; len(v) != 3 || v[0] != nil || string(v[1]) != "v7" || v[2] != nil {
+		t.Errorf("TryKeys(3, 7, 99) beside t1's lock of 3: %q", v)
+	}
+	if v := got.Values; len(v) != 3 || string(v[0]) != "mine" || string(v[1]) != "v2" || v[2] != nil {
+		t.Errorf("Get(1, 2, 99) after a put of 1: %q", v)
+	}
+	if len(none.Values) != 0 {
+		t.Errorf("LockKeys of no keys: %q", none.Values)
+	}
+
+	// LockKeys waits for t1, and reads what it committed.
+	must(t, t1.Bucket([]byte("q")).Put(key(2), []byte("new")))
+	waited := &kv.Read{Bucket: q, Op: kv.LockKeys, Keys: [][]byte{key(2)}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kv.Pipeline(t2, waited)
+	}()
+	waitForRowLockWaiters(t, s, 1)
+	commit(t, t1)
+	<-done
+	must(t, t2.Err())
+	if v := waited.Values; len(v) != 1 || string(v[0]) != "new" {
+		t.Errorf("LockKeys after the holder committed: %q", v)
+	}
+	commit(t, t2)
+}
