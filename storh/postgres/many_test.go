@@ -37,6 +37,12 @@ func TestPipeline(t *testing.T) {
 	kv.Pipeline(t1, held)
 	must(t, t1.Err())
 
+	// A second connection, made now: a new one reads its backend's start
+	// as it connects, a round trip of its own.
+	warm := begin(t, s, false)
+	warm.Bucket([]byte("p")).Get(key(1))
+	must(t, warm.Rollback())
+
 	before := rt.n.Load()
 	t2 := begin(t, s, true).(kv.Locker)
 	defer t2.Rollback()
