@@ -189,7 +189,7 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&procs, "procs", "1,2,4,8", "process `counts`, comma-separated")
 	fs.IntVar(&c.rounds, "rounds", 1, "sweeps over every cell; a cell reports the median of its rounds")
 	fs.StringVar(&workloads, "workloads", "put,putmany,queue,page", "`workloads` to run, comma-separated")
-	fs.IntVar(&c.queueJobs, "queue-jobs", 0, "jobs enqueued before each queue cell (0: 1000 + 4000 per second of -duration)")
+	fs.IntVar(&c.queueJobs, "queue-jobs", 0, "jobs enqueued before each queue cell (0: 1000 + 8000 per second of -duration)")
 	fs.IntVar(&c.pageRows, "page-rows", 20_000, "records of the page workload's collection")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -duration 400ms -procs 1,2 -page-rows 1000 unless given")
 	fs.Usage = func() {
@@ -231,7 +231,7 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if c.queueJobs == 0 {
-		c.queueJobs = 1000 + int(4000*c.duration.Seconds())
+		c.queueJobs = 1000 + int(8000*c.duration.Seconds())
 	}
 	rep, err := pgscale(context.Background(), c, args, stderr)
 	if err == nil {
