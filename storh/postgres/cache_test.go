@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
@@ -394,17 +392,7 @@ func TestWriterCachedSubtree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := pgtest.URL(t)
-			cfg, err := pgxpool.ParseConfig(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt := &roundTrips{}
-			cfg.ConnConfig.Tracer = rt
-			a, err := openConfig(ctx, cfg, options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { a.Close() })
+			a, rt := openCounted(t, url)
 			b := openURL(t, url)
 			setup := begin(t, b, true)
 			c := create(t, setup, "c")
@@ -427,7 +415,7 @@ func TestWriterCachedSubtree(t *testing.T) {
 			before := rt.n.Load()
 			w := begin(t, a, true)
 			must(t, w.Bucket([]byte("c")).Put([]byte("k"), []byte("v2")))
-			err = w.Commit()
+			err := w.Commit()
 			if trips := rt.n.Load() - before; !tc.stale && trips != 1 {
 				t.Errorf("a put on a cached subtree: %d round trips, want 1", trips)
 			}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/api"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
@@ -15,29 +13,15 @@ import (
 
 // The engine's writes on a store cost the round trips counted here, once
 // the DB knows the collection (its subtree cached, its largest id known):
-// a put of a new record sends BEGIN, its lock, the check of the cached
-// subtree, its writes, its commit marker and the COMMIT in one round trip;
+// a put of a new record sends its lock, the check of the cached subtree,
+// its writes and its commit marker in one round trip, one implicit
+// transaction;
 // a collection with indexes reads their definitions in a first one and
 // writes with the COMMIT; a read of a stored record (a replacement, a
 // read-modify-write) is a round trip of its own, after the definitions.
 func TestEngineRoundTrips(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	s, err := openConfig(ctx, cfg, options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := engine.OpenStore(s, "pg", engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	must(t, db.Enter())
-	defer db.Exit()
+	s, rt := openCounted(t, pgtest.URL(t))
+	db := openEngine(t, s)
 	value := func(n int) []byte {
 		v, err := engine.AppendValue(nil, map[string]any{"n": n, "tag": n % 3, "u": uuidv7.New().String()})
 		must(t, err)
@@ -124,13 +108,7 @@ func TestEngineRoundTrips(t *testing.T) {
 // the job's state with BEGIN, then commits.
 func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func())) {
 	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
-	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
-		t.Helper()
-		op := engine.NewWriteOp()
-		defer op.Release()
-		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
-		must(t, db.Submit(op))
-	}
+	submit := submitter(t, db, h)
 	claim := func(n int) []engine.Job {
 		t.Helper()
 		var jobs []engine.Job
@@ -182,24 +160,10 @@ func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func
 // dead letters, saying why, and the claim takes the next job instead.
 func TestEngineClaimUnreadablePayload(t *testing.T) {
 	s, err := Open(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := engine.OpenStore(s, "pg", engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	must(t, db.Enter())
-	defer db.Exit()
+	must(t, err)
+	db := openEngine(t, s)
 	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
-	submit := func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
-		t.Helper()
-		op := engine.NewWriteOp()
-		defer op.Release()
-		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
-		must(t, db.Submit(op))
-	}
+	submit := submitter(t, db, h)
 	ids := []uuidv7.UUID{uuidv7.New(), uuidv7.New(), uuidv7.New()}
 	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
 		for i, id := range ids {
@@ -248,4 +212,29 @@ func TestEngineClaimUnreadablePayload(t *testing.T) {
 		})
 		return err
 	}))
+}
+
+// openEngine opens the engine on s, entered, for the test's length.
+func openEngine(t *testing.T, s *Store) *engine.DB {
+	t.Helper()
+	db, err := engine.OpenStore(s, "pg", engine.Options{})
+	must(t, err)
+	must(t, db.Enter())
+	t.Cleanup(func() {
+		db.Exit()
+		db.Close()
+	})
+	return db
+}
+
+// submitter returns a function that runs fn on collection h through the
+// engine's group commit, with hold, creating h when rows are held.
+func submitter(t *testing.T, db *engine.DB, h engine.Handle) func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+	return func(hold engine.Hold, fn func(*engine.Tx, *engine.Coll) error) {
+		t.Helper()
+		op := engine.NewWriteOp()
+		defer op.Release()
+		op.Coll, op.Fn, op.Create, op.Hold = h, fn, hold == engine.HoldRows, hold
+		must(t, db.Submit(op))
+	}
 }

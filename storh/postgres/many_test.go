@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -16,17 +14,7 @@ import (
 // transaction its locking reads skip or wait for that one's rows, as
 // LockRange and LockKeys do.
 func TestPipeline(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	s, err := openConfig(ctx, cfg, options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := openCounted(t, pgtest.URL(t))
 	fill(t, s, "p", 10)
 	fill(t, s, "q", 10)
 

@@ -488,20 +488,24 @@ func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 }
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// Writes are buffered and sent with the next read of their bucket or
-// with the commit; a cursor reads pages that grow.
-func TestRoundTrips(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+// openCounted opens a store on url whose round trips the returned
+// roundTrips counts, closed when the test ends.
+func openCounted(t *testing.T, url string) (*Store, *roundTrips) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	must(t, err)
 	rt := &roundTrips{}
 	cfg.ConnConfig.Tracer = rt
 	s, err := openConfig(ctx, cfg, options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(func() { s.Close() })
+	return s, rt
+}
+
+// Writes are buffered and sent with the next read of their bucket or
+// with the commit; a cursor reads pages that grow.
+func TestRoundTrips(t *testing.T) {
+	s, rt := openCounted(t, pgtest.URL(t))
 	count := func(what string, want int64, fn func()) {
 		t.Helper()
 		before := rt.n.Load()
