@@ -344,26 +344,21 @@ func (a *AutoFailover) nodeExec(ctx context.Context, n *autoctlNode, q string) e
 // await polls the monitor's database with q, whose one column says
 // whether the wait is over, until it is or ctx ends.
 func (a *AutoFailover) await(ctx context.Context, what, q string) error {
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
 	var last error
-	for {
-		if conn, err := a.monitorConn(ctx); err != nil {
-			last = err
-		} else {
-			var done bool
-			last = conn.QueryRow(ctx, q).Scan(&done)
-			conn.Close(context.Background())
-			if last == nil && done {
-				return nil
-			}
+	err := pollUntil(ctx, 50*time.Millisecond, func() (bool, error) {
+		conn, err := a.monitorConn(ctx)
+		if last = err; err != nil {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)%s", what, ctx.Err(), last, a.logTails())
-		case <-poll.C:
-		}
+		var done bool
+		last = conn.QueryRow(ctx, q).Scan(&done)
+		conn.Close(context.Background())
+		return last == nil && done, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w (last: %v)%s", what, err, last, a.logTails())
 	}
+	return nil
 }
 
 // states are the formation's nodes as the monitor sees them, "name:state"
@@ -374,23 +369,20 @@ const statesSQL = "SELECT coalesce(string_agg(nodename || ':' || CASE WHEN repor
 // want, reported and assigned alike.
 func (a *AutoFailover) awaitStates(ctx context.Context, want ...string) error {
 	var states string
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	for {
+	var last error
+	err := pollUntil(ctx, 50*time.Millisecond, func() (bool, error) {
 		conn, err := a.monitorConn(ctx)
 		if err == nil {
 			err = conn.QueryRow(ctx, statesSQL).Scan(&states)
 			conn.Close(context.Background())
 		}
-		if err == nil && containsAll(strings.Fields(states), want) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the formation to be %v: %w (it is %q, %v)%s", want, ctx.Err(), states, err, a.logTails())
-		case <-poll.C:
-		}
+		last = err
+		return err == nil && containsAll(strings.Fields(states), want), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the formation to be %v: %w (it is %q, %v)%s", want, err, states, last, a.logTails())
 	}
+	return nil
 }
 
 func containsAll(have, want []string) bool {

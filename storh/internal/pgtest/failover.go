@@ -105,8 +105,7 @@ func startPrimary(s *server) error {
 	if err := s.prepare(runAs); err != nil {
 		return err
 	}
-	if err := s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+	if err := s.initdb(); err != nil {
 		return err
 	}
 	if err := s.configure(`
@@ -128,22 +127,11 @@ log_min_messages = warning
 
 // awaitSync waits until a standby streams from s as its synchronous one.
 func (s *server) awaitSync(ctx context.Context) error {
-	poll := time.NewTicker(5 * time.Millisecond)
-	defer poll.Stop()
-	for {
+	return pollUntil(ctx, 5*time.Millisecond, func() (bool, error) {
 		var sync bool
-		if err := s.query(ctx, "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE sync_state = 'sync')", &sync); err != nil {
-			return err
-		}
-		if sync {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-poll.C:
-		}
-	}
+		err := s.query(ctx, "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE sync_state = 'sync')", &sync)
+		return sync, err
+	})
 }
 
 // KillPrimary kills the primary's postmaster with SIGKILL, as a crash of

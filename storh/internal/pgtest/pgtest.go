@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -300,14 +301,37 @@ func (s *server) makeDir() error {
 	return nil
 }
 
+// pollUntil calls check every interval until it reports done or fails,
+// or ctx ends (its error).
+func pollUntil(ctx context.Context, interval time.Duration, check func() (done bool, err error)) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if done, err := check(); err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// initdb makes s's data directory: trusted local connections, role
+// postgres, UTF-8 in the C locale. --no-sync only spares initdb's own
+// final fsync of the template files; the server itself runs with fsync
+// on.
+func (s *server) initdb() error {
+	return s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync")
+}
+
 func (s *server) start(pg *user.User) error {
 	if err := s.prepare(pg); err != nil {
 		return err
 	}
-	// --no-sync only spares initdb's own final fsync of the template
-	// files; the server itself runs with fsync on.
-	if err := s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+	if err := s.initdb(); err != nil {
 		return err
 	}
 	if err := s.configure(`

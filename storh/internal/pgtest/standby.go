@@ -203,26 +203,17 @@ func (p *Pair) waitStandby(ctx context.Context, q string, args ...any) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	poll := time.NewTicker(2 * time.Millisecond)
-	defer poll.Stop()
-	for {
+	return pollUntil(ctx, 2*time.Millisecond, func() (bool, error) {
 		var done bool
 		var state string
 		if err := conn.QueryRow(ctx, q, args...).Scan(&done, &state); err != nil {
-			return err
+			return false, err
 		}
-		switch {
-		case done:
-			return nil
-		case state == "paused":
-			return errors.New("replay is paused (PauseReplay)")
+		if !done && state == "paused" {
+			return false, errors.New("replay is paused (PauseReplay)")
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-poll.C:
-		}
-	}
+		return done, nil
+	})
 }
 
 // PauseReplay pauses the standby's replay of the primary's WAL (the WAL
