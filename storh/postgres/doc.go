@@ -30,11 +30,17 @@
 // # Transactions
 //
 // Each transaction holds a pooled connection. A writable one runs at READ
-// COMMITTED and holds each top-level bucket it uses with a
-// transaction-scoped advisory lock of the bucket's name (a hash of the
-// schema and the name), taken with its first statement after it looks the
-// bucket up, creates or deletes it. Alone by default (pg_advisory_xact_lock):
-// writers of one top-level bucket then take turns, as bbolt's single
+// COMMITTED and holds each top-level bucket it uses, from its first
+// statement there (ahead of the statement that looks the bucket up,
+// creates or deletes it): the bucket's registry row locked FOR NO KEY
+// UPDATE (alone) or FOR SHARE (shared), behind a transaction-scoped
+// advisory lock of the bucket's name (a hash of the schema and the name)
+// in the same mode and the same statement. The row lock is the hold; the
+// advisory lock is its queue, granted in the order asked, where
+// PostgreSQL grants a shared row lock even while an exclusive locker
+// waits. A bucket not made yet has no row to lock: a writer that makes it
+// inserts the row, and a concurrent maker of the name fails on it. Alone
+// by default: writers of one top-level bucket then take turns, as bbolt's single
 // writer does, and each statement after the lock runs on a fresh snapshot
 // that holds everything the previous holder committed; writers of
 // different top-level buckets run side by side. This is strict two-phase
@@ -45,7 +51,7 @@
 // once.
 //
 // A writer may hold a top-level bucket shared instead (kv.Locker's
-// BucketShared, pg_advisory_xact_lock_shared): shared holders run side by
+// BucketShared): shared holders run side by
 // side and use row-level means for what they change: they lock the rows
 // they read (kv.RowLocker: SELECT ... FOR UPDATE, with SKIP LOCKED for a
 // range), insert the keys they believe absent (kv.Inserter: a plain

@@ -61,10 +61,13 @@ const positionSQL = "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_repl
 // that exists, creating nothing and taking no lock.
 func (s *Store) initReadOnly(ctx context.Context) error {
 	var schema *string
-	var path string
+	var path, version string
 	var recovering bool
-	if err := s.pool.QueryRow(ctx, "SELECT current_schema(), current_setting('search_path'), pg_is_in_recovery()").Scan(&schema, &path, &recovering); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT current_schema(), current_setting('search_path'), version(), pg_is_in_recovery()").Scan(&schema, &path, &version, &recovering); err != nil {
 		return fmt.Errorf("postgres: connecting: %w", err)
+	}
+	if err := supported(version); err != nil {
+		return err
 	}
 	if schema == nil {
 		return fmt.Errorf("postgres: no schema to read the store from: search_path %q names none that exists: %w", path, errs.ErrNotFound)

@@ -132,6 +132,11 @@ var _ kv.Store = (*Store)(nil)
 // A server in recovery (a hot standby) takes no writes: Open of one fails
 // with an error wrapping storh.ErrReadOnly, unless WithReadOnly opens the
 // store there only to read it. WithReadURL sends reads to a standby.
+//
+// Open refuses, with an error wrapping storh.ErrUnsupported and before it
+// creates anything, a server whose version() says it is CockroachDB or
+// YugabyteDB: they speak the protocol, not all of the semantics storh
+// needs (see docs/postgres.md).
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	var o options
 	for _, opt := range opts {
@@ -203,13 +208,17 @@ func (s *Store) init(ctx context.Context) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	var schema *string
+	var version string
+	var recovering bool
+	if err := tx.QueryRow(ctx, "SELECT current_schema(), version(), pg_is_in_recovery()").Scan(&schema, &version, &recovering); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if err := supported(version); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 		return fmt.Errorf("postgres: locking the schema: %w", err)
-	}
-	var schema *string
-	var recovering bool
-	if err := tx.QueryRow(ctx, "SELECT current_schema(), pg_is_in_recovery()").Scan(&schema, &recovering); err != nil {
-		return fmt.Errorf("postgres: %w", err)
 	}
 	if recovering {
 		return fmt.Errorf("postgres: the server is a hot standby (in recovery), which takes no writes: %w", errs.ErrReadOnly)
@@ -244,6 +253,26 @@ func (s *Store) init(ctx context.Context) error {
 		return fmt.Errorf("postgres: creating tables in schema %q: %w", s.schema, err)
 	}
 	return nil
+}
+
+// supported returns why storh cannot keep a store on the server whose
+// version() is version, or nil. Engines that speak PostgreSQL's protocol
+// without its semantics would fail later, some of them silently (a
+// collection's tables made outside the transaction that registers them),
+// so they are refused before anything is created; docs/postgres.md says
+// what each lacks.
+func supported(version string) error {
+	var engine, lacks string
+	switch {
+	case strings.Contains(version, "CockroachDB"):
+		engine, lacks = "CockroachDB", "LISTEN/NOTIFY, PostgreSQL transaction ids, and CREATE TABLE inside a writing transaction"
+	case strings.Contains(version, "-YB-"):
+		engine, lacks = "YugabyteDB", "PostgreSQL transaction ids, ordered primary keys by default, and (without early-access flags) READ COMMITTED and CREATE TABLE inside a transaction"
+	default:
+		return nil
+	}
+	return fmt.Errorf("postgres: the server is %s, which storh does not run on (it lacks %s; docs/postgres.md lists what each engine supports): %w",
+		engine, lacks, errs.ErrUnsupported)
 }
 
 // Begin starts a transaction on a connection of its own. A writable one is
@@ -311,12 +340,20 @@ type registrySQL struct {
 	subtree string // a child of $1 named $2 and everything under it, with its generation
 	check   string // id and generation of the top-level bucket $1
 	assert  string // fails with staleCode unless top-level bucket $1 has id $2 and generation $3
-	bump    string // raises the generation of top-level bucket $1
-	delete  string // registry rows of ids $1
+	// A writer's holds of top-level bucket $1 (see tx.queueHold): lock
+	// key $3 and the registry row, shared or alone, with the watch
+	// question of key $2; checked ones fail with staleCode unless the row
+	// has id $4 and generation $5.
+	hold, holdShared               string
+	holdChecked, holdCheckedShared string
+	holdAlone                      string // turns a shared hold of $1 (lock key $2) exclusive
+	bump                           string // raises the generation of top-level bucket $1
+	delete                         string // registry rows of ids $1
 }
 
 func newRegistrySQL(schema string) registrySQL {
 	r := pgx.Identifier{schema, "storh_buckets"}.Sanitize()
+	const checked = " AND id = $4 AND gen = $5"
 	return registrySQL{
 		create: "CREATE TABLE IF NOT EXISTS " + r + ` (
 	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -330,11 +367,32 @@ func newRegistrySQL(schema string) registrySQL {
 		subtree: "WITH RECURSIVE s AS (SELECT id, parent, name, gen FROM " + r + " WHERE parent = $1 AND name = $2" +
 			" UNION ALL SELECT c.id, c.parent, c.name, c.gen FROM " + r + " c JOIN s ON c.parent = s.id)" +
 			" SELECT id, parent, name, gen FROM s",
-		check:  "SELECT id, gen FROM " + r + " WHERE parent = 0 AND name = $1",
-		assert: "SELECT 1 / (SELECT count(*) FROM " + r + " WHERE parent = 0 AND name = $1 AND id = $2 AND gen = $3)",
-		bump:   "UPDATE " + r + " SET gen = gen + 1 WHERE id = $1",
+		check:             "SELECT id, gen FROM " + r + " WHERE parent = 0 AND name = $1",
+		assert:            "SELECT 1 / (SELECT count(*) FROM " + r + " WHERE parent = 0 AND name = $1 AND id = $2 AND gen = $3)",
+		bump:              "UPDATE " + r + " SET gen = gen + 1 WHERE id = $1",
+		hold:              holdSQL(r, "pg_advisory_xact_lock", "FOR NO KEY UPDATE", ""),
+		holdShared:        holdSQL(r, "pg_advisory_xact_lock_shared", "FOR SHARE", ""),
+		holdChecked:       holdSQL(r, "pg_advisory_xact_lock", "FOR NO KEY UPDATE", checked),
+		holdCheckedShared: holdSQL(r, "pg_advisory_xact_lock_shared", "FOR SHARE", checked),
+		holdAlone: "SELECT FROM " + r + " WHERE (SELECT pg_advisory_xact_lock($2)) IS NOT NULL" +
+			" AND parent = 0 AND name = $1 FOR NO KEY UPDATE",
 		delete: "DELETE FROM " + r + " WHERE id = ANY($1::bigint[])",
 	}
+}
+
+// holdSQL is a hold of top-level bucket $1 (see tx.queueHold): the
+// advisory lock of key $3 taken by lock, then its registry row locked in
+// mode, then the watch question of key $2. The lock is a one-time filter,
+// which the executor evaluates before the scan under the row lock starts.
+// With a check (more conditions on the row, from $4), a row that does not
+// meet it fails the statement with staleCode: 1 / 0.
+func holdSQL(registry, lock, mode, check string) string {
+	n := "count(*)"
+	if check != "" {
+		n = "1 / count(*)"
+	}
+	return "SELECT " + n + ", pg_try_advisory_xact_lock($2) FROM (SELECT FROM " + registry +
+		" WHERE (SELECT " + lock + "($3)) IS NOT NULL AND parent = 0 AND name = $1" + check + " " + mode + ") AS h"
 }
 
 // columns are every bucket table's: a key, and a value that is NULL in

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/internal/testkit"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -787,6 +788,63 @@ func TestSharedHold(t *testing.T) {
 	}
 }
 
+// A writer's hold is its bucket's registry row, not only the advisory
+// lock ahead of it: a session that changes the subtree holding the row
+// alone, and no advisory lock (as on a server without them), makes a
+// writer that took the subtree from the cache wait, and then fail with
+// kv.ErrConflict, rather than write on the stale subtree. Its next run
+// looks the subtree up afresh.
+func TestHoldIsTheRegistryRow(t *testing.T) {
+	s := openStore(t)
+	fill(t, s, "b", 1)
+	// A write that caches b's subtree: the next one takes it from there.
+	w := begin(t, s, true)
+	must(t, w.Bucket([]byte("b")).Put(key(1), []byte("cached")))
+	commit(t, w)
+
+	reg := pgx.Identifier{s.schema, "storh_buckets"}.Sanitize()
+	otx, err := s.pool.Begin(ctx)
+	must(t, err)
+	defer otx.Rollback(ctx)
+	tag, err := otx.Exec(ctx, "UPDATE "+reg+" SET gen = gen + 1 WHERE parent = 0 AND name = 'b'")
+	must(t, err)
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("raised the generation of %d rows", tag.RowsAffected())
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		tx, err := s.Begin(true)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer tx.Rollback()
+		if err := tx.Bucket([]byte("b")).Put(key(2), []byte("stale")); err != nil {
+			done <- err
+			return
+		}
+		done <- tx.Commit()
+	}()
+	waitForRowLockWaiters(t, s, 1)
+	select {
+	case err := <-done:
+		t.Fatalf("the writer went ahead of the session holding b's registry row (Commit: %v)", err)
+	default:
+	}
+	must(t, otx.Commit(ctx))
+	if err := <-done; !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("Commit after the subtree changed = %v, want kv.ErrConflict", err)
+	}
+	tx := begin(t, s, true)
+	b := tx.Bucket([]byte("b"))
+	if b == nil || b.Get(key(2)) != nil {
+		t.Fatalf("the failed writer's key is there, or b is missing (err %v)", tx.Err())
+	}
+	must(t, b.Put(key(2), []byte("fresh")))
+	commit(t, tx)
+}
+
 // LockRange skips the rows another transaction holds and sees the
 // transaction's own buffered writes; LockKeys waits for a holder, or
 // skips it without wait.
@@ -865,6 +923,29 @@ func TestOpenErrorHidesPassword(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("Open(%q) = %v; want it to say %q", tc.conn, err, tc.says)
+		}
+	}
+}
+
+// Open refuses the engines that speak PostgreSQL's protocol without the
+// semantics storh needs, by their version(), before it creates anything.
+func TestSupported(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		refused bool
+	}{
+		{"PostgreSQL 15.18 (Debian 15.18-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit", false},
+		{"PostgreSQL 17.2 on aarch64-unknown-linux-gnu, compiled by gcc (GCC) 14.2.1, 64-bit", false},
+		{"CockroachDB CCL v25.2.1 (x86_64-pc-linux-gnu, built 2025/06/10 18:25:21, go1.23.7 X:nocoverageredesign)", true},
+		{"PostgreSQL 15.2-YB-2025.1.0.0-b0 on x86_64-pc-linux-gnu, compiled by clang version 17.0.6, 64-bit", true},
+		{"PostgreSQL 11.2-YB-2.20.1.0-b0 on x86_64-pc-linux-gnu, compiled by clang version 15.0.7, 64-bit", true},
+	} {
+		err := supported(tc.version)
+		if refused := err != nil; refused != tc.refused {
+			t.Errorf("supported(%q) = %v, want refused %v", tc.version, err, tc.refused)
+		}
+		if err != nil && !errors.Is(err, errs.ErrUnsupported) {
+			t.Errorf("supported(%q) = %v, want an error wrapping ErrUnsupported", tc.version, err)
 		}
 	}
 }

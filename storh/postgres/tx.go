@@ -34,7 +34,7 @@ type tx struct {
 	dirty    []*bucket       // buckets written in this transaction (pending or not)
 	arena    arena           // keys and values handed out, valid until the end
 	locked   map[string]bool // top-level buckets this writer holds: true alone, false shared
-	upgrades []int64         // exclusive locks to take with the next statement (HoldAlone)
+	upgrades []string        // top-level buckets to hold alone from the next statement (HoldAlone)
 	// A writer's top-level buckets taken from the store's cache: their
 	// locks and, after them, the checks that fail the transaction if a
 	// subtree changed, go with its next statement (see holdCached).
@@ -113,7 +113,7 @@ func (t *tx) HoldAlone(name []byte) {
 	}
 	if alone, held := t.locked[string(name)]; t.writable && held && !alone {
 		t.locked[string(name)] = true
-		t.upgrades = append(t.upgrades, t.s.lockKey(name))
+		t.upgrades = append(t.upgrades, string(name))
 	}
 }
 func (t *tx) CreateBucket(name []byte) (kv.Bucket, error) {
@@ -166,14 +166,15 @@ func (t *tx) openBatch(begin bool) *pgx.Batch {
 		}
 	}
 	for _, h := range t.deferred {
-		t.queueHold(b, h.name, h.shared)
+		t.queueHold(b, h.name, h.shared, t.takeAssertion(h.name))
 	}
 	t.deferred = t.deferred[:0]
-	for _, key := range t.upgrades {
-		b.Queue(lockSQL, key)
+	for _, name := range t.upgrades {
+		b.Queue(t.s.reg.holdAlone, []byte(name), t.s.lockKey([]byte(name)))
 	}
 	t.upgrades = t.upgrades[:0]
-	// After the locks, so that they see what the last exclusive holder
+	// Checks of subtrees whose bucket this writer already held: after
+	// the locks, so that they see what the last exclusive holder
 	// committed; before anything that uses the subtrees' tables.
 	for _, a := range t.asserts {
 		b.Queue(t.s.reg.assert, a.name, a.id, a.gen)
@@ -333,15 +334,15 @@ func (t *tx) reshaped(parent *bucket, name []byte) {
 }
 
 // queueLock queues, if this writable transaction does not hold it yet,
-// the lock on the top-level bucket name (shared or exclusive), ahead of
-// the statement that looks the bucket up or creates it. The lock is what makes a writer see
-// and change a top-level bucket alone (see the package documentation):
-// statements after it in the batch run once it is granted, each with a
-// snapshot taken then, so they see everything the previous holder
-// committed.
+// the lock on top-level bucket name (shared or alone), ahead of the
+// statement that looks the bucket up or creates it. The lock is what
+// makes a writer see and change a top-level bucket alone (see the package
+// documentation): statements after it in the batch run once it is
+// granted, each with a snapshot taken then, so they see everything the
+// previous holder committed.
 func (t *tx) queueLock(b *pgx.Batch, name []byte, shared bool) {
 	if t.holds(name, shared) {
-		t.queueHold(b, name, shared)
+		t.queueHold(b, name, shared, nil)
 	}
 }
 
@@ -364,7 +365,7 @@ func (t *tx) holds(name []byte, shared bool) bool {
 
 // holdCached is queueLock for a top-level bucket whose subtree tr a
 // writer takes from the store's cache: the lock goes with its next
-// statement, and after it a check that fails the transaction, with an
+// statement, and with it a check that fails the transaction, with an
 // error wrapping kv.ErrConflict, if the subtree is no longer tr. So a
 // writer that reads nothing before it commits sends it all in one round
 // trip, and one that uses a subtree another store changed meanwhile
@@ -377,22 +378,55 @@ func (t *tx) holdCached(name []byte, shared bool, tr *tree) {
 	t.assumed = append(t.assumed, string(name))
 }
 
-// queueHold queues the lock on top-level bucket name and, in the same
-// statement, the question whether anyone watches it: if not, its notices
-// need not be sent (see watchKeys). A SELECT evaluates its columns in
-// order, so the question is asked once the lock is held.
-func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
-	hold := holdSQL
-	if shared {
-		hold = holdSharedSQL
+// takeAssertion removes and returns the check queued for top-level
+// bucket name, if there is one.
+func (t *tx) takeAssertion(name []byte) *assertion {
+	for i, a := range t.asserts {
+		if string(a.name) == string(name) {
+			t.asserts = slices.Delete(t.asserts, i, i+1)
+			return &a
+		}
 	}
+	return nil
+}
+
+// queueHold queues the hold of top-level bucket name, shared or alone, in
+// one statement (see holdSQL). What makes the hold is the bucket's
+// registry row, locked FOR SHARE (shared) or FOR NO KEY UPDATE (alone): a
+// row lock that waited for another writer reads the row as that writer
+// committed it, so with a, the check of the subtree the writer took from
+// the cache, a changed generation or a deleted bucket leaves no row and
+// the statement fails with staleCode. A bucket without a registry row
+// locks nothing: it has not been made, and a writer that makes it inserts
+// the row, which a concurrent maker of the same name waits for and then
+// fails on. Ahead of the row lock, the transaction-level advisory lock of
+// the name, in the same mode, is the queue: PostgreSQL grants a row lock
+// FOR SHARE while an exclusive locker waits for the current sharers, so a
+// stream of shared holders could keep an exclusive one waiting for ever,
+// where the lock manager grants advisory locks in the order asked; with
+// it, the row lock never waits. After both, the question whether anyone
+// watches the bucket: if not, its notices need not be sent (see
+// watchKeys); the aggregate is computed once the row is locked.
+func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool, a *assertion) {
 	key := string(name)
 	watch := t.s.watchKey(key, rand.IntN(watchStripes))
 	if t.asking == nil {
 		t.asking = make(map[string]int64, 2)
 	}
 	t.asking[key] = watch
-	b.Queue(hold, t.s.lockKey(name), watch).QueryRow(func(row pgx.Row) error {
+	lock := t.s.lockKey(name)
+	var q *pgx.QueuedQuery
+	switch {
+	case a == nil && shared:
+		q = b.Queue(t.s.reg.holdShared, name, watch, lock)
+	case a == nil:
+		q = b.Queue(t.s.reg.hold, name, watch, lock)
+	case shared:
+		q = b.Queue(t.s.reg.holdCheckedShared, name, watch, lock, a.id, a.gen)
+	default:
+		q = b.Queue(t.s.reg.holdChecked, name, watch, lock, a.id, a.gen)
+	}
+	q.QueryRow(func(row pgx.Row) error {
 		var nobody bool
 		if err := row.Scan(nil, &nobody); err != nil {
 			return err
@@ -407,12 +441,6 @@ func (t *tx) queueHold(b *pgx.Batch, name []byte, shared bool) {
 		return nil
 	})
 }
-
-const (
-	lockSQL       = "SELECT pg_advisory_xact_lock($1)"
-	holdSQL       = "SELECT pg_advisory_xact_lock($1), pg_try_advisory_xact_lock($2)"
-	holdSharedSQL = "SELECT pg_advisory_xact_lock_shared($1), pg_try_advisory_xact_lock($2)"
-)
 
 // send makes the round trip. A failure ends the transaction on the server
 // (PostgreSQL refuses every statement after a failed one), so it is
