@@ -422,8 +422,8 @@ func (h *scaleRun) open(ctx context.Context, stamp string) (cleanup func() error
 		if h.srv, err = startServer(); err != nil {
 			return cleanup, err
 		}
-		undo = append(undo, h.srv.stop)
-		base = h.srv.url("postgres")
+		undo = append(undo, h.srv.Stop)
+		base = h.srv.URL("postgres")
 	}
 	if h.conn, err = pgx.Connect(ctx, base); err != nil {
 		return cleanup, fmt.Errorf("connecting to %s: %w", storh.Redact(base), err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/storhdb/storh-go/storh/postgres/postgrestest"
 )
 
 // TestMain lets the test binary be pgscale's worker: a run started by a
@@ -23,11 +25,11 @@ func TestMain(m *testing.M) {
 // or fails it under STORH_REQUIRE_POSTGRES=1 (as in CI).
 func requireServer(t *testing.T) {
 	t.Helper()
-	if _, _, why := serverUnusable(); why != "" {
+	if err := postgrestest.Available(); err != nil {
 		if os.Getenv("STORH_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("PostgreSQL required (STORH_REQUIRE_POSTGRES=1) but unusable: %s", why)
+			t.Fatalf("PostgreSQL required (STORH_REQUIRE_POSTGRES=1) but unusable: %v", err)
 		}
-		t.Skipf("needs a private PostgreSQL (Debian's postgresql package, run as root): %s", why)
+		t.Skipf("needs a private PostgreSQL (Debian's postgresql package, run as root): %v", err)
 	}
 }
 
@@ -110,13 +112,13 @@ func TestPGScaleQueueDry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := srv.stop(); err != nil {
+		if err := srv.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := pgscaleMain([]string{"-url", srv.url("postgres"), "-workloads", "queue", "-procs", "1",
+	code := pgscaleMain([]string{"-url", srv.URL("postgres"), "-workloads", "queue", "-procs", "1",
 		"-queue-jobs", "3", "-duration", "2s", "-out", out}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), errQueueDry.Error()) {
 		t.Fatalf("exit %d, want 1 with %q:\n%s", code, errQueueDry, stderr.String())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/storhdb/storh-go/storh/postgres/postgrestest"
 )
 
 // AutoFailover is a pg_auto_failover formation of the test's own: a
@@ -183,9 +184,9 @@ func findAutoctl() (path, why string) {
 	if err != nil {
 		return "", "no pg_autoctl in PATH (Debian: apt-get install postgresql-<version>-auto-failover)"
 	}
-	lib := filepath.Join(filepath.Dir(srv.bin), "lib", "pgautofailover.so")
+	lib := filepath.Join(filepath.Dir(srv.BinDir()), "lib", "pgautofailover.so")
 	if _, err := os.Stat(lib); err != nil {
-		return "", fmt.Sprintf("no %s: install postgresql-%s-auto-failover", lib, filepath.Base(filepath.Dir(srv.bin)))
+		return "", fmt.Sprintf("no %s: install postgresql-%s-auto-failover", lib, filepath.Base(filepath.Dir(srv.BinDir())))
 	}
 	return path, ""
 }
@@ -207,9 +208,9 @@ func freePorts(n int) ([]int, error) {
 // prepare gives the formation's directory to the postgres user and
 // starts its watchdog.
 func (a *AutoFailover) prepare() error {
-	if runAs != nil {
-		uid, _ := strconv.Atoi(runAs.Uid)
-		gid, _ := strconv.Atoi(runAs.Gid)
+	if pg := srv.User(); pg != nil {
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
 		if err := os.Chown(a.dir, uid, gid); err != nil {
 			return err
 		}
@@ -250,10 +251,10 @@ func (a *AutoFailover) command(args ...string) *exec.Cmd {
 		"XDG_RUNTIME_DIR=" + filepath.Join(a.dir, "run"),
 		"PG_REGRESS_SOCK_DIR=" + a.dir,
 		"PGHOST=" + a.dir,
-		"PATH=" + srv.bin + ":/usr/bin:/bin",
+		"PATH=" + srv.BinDir() + ":/usr/bin:/bin",
 	}
 	var cmd *exec.Cmd
-	if srv.asUser {
+	if srv.User() != nil {
 		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", "env"}, append(env, append([]string{a.autoctl}, args...)...)...)...)
 	} else {
 		cmd = exec.Command(a.autoctl, args...)
@@ -489,8 +490,8 @@ func (a *AutoFailover) logTails() string {
 		if n == nil {
 			continue
 		}
-		s := &server{logFile: filepath.Join(a.dir, n.name+".log")}
-		b.WriteString(strings.Replace(s.logTail(), "server log", n.name+"'s pg_autoctl log", 1))
+		tail := postgrestest.LogTail(filepath.Join(a.dir, n.name+".log"))
+		b.WriteString(strings.Replace(tail, "server log", n.name+"'s pg_autoctl log", 1))
 	}
 	return b.String()
 }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -40,9 +36,9 @@ const failoverSchema = "f"
 func NewFailover(t testing.TB) *Failover {
 	t.Helper()
 	Require(t)
-	primary := &server{bin: srv.bin, asUser: srv.asUser}
-	if err := primary.makeDir(); err != nil {
-		t.Fatalf("pgtest: %v", err)
+	primary, err := newServer()
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() {
 		if err := primary.stop(); err != nil {
@@ -55,7 +51,7 @@ func NewFailover(t testing.TB) *Failover {
 	ctx, cancel := context.WithTimeout(context.Background(), replayDeadline)
 	defer cancel()
 	if err := primary.exec(ctx, "CREATE SCHEMA "+failoverSchema); err != nil {
-		t.Fatalf("pgtest: creating the schema: %v%s", err, primary.logTail())
+		t.Fatalf("pgtest: creating the schema: %v%s", err, primary.LogTail())
 	}
 	standby, err := startStandby(primary)
 	if standby != nil {
@@ -71,19 +67,19 @@ func NewFailover(t testing.TB) *Failover {
 	}
 	// Made synchronous only now, so that the base backup did not copy the
 	// setting: the promoted standby would wait for a standby of its own.
-	if err := primary.configure("synchronous_standby_names = '*'\n"); err != nil {
+	if err := primary.Configure("synchronous_standby_names = '*'\n"); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	if err := primary.exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 		t.Fatalf("pgtest: reloading the primary's settings: %v", err)
 	}
 	if err := primary.awaitSync(ctx); err != nil {
-		t.Fatalf("pgtest: waiting for the standby to be synchronous: %v%s", err, primary.logTail())
+		t.Fatalf("pgtest: waiting for the standby to be synchronous: %v%s", err, primary.LogTail())
 	}
 	f := &Failover{Pair: &Pair{primary: primary, standby: standby, own: true, schema: failoverSchema}}
-	f.Primary = primary.url("postgres") + "&search_path=" + failoverSchema
-	f.Standby = standby.url("postgres") + "&search_path=" + failoverSchema
-	f.URL = MultiHostURL([]string{primary.dir, standby.dir}, "postgres", failoverSchema)
+	f.Primary = primary.URL("postgres") + "&search_path=" + failoverSchema
+	f.Standby = standby.URL("postgres") + "&search_path=" + failoverSchema
+	f.URL = MultiHostURL([]string{primary.Dir(), standby.Dir()}, "postgres", failoverSchema)
 	return f
 }
 
@@ -102,13 +98,10 @@ func MultiHostURL(hosts []string, db, schema string) string {
 // startPrimary initializes and starts s, whose directory is made, as a
 // primary that standbys can stream from.
 func startPrimary(s *server) error {
-	if err := s.prepare(runAs); err != nil {
+	if err := s.InitDB(); err != nil {
 		return err
 	}
-	if err := s.initdb(); err != nil {
-		return err
-	}
-	if err := s.configure(`
+	if err := s.Configure(`
 fsync = on
 synchronous_commit = on
 shared_buffers = 16MB
@@ -119,8 +112,8 @@ log_min_messages = warning
 `); err != nil {
 		return err
 	}
-	if err := s.launch(); err != nil {
-		return fmt.Errorf("starting the primary: %w%s", err, s.logTail())
+	if err := s.Launch(); err != nil {
+		return fmt.Errorf("starting the primary: %w%s", err, s.LogTail())
 	}
 	return nil
 }
@@ -140,26 +133,7 @@ func (s *server) awaitSync(ctx context.Context) error {
 // makes the standby take over.
 func (f *Failover) KillPrimary(t testing.TB) {
 	t.Helper()
-	if err := f.primary.kill(); err != nil {
+	if err := f.primary.Kill(); err != nil {
 		t.Fatalf("pgtest: killing the primary: %v", err)
 	}
-}
-
-// kill sends SIGKILL to the server's postmaster and removes its pid file,
-// so that stop only removes what is left.
-func (s *server) kill() error {
-	pidFile := filepath.Join(s.data, "postmaster.pid")
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		return err
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return fmt.Errorf("%s: %w", pidFile, err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("postmaster %d: %w", pid, err)
-	}
-	return os.Remove(pidFile)
 }

@@ -90,7 +90,7 @@ func NewStandby(t testing.TB) *Pair {
 		t.Fatalf("pgtest: %v", err)
 	}
 	p.standby = standby
-	p.Standby = standby.url("postgres") + "&search_path=" + p.schema
+	p.Standby = standby.URL("postgres") + "&search_path=" + p.schema
 	p.CatchUp(t)
 	return p
 }
@@ -104,11 +104,11 @@ func (p *Pair) newSchema(t testing.TB) {
 	_, err := replication.conn.Exec(context.Background(), "CREATE SCHEMA "+name)
 	replication.mu.Unlock()
 	if err != nil {
-		t.Fatalf("pgtest: create schema %s: %v%s", name, err, p.primary.logTail())
+		t.Fatalf("pgtest: create schema %s: %v%s", name, err, p.primary.LogTail())
 	}
-	p.Primary = p.primary.url("postgres") + "&search_path=" + name
+	p.Primary = p.primary.URL("postgres") + "&search_path=" + name
 	if p.standby != nil {
-		p.Standby = p.standby.url("postgres") + "&search_path=" + name
+		p.Standby = p.standby.URL("postgres") + "&search_path=" + name
 	}
 }
 
@@ -116,9 +116,9 @@ func (p *Pair) newSchema(t testing.TB) {
 // is a server of its own rather than URL's, whose databases the tests
 // multiply: a base backup copies every database of its server.
 func startReplication() {
-	primary := &server{bin: srv.bin, asUser: srv.asUser}
 	replication.err = func() error {
-		if err := primary.makeDir(); err != nil {
+		primary, err := newServer()
+		if err != nil {
 			return err
 		}
 		extraServers.add(primary)
@@ -126,9 +126,9 @@ func startReplication() {
 		if err := startPrimary(primary); err != nil {
 			return err
 		}
-		conn, err := pgx.Connect(context.Background(), primary.url("postgres"))
+		conn, err := pgx.Connect(context.Background(), primary.URL("postgres"))
 		if err != nil {
-			return fmt.Errorf("connecting to the primary: %w%s", err, primary.logTail())
+			return fmt.Errorf("connecting to the primary: %w%s", err, primary.LogTail())
 		}
 		replication.conn = conn
 		standby, err := startStandby(primary)
@@ -143,18 +143,15 @@ func startReplication() {
 // startStandby makes a hot standby of primary from a base backup and
 // starts it. The server it returns, if any, must be stopped.
 func startStandby(primary *server) (*server, error) {
-	s := &server{bin: primary.bin, asUser: primary.asUser}
-	if err := s.makeDir(); err != nil {
+	s, err := newServer()
+	if err != nil {
 		return nil, err
-	}
-	if err := s.prepare(runAs); err != nil {
-		return s, err
 	}
 	// -R writes primary_conninfo (the primary's socket) and standby.signal;
 	// --no-sync spares fsyncing the copy, as initdb's --no-sync does.
-	if err := s.run("pg_basebackup", "-h", primary.dir, "-U", "postgres", "-D", s.data,
+	if err := s.Run("pg_basebackup", "-h", primary.Dir(), "-U", "postgres", "-D", s.DataDir(),
 		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
-		return s, fmt.Errorf("base backup of the primary: %w%s", err, primary.logTail())
+		return s, fmt.Errorf("base backup of the primary: %w%s", err, primary.LogTail())
 	}
 	// A hot standby takes connections once it has a snapshot of the
 	// transactions running on the primary, which the primary logs at a
@@ -165,14 +162,14 @@ func startStandby(primary *server) (*server, error) {
 	}
 	// The copied postgresql.conf names the primary's socket directory:
 	// configure's lines come after it and win.
-	if err := s.configure(`
+	if err := s.Configure(`
 hot_standby = on
 hot_standby_feedback = on
 `); err != nil {
 		return s, err
 	}
-	if err := s.launch(); err != nil {
-		return s, fmt.Errorf("starting the standby: %w%s", err, s.logTail())
+	if err := s.Launch(); err != nil {
+		return s, fmt.Errorf("starting the standby: %w%s", err, s.LogTail())
 	}
 	return s, nil
 }
@@ -190,7 +187,7 @@ func (p *Pair) CatchUp(t testing.TB) {
 		t.Fatalf("pgtest: asking the primary for its WAL position: %v", err)
 	}
 	if err := p.waitStandby(ctx, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn, pg_get_wal_replay_pause_state()", lsn); err != nil {
-		t.Fatalf("pgtest: waiting for the standby to replay the primary's WAL up to %s: %v%s", lsn, err, p.standby.logTail())
+		t.Fatalf("pgtest: waiting for the standby to replay the primary's WAL up to %s: %v%s", lsn, err, p.standby.LogTail())
 	}
 }
 
@@ -198,7 +195,7 @@ func (p *Pair) CatchUp(t testing.TB) {
 // and the replay's pause state, until it is over or the deadline passes;
 // a replay paused (not on its way to pausing) fails it at once.
 func (p *Pair) waitStandby(ctx context.Context, q string, args ...any) error {
-	conn, err := pgx.Connect(ctx, p.standby.url("postgres"))
+	conn, err := pgx.Connect(ctx, p.standby.URL("postgres"))
 	if err != nil {
 		return err
 	}
@@ -230,7 +227,7 @@ func (p *Pair) PauseReplay(t testing.TB) {
 	t.Cleanup(func() { p.ResumeReplay(t) })
 	// The pause takes effect at the next WAL record replay reaches.
 	if err := p.waitStandby(ctx, "SELECT pg_get_wal_replay_pause_state() = 'paused', 'not paused'"); err != nil {
-		t.Fatalf("pgtest: waiting for replay to pause: %v%s", err, p.standby.logTail())
+		t.Fatalf("pgtest: waiting for replay to pause: %v%s", err, p.standby.LogTail())
 	}
 }
 
@@ -259,13 +256,13 @@ func (p *Pair) Promote(t testing.TB) {
 	defer cancel()
 	var done bool
 	if err := p.standby.query(ctx, "SELECT pg_promote(true, 30)", &done); err != nil || !done {
-		t.Fatalf("pgtest: promoting the standby: %v (done: %v)%s", err, done, p.standby.logTail())
+		t.Fatalf("pgtest: promoting the standby: %v (done: %v)%s", err, done, p.standby.LogTail())
 	}
 }
 
 // query runs q on the server's postgres database and scans its one row.
 func (s *server) query(ctx context.Context, q string, dest ...any) error {
-	conn, err := pgx.Connect(ctx, s.url("postgres"))
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
 		return err
 	}
@@ -275,7 +272,7 @@ func (s *server) query(ctx context.Context, q string, dest ...any) error {
 
 // exec runs q on the server's postgres database.
 func (s *server) exec(ctx context.Context, q string) error {
-	conn, err := pgx.Connect(ctx, s.url("postgres"))
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
 		return err
 	}
@@ -309,7 +306,7 @@ func (l *serverList) stop() error {
 	var errs []error
 	for i := len(l.list) - 1; i >= 0; i-- {
 		if err := l.list[i].stop(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(l.list[i].dir), err))
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(l.list[i].Dir()), err))
 		}
 	}
 	l.list = nil
