@@ -83,14 +83,17 @@ const (
 // scratch returns n bytes for a key or value of this transaction's job
 // writes, cut from blocks shared by many jobs: bbolt keeps what it is given
 // until the commit, so nothing cut is ever reused, but a batch of jobs
-// costs a few allocations instead of several per job.
+// costs a few allocations instead of several per job. Blocks double from
+// a few hundred bytes, what a move of one job takes, so that a claim or a
+// completion of one job, each a transaction of its own, does not allocate
+// and clear a block sized for a batch.
 func (c *Coll) scratch(n int) []byte {
-	const block = 64 << 10
+	const first, block = 512, 64 << 10
 	if n > block/4 {
 		return make([]byte, n)
 	}
 	if cap(c.jobArena)-len(c.jobArena) < n {
-		c.jobArena = make([]byte, 0, block)
+		c.jobArena = make([]byte, 0, min(block, max(first, 2*cap(c.jobArena), n)))
 	}
 	start := len(c.jobArena)
 	c.jobArena = c.jobArena[:start+n]
