@@ -105,7 +105,8 @@ func TestEngineRoundTrips(t *testing.T) {
 // expired claims (none here) and the first pending entries with BEGIN and
 // the locks on the queue, then locks the jobs' states and reads their
 // payloads, then commits, however many jobs it claims; a completion locks
-// the job's state with BEGIN, then commits.
+// the job's state with BEGIN, then commits, and so does a completion of
+// many jobs.
 func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func())) {
 	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
 	submit := submitter(t, db, h)
@@ -151,8 +152,21 @@ func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func
 	}
 	var one []engine.Job
 	count("queue: Claim(1)", 2, func() { one = claim(1) })
-	count("queue: Claim(10)", 2, func() { claim(10) })
+	ten := claim(10)
 	count("queue: Complete", 2, func() { complete(one[0].ID) })
+	ids := make([]uuidv7.UUID, len(ten))
+	for i, j := range ten {
+		ids[i] = j.ID
+	}
+	count("queue: CompleteMany(10)", 2, func() {
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			n, err := tx.CompleteMany(c, ids, db.Now().UnixMilli())
+			if err == nil && n != len(ids) {
+				t.Errorf("CompleteMany of %d claimed jobs completed %d", len(ids), n)
+			}
+			return err
+		})
+	})
 }
 
 // A claim beside other writers reads the payloads with the pending
