@@ -280,3 +280,79 @@ func TestPostgresKindAfterRecreate(t *testing.T) {
 		t.Fatalf("Log(x) in the first store: %v", err)
 	}
 }
+
+// Workers in two stores complete the same claimed jobs with CompleteMany,
+// each its batches in another order: each job is completed once, by one
+// of them (their counts add up to the jobs), the counters and Verify
+// agree, and the batches, which lock their jobs in key order, never
+// deadlock (no rerun).
+func TestPostgresCompleteManyAcrossStores(t *testing.T) {
+	skipUnderInvariants(t)
+	url := pgtest.URL(t)
+	dbs := []*storh.DB{openPostgres(t, url), openPostgres(t, url)}
+	q0 := qOpen(t, dbs[0], "work")
+	const jobs, batch = 240, 40
+	payloads := make([]any, jobs)
+	for i := range payloads {
+		payloads[i] = storh.Map{"i": i}
+	}
+	if _, err := q0.EnqueueMany(payloads); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := q0.ClaimMany(jobs, time.Hour)
+	if err != nil || len(claimed) != jobs {
+		t.Fatalf("ClaimMany(%d) = %d jobs, %v", jobs, len(claimed), err)
+	}
+	ids := make([]uuidv7.UUID, jobs)
+	for i, j := range claimed {
+		ids[i] = j.ID
+	}
+	const workers = 4
+	var completed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		// Worker w walks the ids from its own start, forwards or
+		// backwards: every pair of workers meets on jobs in opposite
+		// orders.
+		order := make([]uuidv7.UUID, jobs)
+		for i := range order {
+			k := (i + w*jobs/workers) % jobs
+			if w%2 == 1 {
+				k = jobs - 1 - k
+			}
+			order[i] = ids[k]
+		}
+		q := qOpen(t, dbs[w%2], "work")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < jobs; i += batch {
+				n, err := q.CompleteMany(order[i : i+batch])
+				if err != nil {
+					errs <- fmt.Errorf("worker %d: %w", w, err)
+					return
+				}
+				completed.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := completed.Load(); n != jobs {
+		t.Errorf("the workers completed %d jobs; want %d, each once", n, jobs)
+	}
+	qWantCounts(t, q0, 0, 0, jobs, 0)
+	for i, db := range dbs {
+		if s, err := db.Stats(); err != nil || s.Reruns != 0 {
+			t.Errorf("store %d ran %d transactions again (%v); batches that lock in key order never deadlock", i, s.Reruns, err)
+		}
+	}
+	rep, err := dbs[1].Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
+	if err != nil || rep.Problems != 0 {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+}

@@ -412,19 +412,9 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 	}
 	var n int
 	err := q.batchMoving("complete", func(etx *engine.Tx, ec *engine.Coll) error {
-		now := q.now()
-		n = 0
-		for _, id := range ids {
-			err := etx.Complete(ec, id, now)
-			switch {
-			case err == nil:
-				n++
-			case errors.Is(err, ErrNotClaimed), errors.Is(err, ErrNotFound):
-			default:
-				return err
-			}
-		}
-		return nil
+		var err error
+		n, err = etx.CompleteMany(ec, ids, q.now())
+		return err
 	})
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestEngineRoundTrips(t *testing.T) {
 		count(h.Name+": a read-modify-write in Update", 2+extra, func() { inc(h, id) })
 	}
 
-	queueRoundTrips(t, db, count)
+	queueRoundTrips(t, db, rt, count)
 }
 
 // queueRoundTrips counts the round trips of a queue's claims and
@@ -105,8 +106,9 @@ func TestEngineRoundTrips(t *testing.T) {
 // expired claims (none here) and the first pending entries with BEGIN and
 // the locks on the queue, then locks the jobs' states and reads their
 // payloads, then commits, however many jobs it claims; a completion locks
-// the job's state with BEGIN, then commits.
-func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func())) {
+// the job's state with BEGIN, then commits, and so does a completion of
+// many jobs.
+func queueRoundTrips(t *testing.T, db *engine.DB, rt *roundTrips, count func(string, int64, func())) {
 	h := engine.Handle{Name: "jobs", Kind: engine.KindQueue}
 	submit := submitter(t, db, h)
 	claim := func(n int) []engine.Job {
@@ -151,8 +153,28 @@ func queueRoundTrips(t *testing.T, db *engine.DB, count func(string, int64, func
 	}
 	var one []engine.Job
 	count("queue: Claim(1)", 2, func() { one = claim(1) })
-	count("queue: Claim(10)", 2, func() { claim(10) })
+	// The look for expired leases and the read of the pending entries are
+	// one statement.
+	sqls := rt.record(func() { claim(1) })
+	if ranges := slices.IndexFunc(sqls, func(sql string) bool { return strings.Contains(sql, "SKIP LOCKED") }); ranges < 0 ||
+		strings.Count(sqls[ranges], "SKIP LOCKED") != 2 || slices.ContainsFunc(sqls[ranges+1:], func(sql string) bool { return strings.Contains(sql, "SKIP LOCKED") }) {
+		t.Errorf("Claim(1) read the expired leases and the pending entries in other than one statement:\n%s", strings.Join(sqls, "\n"))
+	}
+	ten := claim(10)
 	count("queue: Complete", 2, func() { complete(one[0].ID) })
+	ids := make([]uuidv7.UUID, len(ten))
+	for i, j := range ten {
+		ids[i] = j.ID
+	}
+	count("queue: CompleteMany(10)", 2, func() {
+		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
+			n, err := tx.CompleteMany(c, ids, db.Now().UnixMilli())
+			if err == nil && n != len(ids) {
+				t.Errorf("CompleteMany of %d claimed jobs completed %d", len(ids), n)
+			}
+			return err
+		})
+	})
 }
 
 // A claim beside other writers reads the payloads with the pending

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -47,11 +49,23 @@ func (t *tx) Pipeline(reads ...*kv.Read) {
 		return
 	}
 	err := t.trip("pipeline", func(batch *pgx.Batch) {
-		for i, r := range reads {
-			if b := sent[i]; b != nil {
-				b.queueFlush(batch)
-				b.queueRead(batch, r)
+		for i := 0; i < len(reads); {
+			b := sent[i]
+			if b == nil {
+				i++
+				continue
 			}
+			end := i + 1
+			for reads[i].Op == kv.LockRange && end < len(reads) && end-i < 256 && sent[end] != nil && reads[end].Op == kv.LockRange {
+				end++
+			}
+			if end-i > 1 {
+				queueRanges(batch, sent[i:end], reads[i:end])
+			} else {
+				b.queueFlush(batch)
+				b.queueRead(batch, reads[i])
+			}
+			i = end
 		}
 	})
 	if err != nil {
@@ -134,7 +148,51 @@ func getKeysSQL(q *tableSQL) string {
 // PostgreSQL runs for each row once the range has locked it, as an index
 // lookup (a join of the tables may scan one whole).
 func (b *bucket) queueRange(batch *pgx.Batch, r *kv.Read) {
-	t := b.tx
+	stmt, args := b.rangeSQL(r, 0)
+	follows := queueFollowFlushes(batch, r)
+	if len(r.Follow) > 0 {
+		tables, locks := followed(r, follows)
+		stmt = followSQL(stmt, tables, locks)
+	}
+	batch.Queue(stmt, args...).Query(func(rows pgx.Rows) error {
+		return scanRanges(rows, &b.tx.arena, []*kv.Read{r}, [][]int{follows}, len(follows))
+	})
+}
+
+// queueRanges queues the LockRanges rs of buckets bs, two or more in a
+// row in a pipeline, as one statement (see rangesSQL). A statement costs
+// the server its executor's start and end and the protocol's messages
+// whatever it reads, so a claim's look for expired leases, which mostly
+// finds none, rides with its read of the pending jobs instead of costing
+// a statement of its own. The ranges' buffered writes all go first: a
+// write a range would have met after an earlier range is to a bucket the
+// earlier one does not read (one it read was sent with it), so each finds
+// what it would have found alone; the ranges share the statement's
+// snapshot, as if they ran in the same instant, and the locks each takes
+// are held as the next runs.
+func queueRanges(batch *pgx.Batch, bs []*bucket, rs []*kv.Read) {
+	follows := make([][]int, len(rs))
+	ranged := make([]string, len(rs))
+	tables, locks := make([][]string, len(rs)), make([][]bool, len(rs))
+	var args []any
+	width := 0
+	for i, r := range rs {
+		bs[i].queueFlush(batch)
+		follows[i] = queueFollowFlushes(batch, r)
+		tables[i], locks[i] = followed(r, follows[i])
+		width = max(width, len(follows[i]))
+		var params []any
+		ranged[i], params = bs[i].rangeSQL(r, len(args))
+		args = append(args, params...)
+	}
+	batch.Queue(rangesSQL(ranged, tables, locks), args...).Query(func(rows pgx.Rows) error {
+		return scanRanges(rows, &bs[0].tx.arena, rs, follows, width)
+	})
+}
+
+// rangeSQL is the statement of LockRange r of b, with its parameters
+// numbered from after+1, and their values.
+func (b *bucket) rangeSQL(r *kv.Read, after int) (string, []any) {
 	from := r.From
 	if from == nil {
 		from = []byte{}
@@ -143,8 +201,27 @@ func (b *bucket) queueRange(batch *pgx.Batch, r *kv.Read) {
 	if r.To != nil {
 		stmt, args = b.sql.lockRange, []any{from, r.To, r.N}
 	}
-	// A bucket deleted in this transaction has no table: nothing followed
-	// there is found.
+	return renumber(stmt, len(args), after), args
+}
+
+// renumber is stmt, whose parameters are $1 to $n, with them numbered
+// from after+1.
+func renumber(stmt string, n, after int) string {
+	if after == 0 {
+		return stmt
+	}
+	pairs := make([]string, 0, 2*n)
+	for i := range n {
+		pairs = append(pairs, "$"+strconv.Itoa(i+1), "$"+strconv.Itoa(after+i+1))
+	}
+	return strings.NewReplacer(pairs...).Replace(stmt)
+}
+
+// queueFollowFlushes queues the buffered writes of the buckets r follows
+// into, and returns the indexes in r.Follow of those it reads: a bucket
+// deleted in this transaction has no table, and nothing followed there is
+// found.
+func queueFollowFlushes(batch *pgx.Batch, r *kv.Read) []int {
 	var follows []int
 	for i, f := range r.Follow {
 		if fb := f.Bucket.(*bucket); !fb.deleted {
@@ -152,36 +229,103 @@ func (b *bucket) queueRange(batch *pgx.Batch, r *kv.Read) {
 			follows = append(follows, i)
 		}
 	}
-	if len(r.Follow) > 0 {
-		tables, locks := make([]string, len(follows)), make([]bool, len(follows))
-		for j, i := range follows {
-			tables[j], locks[j] = r.Follow[i].Bucket.(*bucket).sql.name, r.Follow[i].Lock
-		}
-		stmt = followSQL(stmt, tables, locks)
+	return follows
+}
+
+// followed returns the tables of the buckets of r.Follow listed in
+// follows, and whether each is locked.
+func followed(r *kv.Read, follows []int) (tables []string, locks []bool) {
+	tables, locks = make([]string, len(follows)), make([]bool, len(follows))
+	for j, i := range follows {
+		tables[j], locks[j] = r.Follow[i].Bucket.(*bucket).sql.name, r.Follow[i].Lock
 	}
-	batch.Queue(stmt, args...).Query(func(rows pgx.Rows) error {
+	return tables, locks
+}
+
+// followSQL is statement ranged, which reads (k, v), with v followed into
+// tables, FOR UPDATE where locks says so.
+func followSQL(ranged string, tables []string, locks []bool) string {
+	return "SELECT p.k, p.v" + followColumns(tables, locks) + " FROM (" + ranged + ") p ORDER BY p.k"
+}
+
+// rangesSQL is statements ranged, each read as followSQL reads it, as
+// one statement: a UNION ALL whose rows start with their statement's
+// place, one byte, and are padded with NULLs to the most tables followed.
+func rangesSQL(ranged []string, tables [][]string, locks [][]bool) string {
+	width := 0
+	for _, t := range tables {
+		width = max(width, len(t))
+	}
+	var sb strings.Builder
+	for i, stmt := range ranged {
+		if i > 0 {
+			sb.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&sb, "SELECT '\\x%02x'::bytea, p.k, p.v", i)
+		sb.WriteString(followColumns(tables[i], locks[i]))
+		sb.WriteString(strings.Repeat(", NULL::bytea", width-len(tables[i])))
+		sb.WriteString(" FROM (" + stmt + ") p")
+	}
+	sb.WriteString(" ORDER BY 1, 2")
+	return sb.String()
+}
+
+// followColumns are the columns that follow a range's values p.v into
+// tables, FOR UPDATE where locks says so: a scalar subquery each.
+func followColumns(tables []string, locks []bool) string {
+	var sb strings.Builder
+	for i, table := range tables {
+		sb.WriteString(", (SELECT v FROM " + table + " WHERE k = p.v")
+		if locks[i] {
+			sb.WriteString(" FOR UPDATE")
+		}
+		sb.WriteString(")")
+	}
+	return sb.String()
+}
+
+// scanRanges fills in the answers of ranges rs from rows: (k, v) and the
+// values followed, width columns of them, after a column naming the range
+// of each row where there are several. An answer is reset first, as a
+// trip that finds a cached subtree stale builds its batch again.
+func scanRanges(rows pgx.Rows, a *arena, rs []*kv.Read, follows [][]int, width int) error {
+	for _, r := range rs {
 		r.Found, r.Values = nil, nil
 		clear(r.Followed)
-		for rows.Next() {
-			row, err := scanValues(rows, &t.arena, 2+len(follows))
-			if err != nil {
-				return err
-			}
-			r.Found, r.Values = append(r.Found, row[0]), append(r.Values, row[1])
-			for j, i := range follows {
-				r.Followed[i] = append(r.Followed[i], row[2+j])
-			}
-		}
-		if err := rows.Err(); err != nil {
+	}
+	tagged := 0
+	if len(rs) > 1 {
+		tagged = 1
+	}
+	for rows.Next() {
+		row, err := scanValues(rows, a, tagged+2+width)
+		if err != nil {
 			return err
 		}
+		r, which := rs[0], 0
+		if tagged == 1 {
+			if len(row[0]) != 1 || int(row[0][0]) >= len(rs) {
+				return fmt.Errorf("postgres: a row of %d ranges read as one is tagged %x", len(rs), row[0])
+			}
+			which = int(row[0][0])
+			r, row = rs[which], row[1:]
+		}
+		r.Found, r.Values = append(r.Found, row[0]), append(r.Values, row[1])
+		for j, i := range follows[which] {
+			r.Followed[i] = append(r.Followed[i], row[2+j])
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range rs {
 		for i := range r.Followed {
 			if r.Followed[i] == nil {
 				r.Followed[i] = make([][]byte, len(r.Found))
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // scanValues reads a row of n bytea columns, copying into a (see scanRow);
@@ -206,20 +350,4 @@ func scanValues(rows pgx.Rows, a *arena, n int) ([][]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-// followSQL is statement ranged, which reads (k, v), with v followed into
-// tables, FOR UPDATE where locks says so.
-func followSQL(ranged string, tables []string, locks []bool) string {
-	var sb strings.Builder
-	sb.WriteString("SELECT p.k, p.v")
-	for i, table := range tables {
-		sb.WriteString(", (SELECT v FROM " + table + " WHERE k = p.v")
-		if locks[i] {
-			sb.WriteString(" FOR UPDATE")
-		}
-		sb.WriteString(")")
-	}
-	sb.WriteString(" FROM (" + ranged + ") p ORDER BY p.k")
-	return sb.String()
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
@@ -74,6 +75,68 @@ func TestPipeline(t *testing.T) {
 	must(t, t2.Err())
 	if v := waited.Values; len(v) != 1 || string(v[0]) != "new" {
 		t.Errorf("LockKeys after the holder committed: %q", v)
+	}
+	commit(t, t2)
+}
+
+// Range reads in a row in a Pipeline go as one statement, and each
+// answers as it would alone: after the buffered writes of its buckets,
+// skipping the rows another transaction holds, following its values.
+func TestPipelineRanges(t *testing.T) {
+	s, rt := openCounted(t, pgtest.URL(t))
+	fill(t, s, "q", 10)
+	tx := begin(t, s, true)
+	ix := create(t, tx, "ix") // key(i) → key(i) of q
+	for i := range 10 {
+		must(t, ix.Put(key(i), key(i)))
+	}
+	commit(t, tx)
+
+	t1 := begin(t, s, true).(kv.Locker)
+	defer t1.Rollback()
+	kv.Pipeline(t1, &kv.Read{Bucket: t1.BucketShared([]byte("q")), Op: kv.LockRange, From: key(2), To: key(4), N: 10},
+		&kv.Read{Bucket: t1.BucketShared([]byte("ix")), Op: kv.LockKeys, Keys: [][]byte{key(5)}})
+	must(t, t1.Err())
+
+	t2 := begin(t, s, true).(kv.Locker)
+	defer t2.Rollback()
+	q, x := t2.BucketShared([]byte("q")), t2.BucketShared([]byte("ix"))
+	must(t, q.Put(key(4), []byte("mine")))
+	must(t, x.Delete(key(7)))
+	indexed := &kv.Read{Bucket: x, Op: kv.LockRange, From: key(3), N: 4, Follow: []kv.Follow{{Bucket: q}}}
+	ranged := &kv.Read{Bucket: q, Op: kv.LockRange, To: key(6), N: 10}
+	none := &kv.Read{Bucket: q, Op: kv.LockRange, From: key(100), N: 10, Follow: []kv.Follow{{Bucket: x}, {Bucket: q}}}
+	sqls := rt.record(func() { kv.Pipeline(t2, indexed, ranged, none) })
+	must(t, t2.Err())
+	ranges := 0
+	for _, sql := range sqls {
+		ranges += strings.Count(sql, "SKIP LOCKED")
+		if strings.Contains(sql, "SKIP LOCKED") && !strings.Contains(sql, "UNION ALL") {
+			t.Errorf("a range read alone: %s", sql)
+		}
+	}
+	if ranges != 3 {
+		t.Errorf("the pipeline's statements hold %d range reads, want 3:\n%s", ranges, strings.Join(sqls, "\n"))
+	}
+	// ix skips 5, which t1 holds, and its own delete of 7; q skips 2 and
+	// 3, which t1 holds, and finds its own put of 4.
+	keys := func(is ...int) [][]byte {
+		out := make([][]byte, len(is))
+		for j, i := range is {
+			out[j] = key(i)
+		}
+		return out
+	}
+	if want := keys(3, 4, 6, 8); !slices.EqualFunc(indexed.Found, want, bytes.Equal) ||
+		!slices.EqualFunc(indexed.Followed[0], [][]byte{[]byte("v3"), []byte("mine"), []byte("v6"), []byte("v8")}, bytes.Equal) {
+		t.Errorf("LockRange of ix from 3 following into q: %x → %q", indexed.Found, indexed.Followed)
+	}
+	if want := keys(0, 1, 4, 5); !slices.EqualFunc(ranged.Found, want, bytes.Equal) ||
+		!slices.EqualFunc(ranged.Values, [][]byte{[]byte("v0"), []byte("v1"), []byte("mine"), []byte("v5")}, bytes.Equal) {
+		t.Errorf("LockRange of q to 6: %x → %q", ranged.Found, ranged.Values)
+	}
+	if len(none.Found) != 0 || len(none.Followed) != 2 || len(none.Followed[0]) != 0 || len(none.Followed[1]) != 0 {
+		t.Errorf("LockRange past q's end: %x, followed %q", none.Found, none.Followed)
 	}
 	commit(t, t2)
 }

@@ -395,6 +395,8 @@ func TestExplain(t *testing.T) {
 		{"try keys", q.tryKeys, "bytea[]", []any{del}, true},
 		{"get keys", getKeysSQL(q), "bytea[]", []any{del}, true},
 		{"lock range following", followSQL(q.lockRange, []string{q.name, q.name}, []bool{true, false}), "bytea, bytea, int", []any{k, key(n/2 + 100), 16}, false},
+		{"lock ranges in one", rangesSQL([]string{q.lockRange, renumber(q.lockFrom, 2, 3)}, [][]string{nil, {q.name, q.name}}, [][]bool{nil, {true, false}}),
+			"bytea, bytea, int, bytea, int", []any{k, key(n/2 + 100), 16, key(n / 4), 16}, false},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(st.name+"/"+mode, func(t *testing.T) {
@@ -475,17 +477,48 @@ func (p plan) nodes(out []plan) []plan {
 }
 
 // roundTrips counts what a store sends: batches and single queries.
-type roundTrips struct{ n atomic.Int64 }
+// roundTrips counts round trips (n) and the statements they carry
+// (stmts), and keeps the text of the statements when sqls is set.
+type roundTrips struct {
+	n, stmts atomic.Int64
+	mu       sync.Mutex
+	sqls     *[]string
+}
 
 func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	r.n.Add(1)
 	return ctx
 }
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (r *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.statement(d.SQL)
+}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	r.n.Add(1)
+	r.statement(d.SQL)
 	return ctx
+}
+
+func (r *roundTrips) statement(sql string) {
+	r.stmts.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sqls != nil {
+		*r.sqls = append(*r.sqls, sql)
+	}
+}
+
+// record keeps the text of the statements sent while fn runs.
+func (r *roundTrips) record(fn func()) []string {
+	var sqls []string
+	r.mu.Lock()
+	r.sqls = &sqls
+	r.mu.Unlock()
+	fn()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sqls = nil
+	return sqls
 }
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
