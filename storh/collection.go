@@ -350,7 +350,11 @@ func (c *coll) fillIDs(b *batch, from int) (int, error) {
 				missing++
 			}
 		}
-		if missing == 0 {
+		switch missing {
+		case 0:
+			return -1, nil
+		case len(b.ids) - from:
+			uuidv7.NewBatch(b.ids[from:]) // the usual case: straight into place
 			return -1, nil
 		}
 		fresh := make([]uuidv7.UUID, missing)
