@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -42,8 +43,10 @@ type bucket struct {
 	unchecked bool
 	idSeen    bool
 
-	// pending are the writes not yet sent, in the order they were made.
+	// pending are the writes not yet sent, in the order they were made,
+	// in the pooled buffer opBuf (nil while there are none).
 	pending []op
+	opBuf   *[]op
 	inDirty bool // listed in tx.dirty
 
 	// cursors are those holding rows read ahead, which a write may make
@@ -290,6 +293,10 @@ func (b *bucket) Delete(key []byte) error {
 
 // write buffers o and drops what cursors read ahead that it changes.
 func (b *bucket) write(o op) {
+	if b.opBuf == nil {
+		b.opBuf = opBufs.Get().(*[]op)
+		b.pending = *b.opBuf
+	}
 	b.pending = append(b.pending, o)
 	if !b.inDirty {
 		b.inDirty = true
@@ -321,7 +328,7 @@ const flushChunk = 16 << 20
 // their order does not matter. Keys go in ascending order.
 func (b *bucket) queueFlush(batch *pgx.Batch) {
 	if len(b.pending) == 0 || b.deleted {
-		b.pending = b.pending[:0]
+		b.releaseOps()
 		return
 	}
 	ops := b.pending
@@ -429,9 +436,32 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 	emitInserts()
 	emitAdds()
 	emitDels()
-	clear(ops)
-	b.pending = ops[:0]
+	b.releaseOps()
 }
+
+// opBufs holds the buffers of writes that went into a batch: every
+// transaction makes its buckets anew, so a buffer a bucket kept would be
+// grown again from nothing, allocation by allocation, by each one.
+var opBufs = sync.Pool{New: func() any { return new([]op) }}
+
+// releaseOps gives the bucket's write buffer back to opBufs, emptied: the
+// batch holds the keys and values, not the buffer.
+func (b *bucket) releaseOps() {
+	if b.opBuf == nil {
+		b.pending = nil
+		return
+	}
+	clear(b.pending) // the caller's values: the pool must not keep them
+	if cap(b.pending) <= maxPooledOps {
+		*b.opBuf = b.pending[:0]
+		opBufs.Put(b.opBuf)
+	}
+	b.pending, b.opBuf = nil, nil
+}
+
+// maxPooledOps bounds the write buffer that goes back to the pool: one
+// grown by a bulk write is left to the collector.
+const maxPooledOps = 4096
 
 // byteaArray is a bytea[] argument that pgx encodes without reflection:
 // a [][]byte goes through reflect, which copies every element to the heap
@@ -739,7 +769,8 @@ func (b *bucket) DeleteBucket(name []byte) error {
 		return err
 	}
 	c.walk(func(d *bucket) {
-		d.deleted, d.pending, d.cursors = true, nil, nil
+		d.deleted, d.cursors = true, nil
+		d.releaseOps()
 	})
 	if b.complete {
 		delete(b.children, string(name))
