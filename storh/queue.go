@@ -223,9 +223,10 @@ func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
 // returns their ids. An item is a payload, or an Entry carrying an explicit
 // id. A bad item fails the whole call with an *Error whose Index names it.
 func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
-	// Encoded into the arena of a put batch, as PutMany does, with the
-	// same handling of Entry, *Entry and missing ids.
-	b := &batch{ids: make([]uuidv7.UUID, 0, len(payloads)), values: make([][]byte, 0, len(payloads))}
+	// Encoded into a put batch, as PutMany does, with the same handling
+	// of Entry, *Entry and missing ids.
+	b := newBatch(len(payloads))
+	defer b.release()
 	for i := range payloads {
 		if err := b.add(payloads[i]); err != nil {
 			id := ""
@@ -243,6 +244,7 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 			return nil, opErr("queue enqueue", q.c.name, id, i, err)
 		}
 	}
+	b.seal()
 	if i, err := q.c.fillIDs(b, 0); err != nil {
 		return nil, opErr("queue enqueue", q.c.name, b.ids[i].String(), i, err)
 	}

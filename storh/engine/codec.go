@@ -10,7 +10,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh/internal/codec"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
-	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // Stored value layout (see docs/architecture.md):
@@ -32,8 +31,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sealValue writes the checksum of value for key into its header. It is
 // idempotent, so a write retried after a failed group commit stays valid.
-func sealValue(value []byte, key uuidv7.UUID) {
-	binary.BigEndian.PutUint32(value[1:], checksum(value[HeaderSize:], key[:]))
+// key is a slice, not a uuidv7.UUID: crc32 calls through a function
+// value, so a slice of an array parameter would escape, an allocation per
+// write.
+func sealValue(value, key []byte) {
+	binary.BigEndian.PutUint32(value[1:], checksum(value[HeaderSize:], key))
 }
 
 func checksum(payload, key []byte) uint32 {

@@ -314,7 +314,7 @@ var testKey = uuidv7.MustParse("018bcfe5-6800-7000-8000-000000000001")
 func appendSealed(dst []byte, data any) ([]byte, error) {
 	out, err := engine.AppendValue(dst, data)
 	if err == nil {
-		engine.SealValue(out[len(dst):], testKey)
+		engine.SealValue(out[len(dst):], testKey[:])
 	}
 	return out, err
 }

@@ -36,31 +36,38 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // is left for sealValue, because it covers the id, which Put assigns only
 // once the data is known to be valid (Tx.Put seals every value it writes).
 func AppendValue(dst []byte, data any) ([]byte, error) {
-	s, fresh, start, b := beginValue(dst)
+	s, start, b := beginValue(dst)
 	out, err := codec.AppendRecord(b, data, api.MaxRecordSize)
-	return s.endValue(dst, out, fresh, start, err)
+	return s.endValue(dst, out, start, err)
 }
 
-func beginValue(dst []byte) (s *scratch, fresh bool, start int, b []byte) {
-	s = scratchPool.Get().(*scratch)
+// beginValue starts a value: in a pooled scratch buffer when dst is nil
+// (s is then set), else straight at the end of dst.
+func beginValue(dst []byte) (s *scratch, start int, b []byte) {
 	b = dst
-	if fresh = dst == nil; fresh {
+	if dst == nil {
+		s = scratchPool.Get().(*scratch)
 		b = s.buf[:0]
 	}
 	start = len(b)
-	return s, fresh, start, append(b, valueVersion, 0, 0, 0, 0)
+	return s, start, append(b, valueVersion, 0, 0, 0, 0)
 }
 
-func (s *scratch) endValue(dst, out []byte, fresh bool, start int, err error) ([]byte, error) {
-	defer scratchPool.Put(s)
-	if fresh && cap(out) <= maxScratch {
-		s.buf = out[:0]
+// endValue returns the value begun at start, copied out of the scratch
+// buffer if it was written there, and gives the buffer back.
+func (s *scratch) endValue(dst, out []byte, start int, err error) ([]byte, error) {
+	if s != nil {
+		encoded := out
+		if err == nil {
+			out = append(make([]byte, 0, len(out)-start), out[start:]...)
+		}
+		if cap(encoded) <= maxScratch {
+			s.buf = encoded[:0]
+		}
+		scratchPool.Put(s)
 	}
 	if err != nil {
 		return dst, fmt.Errorf("%w: %w", errs.ErrInvalidData, err)
-	}
-	if fresh {
-		out = append(make([]byte, 0, len(out)-start), out[start:]...)
 	}
 	return out, nil
 }
@@ -96,9 +103,9 @@ func (tc TypedCodec[T]) AppendValue(dst []byte, v *T) ([]byte, error) {
 	if v == nil {
 		return dst, fmt.Errorf("%w: data is a nil %s", errs.ErrInvalidData, reflect.PointerTo(tc.c.Type()))
 	}
-	s, fresh, start, b := beginValue(dst)
+	s, start, b := beginValue(dst)
 	out, err := tc.c.AppendRecord(b, unsafe.Pointer(v), api.MaxRecordSize)
-	return s.endValue(dst, out, fresh, start, err)
+	return s.endValue(dst, out, start, err)
 }
 
 // Decode is DecodeInto for v.

@@ -213,7 +213,7 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if err := t.updateIndexes(c, id, oldPayload, value[HeaderSize:]); err != nil {
 		return err
 	}
-	sealValue(value, id)
+	sealValue(value, key)
 	var err error
 	if old == nil && c.inserter != nil {
 		err = c.inserter.Insert(key, value)

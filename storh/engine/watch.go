@@ -198,7 +198,8 @@ func (db *DB) watched(name string) bool {
 // and announces it to other processes on a shared store.
 func (t *Tx) noteChange(c *Coll, id uuidv7.UUID, payload []byte) {
 	if t.shared != nil {
-		t.shared.Announce(c.Name, id[:])
+		c.key = id // a slice of the parameter would escape: an allocation per write
+		t.shared.Announce(c.Name, c.key[:])
 	}
 	if t.db == nil {
 		return

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/storhdb/storh-go/storh/kv"
 )
@@ -41,8 +43,10 @@ type bucket struct {
 	unchecked bool
 	idSeen    bool
 
-	// pending are the writes not yet sent, in the order they were made.
+	// pending are the writes not yet sent, in the order they were made,
+	// in the pooled buffer opBuf (nil while there are none).
 	pending []op
+	opBuf   *[]op
 	inDirty bool // listed in tx.dirty
 
 	// cursors are those holding rows read ahead, which a write may make
@@ -289,6 +293,10 @@ func (b *bucket) Delete(key []byte) error {
 
 // write buffers o and drops what cursors read ahead that it changes.
 func (b *bucket) write(o op) {
+	if b.opBuf == nil {
+		b.opBuf = opBufs.Get().(*[]op)
+		b.pending = *b.opBuf
+	}
 	b.pending = append(b.pending, o)
 	if !b.inDirty {
 		b.inDirty = true
@@ -320,21 +328,30 @@ const flushChunk = 16 << 20
 // their order does not matter. Keys go in ascending order.
 func (b *bucket) queueFlush(batch *pgx.Batch) {
 	if len(b.pending) == 0 || b.deleted {
-		b.pending = b.pending[:0]
+		b.releaseOps()
 		return
 	}
 	ops := b.pending
 	slices.SortStableFunc(ops, func(x, y op) int { return bytes.Compare(x.k, y.k) })
 	var (
-		putK, putV [][]byte
-		insK, insV [][]byte
-		addK, addV [][]byte
-		delK       [][]byte
+		putK, putV byteaArray
+		insK, insV byteaArray
+		addK, addV byteaArray
+		delK       byteaArray
 		putSize    int
 		insSize    int
 		addSize    int
 		delSize    int
+		left       int // ops not settled yet: room enough for any kind's arrays
 	)
+	// room returns arr, made with room for the rest of the ops when the
+	// kind has none yet: one allocation, not a doubling per kind.
+	room := func(arr byteaArray) byteaArray {
+		if arr == nil {
+			return make(byteaArray, 0, left)
+		}
+		return arr
+	}
 	emitPuts := func() {
 		switch len(putK) {
 		case 0:
@@ -381,12 +398,13 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 			j++
 		}
 		o, alone := settle(ops[i:j]), j == i+1
+		left = len(ops) - i
 		i = j
 		if o.add {
 			if n := len(o.k) + len(o.v); addSize+n > flushChunk {
 				emitAdds()
 			}
-			addK, addV = append(addK, o.k), append(addV, o.v)
+			addK, addV = append(room(addK), o.k), append(room(addV), o.v)
 			addSize += len(o.k) + len(o.v)
 			continue
 		}
@@ -396,7 +414,7 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 			if n := len(o.k) + len(o.v); insSize+n > flushChunk {
 				emitInserts()
 			}
-			insK, insV = append(insK, o.k), append(insV, o.v)
+			insK, insV = append(room(insK), o.k), append(room(insV), o.v)
 			insSize += len(o.k) + len(o.v)
 			continue
 		}
@@ -404,23 +422,74 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 			if delSize+len(o.k) > flushChunk {
 				emitDels()
 			}
-			delK = append(delK, o.k)
+			delK = append(room(delK), o.k)
 			delSize += len(o.k)
 			continue
 		}
 		if n := len(o.k) + len(o.v); putSize+n > flushChunk {
 			emitPuts()
 		}
-		putK, putV = append(putK, o.k), append(putV, o.v)
+		putK, putV = append(room(putK), o.k), append(room(putV), o.v)
 		putSize += len(o.k) + len(o.v)
 	}
 	emitPuts()
 	emitInserts()
 	emitAdds()
 	emitDels()
-	clear(ops)
-	b.pending = ops[:0]
+	b.releaseOps()
 }
+
+// opBufs holds the buffers of writes that went into a batch: every
+// transaction makes its buckets anew, so a buffer a bucket kept would be
+// grown again from nothing, allocation by allocation, by each one.
+var opBufs = sync.Pool{New: func() any { return new([]op) }}
+
+// releaseOps gives the bucket's write buffer back to opBufs, emptied: the
+// batch holds the keys and values, not the buffer.
+func (b *bucket) releaseOps() {
+	if b.opBuf == nil {
+		b.pending = nil
+		return
+	}
+	clear(b.pending) // the caller's values: the pool must not keep them
+	if cap(b.pending) <= maxPooledOps {
+		*b.opBuf = b.pending[:0]
+		opBufs.Put(b.opBuf)
+	}
+	b.pending, b.opBuf = nil, nil
+}
+
+// maxPooledOps bounds the write buffer that goes back to the pool: one
+// grown by a bulk write is left to the collector.
+const maxPooledOps = 4096
+
+// byteaArray is a bytea[] argument that pgx encodes without reflection:
+// a [][]byte goes through reflect, which copies every element to the heap
+// to hand it over as an interface, two allocations per row written.
+type byteaArray [][]byte
+
+var _ pgtype.ArrayGetter = byteaArray(nil)
+
+func (a byteaArray) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+// Index hands element i over as a pointer, which an interface holds
+// without a copy.
+func (a byteaArray) Index(i int) any { return (*byteaElem)(&a[i]) }
+
+func (a byteaArray) IndexType() any { return (*byteaElem)(nil) }
+
+// byteaElem is an element of a byteaArray; a nil one is a NULL, as a nil
+// []byte is.
+type byteaElem []byte
+
+var _ pgtype.BytesValuer = (*byteaElem)(nil)
+
+func (e *byteaElem) BytesValue() ([]byte, error) { return *e, nil }
 
 // settle is what the writes of one key, in the order they were made, come
 // down to: the last put or delete, with the adds after it summed into it
@@ -700,7 +769,8 @@ func (b *bucket) DeleteBucket(name []byte) error {
 		return err
 	}
 	c.walk(func(d *bucket) {
-		d.deleted, d.pending, d.cursors = true, nil, nil
+		d.deleted, d.cursors = true, nil
+		d.releaseOps()
 	})
 	if b.complete {
 		delete(b.children, string(name))

@@ -7,9 +7,11 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -949,5 +951,31 @@ func TestConcurrentBuild(t *testing.T) {
 		if b := <-done; !bytes.Equal(b, first) {
 			t.Errorf("%x != %x", b, first)
 		}
+	}
+}
+
+// TestEncodingKeepsNoValueAlive: the generic map form is sorted with its
+// values beside the keys, in scratch that goes back to a pool; the values
+// are cleared from it, so that a record encoded, and one whose encoding
+// failed half way, does not stay in memory through the pool.
+func TestEncodingKeepsNoValueAlive(t *testing.T) {
+	for name, rest := range map[string]any{
+		"encoded": "fine",
+		"failed":  make(chan int), // after "a" in key order: fails once a is written
+	} {
+		t.Run(name, func(t *testing.T) {
+			big := new([4096]byte)
+			gone := weak.Make(big)
+			m := map[string]any{"a": map[string]any{"big": big[:]}, "b": rest}
+			if _, err := codec.AppendRecord(nil, m, 0); (err != nil) != (name == "failed") {
+				t.Fatalf("AppendRecord: %v", err)
+			}
+			big, m = nil, nil
+			// One collection: the pool keeps its states through it.
+			runtime.GC()
+			if gone.Value() != nil {
+				t.Error("the encoded value is still reachable after the encoding")
+			}
+		})
 	}
 }

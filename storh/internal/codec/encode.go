@@ -23,8 +23,9 @@ type encState struct {
 	start    int // where the record starts in the output
 	limit    int // its size limit
 	fallback bool
-	keys     []string // a stack: each map sorts its keys in its own window
-	perm     []int32  // a stack of entry orders, for maps of other types
+	keys     []string   // a stack: each map sorts its keys in its own window
+	entries  []mapEntry // the same for the generic form, its values beside
+	perm     []int32    // a stack of entry orders, for maps of other types
 	sorter   mpack.Sorter
 	sorted   []byte
 	lib      *msgpack.Encoder // for CustomEncoder values, created on first use
@@ -203,6 +204,13 @@ func (s *encState) finish(dst, b []byte, err error) ([]byte, error) {
 
 func (s *encState) release() {
 	s.keys = s.keys[:0]
+	// An encoding abandoned half way leaves entries, the caller's values:
+	// the pooled state must not keep them alive.
+	clear(s.entries)
+	s.entries = s.entries[:0]
+	if cap(s.entries) > maxScratch/32 {
+		s.entries = nil
+	}
 	s.perm = s.perm[:0]
 	if cap(s.sorted) > maxScratch {
 		s.sorted = nil
@@ -356,32 +364,66 @@ func (s *encState) appendDynamic(b []byte, v any, lv int) ([]byte, error) {
 	return c.enc(s, b, p, lv)
 }
 
+// mapEntry is a key of a map[string]any being encoded, with its value:
+// taken together in the one pass over the map, so that writing them in
+// key order needs no lookup of each key again.
+type mapEntry struct {
+	k string
+	v any
+}
+
 // appendMapAny writes the generic map form with its keys in order; it
-// allocates nothing once the key stack has grown.
+// allocates nothing once the entry stack has grown.
 func (s *encState) appendMapAny(b []byte, m map[string]any, lv int) ([]byte, error) {
 	if tooDeep(lv) {
 		return b, errTooDeep()
 	}
 	b = appendMapLen(b, len(m))
-	base := len(s.keys)
-	for k := range m {
-		s.keys = append(s.keys, k)
+	base := len(s.entries)
+	for k, v := range m {
+		s.entries = append(s.entries, mapEntry{k, v})
 	}
-	slices.Sort(s.keys[base:])
+	sortEntries(s.entries[base:])
 	next := deeper(lv)
-	for i := base; i < base+len(m); i++ {
-		k := s.keys[i] // re-read: nested maps may have moved the stack
-		b = appendStr(b, k)
-		var err error
-		if b, err = s.appendAny(b, m[k], next); err != nil {
-			return b, atField(err, k)
+	var err error
+	for i, end := base, len(s.entries); i < end; i++ {
+		e := s.entries[i] // a copy: nested maps may move the stack
+		b = appendStr(b, e.k)
+		if b, err = s.appendAny(b, e.v, next); err != nil {
+			err = atField(err, e.k)
+			break
 		}
 		if len(b)-s.start > s.limit {
-			return b, errTooLarge(len(b)-s.start, s.limit, false)
+			err = errTooLarge(len(b)-s.start, s.limit, false)
+			break
 		}
 	}
-	s.keys = s.keys[:base]
-	return b, nil
+	clear(s.entries[base:]) // the caller's values: see release
+	s.entries = s.entries[:base]
+	return b, err
+}
+
+// sortEntries puts a map's entries in ascending byte order of their keys.
+// A record's maps are small, so an insertion sort that tells most keys
+// apart by their first byte, without a call to compare them, beats a
+// general sort of the keys.
+func sortEntries(e []mapEntry) {
+	if len(e) > 16 {
+		slices.SortFunc(e, func(x, y mapEntry) int { return strings.Compare(x.k, y.k) })
+		return
+	}
+	for i := 1; i < len(e); i++ {
+		for j := i; j > 0 && keyLess(e[j].k, e[j-1].k); j-- {
+			e[j], e[j-1] = e[j-1], e[j]
+		}
+	}
+}
+
+func keyLess(a, b string) bool {
+	if a != "" && b != "" && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
 }
 
 func sliceEncoder(elem *Codec) encFn {
