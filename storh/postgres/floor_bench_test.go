@@ -72,10 +72,7 @@ func BenchmarkPutFloor(b *testing.B) {
 			counters = s.table(r.id)
 		}
 	}
-	conn, err := s.pool.Acquire(ctx)
-	must(b, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, "CREATE TABLE bare (k bytea PRIMARY KEY, v bytea)")
+	_, err = s.pool.Exec(ctx, "CREATE TABLE bare (k bytea PRIMARY KEY, v bytea)")
 	must(b, err)
 
 	insert := func(batch *pgx.Batch) { batch.Queue("INSERT INTO bare (k, v) VALUES ($1, $2)", newKey(), value) }
@@ -112,7 +109,8 @@ func BenchmarkPutFloor(b *testing.B) {
 				for _, step := range v.steps {
 					step(batch)
 				}
-				must(b, conn.SendBatch(ctx, batch).Close())
+				// From the pool, as the store takes its connections.
+				must(b, s.pool.SendBatch(ctx, batch).Close())
 			}
 			spent[i] += time.Since(start)
 		}
