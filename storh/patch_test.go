@@ -931,3 +931,40 @@ func TestPatchMatchingContext(t *testing.T) {
 		t.Fatalf("PatchMatchingContext = %d; the record is %v", n, got.Data())
 	}
 }
+
+// A patch is a put to Watch: a watcher hears of the patched record, with
+// its new data, and hears nothing of a patch that changed nothing.
+func TestPatchWatch(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := docs.Put(storh.Map{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watch starts after r, and its catch-up yields a newer marker: r,
+	// not after the cursor, can only come by the notices of commits.
+	marker, err := docs.Put(storh.Map{"marker": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	seen := make(chan []storh.Record)
+	go func() { seen <- watchUntil(t, docs, r.ID, 3, started) }()
+	<-started
+	if _, err := docs.Patch(r.ID, storh.Set("n", 1)); err != nil { // changes nothing
+		t.Fatal(err)
+	}
+	if _, err := docs.Patch(r.ID, storh.Inc("n", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := docs.PatchMatching(query.All().Where(query.Field("n").Exists()), storh.Inc("n", 1)); n != 1 || err != nil {
+		t.Fatalf("PatchMatching = %d, %v", n, err)
+	}
+	got := <-seen
+	if got[0].ID != marker.ID || got[1].ID != r.ID || got[1].Data()["n"] != int64(2) || got[2].ID != r.ID || got[2].Data()["n"] != int64(3) {
+		t.Fatalf("the watch saw %v", got)
+	}
+}
