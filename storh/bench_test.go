@@ -105,16 +105,7 @@ func TestPutManyAllocatesWhatItEncodes(t *testing.T) {
 	for i := range items {
 		items[i] = writeBenchRecord(i)
 	}
-	const calls = 50
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		if _, err := docs.PutMany(items); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runtime.ReadMemStats(&after)
-	perCall := (after.TotalAlloc - before.TotalAlloc) / calls
+	perCall := putManyAllocs(t, docs, items, 50)
 	t.Logf("%d bytes a call", perCall)
 	if perCall > 128<<10 {
 		t.Errorf("PutMany of %d records allocated %d bytes a call, want at most %d", len(items), perCall, 128<<10)
@@ -140,7 +131,19 @@ func TestPutManyOfLargeRecordsAllocatesAboutItsSize(t *testing.T) {
 	for i := range items {
 		items[i] = storh.Map{"n": i, "blob": bytes.Repeat([]byte{byte(i)}, size)}
 	}
-	const calls = 5
+	perCall := putManyAllocs(t, docs, items, 5)
+	t.Logf("%d bytes a call for %d bytes of records", perCall, records*size)
+	// The values (once) and bbolt's dirty pages (once), with room for the
+	// rest; a buffer grown to the batch's size allocates several times it.
+	if limit := uint64(3 * records * size); perCall > limit {
+		t.Errorf("PutMany of %d records of %d KiB allocated %d bytes a call, want at most %d", records, size>>10, perCall, limit)
+	}
+}
+
+// putManyAllocs is the bytes the process allocated per PutMany of items,
+// over calls of them.
+func putManyAllocs(t *testing.T, docs *storh.Docs, items []any, calls uint64) uint64 {
+	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range calls {
@@ -149,11 +152,5 @@ func TestPutManyOfLargeRecordsAllocatesAboutItsSize(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	perCall := (after.TotalAlloc - before.TotalAlloc) / calls
-	t.Logf("%d bytes a call for %d bytes of records", perCall, records*size)
-	// The values (once) and bbolt's dirty pages (once), with room for the
-	// rest; a buffer grown to the batch's size allocates several times it.
-	if limit := uint64(3 * records * size); perCall > limit {
-		t.Errorf("PutMany of %d records of %d KiB allocated %d bytes a call, want at most %d", records, size>>10, perCall, limit)
-	}
+	return (after.TotalAlloc - before.TotalAlloc) / calls
 }
