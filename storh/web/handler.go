@@ -84,7 +84,7 @@ func (h *handler) routes() {
 		{path: "/api/collections", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listCollections}},
 		{path: "/api/collections/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.collectionStats}},
 		{path: "/api/collections/{name}/records", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listRecords}},
-		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.deleteRecord}},
+		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "PATCH", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.patchRecord, h.deleteRecord}},
 		{path: "/api/collections/{name}/explain", methods: []string{"GET"}, serve: []http.HandlerFunc{h.explain}},
 		{path: "/api/collections/{name}/count", methods: []string{"GET"}, serve: []http.HandlerFunc{h.count}},
 		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},

@@ -205,6 +205,10 @@ func checkTime(t any, id uuidv7.UUID) error {
 	return nil
 }
 
+// logRecordMethods are the methods a Log's record has: it cannot be
+// deleted or patched.
+const logRecordMethods = "GET, HEAD, PUT"
+
 // deleteRecord serves DELETE api/collections/{name}/records/{id}, of a
 // Docs collection. Deleting an id that is not stored succeeds, as
 // Docs.Delete does: the record is not there afterwards either way.
@@ -218,7 +222,7 @@ func (h *handler) deleteRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	d, ok := c.(*storh.Docs)
 	if !ok {
-		w.Header().Set("Allow", "GET, HEAD, PUT")
+		w.Header().Set("Allow", logRecordMethods)
 		writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindAppendOnly,
 			msg: fmt.Sprintf("web: collection %q is a %s: its records are append-only and cannot be deleted", c.Name(), c.Kind())})
 		return
