@@ -138,7 +138,7 @@ func limited(d time.Duration, serve http.HandlerFunc) http.HandlerFunc {
 
 // sameOrigin refuses a POST that a browser sends from a page of another
 // origin (net/http's CrossOriginProtection reads Sec-Fetch-Site and
-// Origin). Unlike PUT and DELETE, a POST with a form's content type needs
+// Origin). Unlike PUT, PATCH and DELETE, a POST with a form's content type needs
 // no CORS preflight, so without this check any web page could start an
 // import or a verify on a server without a token. Clients that are not
 // browsers send neither header and pass.
