@@ -128,15 +128,8 @@ func (h *handler) patchRecord(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
 	}
-	c, id, ok := h.recordTarget(w, r)
+	d, id, ok := h.docsRecord(w, r, "patched")
 	if !ok {
-		return
-	}
-	d, ok := c.(*storh.Docs)
-	if !ok {
-		w.Header().Set("Allow", logRecordMethods)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindAppendOnly,
-			msg: fmt.Sprintf("web: collection %q is a %s: its records are append-only and cannot be patched", c.Name(), c.Kind())})
 		return
 	}
 	body, err := readBody(w, r, h.cfg.maxBody)
