@@ -104,27 +104,9 @@ func refEqual(a, b any) bool {
 	return reflect.TypeOf(a) == reflect.TypeOf(b) && a == b
 }
 
-func refClone(v any) any {
-	switch x := v.(type) {
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = refClone(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = refClone(e)
-		}
-		return out
-	}
-	return v
-}
-
 // refApply applies changes to a copy of m, all or none.
 func refApply(m map[string]any, changes []refChange) (map[string]any, error) {
-	out := refClone(m).(map[string]any)
+	out := modelNorm(m).(map[string]any)
 	for _, c := range changes {
 		if err := refApplyOne(out, c); err != nil {
 			return m, err
@@ -158,7 +140,7 @@ func refApplyOne(m map[string]any, c refChange) error {
 	cur, present := m[last]
 	switch c.op {
 	case "set":
-		m[last] = refClone(c.values[0])
+		m[last] = modelNorm(c.values[0])
 	case "unset":
 		delete(m, last)
 	case "inc":
@@ -185,7 +167,7 @@ func refApplyOne(m map[string]any, c refChange) error {
 		switch c.op {
 		case "push":
 			for _, v := range c.values {
-				list = append(list, refClone(v))
+				list = append(list, modelNorm(v))
 			}
 		case "pull":
 			var kept []any
@@ -198,7 +180,7 @@ func refApplyOne(m map[string]any, c refChange) error {
 		case "addToSet":
 			for _, v := range c.values {
 				if !slices.ContainsFunc(list, func(e any) bool { return refEqual(e, v) }) {
-					list = append(list, refClone(v))
+					list = append(list, modelNorm(v))
 				}
 			}
 		}
