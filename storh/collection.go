@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 	"sync"
 	"time"
 
@@ -207,50 +206,67 @@ func (c *coll) readRun(r *engine.Run, fn func(*engine.Tx, *engine.Coll) error) e
 
 // batch is a set of encoded records ready to write in one transaction.
 // The records are encoded one after the other into a pooled buffer, and
-// seal copies them into one allocation of exactly their size, which the
-// values written and the records returned share. (Fixed blocks of 256 KiB
-// made a PutMany of a hundred small records allocate fifteen times what
-// it encoded, all of it for the collector to clear and sweep.)
+// copied out of it into allocations of exactly their size, which the
+// values written and the records returned share: at seal, and whenever
+// the buffer holds spillAt bytes, so that a batch of large records holds
+// its bytes about once, not in a buffer that grows by copying and then in
+// its copy. (Fixed blocks of 256 KiB made a PutMany of a hundred small
+// records allocate fifteen times what it encoded, all of it for the
+// collector to clear and sweep.)
 type batch struct {
-	ids    []uuidv7.UUID
-	ends   []int    // where each record's value ends in enc
-	enc    *[]byte  // the pooled encoding buffer, nil when not held
-	values [][]byte // the sealed values, in the order of ids
+	ids     []uuidv7.UUID
+	ends    []int    // where each record still in enc ends there
+	enc     *[]byte  // the pooled encoding buffer, nil when not held
+	values  [][]byte // the values copied out, in the order of ids; after seal, all
+	spilled int      // bytes in values
 }
 
-// maxPooledEnc bounds the encoding buffer a batch gives back to the pool:
-// one grown by a stream's batch of large records is left to the collector.
-const maxPooledEnc = 1 << 20
+// spillAt is how many encoded bytes the buffer takes before they are
+// copied out; maxPooledEnc bounds the buffer a batch gives back to the
+// pool: one a single large record grew is left to the collector.
+const (
+	spillAt      = 256 << 10
+	maxPooledEnc = 1 << 20
+)
 
 var encBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 func newBatch(n int) *batch {
-	return &batch{ids: make([]uuidv7.UUID, 0, n), ends: make([]int, 0, n)}
+	return &batch{ids: make([]uuidv7.UUID, 0, n), ends: make([]int, 0, n), values: make([][]byte, 0, n)}
 }
 
 // size is the number of bytes encoded into the batch.
-func (b *batch) size() int {
+func (b *batch) size() int { return b.spilled + b.buffered() }
+
+// buffered is the number of bytes in the encoding buffer.
+func (b *batch) buffered() int {
 	if len(b.ends) == 0 {
 		return 0
 	}
 	return b.ends[len(b.ends)-1]
 }
 
-// seal copies the encoded records out of the encoding buffer into values
-// of their own, ready to write: the buffer can take the next records
-// while the store still holds these.
-func (b *batch) seal() {
-	var own []byte
-	if b.enc != nil {
-		own = append([]byte(nil), (*b.enc)[:b.size()]...)
+// spill copies the records in the encoding buffer into one allocation of
+// exactly their size, as values of their own, and empties the buffer: it
+// can take the next records while the store still holds these.
+func (b *batch) spill() {
+	n := b.buffered()
+	if n == 0 {
+		return
 	}
-	b.values = slices.Grow(b.values[:0], len(b.ends))
+	own := append([]byte(nil), (*b.enc)[:n]...)
 	start := 0
 	for _, end := range b.ends {
 		b.values = append(b.values, own[start:end:end])
 		start = end
 	}
+	b.spilled += n
+	b.ends = b.ends[:0]
+	*b.enc = (*b.enc)[:0]
 }
+
+// seal makes every record of the batch a value, ready to write.
+func (b *batch) seal() { b.spill() }
 
 // release gives the encoding buffer back to the pool; the sealed values
 // stay.
@@ -296,7 +312,7 @@ func (b *batch) records(pending bool) []Record {
 // hold them until the transaction ends; the next seal copies into new
 // ones.
 func (b *batch) reset() {
-	b.ids, b.ends, b.values = b.ids[:0], b.ends[:0], b.values[:0]
+	b.ids, b.ends, b.values, b.spilled = b.ids[:0], b.ends[:0], b.values[:0], 0
 	if b.enc != nil {
 		*b.enc = (*b.enc)[:0]
 	}
@@ -330,13 +346,16 @@ func (b *batch) addWith(id uuidv7.UUID, encode func(dst []byte) ([]byte, error))
 	if b.enc == nil {
 		b.enc = encBufs.Get().(*[]byte)
 	}
-	enc, err := encode((*b.enc)[:b.size()])
+	enc, err := encode((*b.enc)[:b.buffered()])
 	if err != nil {
 		return err
 	}
 	*b.enc = enc
 	b.ids = append(b.ids, id)
 	b.ends = append(b.ends, len(enc))
+	if len(enc) >= spillAt {
+		b.spill()
+	}
 	return nil
 }
 

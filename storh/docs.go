@@ -6,11 +6,12 @@ import (
 )
 
 // Docs is a document collection: records keyed by UUIDv7 that can be
-// replaced (PutWithID of an existing id) and deleted. Get a handle from
-// DB.Docs or Tx.Docs.
+// replaced (PutWithID of an existing id), patched and deleted. Get a
+// handle from DB.Docs or Tx.Docs.
 //
-// Methods: Put, PutWithID, PutMany, PutStream, Get, Delete; Stream, Find,
-// First, CountMatching, Explain; Count, Stats, Name; Indexes, DropIndex.
+// Methods: Put, PutWithID, PutMany, PutStream, Get, Patch, PatchMatching,
+// Delete; Stream, Find, First, CountMatching, Explain; Count, Stats, Name;
+// Indexes, DropIndex.
 type Docs struct{ coll }
 
 // PutWithID stores data under id, replacing the record stored there, if any

@@ -132,6 +132,14 @@ var (
 	// WithReadURL naming no hot standby of the URL's database, and by
 	// Migrate for a source and destination that are one store.
 	ErrInvalidOption = errs.ErrInvalidOption
+	// ErrInvalidPatch is returned by Patch and PatchMatching for a change
+	// that cannot apply: an empty or bad path, an operand that cannot be
+	// stored, Inc of a non-number or by a non-number, an Inc whose integer
+	// result leaves the range of int64 and uint64 or whose float result
+	// overflows, Push, Pull or AddToSet on a field that is not a list,
+	// and Set, Inc, Push or AddToSet through a field that is not a map.
+	// The record is left as it was (docs/queries.md, "Patches").
+	ErrInvalidPatch = errs.ErrInvalidPatch
 )
 
 // UniqueViolation is the error a unique index gives a write whose value
@@ -184,6 +192,8 @@ func opErr(op, coll string, id string, index int, err error) error {
 		e.Hint = "the database was closed; open it again"
 	case errors.Is(err, ErrReadOnly):
 		e.Hint = "writes need a database opened without WithReadOnly, and go inside Update, not View"
+	case errors.Is(err, ErrInvalidPatch):
+		e.Hint = "no change of the patch was applied: the record is as it was"
 	default:
 		e.Hint = engine.HintOf(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/web"
 )
 
 // store is what the commands that work both on a database file and over
@@ -53,6 +54,9 @@ type store interface {
 	// deleteIDs deletes records of a Docs collection by id, counting those
 	// deleted and those that were not there.
 	deleteIDs(coll string, ids []uuidv7.UUID) (deleted, missing int64, err error)
+	// patch applies changes to the record id of a docs collection and
+	// gives its line as it then is.
+	patch(coll string, id uuidv7.UUID, changes []web.PatchChange) ([]byte, error)
 	// explain runs what sel selects in a Docs collection or Log and says
 	// how it ran.
 	explain(ctx context.Context, coll string, sel *queryFlags, q query.Query) (storh.Plan, error)
@@ -84,7 +88,7 @@ type recLine struct {
 // file only, and refuse --url. A subcommand is named after its group
 // ("index list").
 var httpCmds = map[string]bool{
-	"count": true, "get": true, "put": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
+	"count": true, "get": true, "put": true, "patch": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
 	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true,
 }
 
@@ -133,7 +137,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "count, delete (by id), explain, export, get, import, index list, put, query, queue stats, stats, tail and verify"
+	return "count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, stats, tail and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or

@@ -98,6 +98,7 @@ var kindErrors = map[string]error{
 	KindTimeout:         context.DeadlineExceeded,
 	KindBadRequest:      storh.ErrInvalidData,
 	KindInvalidQuery:    storh.ErrInvalidQuery,
+	KindInvalidPatch:    storh.ErrInvalidPatch,
 	KindNoIndex:         storh.ErrNoIndex,
 	KindCursorNotFound:  storh.ErrCursorNotFound,
 	KindConflict:        storh.ErrNotEmpty,
@@ -257,7 +258,28 @@ func (c *Client) Collections(ctx context.Context) ([]Collection, error) {
 // Get gives a record as its line of a JSON lines export
 // ({"id":…,"time":…,"data":{…}}), without the newline.
 func (c *Client) Get(ctx context.Context, coll string, id uuidv7.UUID) (json.RawMessage, error) {
-	resp, err := c.do(ctx, http.MethodGet, collPath(coll)+"/records/"+id.String(), nil, nil, nil)
+	return c.record(c.do(ctx, http.MethodGet, collPath(coll)+"/records/"+id.String(), nil, nil, nil))
+}
+
+// Patch applies changes, in order and all or none, to a record of a Docs
+// collection and gives the record as it then is, as Get gives it. A change
+// that cannot apply is an *Error that wraps storh.ErrInvalidPatch; a
+// record that is not there, storh.ErrNotFound.
+func (c *Client) Patch(ctx context.Context, coll string, id uuidv7.UUID, changes []PatchChange) (json.RawMessage, error) {
+	if changes == nil {
+		// The API wants a list: nil would be sent as null.
+		changes = []PatchChange{}
+	}
+	body, err := json.Marshal(changes)
+	if err != nil {
+		return nil, fmt.Errorf("web: client: patch: %w: %v", storh.ErrInvalidPatch, err)
+	}
+	return c.record(c.do(ctx, http.MethodPatch, collPath(coll)+"/records/"+id.String(), nil, bytes.NewReader(body),
+		http.Header{"Content-Type": {"application/json"}}))
+}
+
+// record reads an answer that is one record.
+func (c *Client) record(resp *http.Response, err error) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}

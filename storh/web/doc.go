@@ -27,6 +27,7 @@
 //	GET    api/stats                            the database's statistics and every collection's
 //	POST   api/verify                           storh's Verify as JSON lines (collection=… to narrow it)
 //	PUT    api/collections/{name}/records/{id}  store a record (WithWrites)
+//	PATCH  api/collections/{name}/records/{id}  change fields of a Docs record: a JSON list of changes (WithWrites)
 //	DELETE api/collections/{name}/records/{id}  delete a Docs record (WithWrites)
 //	POST   api/collections/{name}/import        JSON lines into the collection, all or nothing (WithWrites)
 //
@@ -54,7 +55,7 @@
 // # Security
 //
 //   - The handler is read-only unless WithWrites is given; then PUT,
-//     DELETE and import work, and nothing else changes data. Verify
+//     PATCH, DELETE and import work, and nothing else changes data. Verify
 //     changes nothing and needs no WithWrites.
 //   - WithToken requires a bearer token on every request, compared in
 //     constant time, before any routing: without it even a wrong path
@@ -68,7 +69,7 @@
 //     database, and a collection name from a URL never creates a
 //     collection.
 //   - Responses carry Cache-Control: no-store and X-Content-Type-Options:
-//     nosniff. Writes need PUT or DELETE, which a page of another site
+//     nosniff. Writes need PUT, PATCH or DELETE, which a page of another site
 //     cannot send without a CORS preflight that the handler never grants;
 //     a POST (import, verify) from a page of another origin is refused
 //     (net/http's CrossOriginProtection).

@@ -17,13 +17,14 @@ const (
 	KindBadRequest       = "bad_request"        // 400: a bad parameter, id or body
 	KindInvalidQuery     = "invalid_query"      // 400: a condition, order or cursor storh refuses (storh.ErrInvalidQuery)
 	KindNoIndex          = "no_index"           // 400: require_index, and no index serves the query (storh.ErrNoIndex)
+	KindInvalidPatch     = "invalid_patch"      // 400: a PATCH change that cannot apply to the record (storh.ErrInvalidPatch)
 	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
 	KindForbidden        = "forbidden"          // 403: a write while writes are off
 	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
 	KindNotFound         = "not_found"          // 404: no such collection, record or endpoint
 	KindCursorNotFound   = "cursor_not_found"   // 404: an ordered page's cursor names no record (storh.ErrCursorNotFound)
 	KindMethodNotAllowed = "method_not_allowed" // 405: a method the endpoint does not have
-	KindAppendOnly       = "append_only"        // 405: DELETE of a log record
+	KindAppendOnly       = "append_only"        // 405: DELETE or PATCH of a log record
 	KindExists           = "exists"             // 409: PUT of an id a log already has
 	KindUniqueViolation  = "unique_violation"   // 409: a unique index holds the value for another record
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
@@ -60,7 +61,8 @@ func badRequest(msg string) error {
 
 // classify gives the status and kind of an error. Sentinels are tested in
 // the order below because some wrap others (ErrCursorNotFound is an
-// ErrNotFound; a condition error wraps ErrInvalidQuery).
+// ErrNotFound; a condition error wraps ErrInvalidQuery, and so does a
+// patch's bad path, which is an ErrInvalidPatch).
 func classify(err error) (int, string) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -81,6 +83,10 @@ func classify(err error) (int, string) {
 		return http.StatusNotFound, KindNotFound
 	case errors.Is(err, storh.ErrNoIndex):
 		return http.StatusBadRequest, KindNoIndex
+	case errors.Is(err, storh.ErrInvalidPatch):
+		// Before ErrInvalidQuery: a change's bad path wraps the query
+		// layer's error too, and it is the patch that is wrong.
+		return http.StatusBadRequest, KindInvalidPatch
 	case errors.Is(err, storh.ErrInvalidQuery):
 		return http.StatusBadRequest, KindInvalidQuery
 	case errors.Is(err, storh.ErrInvalidID), errors.Is(err, storh.ErrInvalidData),

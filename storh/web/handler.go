@@ -84,7 +84,7 @@ func (h *handler) routes() {
 		{path: "/api/collections", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listCollections}},
 		{path: "/api/collections/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.collectionStats}},
 		{path: "/api/collections/{name}/records", methods: []string{"GET"}, serve: []http.HandlerFunc{h.listRecords}},
-		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.deleteRecord}},
+		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "PATCH", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.patchRecord, h.deleteRecord}},
 		{path: "/api/collections/{name}/explain", methods: []string{"GET"}, serve: []http.HandlerFunc{h.explain}},
 		{path: "/api/collections/{name}/count", methods: []string{"GET"}, serve: []http.HandlerFunc{h.count}},
 		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},
@@ -138,7 +138,7 @@ func limited(d time.Duration, serve http.HandlerFunc) http.HandlerFunc {
 
 // sameOrigin refuses a POST that a browser sends from a page of another
 // origin (net/http's CrossOriginProtection reads Sec-Fetch-Site and
-// Origin). Unlike PUT and DELETE, a POST with a form's content type needs
+// Origin). Unlike PUT, PATCH and DELETE, a POST with a form's content type needs
 // no CORS preflight, so without this check any web page could start an
 // import or a verify on a server without a token. Clients that are not
 // browsers send neither header and pass.

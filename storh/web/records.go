@@ -205,6 +205,28 @@ func checkTime(t any, id uuidv7.UUID) error {
 	return nil
 }
 
+// logRecordMethods are the methods a Log's record has: it cannot be
+// deleted or patched.
+const logRecordMethods = "GET, HEAD, PUT"
+
+// docsRecord resolves the record a request names in a Docs collection;
+// one in a Log is answered 405 (its records cannot be <verb>), with the
+// methods it has.
+func (h *handler) docsRecord(w http.ResponseWriter, r *http.Request, verb string) (*storh.Docs, uuidv7.UUID, bool) {
+	c, id, ok := h.recordTarget(w, r)
+	if !ok {
+		return nil, id, false
+	}
+	d, ok := c.(*storh.Docs)
+	if !ok {
+		w.Header().Set("Allow", logRecordMethods)
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindAppendOnly,
+			msg: fmt.Sprintf("web: collection %q is a %s: its records are append-only and cannot be %s", c.Name(), c.Kind(), verb)})
+		return nil, id, false
+	}
+	return d, id, true
+}
+
 // deleteRecord serves DELETE api/collections/{name}/records/{id}, of a
 // Docs collection. Deleting an id that is not stored succeeds, as
 // Docs.Delete does: the record is not there afterwards either way.
@@ -212,15 +234,8 @@ func (h *handler) deleteRecord(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
 	}
-	c, id, ok := h.recordTarget(w, r)
+	d, id, ok := h.docsRecord(w, r, "deleted")
 	if !ok {
-		return
-	}
-	d, ok := c.(*storh.Docs)
-	if !ok {
-		w.Header().Set("Allow", "GET, HEAD, PUT")
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: KindAppendOnly,
-			msg: fmt.Sprintf("web: collection %q is a %s: its records are append-only and cannot be deleted", c.Name(), c.Kind())})
 		return
 	}
 	if err := d.Delete(id); err != nil {

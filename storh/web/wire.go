@@ -164,3 +164,19 @@ type VerifyLine struct {
 	Error   *ErrorInfo    `json:"error,omitempty"`
 	Report  *VerifyReport `json:"report,omitempty"`
 }
+
+// PatchChange is one change of a PATCH body, a JSON list of them applied
+// in order (docs/web.md): Op is "set", "unset", "inc", "push", "pull" or
+// "addToSet", as storh.Set, Unset, Inc, Push, Pull and AddToSet; Path is a
+// dotted path as query.Field reads it. The operands are JSON in the
+// mapping of record bodies (Extended JSON wrappers for the types JSON
+// lacks), and a change holds only its op's: Value for set and pull, By for
+// inc, Values for push and addToSet (none, or left out, is no values).
+// Value and By are raw so that a set to null is told from no value.
+type PatchChange struct {
+	Op     string            `json:"op"`
+	Path   string            `json:"path"`
+	Value  json.RawMessage   `json:"value,omitempty"`
+	By     json.RawMessage   `json:"by,omitempty"`
+	Values []json.RawMessage `json:"values,omitempty"`
+}

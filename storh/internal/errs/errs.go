@@ -42,6 +42,7 @@ var (
 	ErrNotEmpty            = errors.New("storh: destination is not empty")
 	ErrUnfinishedMigration = errors.New("storh: the database is the destination of an unfinished migration")
 	ErrInvalidOption       = errors.New("storh: invalid option")
+	ErrInvalidPatch        = errors.New("storh: invalid patch")
 	ErrMismatch            = errors.New("storh: copy differs from its source")
 	ErrLagged              = errors.New("storh: watcher fell behind")
 	ErrWatchLost           = errors.New("storh: watch lost its feed of other processes' commits")
