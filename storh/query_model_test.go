@@ -18,6 +18,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/order"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -31,7 +32,10 @@ import (
 // computes from the specification. The reference is written here, from the
 // spec, and shares nothing with the engine but order.Compare, the reference
 // definition of the total order (written independently of the key
-// encoding), for OrderBy.
+// encoding), for OrderBy. Conditions include ElemMatch on lists, with
+// conditions on the elements' paths (nested in And, Or, Not and ElemMatch
+// both ways). Each run is a fresh store on the backend of the pass: a file,
+// or a PostgreSQL schema with STORH_TEST_BACKEND=postgres.
 //
 // Every random choice comes from rapid, ids included (minted from drawn
 // bits, never from the clock), so -rapid.seed replays a run exactly.
@@ -130,6 +134,9 @@ func qmRecord(t *rapid.T) map[string]any {
 	case 2:
 		m["tags"] = qmScalar(t, "tags", true)
 	}
+	if rapid.IntRange(0, 2).Draw(t, "has items") > 0 {
+		m["items"] = qmItems(t)
+	}
 	if rapid.IntRange(0, 4).Draw(t, "has d.k") == 0 {
 		m["d.k"] = qmScalar(t, "d.k", false)
 	}
@@ -137,6 +144,38 @@ func qmRecord(t *rapid.T) map[string]any {
 		m["d"] = map[string]any{"k": qmScalar(t, "d/k", false)}
 	}
 	return m
+}
+
+// qmItems draws a list of objects, as orders hold items: mostly maps with
+// a sku and a qty (either may be missing, a sku may be a list), sometimes
+// a scalar, a map without them or a list of maps, which paths do not
+// descend into. No NaN: unique indexes are declared on items.sku.
+func qmItems(t *rapid.T) any {
+	if rapid.IntRange(0, 9).Draw(t, "items shape") == 0 {
+		return qmScalar(t, "items", false)
+	}
+	skus := []any{"X", "Y", "Z", int64(1), nil}
+	l := make([]any, rapid.IntRange(0, 3).Draw(t, "items len"))
+	for i := range l {
+		switch rapid.IntRange(0, 9).Draw(t, "item shape") {
+		case 0:
+			l[i] = qmScalar(t, "item", false)
+		case 1:
+			l[i] = []any{map[string]any{"sku": rapid.SampledFrom(skus).Draw(t, "nested sku")}}
+		case 2:
+			l[i] = map[string]any{"sku": []any{rapid.SampledFrom(skus).Draw(t, "sku elem")}}
+		default:
+			item := map[string]any{}
+			if rapid.IntRange(0, 4).Draw(t, "has sku") > 0 {
+				item["sku"] = rapid.SampledFrom(skus).Draw(t, "sku")
+			}
+			if rapid.IntRange(0, 3).Draw(t, "has qty") > 0 {
+				item["qty"] = rapid.SampledFrom([]any{int64(0), int64(1), int64(2), 2.5, "2"}).Draw(t, "qty")
+			}
+			l[i] = item
+		}
+	}
+	return l
 }
 
 // qmWiden gives a normalised value another Go type of the same value, as a
@@ -188,19 +227,42 @@ func mapsKeys(m map[string]any) func(func(string) bool) {
 
 // ---- The reference: the spec, restated over decoded values. ----
 
-// qmLookup walks a path through maps only.
-func qmLookup(rec map[string]any, path []string) (any, bool) {
-	var v any = rec
-	for _, seg := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[seg]; !ok {
-			return nil, false
-		}
+// qmReach walks a path as the spec says: a segment that meets a map goes
+// on into it, one that meets a list goes on into each element that is a
+// map; anything else reaches nothing. It returns every value reached, and
+// whether the walk met a list before the last segment.
+func qmReach(v any, path []string) (vals []any, fanned bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
 	}
-	return v, true
+	next, ok := m[path[0]]
+	switch {
+	case !ok:
+		return nil, false
+	case len(path) == 1:
+		return []any{next}, false
+	}
+	switch x := next.(type) {
+	case map[string]any:
+		return qmReach(x, path[1:])
+	case []any:
+		for _, e := range x {
+			vs, _ := qmReach(e, path[1:])
+			vals = append(vals, vs...)
+		}
+		return vals, true
+	}
+	return nil, false
+}
+
+// qmLookup is the one value a path reaches when it meets no list.
+func qmLookup(rec map[string]any, path []string) (any, bool) {
+	vals, fanned := qmReach(rec, path)
+	if fanned || len(vals) == 0 {
+		return nil, false
+	}
+	return vals[0], true
 }
 
 func qmIsInt(v any) bool {
@@ -360,13 +422,13 @@ func qmSame(a, b any) bool {
 // mCond is a condition as the test draws it: it builds the query.Cond and
 // evaluates the spec on a record.
 type mCond struct {
-	op     string // eq neq in notin gt gte lt lte between prefix exists missing contains and or not true
+	op     string // eq neq in notin gt gte lt lte between prefix exists missing contains elemmatch and or not true
 	path   []string
 	vals   []any // normalised
 	widen  []any // as passed to the builder
 	prefix string
-	kids   []*mCond
-	dotted bool // written Field("a.b") rather than FieldPath("a", "b")
+	kids   []*mCond // and, or, not; elemmatch: its one condition, on paths from the element
+	dotted bool     // written Field("a.b") rather than FieldPath("a", "b")
 }
 
 func (c *mCond) field() query.FieldRef {
@@ -423,6 +485,8 @@ func (c *mCond) build() query.Cond {
 		return f.Missing()
 	case "contains":
 		return f.Contains(c.widen[0])
+	case "elemmatch":
+		return f.ElemMatch(c.kids[0].build())
 	}
 	panic(c.op)
 }
@@ -467,36 +531,41 @@ func (c *mCond) eval(rec map[string]any) bool {
 	case "not":
 		return !c.kids[0].eval(rec)
 	}
-	v, ok := qmLookup(rec, c.path)
-	switch c.op {
+	// Some value the path reaches passes the test; neq, notin and missing
+	// are the negations of eq, in and exists.
+	positive := map[string]string{"neq": "eq", "notin": "in", "missing": "exists"}[c.op]
+	if positive == "" {
+		positive = c.op
+	}
+	vals, _ := qmReach(rec, c.path)
+	some := slices.ContainsFunc(vals, func(v any) bool { return c.test(positive, v) })
+	return some == (positive == c.op)
+}
+
+// test is the positive operator op on one value a path reached.
+func (c *mCond) test(op string, v any) bool {
+	switch op {
 	case "exists":
-		return ok
-	case "missing":
-		return !ok
+		return true
 	case "eq":
-		return ok && qmEq(v, c.vals[0])
-	case "neq":
-		return !ok || !qmEq(v, c.vals[0])
-	case "in", "notin":
-		in := false
-		for _, w := range c.vals {
-			in = in || ok && qmEq(v, w)
-		}
-		return in == (c.op == "in")
+		return qmEq(v, c.vals[0])
+	case "in":
+		return slices.ContainsFunc(c.vals, func(w any) bool { return qmEq(v, w) })
 	case "contains":
 		l, isList := v.([]any)
-		if !ok || !isList {
-			return false
-		}
-		for _, e := range l {
-			if qmEq(e, c.vals[0]) {
-				return true
+		return isList && slices.ContainsFunc(l, func(e any) bool { return qmEq(e, c.vals[0]) })
+	case "elemmatch":
+		l, isList := v.([]any)
+		return isList && slices.ContainsFunc(l, func(e any) bool {
+			m, isMap := e.(map[string]any)
+			if !isMap {
+				m = map[string]any{} // an element that is not a map has no fields
 			}
-		}
-		return false
+			return c.kids[0].eval(m)
+		})
 	case "prefix":
 		s, isStr := v.(string)
-		return ok && isStr && strings.HasPrefix(s, c.prefix)
+		return isStr && strings.HasPrefix(s, c.prefix)
 	}
 	// Ranges: only within the bound's class; NaN, null, missing never.
 	for _, b := range c.vals {
@@ -504,10 +573,10 @@ func (c *mCond) eval(rec map[string]any) bool {
 			return false
 		}
 	}
-	if !ok || qmClass(v) == 0 || qmClass(v) != qmClass(c.vals[0]) {
+	if qmClass(v) == 0 || qmClass(v) != qmClass(c.vals[0]) {
 		return false
 	}
-	switch c.op {
+	switch op {
 	case "gt":
 		return qmCmp(v, c.vals[0]) > 0
 	case "gte":
@@ -534,6 +603,8 @@ func (c *mCond) String() string {
 		return "not(" + c.kids[0].String() + ")"
 	case "prefix":
 		return fmt.Sprintf("%q prefix %q", c.path, c.prefix)
+	case "elemmatch":
+		return fmt.Sprintf("%q elemmatch(%s)", c.path, c.kids[0])
 	}
 	return fmt.Sprintf("%q %s %#v", c.path, c.op, c.widen)
 }
@@ -623,6 +694,9 @@ func (q *mQuery) run(model map[uuidv7.UUID]map[string]any) ([]uuidv7.UUID, error
 		if !ok {
 			return pos{}, storh.ErrNotFound
 		}
+		if _, fanned := qmReach(rec, q.order); fanned {
+			return pos{}, storh.ErrInvalidQuery // the cursor's record has no position
+		}
 		v, _ := qmLookup(rec, q.order)
 		return pos{v, c.id}, nil
 	}
@@ -672,6 +746,9 @@ func (q *mQuery) run(model map[uuidv7.UUID]map[string]any) ([]uuidv7.UUID, error
 		}
 		var v any
 		if q.order != nil {
+			if _, fanned := qmReach(rec, q.order); fanned {
+				return nil, storh.ErrInvalidQuery // a match with no single order value
+			}
 			v, _ = qmLookup(rec, q.order)
 		}
 		p := pos{v, id}
@@ -729,61 +806,108 @@ var qmIndexPool = []mIndex{
 	{name: "ub", paths: []string{"b"}, unique: true},
 	{name: "uab", paths: []string{"a", "b"}, unique: true},
 	{name: "unx", paths: []string{"n.x"}, unique: true},
+	{name: "items.sku", paths: []string{"items.sku"}},
+	{name: "items.sku,b", paths: []string{"items.sku", "b"}},
+	{name: "b,items.qty", paths: []string{"b", "items.qty"}},
+	{name: "n.x,items.sku", paths: []string{"n.x", "items.sku"}}, // two lists in one record: refused
+	{name: "uisku", paths: []string{"items.sku"}, unique: true},
 }
 
-// qmConflict reports whether rec, written under id, would violate a unique
-// index given the other records: the same values on every path, none of
-// them missing or null.
-func qmConflict(ixs []mIndex, model map[uuidv7.UUID]map[string]any, id uuidv7.UUID, rec map[string]any) bool {
+// qmTuples is what rec holds at the paths of ix: the tuple of one value per
+// path, or one per distinct value of the one path that goes through a list
+// (a missing value as nil). fanned counts the paths that went through a
+// list; more than one makes the record impossible to index.
+func qmTuples(ix mIndex, rec map[string]any) (tuples [][]any, fanned int) {
+	tuples = [][]any{nil}
+	for _, p := range ix.paths {
+		vals, through := qmReach(rec, strings.Split(p, "."))
+		if !through {
+			v := any(nil)
+			if len(vals) > 0 {
+				v = vals[0]
+			}
+			for i := range tuples {
+				tuples[i] = append(tuples[i], v)
+			}
+			continue
+		}
+		fanned++
+		var distinct []any
+		for _, v := range vals {
+			if !slices.ContainsFunc(distinct, func(d any) bool { return order.Compare(d, v) == 0 }) {
+				distinct = append(distinct, v)
+			}
+		}
+		if len(distinct) == 0 {
+			distinct = []any{nil}
+		}
+		var out [][]any
+		for _, t := range tuples {
+			for _, v := range distinct {
+				out = append(out, append(slices.Clone(t), v))
+			}
+		}
+		tuples = out
+	}
+	return tuples, fanned
+}
+
+// qmRefused returns the errors a write of rec under id may fail with,
+// given the other records: ErrInvalidIndex when rec goes through lists on
+// two paths of one index, ErrUniqueViolation when a tuple of a unique
+// index without a null in it is another record's too (a record may repeat
+// a value within its own lists). nil: the write succeeds.
+func qmRefused(ixs []mIndex, model map[uuidv7.UUID]map[string]any, id uuidv7.UUID, rec map[string]any) []error {
+	var errs []error
 	for _, ix := range ixs {
+		mine, fanned := qmTuples(ix, rec)
+		if fanned > 1 {
+			errs = append(errs, storh.ErrInvalidIndex)
+			continue
+		}
 		if !ix.unique {
 			continue
 		}
-		tuple := func(r map[string]any) ([]any, bool) {
-			var out []any
-			for _, p := range ix.paths {
-				v, ok := qmLookup(r, strings.Split(p, "."))
-				if !ok || v == nil {
-					return nil, false
-				}
-				out = append(out, v)
-			}
-			return out, true
-		}
-		mine, ok := tuple(rec)
-		if !ok {
-			continue
-		}
+		constrained := func(t []any) bool { return !slices.Contains(t, nil) }
+	others:
 		for other, r := range model {
 			if other == id {
 				continue
 			}
-			if theirs, ok := tuple(r); ok && qmEq(mine, theirs) {
-				return true
+			theirs, _ := qmTuples(ix, r)
+			for _, a := range mine {
+				for _, b := range theirs {
+					if constrained(a) && constrained(b) && qmEq(a, b) {
+						errs = append(errs, storh.ErrUniqueViolation)
+						break others
+					}
+				}
 			}
 		}
 	}
-	return false
+	return errs
 }
 
-// qmEntries is how many entries the spec gives an index: one per record,
-// plus, for a single-field index, one per distinct element of a list value
-// (distinct in the total order).
+// qmEntries is how many entries the spec gives an index: per record one
+// per tuple (qmTuples) and a mark when a path went through a list, plus,
+// for a single-field index, one per distinct element (in the total order)
+// of the list values it reaches.
 func qmEntries(ix mIndex, model map[uuidv7.UUID]map[string]any) int64 {
-	n := int64(len(model))
-	if len(ix.paths) != 1 {
-		return n
-	}
+	n := int64(0)
 	for _, r := range model {
-		v, _ := qmLookup(r, strings.Split(ix.paths[0], "."))
-		l, ok := v.([]any)
-		if !ok {
+		tuples, fanned := qmTuples(ix, r)
+		n += int64(len(tuples) + fanned)
+		if len(ix.paths) != 1 {
 			continue
 		}
+		vals, _ := qmReach(r, strings.Split(ix.paths[0], "."))
 		var distinct []any
-		for _, e := range l {
-			if !slices.ContainsFunc(distinct, func(d any) bool { return order.Compare(d, e) == 0 }) {
-				distinct = append(distinct, e)
+		for _, v := range vals {
+			l, _ := v.([]any)
+			for _, e := range l {
+				if !slices.ContainsFunc(distinct, func(d any) bool { return order.Compare(d, e) == 0 }) {
+					distinct = append(distinct, e)
+				}
 			}
 		}
 		n += int64(len(distinct))
@@ -901,8 +1025,8 @@ func (s *qmState) drawWrite(t *rapid.T, allowDelete bool) mWrite {
 }
 
 // apply applies writes to a copy of the model, one after another, and
-// reports whether one violates a unique index (then nothing applies).
-func (s *qmState) apply(ws []mWrite) (map[uuidv7.UUID]map[string]any, []uuidv7.UUID, bool) {
+// returns the errors one may be refused with (then nothing applies).
+func (s *qmState) apply(ws []mWrite) (map[uuidv7.UUID]map[string]any, []uuidv7.UUID, []error) {
 	next := make(map[uuidv7.UUID]map[string]any, len(s.model))
 	for id, r := range s.model {
 		next[id] = r
@@ -916,12 +1040,12 @@ func (s *qmState) apply(ws []mWrite) (map[uuidv7.UUID]map[string]any, []uuidv7.U
 			delete(next, w.id)
 			continue
 		}
-		if qmConflict(s.indexes, next, w.id, w.data) {
-			return nil, nil, true
+		if refused := qmRefused(s.indexes, next, w.id, w.data); refused != nil {
+			return nil, nil, refused
 		}
 		next[w.id] = w.data
 	}
-	return next, gone, false
+	return next, gone, nil
 }
 
 func (s *qmState) commit(next map[uuidv7.UUID]map[string]any, gone []uuidv7.UUID) {
@@ -929,17 +1053,17 @@ func (s *qmState) commit(next map[uuidv7.UUID]map[string]any, gone []uuidv7.UUID
 	s.gone = append(s.gone, gone...)
 }
 
-func (s *qmState) wantUnique(t *rapid.T, op string, err error, violates bool) {
+func (s *qmState) wantRefused(t *rapid.T, op string, err error, refused []error) {
 	t.Helper()
 	switch {
-	case violates && !errors.Is(err, storh.ErrUniqueViolation):
-		t.Fatalf("%s = %v; want ErrUniqueViolation", op, err)
-	case !violates && err != nil:
+	case refused != nil && !slices.ContainsFunc(refused, func(want error) bool { return errors.Is(err, want) }):
+		t.Fatalf("%s = %v; want one of %v", op, err, refused)
+	case refused == nil && err != nil:
 		t.Fatalf("%s: %v", op, err)
-	case violates:
+	case refused != nil:
 		// Nothing half-written: the records are checked against the model
 		// after the step; the index entries against the records here.
-		if rep, err := s.db.Verify(nil, "ix"); err != nil || rep.Problems != 0 {
+		if rep, err := s.db.Verify(nil); err != nil || rep.Problems != 0 {
 			t.Fatalf("after a refused %s: Verify: %+v, %v", op, rep, err)
 		}
 	}
@@ -964,7 +1088,7 @@ func (s *qmState) write(t *rapid.T, existing bool) {
 		w.id = s.mint(t)
 		s.genIDs = []uuidv7.UUID{w.id}
 	}
-	next, gone, violates := s.apply([]mWrite{w})
+	next, gone, refused := s.apply([]mWrite{w})
 	var rec storh.Record
 	var err error
 	if gen {
@@ -972,7 +1096,7 @@ func (s *qmState) write(t *rapid.T, existing bool) {
 	} else {
 		rec, err = s.ix.PutWithID(w.id, w.stored)
 	}
-	s.wantUnique(t, fmt.Sprintf("Put(%v, %#v)", w.id, w.data), err, violates)
+	s.wantRefused(t, fmt.Sprintf("Put(%v, %#v)", w.id, w.data), err, refused)
 	if err != nil {
 		s.genIDs = nil
 		return
@@ -1021,9 +1145,9 @@ func (s *qmState) putMany(t *rapid.T) {
 			items = append(items, storh.Entry{ID: w.id, Data: w.stored})
 		}
 	}
-	next, gone, violates := s.apply(ws)
+	next, gone, refused := s.apply(ws)
 	recs, err := s.ix.PutMany(items)
-	s.wantUnique(t, "PutMany", err, violates)
+	s.wantRefused(t, "PutMany", err, refused)
 	if err != nil {
 		return
 	}
@@ -1050,7 +1174,7 @@ func (s *qmState) tx(t *rapid.T) {
 	}
 	q := s.drawQuery(t)
 	rollback := rapid.IntRange(0, 3).Draw(t, "rollback") == 0
-	next, gone, violates := s.apply(ws)
+	next, gone, refused := s.apply(ws)
 	errRollback := errors.New("roll back")
 	var failure error
 	err := s.db.Update(func(tx *storh.Tx) error {
@@ -1079,7 +1203,7 @@ func (s *qmState) tx(t *rapid.T) {
 				return err
 			}
 		}
-		if !violates {
+		if refused == nil {
 			failure = s.checkQuery(t, q, next, ix, plain)
 		}
 		if failure != nil || rollback {
@@ -1091,8 +1215,8 @@ func (s *qmState) tx(t *rapid.T) {
 		t.Fatalf("in Update: %v", failure)
 	}
 	switch {
-	case violates:
-		s.wantUnique(t, "Update", err, true)
+	case refused != nil:
+		s.wantRefused(t, "Update", err, refused)
 	case rollback:
 		if !errors.Is(err, errRollback) {
 			t.Fatalf("Update = %v; want the callback's error", err)
@@ -1136,20 +1260,18 @@ func (s *qmState) reopen(t *rapid.T) {
 			return
 		}
 		add := rapid.SampledFrom(fresh).Draw(t, "new index")
-		violates := false
-		if add.unique {
-			for id, r := range s.model {
-				others := map[uuidv7.UUID]map[string]any{}
-				for o, rr := range s.model {
-					if o.Compare(id) < 0 {
-						others[o] = rr
-					}
+		var refused []error
+		for id, r := range s.model {
+			others := map[uuidv7.UUID]map[string]any{}
+			for o, rr := range s.model {
+				if o.Compare(id) < 0 {
+					others[o] = rr
 				}
-				violates = violates || qmConflict([]mIndex{add}, others, id, r)
 			}
+			refused = append(refused, qmRefused([]mIndex{add}, others, id, r)...)
 		}
 		err := s.openColls(t, append(slices.Clone(s.indexes), add))
-		s.wantUnique(t, fmt.Sprintf("declaring %v over the data", add.spec()), err, violates)
+		s.wantRefused(t, fmt.Sprintf("declaring %v over the data", add.spec()), err, refused)
 		if err != nil {
 			if err := s.openColls(t, nil); err != nil {
 				t.Fatal(err)
@@ -1173,13 +1295,24 @@ func (s *qmState) dropIndex(t *rapid.T) {
 
 // ---- Queries. ----
 
-var qmPaths = [][]string{{"a"}, {"b"}, {"c"}, {"n"}, {"n", "x"}, {"n", "y"}, {"tags"}, {"d.k"}, {"d", "k"}, {"zz"}}
+var qmPaths = [][]string{{"a"}, {"b"}, {"c"}, {"n"}, {"n", "x"}, {"n", "y"}, {"tags"}, {"d.k"}, {"d", "k"}, {"zz"},
+	{"items"}, {"items", "sku"}, {"items", "qty"}}
+
+// qmListPaths are the paths ElemMatch is drawn on: lists of maps (items, n
+// when it is one), of scalars (tags, a sku that is a list), and whatever
+// else a record holds there; qmElemPaths are its condition's paths, from
+// the element.
+var (
+	qmListPaths = [][]string{{"items"}, {"items"}, {"n"}, {"tags"}, {"items", "sku"}, {"a"}, {"zz"}}
+	qmElemPaths = [][]string{{"sku"}, {"qty"}, {"x"}, {"zz"}}
+)
 
 func (s *qmState) drawValue(t *rapid.T, path []string) any {
 	if len(s.model) > 0 && rapid.IntRange(0, 2).Draw(t, "value from a record") == 0 {
 		ids := s.sortedIDs()
 		rec := s.model[rapid.SampledFrom(ids).Draw(t, "value record")]
-		if v, ok := qmLookup(rec, path); ok {
+		if vals, _ := qmReach(rec, path); len(vals) > 0 {
+			v := vals[rapid.IntRange(0, len(vals)-1).Draw(t, "reached value")]
 			if l, isList := v.([]any); isList && len(l) > 0 && rapid.Bool().Draw(t, "an element") {
 				return l[rapid.IntRange(0, len(l)-1).Draw(t, "element")]
 			}
@@ -1198,38 +1331,57 @@ func (s *qmState) drawBound(t *rapid.T, path []string) any {
 	return rapid.SampledFrom(qmNumbers).Draw(t, "bound")
 }
 
-func (s *qmState) drawCond(t *rapid.T, depth int) *mCond {
-	if depth < 2 && rapid.IntRange(0, 9).Draw(t, "composite") < 3 {
-		switch op := rapid.SampledFrom([]string{"and", "or", "not"}).Draw(t, "logic"); op {
+// drawCond draws a condition; within is the path of the list an ElemMatch
+// around it is on (nil at the top), whose elements its paths start from.
+func (s *qmState) drawCond(t *rapid.T, depth int, within []string) *mCond {
+	if depth < 3 && rapid.IntRange(0, 9).Draw(t, "composite") < 3 {
+		switch op := rapid.SampledFrom([]string{"and", "or", "not", "elemmatch"}).Draw(t, "logic"); op {
 		case "not":
-			return &mCond{op: op, kids: []*mCond{s.drawCond(t, depth+1)}}
+			return &mCond{op: op, kids: []*mCond{s.drawCond(t, depth+1, within)}}
+		case "elemmatch":
+			paths := qmListPaths
+			if within != nil {
+				paths = qmElemPaths
+			}
+			path := rapid.SampledFrom(paths).Draw(t, "list path")
+			c := &mCond{op: op, path: path, dotted: rapid.Bool().Draw(t, "dotted")}
+			c.kids = []*mCond{s.drawCond(t, depth+1, slices.Concat(within, path))}
+			return c
 		default:
 			n := rapid.IntRange(0, 3).Draw(t, "kids")
 			c := &mCond{op: op}
 			for range n {
-				c.kids = append(c.kids, s.drawCond(t, depth+1))
+				c.kids = append(c.kids, s.drawCond(t, depth+1, within))
 			}
 			return c
 		}
 	}
-	path := rapid.SampledFrom(qmPaths).Draw(t, "path")
-	if s.lastPath != nil && rapid.IntRange(0, 2).Draw(t, "same path") == 0 {
-		path = s.lastPath // several conditions on one field
+	var path []string
+	if within == nil {
+		path = rapid.SampledFrom(qmPaths).Draw(t, "path")
+		if s.lastPath != nil && rapid.IntRange(0, 2).Draw(t, "same path") == 0 {
+			path = s.lastPath // several conditions on one field
+		}
+		s.lastPath = path
+	} else {
+		path = rapid.SampledFrom(qmElemPaths).Draw(t, "element path")
 	}
-	s.lastPath = path
+	// Values are drawn from what the records hold there: through the
+	// lists an ElemMatch is on, for a condition on their elements.
+	from := slices.Concat(within, path)
 	c := &mCond{op: rapid.SampledFrom([]string{"eq", "neq", "in", "notin", "gt", "gte", "lt", "lte", "between", "prefix", "exists", "missing", "contains"}).Draw(t, "op"), path: path}
 	c.dotted = rapid.Bool().Draw(t, "dotted")
 	switch c.op {
 	case "eq", "neq", "contains":
-		c.vals = []any{s.drawValue(t, path)}
+		c.vals = []any{s.drawValue(t, from)}
 	case "in", "notin":
 		for range rapid.IntRange(0, 3).Draw(t, "in values") {
-			c.vals = append(c.vals, s.drawValue(t, path))
+			c.vals = append(c.vals, s.drawValue(t, from))
 		}
 	case "gt", "gte", "lt", "lte":
-		c.vals = []any{s.drawBound(t, path)}
+		c.vals = []any{s.drawBound(t, from)}
 	case "between":
-		c.vals = []any{s.drawBound(t, path), s.drawBound(t, path)}
+		c.vals = []any{s.drawBound(t, from), s.drawBound(t, from)}
 	case "prefix":
 		c.prefix = rapid.SampledFrom([]string{"", "a", "ab", "abc", "b", "a\x00", "A", "1"}).Draw(t, "prefix")
 	}
@@ -1268,7 +1420,7 @@ func (s *qmState) drawQuery(t *rapid.T) *mQuery {
 	q := &mQuery{}
 	s.lastPath = nil
 	for range rapid.IntRange(0, 2).Draw(t, "wheres") {
-		q.where = append(q.where, s.drawCond(t, 0))
+		q.where = append(q.where, s.drawCond(t, 0, nil))
 	}
 	if len(q.where) > 0 && q.where[0].op == "eq" && len(q.where[0].path) == 1 && rapid.Bool().Draw(t, "WhereEqual") {
 		q.equal = true
@@ -1415,9 +1567,13 @@ func TestQueryModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
 	queries := 0
+	outer := t
 	rapid.Check(t, func(t *rapid.T) {
 		run++
 		s := &qmState{path: filepath.Join(dir, fmt.Sprintf("qm-%d.db", run)), model: map[uuidv7.UUID]map[string]any{}}
+		if onPostgres {
+			s.path = pgtest.SchemaURL(outer) // a fresh schema for each run
+		}
 		defer os.Remove(s.path)
 		s.open(t)
 		defer func() { s.db.Close() }()
@@ -1437,7 +1593,15 @@ func TestQueryModel(t *testing.T) {
 		if err := s.openColls(t, s.indexes); err != nil {
 			t.Fatalf("Docs: %v", err)
 		}
-		// A first batch, so that the collections exist.
+		// An empty record, which no index refuses, so that the collections
+		// exist; then a first batch.
+		first := s.mint(t)
+		for _, c := range []*storh.Docs{s.ix, s.plain} {
+			if _, err := c.PutWithID(first, map[string]any{}); err != nil {
+				t.Fatalf("PutWithID(%v, {}): %v", first, err)
+			}
+		}
+		s.model[first] = map[string]any{}
 		for range rapid.IntRange(1, 8).Draw(t, "initial") {
 			s.put(t)
 		}

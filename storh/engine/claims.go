@@ -66,37 +66,53 @@ func (t *Tx) uniqueHolder(c *Coll, ix *collIndex, whole []byte, self uuidv7.UUID
 	return other, other != self, nil
 }
 
-// moveClaim moves record id's claim in ix from value old to value new
-// (nil: none).
-func (ix *collIndex) moveClaim(c *Coll, values [2][]byte, id uuidv7.UUID) error {
-	old, new := values[0], values[1]
-	if bytes.Equal(old, new) {
-		return nil
-	}
-	if ix.claimed == nil {
-		ix.claimed = make(map[string]claim, 2)
-	}
-	if old != nil {
+// moveClaims moves record id's claims in ix from the values of the whole
+// entry keys olds to those of news.
+func (ix *collIndex) moveClaims(c *Coll, olds, news [][]byte, id uuidv7.UUID) error {
+	for _, o := range olds {
+		if containsValue(news, wholeValue(o)) {
+			continue
+		}
+		if ix.claimed == nil {
+			ix.claimed = make(map[string]claim, 2)
+		}
+		old := wholeValue(o)
 		if err := ix.claims.Delete(old); err != nil {
 			return mapStoreErr(err)
 		}
 		ix.claimed[string(old)] = claim{}
 	}
-	if new == nil {
-		return nil
+	for _, n := range news {
+		if containsValue(olds, wholeValue(n)) {
+			continue
+		}
+		if ix.claimed == nil {
+			ix.claimed = make(map[string]claim, 2)
+		}
+		value := wholeValue(n)
+		holder := append(c.scratch(16)[:0], id[:]...)
+		var err error
+		if _, known := ix.claimed[string(value)]; c.shared && !known {
+			err = ix.claims.(kv.Inserter).Insert(value, holder)
+		} else {
+			err = ix.claims.Put(value, holder)
+		}
+		if err != nil {
+			return mapStoreErr(err)
+		}
+		ix.claimed[string(value)] = claim{id: id, held: true}
 	}
-	holder := append(c.scratch(16)[:0], id[:]...)
-	var err error
-	if _, known := ix.claimed[string(new)]; c.shared && !known {
-		err = ix.claims.(kv.Inserter).Insert(new, holder)
-	} else {
-		err = ix.claims.Put(new, holder)
-	}
-	if err != nil {
-		return mapStoreErr(err)
-	}
-	ix.claimed[string(new)] = claim{id: id, held: true}
 	return nil
+}
+
+// containsValue reports whether one of the whole entry keys holds value.
+func containsValue(wholes [][]byte, value []byte) bool {
+	for _, w := range wholes {
+		if bytes.Equal(wholeValue(w), value) {
+			return true
+		}
+	}
+	return false
 }
 
 // buildClaims gives unique index ix, made before claims, its claims, in a
@@ -123,8 +139,8 @@ func (t *Tx) buildClaims(c *Coll, ix *collIndex) error {
 		if err != nil {
 			continue // a damaged record: Verify reports it
 		}
-		if _, keys, null, err := ix.entryKeys(nil, nil, payload, id); err == nil && !null {
-			wholes = append(wholes, keys[0])
+		if _, keys, n, nulls, err := ix.entryKeys(nil, nil, payload, id); err == nil {
+			wholes = append(wholes, keys[nulls:n]...)
 		}
 	}
 	if err := t.ktx.Err(); err != nil {

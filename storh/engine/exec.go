@@ -275,14 +275,21 @@ func (r *Run) resolveCursors(c *Coll) error {
 }
 
 // orderKey appends the order key of the value at path in payload (null for
-// a missing field).
+// a missing field). A path that goes through a list has no order key: a
+// list may give it several values (mpack.PathValues), so ordering by it is
+// ErrInvalidQuery.
 func orderKey(dst, payload []byte, path []string) ([]byte, error) {
-	raw, ok, err := mpack.FieldPath(payload, path)
+	var raw []byte
+	fanned, err := mpack.PathValues(payload, path, func(v []byte) bool {
+		raw = v
+		return true
+	})
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
 	}
-	if !ok {
-		raw = nil
+	if fanned {
+		return dst, fmt.Errorf("%w: the order by %s goes through a list in a matching record, which gives it no single value (query the list with Field(…) conditions or ElemMatch instead)",
+			plan.ErrInvalidQuery, plan.PathString(path))
 	}
 	dst, err = order.AppendRaw(dst, raw)
 	if err != nil {
@@ -361,6 +368,13 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 			continue
 		}
 		item, keep := r.fetch(c, id)
+		if keep && item.Err == nil && len(r.spec.Order) > 1 {
+			// The plan saw no record whose order path goes through a
+			// list; one written since fails the query as a sort would.
+			if r.orderK, err = orderKey(r.orderK[:0], item.Payload, r.spec.Order); err != nil {
+				return dst, err
+			}
+		}
 		if keep {
 			dst = append(dst, item)
 			taken++
@@ -594,7 +608,9 @@ func (h *hitHeap) Pop() any {
 // whether its index keys decide the whole condition, so that Count needs no
 // record; any keyset cursor must then be a position in that index's order.
 func (r *Run) Countable() bool {
-	return r.planned && (r.mode == modeNone || r.access.Exact && r.mode != modeIDs &&
+	// An order path of several segments may go through a list in a
+	// matching record, which fails the query: only its records tell.
+	return r.planned && (r.mode == modeNone || r.access.Exact && r.mode != modeIDs && len(r.spec.Order) <= 1 &&
 		(r.access.Ordered || r.after == nil && r.before == nil))
 }
 
@@ -622,7 +638,7 @@ func (r *Run) Count(c *Coll) error {
 	if r.seen == nil {
 		r.seen = map[uuidv7.UUID]struct{}{}
 	}
-	single := len(r.walks) == 1 && !r.access.Scans[0].Element
+	single := len(r.walks) == 1 && !r.access.Scans[0].Element && !r.access.Scans[0].Repeats
 	for ; r.walk < len(r.walks); r.walk++ {
 		w := &r.walks[r.walk]
 		cur, err := ixs[r.walk].cursor()

@@ -35,6 +35,15 @@ import (
 //	0x00 ‖ value key(s) ‖ record id   one entry per record (the whole value)
 //	0x01 ‖ element key  ‖ record id   one per distinct element of a list value
 //	                                  (single-field indexes only, for Contains)
+//	0x02 ‖ path number  ‖ record id   the record's values at that path went
+//	                                  through a list (a multikey record)
+//
+// A path that meets a list goes on into each of its elements
+// (mpack.PathValues), so it may reach several values: the record then has
+// one whole entry per distinct value there, and the 0x02 mark, which tells
+// the planner (one seek) that the index's entries may repeat a record on
+// that path. At most one path of an index may reach several values in one
+// record.
 //
 // A value key is the order key (package order) of the field's value, null
 // for a missing field; a compound index concatenates one per path. Keys are
@@ -65,6 +74,7 @@ const (
 const (
 	entryWhole   = 0x00
 	entryElement = 0x01
+	entryFanned  = 0x02
 )
 
 // maxIndexValue bounds the value key of one index entry: an indexed value
@@ -86,7 +96,7 @@ type IndexSpec struct {
 // IndexInfo describes an index of a collection.
 type IndexInfo struct {
 	IndexSpec
-	Entries   int    // index keys: one per record, plus one per distinct list element
+	Entries   int    // index keys: one per record (one per distinct value where a path goes through a list, plus a mark), plus one per distinct list element
 	Building  bool   // still being built: queries do not use it yet
 	Built     int    // while building: records indexed so far (of the collection's Count)
 	Layout    string // "keys" or "blocks"
@@ -126,6 +136,11 @@ type indexDef struct {
 	// started).
 	Chained   bool   `msgpack:"chained,omitempty"`
 	ChainNext []byte `msgpack:"chainNext,omitempty"`
+	// Lists: the entries follow paths through lists (entryKeys). An index
+	// made before that reads its paths through maps only: on single fields
+	// its entries are the same, on a dotted path queries do not use it,
+	// and an open for writing rebuilds it (upgradeLists), as Repair does.
+	Lists bool `msgpack:"lists,omitempty"`
 }
 
 // collIndex is one index of a collection inside a transaction.
@@ -308,12 +323,58 @@ func (c *Coll) readyIndexes() ([]plan.IndexDef, []*collIndex, error) {
 	var defs []plan.IndexDef
 	var ixs []*collIndex
 	for _, ix := range all {
-		if !ix.def.Building {
-			defs = append(defs, plan.IndexDef{Name: ix.name, Paths: ix.def.Paths, Unique: ix.def.Unique})
-			ixs = append(ixs, ix)
+		if ix.def.Building || ix.mapsOnly() {
+			continue
 		}
+		d := plan.IndexDef{Name: ix.name, Paths: ix.def.Paths, Unique: ix.def.Unique}
+		if d.Fanned, err = ix.fanned(); err != nil {
+			return nil, nil, err
+		}
+		defs = append(defs, d)
+		ixs = append(ixs, ix)
 	}
 	return defs, ixs, nil
+}
+
+// mapsOnly reports whether ix reads a dotted path through maps only, made
+// before paths went through lists: its entries miss the values a query
+// finds through lists, so queries must not use it until it is rebuilt.
+func (ix *collIndex) mapsOnly() bool {
+	if ix.def.Lists {
+		return false
+	}
+	for _, p := range ix.def.Paths {
+		if len(p) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// fanned reports, per path of ix, whether some record's values there went
+// through a list: one seek per dotted path for its mark (entryFanned).
+func (ix *collIndex) fanned() ([]bool, error) {
+	var out []bool
+	var cur kv.Cursor
+	for p, path := range ix.def.Paths {
+		if len(path) == 1 {
+			continue
+		}
+		if cur == nil {
+			var err error
+			if cur, err = ix.cursor(); err != nil {
+				return nil, err
+			}
+			out = make([]bool, len(ix.def.Paths))
+		}
+		mark := []byte{entryFanned, byte(p)}
+		k, _ := cur.Seek(mark)
+		if err := cursorDamage(cur); err != nil {
+			return nil, err
+		}
+		out[p] = bytes.HasPrefix(k, mark)
+	}
+	return out, nil
 }
 
 // Indexes lists the collection's indexes.
@@ -342,69 +403,168 @@ func (c *Coll) entryCount(ix *collIndex) int64 {
 }
 
 // entryKeys appends to keys the index keys of a record's payload for ix,
-// cut from buf. The first key is the whole-value entry; element entries
-// follow, one per distinct element of a list (single-field indexes). null
-// reports that a value of the whole entry is null or missing, which unique
-// indexes do not constrain.
-func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uuidv7.UUID) (_ []byte, _ [][]byte, null bool, err error) {
-	start := len(buf)
+// cut from buf: its whole entries first (wholes of them, in key order),
+// then its fan-out mark, then its element entries, one per distinct element
+// of a list (single-field indexes). A path that goes through a list may
+// reach several values (mpack.PathValues): the record then has a whole
+// entry per distinct value there, a multikey index, and a mark that says
+// which path fanned out; at most one path of an index may fan out in one
+// record, else the record cannot be indexed (ErrInvalidIndex). The first
+// nulls whole entries hold a null or missing value, which unique indexes
+// do not constrain.
+func (ix *collIndex) entryKeys(buf []byte, keys [][]byte, payload []byte, id uuidv7.UUID) (_ []byte, _ [][]byte, wholes, nulls int, err error) {
+	start, first := len(buf), len(keys)
+	fail := func(err error) ([]byte, [][]byte, int, int, error) { return buf[:start], keys[:first], 0, 0, err }
 	buf = append(buf, entryWhole)
-	var single []byte
-	for _, path := range ix.def.Paths {
-		raw, ok, err := mpack.FieldPath(payload, path)
+	null := false
+	fanAt, cut := -1, 0 // the path that fanned out, and where its value goes in the template
+	var fanned [][]byte // the distinct value keys it reached
+	for p, path := range ix.def.Paths {
+		var one []byte
+		reached := 0
+		var keyErr error
+		fans, err := ix.reach(payload, path, func(raw []byte) bool {
+			reached++
+			one = raw
+			return true
+		})
 		if err != nil {
-			return buf[:start], keys, false, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
+			return fail(fmt.Errorf("%w: %v", errs.ErrCorrupt, err))
 		}
-		if !ok {
-			raw = nil
+		if !fans {
+			if reached == 0 {
+				one = nil
+			}
+			vstart := len(buf)
+			if buf, err = order.AppendRaw(buf, one); err != nil {
+				return fail(fmt.Errorf("%w: %v", errs.ErrCorrupt, err))
+			}
+			null = null || buf[vstart] == order.TagNull
+			continue
 		}
-		if len(ix.def.Paths) == 1 {
-			single = raw
+		if fanAt >= 0 {
+			return fail(fmt.Errorf("%w: index %q: record %s reaches lists at both %s and %s; a compound index may go through a list on one of its paths only",
+				errs.ErrInvalidIndex, ix.name, id, plan.PathString(ix.def.Paths[fanAt]), plan.PathString(path)))
 		}
-		vstart := len(buf)
-		if buf, err = order.AppendRaw(buf, raw); err != nil {
-			return buf[:start], keys, false, fmt.Errorf("%w: %v", errs.ErrCorrupt, err)
+		fanAt, cut = p, len(buf)
+		_, err = ix.reach(payload, path, func(raw []byte) bool {
+			var k []byte
+			if k, keyErr = order.AppendRaw(nil, raw); keyErr == nil {
+				fanned = append(fanned, k)
+			}
+			return keyErr == nil
+		})
+		if err == nil {
+			err = keyErr
 		}
-		if buf[vstart] == order.TagNull {
-			null = true
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", errs.ErrCorrupt, err))
 		}
+		if len(fanned) == 0 {
+			missing, _ := order.AppendRaw(nil, nil)
+			fanned = append(fanned, missing)
+		}
+		slices.SortFunc(fanned, bytes.Compare)
+		fanned = slices.CompactFunc(fanned, bytes.Equal)
 	}
-	if n := len(buf) - start - 1; n > maxIndexValue {
-		return buf[:start], keys, false, fmt.Errorf("%w: the value of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-			errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, maxIndexValue)
-	}
-	buf = append(buf, id[:]...)
-	keys = append(keys, buf[start:len(buf):len(buf)])
-	if single == nil || len(single) == 0 {
-		return buf, keys, null, nil
-	}
-	first := len(keys)
-	var elemErr error
-	_, err = mpack.Elements(single, func(elem []byte) bool {
+	if fanAt < 0 {
+		if buf, err = ix.appendWhole(buf, start, buf[start+1:], nil, nil, id); err != nil {
+			return fail(err)
+		}
+		keys = append(keys, buf[start:len(buf):len(buf)])
+		wholes = 1
+		if null {
+			nulls = 1
+		}
+	} else {
+		template := len(buf)
+		for _, v := range fanned {
+			s := len(buf)
+			if buf, err = ix.appendWhole(buf, s, buf[start+1:cut], v, buf[cut:template], id); err != nil {
+				return fail(err)
+			}
+			keys = append(keys, buf[s:len(buf):len(buf)])
+		}
+		wholes = len(fanned)
+		switch {
+		case null:
+			nulls = wholes
+		case fanned[0][0] == order.TagNull:
+			nulls = 1 // null sorts first
+		}
 		s := len(buf)
-		buf = append(buf, entryElement)
-		if buf, elemErr = order.AppendRaw(buf, elem); elemErr != nil {
-			return false
-		}
-		if len(buf)-s-1 > maxIndexValue {
-			elemErr = fmt.Errorf("%w: an element of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
-				errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, maxIndexValue)
-			return false
-		}
+		buf = append(buf, entryFanned, byte(fanAt))
 		buf = append(buf, id[:]...)
 		keys = append(keys, buf[s:len(buf):len(buf)])
-		return true
+	}
+	if len(ix.def.Paths) != 1 {
+		return buf, keys, wholes, nulls, nil
+	}
+	elemsFrom := len(keys)
+	var elemErr error
+	_, err = ix.reach(payload, ix.def.Paths[0], func(raw []byte) bool {
+		_, err := mpack.Elements(raw, func(elem []byte) bool {
+			s := len(buf)
+			buf = append(buf, entryElement)
+			if buf, elemErr = order.AppendRaw(buf, elem); elemErr != nil {
+				return false
+			}
+			if len(buf)-s-1 > maxIndexValue {
+				elemErr = fmt.Errorf("%w: an element of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
+					errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), len(buf)-s-1, ix.name, maxIndexValue)
+				return false
+			}
+			buf = append(buf, id[:]...)
+			keys = append(keys, buf[s:len(buf):len(buf)])
+			return true
+		})
+		if elemErr == nil {
+			elemErr = err
+		}
+		return elemErr == nil
 	})
 	if err == nil {
 		err = elemErr
 	}
 	if err != nil {
-		return buf[:start], keys[:first-1], false, err
+		return fail(err)
 	}
-	elems := keys[first:]
+	elems := keys[elemsFrom:]
 	slices.SortFunc(elems, bytes.Compare)
-	keys = keys[:first+len(slices.CompactFunc(elems, bytes.Equal))]
-	return buf, keys, null, nil
+	keys = keys[:elemsFrom+len(slices.CompactFunc(elems, bytes.Equal))]
+	return buf, keys, wholes, nulls, nil
+}
+
+// appendWhole appends at buf the whole entry key entryWhole ‖ before ‖
+// value ‖ after ‖ id (start is where it begins), within the size an
+// indexed value may have. before may alias buf: it is copied first.
+func (ix *collIndex) appendWhole(buf []byte, start int, before, value, after []byte, id uuidv7.UUID) ([]byte, error) {
+	if start == len(buf) {
+		buf = append(buf, entryWhole)
+		buf = append(buf, before...)
+		buf = append(buf, value...)
+		buf = append(buf, after...)
+	}
+	if n := len(buf) - start - 1; n > maxIndexValue {
+		return buf, fmt.Errorf("%w: the value of %s is %d bytes as a key of index %q; an indexed value must fit in %d",
+			errs.ErrInvalidData, plan.PathString(ix.def.Paths[0]), n, ix.name, maxIndexValue)
+	}
+	return append(buf, id[:]...), nil
+}
+
+// reach calls fn with each value path reaches in payload, and reports
+// whether it went through a list. An index made before paths went through
+// lists (Lists unset) keeps reading paths through maps only, the way its
+// entries were made, until it is rebuilt.
+func (ix *collIndex) reach(payload []byte, path []string, fn func(raw []byte) bool) (fanned bool, err error) {
+	if ix.def.Lists || len(path) == 1 {
+		return mpack.PathValues(payload, path, fn)
+	}
+	raw, ok, err := mpack.FieldPath(payload, path)
+	if ok && err == nil {
+		fn(raw)
+	}
+	return false, err
 }
 
 // errUnique is the UniqueViolation of a record whose values, in payload,
@@ -524,8 +684,8 @@ func (ix *collIndex) journalErr(err error) error {
 type indexScratch struct {
 	buf          []byte
 	oldKs, newKs [][]byte
-	bounds       []int       // per index: end of its keys in oldKs and newKs, interleaved
-	values       [][2][]byte // per index: its old and new whole values a unique index constrains (nil: none)
+	bounds       []int    // per index: end of its keys in oldKs and newKs, interleaved
+	constrained  [][4]int // per index: its old and new whole entries a unique index constrains, as ranges of oldKs and newKs
 }
 
 // updateIndexes moves the index entries of record id from those of its old
@@ -538,45 +698,47 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 		return err
 	}
 	s := &t.scratch
-	s.buf, s.oldKs, s.newKs, s.bounds, s.values = s.buf[:0], s.oldKs[:0], s.newKs[:0], s.bounds[:0], s.values[:0]
+	s.buf, s.oldKs, s.newKs, s.bounds, s.constrained = s.buf[:0], s.oldKs[:0], s.newKs[:0], s.bounds[:0], s.constrained[:0]
 	for _, ix := range ixs {
-		var values [2][]byte
+		var constrained [4]int
 		if !ix.maintains(id) {
 			s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
-			s.values = append(s.values, values)
+			s.constrained = append(s.constrained, constrained)
 			continue
 		}
 		if oldPayload != nil {
 			// A damaged old record gives no keys: its entries are left for
 			// Verify to report and Repair to rebuild.
-			if buf, ks, null, err := ix.entryKeys(s.buf, s.oldKs, oldPayload, id); err == nil {
-				if !null {
-					values[0] = wholeValue(ks[len(s.oldKs)])
-				}
+			if buf, ks, wholes, nulls, err := ix.entryKeys(s.buf, s.oldKs, oldPayload, id); err == nil {
+				constrained[0], constrained[1] = len(s.oldKs)+nulls, len(s.oldKs)+wholes
 				s.buf, s.oldKs = buf, ks
 			}
 		}
 		if newPayload != nil {
-			buf, ks, null, err := ix.entryKeys(s.buf, s.newKs, newPayload, id)
+			buf, ks, wholes, nulls, err := ix.entryKeys(s.buf, s.newKs, newPayload, id)
 			if err != nil {
 				return err
 			}
 			s.buf = buf
-			whole := ks[len(s.newKs)]
+			constrained[2], constrained[3] = len(s.newKs)+nulls, len(s.newKs)+wholes
 			s.newKs = ks
-			if ix.def.Unique && !null {
-				values[1] = wholeValue(whole)
-				other, taken, err := t.uniqueHolder(c, ix, whole, id)
-				if err != nil {
-					return err
-				}
-				if taken {
-					return errUnique(ix, newPayload, other)
+			if ix.def.Unique {
+				// Each value the record holds, once: a record may hold a
+				// value at several elements of a list, but not one another
+				// record holds.
+				for _, whole := range s.newKs[constrained[2]:constrained[3]] {
+					other, taken, err := t.uniqueHolder(c, ix, whole, id)
+					if err != nil {
+						return err
+					}
+					if taken {
+						return errUnique(ix, newPayload, other)
+					}
 				}
 			}
 		}
 		s.bounds = append(s.bounds, len(s.oldKs), len(s.newKs))
-		s.values = append(s.values, values)
+		s.constrained = append(s.constrained, constrained)
 	}
 	oldFrom, newFrom := 0, 0
 	for i, ix := range ixs {
@@ -600,7 +762,8 @@ func (t *Tx) updateIndexes(c *Coll, id uuidv7.UUID, oldPayload, newPayload []byt
 			}
 		}
 		if ix.def.Claims {
-			if err := ix.moveClaim(c, s.values[i], id); err != nil {
+			r := s.constrained[i]
+			if err := ix.moveClaims(c, s.oldKs[r[0]:r[1]], s.newKs[r[2]:r[3]], id); err != nil {
 				return err
 			}
 		}
@@ -678,7 +841,7 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 		return nil, mapStoreErr(err)
 	}
 	ix := &collIndex{name: s.Name, coll: c.Name, mems: c.mems, fail: c.fail, entries: entries,
-		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0}}
+		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0, Lists: !tune.PreLists}}
 	layout := t.newIndexLayout()
 	if _, shared := t.ktx.(kv.Locker); shared && s.Unique && layout == layoutKeys {
 		claims, err := c.root.CreateBucketIfNotExists(bucketIndexClaims)
@@ -839,25 +1002,30 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("building index %q: record %s: %w", ix.name, id, err)
 		}
-		buf, keys, null, err := ix.entryKeys(s.buf[:0], s.newKs[:0], payload, id)
+		buf, keys, wholes, nulls, err := ix.entryKeys(s.buf[:0], s.newKs[:0], payload, id)
 		if err != nil {
 			return false, fmt.Errorf("building index %q: record %s: %w", ix.name, id, err)
 		}
 		s.buf, s.newKs = buf, keys
-		if ix.def.Unique && !null && ix.collect != nil {
-			ix.unique = append(ix.unique, bytes.Clone(keys[0])) // checked once all are in
-		} else if ix.def.Unique && !null {
-			other, taken, err := ix.conflict(keys[0], id)
+		for _, whole := range keys[nulls:wholes] {
+			if !ix.def.Unique {
+				break
+			}
+			if ix.collect != nil {
+				ix.unique = append(ix.unique, bytes.Clone(whole)) // checked once all are in
+				continue
+			}
+			other, taken, err := ix.conflict(whole, id)
 			if err != nil {
 				return false, err
 			}
 			if taken {
 				return false, errUnique(ix, payload, other)
 			}
-			if ix.def.Claims {
-				if err := ix.moveClaim(c, [2][]byte{nil, wholeValue(keys[0])}, id); err != nil {
-					return false, err
-				}
+		}
+		if ix.def.Unique && ix.def.Claims && ix.collect == nil {
+			if err := ix.moveClaims(c, nil, keys[nulls:wholes], id); err != nil {
+				return false, err
 			}
 		}
 		for _, key := range keys {
@@ -878,17 +1046,14 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 	return false, nil
 }
 
-// buildBatch is how many records one build transaction indexes: small
-// enough that writers wait little between steps, large enough to amortise
-// the commit.
-const buildBatch = 5000
-
 // buildIndexes fills the indexes of h's collection that are still
 // building, one bounded transaction at a time: every commit leaves records
 // and entries consistent (writes in between maintain the entries of the
 // part already built), and a crash resumes where the last commit stopped.
 // A unique index that meets a duplicate is removed again and the error is
-// ErrUniqueViolation. The caller must hold Enter.
+// ErrUniqueViolation; so is an index that meets a record going through
+// lists on two of its paths, with ErrInvalidIndex. The caller must hold
+// Enter.
 func (db *DB) buildIndexes(h Handle) error {
 	for {
 		var building string
@@ -905,7 +1070,7 @@ func (db *DB) buildIndexes(h Handle) error {
 			for _, ix := range all {
 				if ix.def.Building {
 					building = ix.name
-					done, err = tx.buildStep(c, ix, buildBatch)
+					done, err = tx.buildStep(c, ix, tune.IndexBuildBatch)
 					if err == nil && done {
 						done = !slices.ContainsFunc(all, func(x *collIndex) bool { return x.def.Building })
 					}
@@ -914,7 +1079,9 @@ func (db *DB) buildIndexes(h Handle) error {
 			}
 			return nil
 		})
-		if errors.Is(err, errs.ErrUniqueViolation) {
+		if errors.Is(err, errs.ErrUniqueViolation) || errors.Is(err, errs.ErrInvalidIndex) {
+			// A duplicate, or a record that goes through lists on two
+			// paths of the index: it cannot be built over this data.
 			if derr := db.UpdateSafe(func(tx *Tx) error {
 				c, err := tx.Use(h, false)
 				if err != nil || c == nil {
@@ -1011,7 +1178,7 @@ func (t *Tx) EnsureIndexes(c *Coll, specs []IndexSpec) error {
 	}
 	for _, ix := range all {
 		for ix.def.Building {
-			if _, err := t.buildStep(c, ix, buildBatch); err != nil {
+			if _, err := t.buildStep(c, ix, tune.IndexBuildBatch); err != nil {
 				return err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -61,6 +62,9 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 			emit(p)
 		}
 	}
+	if ix.mapsOnly() && !tune.PreLists { // a build from before keeps such indexes
+		report(uuidv7.UUID{}, nil, "made before paths went through lists, it reads its dotted paths through maps only, so queries do not use it (the next open for writing rebuilds it, and so does Repair)")
+	}
 	if ix.def.Layout == layoutBlocks {
 		// Blocks and journal first: the entries below are read through them.
 		if err := checkBlocked(ix, report, pace); err != nil || problems > 0 {
@@ -99,15 +103,17 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 			continue // a damaged record: checkColl reports it
 		}
 		var err2 error
-		var null bool
-		buf, keys, null, err2 = ix.entryKeys(buf[:0], keys[:0], payload, id)
+		var wholes, nulls int
+		buf, keys, wholes, nulls, err2 = ix.entryKeys(buf[:0], keys[:0], payload, id)
 		if err2 != nil {
 			report(id, nil, "the record's values cannot be indexed: %v", trim(err2))
 			continue
 		}
-		if value := string(wholeValue(keys[0])); claims != nil && !null {
-			if _, taken := claims[value]; !taken {
-				claims[value] = id
+		for _, whole := range keys[nulls:wholes] {
+			if value := string(wholeValue(whole)); claims != nil {
+				if _, taken := claims[value]; !taken {
+					claims[value] = id
+				}
 			}
 		}
 		for _, key := range keys {
@@ -139,13 +145,13 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 			break // a walk that goes back could go round for ever
 		}
 		prevKey = append(prevKey[:0], k...)
-		if len(k) < 18 || (k[0] != entryWhole && k[0] != entryElement) {
+		if len(k) < 18 || (k[0] != entryWhole && k[0] != entryElement && k[0] != entryFanned) {
 			report(uuidv7.UUID{}, k, "an entry key of an unknown shape")
 			continue
 		}
 		id := keyID(k)
 		value := k[:len(k)-16]
-		if ix.def.Unique && k[0] == entryWhole && prevValue != nil && bytes.Equal(value, prevValue) && !nullWhole(c, ix, id) {
+		if ix.def.Unique && k[0] == entryWhole && prevValue != nil && bytes.Equal(value, prevValue) && constrains(c, ix, id, value) {
 			report(id, nil, "unique, but record %s holds the same value", prevID)
 		}
 		prevValue, prevID = append(prevValue[:0], value...), id
@@ -183,9 +189,10 @@ func checkBlocked(ix *collIndex, report func(uuidv7.UUID, []byte, string, ...any
 	}, pace.step)
 }
 
-// nullWhole reports whether the record id's values for ix include null (or
-// a missing field), which a unique index does not constrain.
-func nullWhole(c *Coll, ix *collIndex, id uuidv7.UUID) bool {
+// constrains reports whether the whole entry value (without its id) is
+// one of record id's values that unique index ix constrains: not null, not
+// missing.
+func constrains(c *Coll, ix *collIndex, id uuidv7.UUID, value []byte) bool {
 	v := c.records.Get(id[:])
 	if v == nil {
 		return false
@@ -194,8 +201,8 @@ func nullWhole(c *Coll, ix *collIndex, id uuidv7.UUID) bool {
 	if err != nil {
 		return false
 	}
-	_, _, null, err := ix.entryKeys(nil, nil, payload, id)
-	return err == nil && null
+	_, keys, wholes, nulls, err := ix.entryKeys(nil, nil, payload, id)
+	return err == nil && containsValue(keys[nulls:wholes], value)
 }
 
 // findStrays reports the entries whose record is gone, or whose record's
@@ -233,7 +240,7 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 		if err != nil {
 			continue
 		}
-		buf, keys, _, err = ix.entryKeys(buf[:0], keys[:0], payload, id)
+		buf, keys, _, _, err = ix.entryKeys(buf[:0], keys[:0], payload, id)
 		if err == nil && !containsKey(keys, k) {
 			report(id, nil, "an entry for a value the record does not hold (key %x)", k)
 		}
@@ -243,7 +250,7 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 
 // rebuildIndex empties an index and builds it again from the records, in
 // the caller's transaction, checking pace's context between build steps
-// (every buildBatch records). A blocked index is rebuilt as packed blocks
+// (every tune.IndexBuildBatch records). A blocked index is rebuilt as packed blocks
 // with an empty journal, under a new incarnation, so no view of its old
 // journal is used again.
 func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
@@ -262,7 +269,7 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 		}
 		ix.claimed = nil
 	}
-	ix.def.Building, ix.def.Mark, ix.def.Built, ix.changed = true, nil, 0, true
+	ix.def.Building, ix.def.Mark, ix.def.Built, ix.def.Lists, ix.changed = true, nil, 0, true, true
 	if ix.def.Layout == layoutBlocks {
 		journals, err := c.root.CreateBucketIfNotExists(bucketIndexJournal)
 		if err != nil {
@@ -291,7 +298,7 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 		if err := pace.check(); err != nil {
 			return err
 		}
-		if _, err := t.buildStep(c, ix, buildBatch); err != nil {
+		if _, err := t.buildStep(c, ix, tune.IndexBuildBatch); err != nil {
 			return err
 		}
 	}

@@ -20,8 +20,11 @@ type FieldRef struct {
 }
 
 // Field addresses the field at a dotted path: "status" is a top-level
-// field, "author.name" the key "name" of the map under "author". A path
-// only walks maps: through a list, or through anything but a map, the
+// field, "author.name" the key "name" of the map under "author". A
+// segment that meets a list goes on into each element that is a map, so
+// "items.sku" reaches the sku of every item and a condition holds when
+// some value it reaches passes (Neq, NotIn and Missing: when none passes
+// Eq, In, Exists); through anything else (a scalar, a list in a list) the
 // field is missing. For keys that contain a dot, use FieldPath.
 func Field(path string) FieldRef {
 	return fieldRef(strings.Split(path, "."), path)
@@ -219,6 +222,30 @@ func (f FieldRef) Contains(v any) Cond {
 		}
 	}
 	return c
+}
+
+// ElemMatch matches records whose field is a list with an element that
+// satisfies c on its own: c's paths start at the element, so
+// Field("items").ElemMatch(And(Field("sku").Eq("X"), Field("qty").Gt(2)))
+// needs one item with both, where Field("items.sku").Eq("X") and
+// Field("items.qty").Gt(2) may hold for two different items. An element
+// that is not a map has no fields (c sees every path missing).
+func (f FieldRef) ElemMatch(c Cond) Cond {
+	if f.err != nil {
+		return Cond{err: f.err}
+	}
+	if err := c.check("ElemMatch"); err != nil {
+		return Cond{err: err}
+	}
+	src := &expr{op: opElemMatch, path: f.path, kids: []*expr{c.src}, depth: c.src.depth + 1, nodes: c.src.nodes + 1}
+	switch {
+	case src.depth > MaxCondDepth:
+		return Cond{err: fmt.Errorf("%w: conditions nest more than %d levels deep", ErrInvalidQuery, MaxCondDepth)}
+	case src.nodes > MaxCondNodes:
+		return Cond{err: fmt.Errorf("%w: more than %d conditions", ErrInvalidQuery, MaxCondNodes)}
+	}
+	node := &plan.Cond{Op: plan.OpElemMatch, Path: f.path, Kids: []*plan.Cond{c.node}, Text: src.String()}
+	return Cond{node: node, src: src}
 }
 
 // with makes the field test o on operands as o takes them (see

@@ -18,6 +18,7 @@ import (
 //	{"field":"a.b","op":"eq","value":1}
 //	{"path":["a.b","c"],"op":"in","value":[1,2]}
 //	{"and":[…]}  {"or":[…]}  {"not":{…}}
+//	{"field":"items","op":"elemMatch","cond":{"field":"sku","op":"eq","value":"X"}}
 //
 // A field whose segments hold no dot is written as "field", any other as
 // "path". Values are written with the value mapping of JSON lines, which
@@ -58,6 +59,12 @@ func (e *expr) appendJSON(b []byte) ([]byte, error) {
 	var v any
 	switch e.op.takes() {
 	case noValue:
+		return append(b, '}'), nil
+	case oneCond:
+		b = append(b, `,"cond":`...)
+		if b, err = e.kids[0].appendJSON(b); err != nil {
+			return nil, err
+		}
 		return append(b, '}'), nil
 	case valueList, twoValues:
 		v = e.vals
@@ -186,15 +193,15 @@ func (r *condReader) node(v any, at string, depth int) (Cond, error) {
 		}
 		return c, nil
 	}
-	return r.leaf(m, at)
+	return r.leaf(m, at, depth)
 }
 
-func (r *condReader) leaf(m map[string]any, at string) (Cond, error) {
+func (r *condReader) leaf(m map[string]any, at string, depth int) (Cond, error) {
 	for k := range m {
 		switch k {
-		case "field", "path", "op", "value":
+		case "field", "path", "op", "value", "cond":
 		default:
-			return Cond{}, fail(at, "unknown key %q: a condition has field (or path), op and value, or is {\"and\":[…]}, {\"or\":[…]} or {\"not\":{…}}", k)
+			return Cond{}, fail(at, "unknown key %q: a condition has field (or path), op and value (or cond, for elemMatch), or is {\"and\":[…]}, {\"or\":[…]} or {\"not\":{…}}", k)
 		}
 	}
 	f, err := fieldJSON(m, at)
@@ -209,6 +216,27 @@ func (r *condReader) leaf(m map[string]any, at string) (Cond, error) {
 	o, ok := opNamed(name)
 	if !ok {
 		return Cond{}, fail(at, "op %s is not one of %s", show(opv), jsonOpList())
+	}
+	kid, hasCond := m["cond"]
+	if hasCond != (o.takes() == oneCond) {
+		if hasCond {
+			return Cond{}, fail(at, "op %q takes no cond; only elemMatch does", name)
+		}
+		return Cond{}, fail(at, "op %q needs a cond, the condition an element must satisfy", name)
+	}
+	if hasCond {
+		if _, hasVal := m["value"]; hasVal {
+			return Cond{}, fail(at, "op %q takes a cond, not a value", name)
+		}
+		kc, err := r.node(kid, at+".cond", depth+1)
+		if err != nil {
+			return Cond{}, err
+		}
+		c := f.ElemMatch(kc)
+		if c.err != nil {
+			return Cond{}, libFail(at, c.err)
+		}
+		return c, nil
 	}
 	val, hasVal := m["value"]
 	switch {

@@ -42,6 +42,10 @@ func TestCondUnmarshalJSON(t *testing.T) {
 		{`{"field":"a","op":"missing"}`, query.Field("a").Missing()},
 		{`{"field":"a","op":"prefix","value":"ab"}`, query.Field("a").Prefix("ab")},
 		{`{"field":"tags","op":"contains","value":"go"}`, query.Field("tags").Contains("go")},
+		{`{"field":"items","op":"elemMatch","cond":{"and":[{"field":"sku","op":"eq","value":"X"},{"field":"qty","op":"gt","value":2}]}}`,
+			query.Field("items").ElemMatch(query.And(query.Field("sku").Eq("X"), query.Field("qty").Gt(2)))},
+		{`{"path":["o","items"],"op":"elemMatch","cond":{"not":{"field":"sku","op":"exists"}}}`,
+			query.Field("o.items").ElemMatch(query.Not(query.Field("sku").Exists()))},
 		{`{"and":[]}`, query.And()},
 		{`{"or":[]}`, query.Or()},
 		{` {"and":[{"field":"a","op":"eq","value":1},{"or":[{"field":"b","op":"exists"},{"not":{"field":"c","op":"missing"}}]}]} `,
@@ -187,6 +191,9 @@ func FuzzCondJSON(f *testing.F) {
 		`{"field":"a","op":"contains","value":{"$oid":"5f1a2b3c4d5e6f7a8b9c0d1e"}}`,
 		`{"not":{"not":{"not":{}}}}`,
 		`[`,
+		`{"field":"items","op":"elemMatch","cond":{"field":"sku","op":"eq","value":"X"}}`,
+		`{"field":"items","op":"elemMatch","value":1}`,
+		`{"field":"items","op":"eq","value":1,"cond":{}}`,
 	} {
 		f.Add([]byte(s))
 	}

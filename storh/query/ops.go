@@ -28,6 +28,7 @@ const (
 	opBetween
 	opExists
 	opMissing
+	opElemMatch
 	opAnd
 	opOr
 	opNot
@@ -41,6 +42,7 @@ const (
 	valueList                 // a list of values (in, not in)
 	twoValues                 // lo and hi (between)
 	noValue                   // nothing (exists, missing)
+	oneCond                   // a condition on the elements of the field's lists (elemmatch)
 	combines                  // conditions (and, or, not)
 )
 
@@ -51,22 +53,23 @@ var ops = [...]struct {
 	takes  operands
 	plan   plan.Op // what the engine runs, before lowering
 }{
-	opEq:       {"Eq", "=", "eq", oneValue, plan.OpEq},
-	opNeq:      {"Neq", "!=", "neq", oneValue, plan.OpNeq},
-	opGt:       {"Gt", ">", "gt", oneValue, plan.OpRange},
-	opGte:      {"Gte", ">=", "gte", oneValue, plan.OpRange},
-	opLt:       {"Lt", "<", "lt", oneValue, plan.OpRange},
-	opLte:      {"Lte", "<=", "lte", oneValue, plan.OpRange},
-	opPrefix:   {"Prefix", "^=", "prefix", oneValue, plan.OpRange},
-	opIn:       {"In", "in", "in", valueList, plan.OpIn},
-	opNotIn:    {"NotIn", "not in", "nin", valueList, plan.OpNotIn},
-	opContains: {"Contains", "contains", "contains", oneValue, plan.OpContains},
-	opBetween:  {"Between", "between", "between", twoValues, plan.OpRange},
-	opExists:   {"Exists", "exists", "exists", noValue, plan.OpExists},
-	opMissing:  {"Missing", "missing", "missing", noValue, plan.OpMissing},
-	opAnd:      {"And", "and", "and", combines, plan.OpAnd},
-	opOr:       {"Or", "or", "or", combines, plan.OpOr},
-	opNot:      {"Not", "not", "not", combines, plan.OpNot},
+	opEq:        {"Eq", "=", "eq", oneValue, plan.OpEq},
+	opNeq:       {"Neq", "!=", "neq", oneValue, plan.OpNeq},
+	opGt:        {"Gt", ">", "gt", oneValue, plan.OpRange},
+	opGte:       {"Gte", ">=", "gte", oneValue, plan.OpRange},
+	opLt:        {"Lt", "<", "lt", oneValue, plan.OpRange},
+	opLte:       {"Lte", "<=", "lte", oneValue, plan.OpRange},
+	opPrefix:    {"Prefix", "^=", "prefix", oneValue, plan.OpRange},
+	opIn:        {"In", "in", "in", valueList, plan.OpIn},
+	opNotIn:     {"NotIn", "not in", "nin", valueList, plan.OpNotIn},
+	opContains:  {"Contains", "contains", "contains", oneValue, plan.OpContains},
+	opBetween:   {"Between", "between", "between", twoValues, plan.OpRange},
+	opExists:    {"Exists", "exists", "exists", noValue, plan.OpExists},
+	opMissing:   {"Missing", "missing", "missing", noValue, plan.OpMissing},
+	opElemMatch: {"ElemMatch", "elemmatch", "elemMatch", oneCond, plan.OpElemMatch},
+	opAnd:       {"And", "and", "and", combines, plan.OpAnd},
+	opOr:        {"Or", "or", "or", combines, plan.OpOr},
+	opNot:       {"Not", "not", "not", combines, plan.OpNot},
 }
 
 func (o op) goName() string  { return ops[o].goName }
@@ -84,7 +87,7 @@ func (o op) isSymbol() bool {
 // leafOps are the operators of field tests, in the order messages list
 // them.
 func leafOps() []op {
-	return []op{opEq, opNeq, opGt, opGte, opLt, opLte, opPrefix, opIn, opNotIn, opContains, opBetween, opExists, opMissing}
+	return []op{opEq, opNeq, opGt, opGte, opLt, opLte, opPrefix, opIn, opNotIn, opContains, opBetween, opExists, opMissing, opElemMatch}
 }
 
 func opNamed(json string) (op, bool) {
@@ -156,6 +159,10 @@ func (e *expr) write(b *strings.Builder) {
 	b.WriteString(" " + e.op.text())
 	switch e.op.takes() {
 	case noValue:
+	case oneCond:
+		b.WriteString(" (")
+		e.kids[0].write(b)
+		b.WriteString(")")
 	case valueList:
 		b.WriteString(" ")
 		writeValue(b, e.vals)

@@ -28,7 +28,7 @@ import (
 //	unary   = "not" unary | "(" expr ")" | cond
 //	cond    = path ( cmp value | "^=" value | "in" list | "not" "in" list
 //	               | "contains" value | "between" value "and" value
-//	               | "exists" | "missing" )
+//	               | "exists" | "missing" | "elemmatch" "(" expr ")" )
 //	cmp     = "=" | "!=" | ">" | ">=" | "<" | "<="
 //	path    = segment { "." segment }
 //	segment = a bare name | a JSON string ("a.b" is one key with a dot)
@@ -43,7 +43,9 @@ import (
 // is always text). JSON values use the value mapping of JSON lines, so 5 is
 // an integer, 5.0 a float and {"$date":"…"} a time. Operators are matched
 // longest first, so >= is never > followed by "=…". The words and, or and
-// not are never names or bare words: quote them ("not"=1, x="and").
+// not are never names or bare words: quote them ("not"=1, x="and"). The
+// paths inside elemmatch's parentheses start at each element of the
+// field's lists: items elemmatch (sku = X and qty > 2).
 //
 // Every error is a *ParseError that names the column of the fault and
 // wraps ErrInvalidQuery. The limits are those of every condition:
@@ -360,6 +362,20 @@ func (p *parser) cond() (Cond, error) {
 			o = opExists
 		case p.keyword(opMissing.text()):
 			o = opMissing
+		case p.keyword(opElemMatch.text()):
+			p.space()
+			if p.i >= len(p.src) || p.src[p.i] != '(' {
+				return Cond{}, p.errAt(p.i, "expected a condition in parentheses after elemmatch, like %s elemmatch (sku = X and qty > 2); got %s", field, p.found())
+			}
+			kid, err := p.unary()
+			if err != nil {
+				return Cond{}, err
+			}
+			c := FieldPath(path...).ElemMatch(kid)
+			if c.err != nil {
+				return Cond{}, p.libErr(at, c.err)
+			}
+			return c, nil
 		default:
 			return Cond{}, p.errAt(p.i, "expected an operator after the field %s (%s); got %s", field, opList(), p.found())
 		}

@@ -110,6 +110,10 @@ func TestParse(t *testing.T) {
 		{"email exists", `email exists`},
 		{"deleted missing", `deleted missing`},
 		{"a.b.c exists", `a.b.c exists`},
+		{"items elemmatch (sku=X and qty>2)", `items elemmatch (sku = "X" and qty > 2)`},
+		{"items ELEMMATCH(not sku=X)", `items elemmatch (not sku = "X")`},
+		{"o.items elemmatch (sku=X) and n=1", `o.items elemmatch (sku = "X") and n = 1`},
+		{"items elemmatch (tags elemmatch (a=1 or b missing))", `items elemmatch (tags elemmatch (a = 1 or b missing))`},
 		{`"a.b".c missing`, `"a.b".c missing`},
 		{"not a=1", `not a = 1`},
 		{"not not a=1", `not not a = 1`},
@@ -150,7 +154,9 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct{ in, msg string }{
 		{"", `at column 1: expected a condition, like level=error or n>=5; got nothing`},
 		{"   ", `at column 1: expected a condition`},
-		{"status", `at column 7: expected an operator after the field status (= != > >= < <= ^= in, not in, contains, between, exists, missing); got the end`},
+		{"status", `at column 7: expected an operator after the field status (= != > >= < <= ^= in, not in, contains, between, exists, missing, elemmatch); got the end`},
+		{"items elemmatch sku=X", `at column 17: expected a condition in parentheses after elemmatch, like items elemmatch (sku = X and qty > 2); got "sku=X"`},
+		{"items elemmatch (sku=X", `at column 23: expected and, or, or ')' to close the '(' at column 17; got the end`},
 		{"=5", `at column 1: expected a field name; got "=5"`},
 		{`""=5`, `at column 1: a condition needs a field name`},
 		{"a.=1", `at column 3: expected a field name after '.'; got "=1"`},
@@ -228,7 +234,7 @@ func TestParseErrors(t *testing.T) {
 // TestParseConds runs parsed conditions through Validate: the typed values
 // reach the engine's plan as the builders make them.
 func TestParseConds(t *testing.T) {
-	for _, in := range []string{"n=5", "p=uuid:0190a4f4-5c3b-7def-8123-456789abcdef", "p>oid:5e0be232153bcf7c10df5e93", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)"} {
+	for _, in := range []string{"n=5", "p=uuid:0190a4f4-5c3b-7def-8123-456789abcdef", "p>oid:5e0be232153bcf7c10df5e93", "n in [1, 2]", "n between 1 and 5", "s^=ab", "l contains x", "a.b exists", "not (a=1 or b=2)", "items elemmatch (sku=X and qty>2)"} {
 		c, err := query.Parse(in)
 		if err != nil {
 			t.Fatal(err)
@@ -322,6 +328,7 @@ func FuzzParse(f *testing.F) {
 		"tags contains go", "level not in [debug, info]", `"a.b".c missing`, "not (a=1 or b exists)",
 		`at>={"$date":"2024-05-01T00:00:00Z"}`, `m=[1, [2, {"k": "v"}], null]`, "msg=hello world",
 		"n==5", "x in [1,", `"open=1`, "é=ü", "a=1)", "NOT x=1 AND y=2 OR z MISSING",
+		"items elemmatch (sku=X and qty>2)", "items.sku=X", "a elemmatch (b elemmatch (not c exists))", "items elemmatch sku",
 	} {
 		f.Add(s)
 	}

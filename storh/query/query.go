@@ -1,7 +1,6 @@
 package query
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,9 +13,10 @@ import (
 // ErrInvalidQuery is returned, by every terminal that runs the query and by
 // Validate, when a query cannot run: a limit below 1, an empty field name or
 // path, a value that cannot be stored, a range bound of a type ranges do not
-// compare, an unknown direction. The storh package re-exports it as
-// storh.ErrInvalidQuery.
-var ErrInvalidQuery = errors.New("storh: invalid query")
+// compare, an unknown direction; and, while it runs, an OrderBy path that
+// goes through a list in a matching record. The storh package re-exports
+// it as storh.ErrInvalidQuery.
+var ErrInvalidQuery = plan.ErrInvalidQuery
 
 // MaxFieldLength bounds field names and paths in conditions; longer names
 // cannot match anything a user would store and are most likely a bug.

@@ -468,3 +468,62 @@ func TestNullRangeBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchThroughLists: a path that meets a list goes on into each element
+// that is a map, and a condition holds when some value it reaches passes;
+// Neq, NotIn and Missing hold when none passes Eq, In and Exists. Elements
+// that are not maps, lists of lists included, reach nothing.
+func TestMatchThroughLists(t *testing.T) {
+	order := encode(t, map[string]any{
+		"items": []any{
+			map[string]any{"sku": "X", "qty": 1},
+			map[string]any{"sku": "Y", "qty": 5, "tags": []any{"a"}},
+			map[string]any{"qty": 3},
+			map[string]any{"sku": nil},
+			"loose",
+			[]any{map[string]any{"sku": "deep"}},
+		},
+		"ship": map[string]any{"boxes": []any{map[string]any{"w": 2}, map[string]any{"w": 9}}},
+	})
+	F := query.Field
+	for _, tc := range []struct {
+		name string
+		c    query.Cond
+		want bool
+	}{
+		{"Eq holds when some element's value is equal", F("items.sku").Eq("X"), true},
+		{"Eq holds for no element", F("items.sku").Eq("Z"), false},
+		{"a list in a list is not descended", F("items.sku").Eq("deep"), false},
+		{"Eq(nil) matches a present null in some element", F("items.sku").Eq(nil), true},
+		{"Neq is Not Eq: some element has X", F("items.sku").Neq("X"), false},
+		{"Neq holds when no element is equal", F("items.sku").Neq("Z"), true},
+		{"In: some element", F("items.sku").In("Z", "Y"), true},
+		{"NotIn: some element is in", F("items.sku").NotIn("Z", "Y"), false},
+		{"NotIn: none is in", F("items.sku").NotIn("Z"), true},
+		{"Gt: some element", F("items.qty").Gt(4), true},
+		{"Lt: some element", F("items.qty").Lt(2), true},
+		{"Between: some element", F("items.qty").Between(2, 4), true},
+		{"Between: none", F("items.qty").Between(6, 8), false},
+		{"Gt and Lt may hold for two elements", query.And(F("items.qty").Gt(4), F("items.qty").Lt(2)), true},
+		{"ElemMatch needs one element for both", F("items").ElemMatch(query.And(F("qty").Gt(4), F("qty").Lt(2))), false},
+		{"ElemMatch: one element with both", F("items").ElemMatch(query.And(F("sku").Eq("Y"), F("qty").Eq(5))), true},
+		{"ElemMatch: sku and qty of two items", F("items").ElemMatch(query.And(F("sku").Eq("X"), F("qty").Eq(5))), false},
+		{"ElemMatch: a non-map element has no fields", F("items").ElemMatch(query.And(F("sku").Missing(), F("qty").Missing())), true},
+		{"Prefix: some element", F("items.sku").Prefix("Y"), true},
+		{"Exists: some element has sku", F("items.sku").Exists(), true},
+		{"Missing: Not Exists", F("items.sku").Missing(), false},
+		{"Missing: no element has it", F("items.color").Missing(), true},
+		{"Contains: some element's list", F("items.tags").Contains("a"), true},
+		{"Not Eq is Neq", query.Not(F("items.sku").Eq("X")), false},
+		{"a path through a map then a list", F("ship.boxes.w").Gt(5), true},
+		{"a path through a list's element into a scalar is missing", F("items.sku.x").Exists(), false},
+		{"the list itself is one value", F("items").Contains("loose"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := match(t, query.All().Where(tc.c), order)
+			if err != nil || got != tc.want {
+				t.Errorf("%v = %v, %v; want %v", tc.c, got, err, tc.want)
+			}
+		})
+	}
+}

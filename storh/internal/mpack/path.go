@@ -51,3 +51,56 @@ func Elements(raw []byte, fn func(elem []byte) bool) (isArray bool, err error) {
 	}
 	return true, nil
 }
+
+// PathValues calls fn with the raw bytes of every value path reaches in
+// the map payload b, until fn returns false. A segment that meets a map
+// goes on into it; one that meets a list goes on into each element that is
+// a map (MongoDB's rule), so "items.sku" reaches the sku of every item.
+// An element that is not a map, a list inside a list included, reaches
+// nothing, and neither does a scalar met before the last segment. fanned
+// reports whether the walk met a list before the last segment, so that
+// the path may reach several values. Like FieldPath it reads only as far as it must and does not
+// validate what it skips.
+func PathValues(b []byte, path []string, fn func(raw []byte) bool) (fanned bool, err error) {
+	w := pathWalk{fn: fn}
+	err = w.walk(b, path)
+	return w.fanned, err
+}
+
+type pathWalk struct {
+	fn      func(raw []byte) bool
+	fanned  bool
+	stopped bool
+}
+
+// walk follows path from the map m.
+func (w *pathWalk) walk(m []byte, path []string) error {
+	for i, seg := range path {
+		raw, ok, err := Field(m, seg)
+		if err != nil || !ok {
+			return err
+		}
+		if i == len(path)-1 {
+			w.stopped = !w.fn(raw)
+			return nil
+		}
+		if IsMap(raw) {
+			m = raw
+			continue
+		}
+		rest := path[i+1:]
+		var walkErr error
+		isArray, err := Elements(raw, func(elem []byte) bool {
+			if IsMap(elem) {
+				walkErr = w.walk(elem, rest)
+			}
+			return walkErr == nil && !w.stopped
+		})
+		w.fanned = w.fanned || isArray
+		if err == nil {
+			err = walkErr
+		}
+		return err
+	}
+	return nil
+}

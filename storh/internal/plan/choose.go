@@ -12,7 +12,15 @@ type IndexDef struct {
 	Name   string
 	Paths  [][]string
 	Unique bool
+	// Fanned says, per path (nil: none), that some record reaches several
+	// values there, through lists: the index holds an entry per value, so
+	// a record may have several entries in a range, and two conditions on
+	// the path may hold for different values.
+	Fanned []bool
 }
+
+// fanned reports whether path p of d reaches several values in a record.
+func (d IndexDef) fanned(p int) bool { return d.Fanned != nil && d.Fanned[p] }
 
 // KeyRange is a half-open range [Lo, Hi) of index value keys: the order keys
 // of an entry's value(s), without the record id that ends every index key.
@@ -36,6 +44,9 @@ type Scan struct {
 	// Exact means every record with an entry in the ranges matches the
 	// conditions the scan was made for, so its keys can be counted.
 	Exact bool
+	// Repeats: a record may have several entries in the ranges (its
+	// values went through a list), so readers must keep distinct ids.
+	Repeats bool
 }
 
 // AccessKind is how a plan finds its candidate records.
@@ -128,8 +139,12 @@ func indexAccess(s *Spec, conj []*Cond, i int, d IndexDef) (Access, int) {
 	points, exact := 0, true
 	var next []KeyRange // ranges on the path after the equalities
 	nextPath := -1
+	repeats := false
+	for p := range d.Paths {
+		repeats = repeats || d.fanned(p)
+	}
 	for p, path := range d.Paths {
-		rs, ok, ex := pathRanges(conj, path, used, false)
+		rs, ok, ex := pathRanges(conj, path, used, false, d.fanned(p))
 		if !ok {
 			break
 		}
@@ -150,7 +165,7 @@ func indexAccess(s *Spec, conj []*Cond, i int, d IndexDef) (Access, int) {
 	}
 	if points == 0 && nextPath < 0 && len(d.Paths) == 1 {
 		// A Contains on a single-field index reads its element entries.
-		if rs, ok, ex := pathRanges(conj, d.Paths[0], used, true); ok {
+		if rs, ok, ex := pathRanges(conj, d.Paths[0], used, true, d.fanned(0)); ok {
 			a := Access{Kind: AccessIndex, Scans: []Scan{{Index: i, Element: true, Ranges: rs, Exact: ex && allUsed(used)}}}
 			a.Exact = a.Scans[0].Exact
 			return a, 25
@@ -177,8 +192,10 @@ func indexAccess(s *Spec, conj []*Cond, i int, d IndexDef) (Access, int) {
 	// after a single combination of equalities, and is the index's last
 	// path (a path after it would order ties by its value, not by id).
 	orderAt := points
+	// A path that reaches several values in some record has no order: the
+	// query fails on such a record, which only reading every match finds.
 	ordered := s.Order != nil && len(prefixes) == 1 && orderAt == len(d.Paths)-1 &&
-		slices.Equal(d.Paths[orderAt], s.Order) && (nextPath < 0 || nextPath == orderAt)
+		slices.Equal(d.Paths[orderAt], s.Order) && (nextPath < 0 || nextPath == orderAt) && !d.fanned(orderAt)
 	score := 0
 	switch {
 	case points == len(d.Paths) && d.Unique && len(prefixes) == 1:
@@ -202,7 +219,7 @@ func indexAccess(s *Spec, conj []*Cond, i int, d IndexDef) (Access, int) {
 		return Access{}, 0
 	}
 	slices.SortFunc(ranges, func(a, b KeyRange) int { return bytes.Compare(a.Lo, b.Lo) })
-	scan := Scan{Index: i, Ranges: ranges, Exact: exact && allUsed(used) && (points > 0 || nextPath >= 0)}
+	scan := Scan{Index: i, Ranges: ranges, Exact: exact && allUsed(used) && (points > 0 || nextPath >= 0), Repeats: repeats}
 	a := Access{Kind: AccessIndex, Scans: []Scan{scan}, Ordered: ordered, Exact: scan.Exact}
 	if ordered {
 		a.OrderPrefix = prefixes[0]
@@ -242,11 +259,14 @@ func unionAccess(s *Spec, conj []*Cond, defs []IndexDef) (Access, bool) {
 // elements it looks at Contains (for element entries) instead of the
 // whole-value operators. exact is false when the ranges hold values the
 // conditions do not match (a null range also holds missing fields; NaN is
-// equal to nothing), so records must be checked.
-func pathRanges(conj []*Cond, path []string, used []bool, elements bool) (rs []KeyRange, ok, exact bool) {
+// equal to nothing), so records must be checked. On a fanned path (one
+// that reaches several values in some record) two conditions may hold for
+// two different values, so ranges are not intersected: the first condition
+// alone picks the entries, and the record check decides the others.
+func pathRanges(conj []*Cond, path []string, used []bool, elements, fanned bool) (rs []KeyRange, ok, exact bool) {
 	exact = true
 	for i, c := range conj {
-		if !slices.Equal(c.Path, path) {
+		if !slices.Equal(c.Path, path) || ok && fanned {
 			continue
 		}
 		var cr []KeyRange

@@ -22,11 +22,17 @@ const (
 	OpExists   // the field is present (a null counts)
 	OpMissing  // the field is absent
 	OpContains // the field is a list holding an element equal to Values[0]
+	// OpElemMatch: the field is a list with an element that satisfies
+	// Kids[0], whose paths start at the element.
+	OpElemMatch
 )
 
 // Cond is one node of a compiled condition tree. Values are in mpack's
 // normalised form; Lo and Hi are order keys (package order) of the range's
-// bounds, the half-open interval of field values that match.
+// bounds, the half-open interval of field values that match. A leaf's Path
+// may reach several values, through lists (mpack.PathValues): a leaf holds
+// when some value passes its test, and OpNeq, OpNotIn and OpMissing when
+// none passes OpEq, OpIn and OpExists.
 type Cond struct {
 	Op     Op
 	Path   []string

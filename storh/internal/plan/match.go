@@ -51,45 +51,49 @@ func (m *Matcher) eval(c *Cond, payload []byte) (bool, error) {
 		ok, err := m.eval(c.Kids[0], payload)
 		return !ok && err == nil, err
 	}
-	raw, present, err := mpack.FieldPath(payload, c.Path)
+	// A path may reach several values (through lists): a leaf holds when
+	// some value satisfies its positive test; Neq, NotIn and Missing are
+	// the negations of Eq, In and Exists over all of them.
+	positive := c.Op
+	switch c.Op {
+	case OpNeq:
+		positive = OpEq
+	case OpNotIn:
+		positive = OpIn
+	case OpMissing:
+		positive = OpExists
+	}
+	some := false
+	var testErr error
+	_, err := mpack.PathValues(payload, c.Path, func(raw []byte) bool {
+		some, testErr = m.test(positive, c, raw)
+		return !some && testErr == nil
+	})
+	if err == nil {
+		err = testErr
+	}
 	if err != nil {
 		return false, err
 	}
-	switch c.Op {
+	return some == (positive == c.Op), nil
+}
+
+// test reports whether one value the leaf c's path reached satisfies the
+// positive operator op.
+func (m *Matcher) test(op Op, c *Cond, raw []byte) (bool, error) {
+	switch op {
 	case OpExists:
-		return present, nil
-	case OpMissing:
-		return !present, nil
+		return true, nil
 	case OpEq:
-		if !present {
-			return false, nil
-		}
 		return mpack.EqualRaw(raw, c.Values[0])
-	case OpNeq:
-		if !present {
-			return true, nil
-		}
-		eq, err := mpack.EqualRaw(raw, c.Values[0])
-		return !eq && err == nil, err
-	case OpIn, OpNotIn:
-		in := false
-		if present {
-			for _, v := range c.Values {
-				eq, err := mpack.EqualRaw(raw, v)
-				if err != nil {
-					return false, err
-				}
-				if eq {
-					in = true
-					break
-				}
+	case OpIn:
+		for _, v := range c.Values {
+			if eq, err := mpack.EqualRaw(raw, v); eq || err != nil {
+				return eq, err
 			}
 		}
-		return in == (c.Op == OpIn), nil
+		return false, nil
 	case OpContains:
-		if !present {
-			return false, nil
-		}
 		found := false
 		var eqErr error
 		_, err := mpack.Elements(raw, func(elem []byte) bool {
@@ -101,16 +105,30 @@ func (m *Matcher) eval(c *Cond, payload []byte) (bool, error) {
 		}
 		return found && err == nil, err
 	case OpRange:
-		if !present {
-			return false, nil
-		}
+		var err error
 		if m.key, err = order.AppendRaw(m.key[:0], raw); err != nil {
 			return false, err
 		}
 		return InRange(m.key, c.Lo, c.Hi), nil
+	case OpElemMatch:
+		found := false
+		var evalErr error
+		_, err := mpack.Elements(raw, func(elem []byte) bool {
+			if !mpack.IsMap(elem) {
+				elem = emptyMap // an element that is not a map has no fields
+			}
+			found, evalErr = m.eval(c.Kids[0], elem)
+			return !found && evalErr == nil
+		})
+		if err == nil {
+			err = evalErr
+		}
+		return found && err == nil, err
 	}
 	return false, nil
 }
+
+var emptyMap = []byte{0x80}
 
 // InRange reports whether lo <= k < hi; a nil hi has no upper end.
 func InRange(k, lo, hi []byte) bool {

@@ -14,6 +14,11 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
+// ErrInvalidQuery is query.ErrInvalidQuery, here so that the engine can
+// fail a query that only shows itself invalid as it runs (an order path
+// through a list).
+var ErrInvalidQuery = errors.New("storh: invalid query")
+
 // Spec is a validated, compiled query.
 type Spec struct {
 	// Lo and Hi bound the record ids, both inclusive: After and Before in

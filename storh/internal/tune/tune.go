@@ -1,7 +1,8 @@
 // Package tune holds the sizes behind the engine's blocked indexes (how
 // large a block of entries grows, and how many journaled changes an index
 // holds before they are folded into its blocks) and behind the bounded
-// transactions of DeleteMatching and PatchMatching. The defaults are what
+// transactions of DeleteMatching, PatchMatching and index builds. The
+// defaults are what
 // the engine ships with. Tests shrink them, so that folds, block splits,
 // merges and transaction boundaries happen on a few dozen records instead
 // of tens of thousands; the behaviour is the same at every size, only when
@@ -38,6 +39,16 @@ var (
 	// IndexLayout forces the layout of new indexes: "keys" (one key per
 	// entry) or "blocks" (blocks and a journal); "" lets the backend choose.
 	IndexLayout = ""
+	// IndexBuildBatch is how many records one transaction of an index's
+	// build indexes: small enough that writers wait little between steps,
+	// large enough to amortise the commit.
+	IndexBuildBatch = DefaultIndexBuildBatch
+	// PreLists makes the engine behave as a build from before paths went
+	// through lists, to write the stores that build left: new indexes
+	// read dotted paths through maps only, opens for writing neither
+	// raise the format to formatLists nor rebuild indexes, and a store
+	// at formatLists is refused as a newer storh's.
+	PreLists = false
 )
 
 const (
@@ -46,6 +57,7 @@ const (
 	DefaultIndexFoldMax       = 1 << 17
 	DefaultIndexFoldStepBytes = 4 << 20
 	DefaultMatchingBatch      = 5000
+	DefaultIndexBuildBatch    = 5000
 )
 
 // Env is the environment variable that Set's settings are passed to a
@@ -53,14 +65,14 @@ const (
 const Env = "STORH_TEST_TUNE"
 
 // Set applies comma-separated settings such as "block=256,foldmin=8" (keys:
-// block, foldmin, foldmax, step, batch, layout) and returns a func that restores
-// the previous values.
+// block, foldmin, foldmax, step, build, batch, layout, prelists) and
+// returns a func that restores the previous values.
 func Set(settings string) (restore func(), err error) {
-	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, MatchingBatch}
-	savedLayout := IndexLayout
+	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, IndexBuildBatch, MatchingBatch}
+	savedLayout, savedPreLists := IndexLayout, PreLists
 	restore = func() {
-		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, MatchingBatch = saved[0], saved[1], saved[2], saved[3], saved[4]
-		IndexLayout = savedLayout
+		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, IndexBuildBatch, MatchingBatch = saved[0], saved[1], saved[2], saved[3], saved[4], saved[5]
+		IndexLayout, PreLists = savedLayout, savedPreLists
 	}
 	for _, kv := range strings.Split(settings, ",") {
 		if kv == "" {
@@ -89,8 +101,12 @@ func Set(settings string) (restore func(), err error) {
 			IndexFoldMax = n
 		case "step":
 			IndexFoldStepBytes = n
+		case "build":
+			IndexBuildBatch = n
 		case "batch":
 			MatchingBatch = n
+		case "prelists":
+			PreLists = n == 1
 		default:
 			restore()
 			return nil, fmt.Errorf("tune: unknown setting %q", k)
