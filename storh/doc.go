@@ -59,7 +59,7 @@
 //     another process inserted first makes the transaction run again, and
 //     the run after sees it (a replacement, ErrExists, ErrUniqueViolation).
 //   - Queries and counts inside Update (Find, Stream, First, Count,
-//     CountMatching, Stats) hold the collection alone from their first read
+//     CountMatching, Aggregate, Stats) hold the collection alone from their first read
 //     on, as every writer did on a file: no other process writes it until
 //     the commit.
 //
