@@ -18,6 +18,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine/internal/boltpage"
 	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -89,6 +90,9 @@ type DB struct {
 	signals signals        // per queue: closed when jobs become pending
 	watch   watchers       // per collection: the feeds of Watch
 	blocked blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
+
+	// upgrade: Open found a store to bring up to formatLists (upgradeLists).
+	upgrade bool
 }
 
 // lifecycle is the DB's count of running operations and its closing: Close
@@ -285,6 +289,11 @@ func (db *DB) start() error {
 			return mapStoreErr(err)
 		}
 	}
+	if db.upgrade {
+		if err := db.upgradeLists(); err != nil {
+			return err
+		}
+	}
 	if !db.opts.ReadOnly {
 		db.group.writes = make(chan *WriteOp, db.opts.MaxBatch)
 		db.group.stop = make(chan struct{})
@@ -356,11 +365,20 @@ const maxPlausibleFormat = 1 << 10
 
 func (db *DB) initMeta() error {
 	// On a store whose writers run at once, this build's writers need
-	// formatShared (see the formats in layout.go). The destination of a
-	// copy takes its source's marker, whatever it is: the next open for
-	// writing raises it.
+	// formatShared (see the formats in layout.go), which upgradeLists
+	// passes; a build from before it (tune.PreLists) raises to it alone.
+	// The destination of a copy takes its source's marker, whatever it
+	// is: the next open for writing raises it.
 	_, shared := db.store.(kv.Shared)
 	shared = shared && !db.opts.CopyTarget
+	// An open for writing raises the format to formatLists and rebuilds
+	// the indexes made before (upgradeLists), unless it is a copy's
+	// destination, which keeps its source's marker.
+	lists := !db.opts.ReadOnly && !db.opts.CopyTarget && !tune.PreLists
+	newest := int64(formatVersion)
+	if tune.PreLists {
+		newest = formatShared
+	}
 	raise := false
 	check := func(tx kv.Tx) error {
 		b := tx.Bucket(dbMetaBucket)
@@ -380,7 +398,10 @@ func (db *DB) initMeta() error {
 				if err != nil {
 					return mapStoreErr(err)
 				}
-				if shared {
+				switch {
+				case lists:
+					return putInt(nb, keyFormat, formatLists)
+				case shared:
 					return putInt(nb, keyFormat, formatShared)
 				}
 				return putInt(nb, keyFormat, formatBase)
@@ -389,17 +410,18 @@ func (db *DB) initMeta() error {
 		}
 		v := getInt(b, keyFormat)
 		switch {
-		case v > formatVersion && v <= maxPlausibleFormat:
-			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", errs.ErrCorrupt, v, formatBase, formatVersion)
-		case v < formatBase || v > formatVersion:
-			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d to %d)", errs.ErrCorrupt, v, formatBase, formatVersion)
+		case v > newest && v <= maxPlausibleFormat:
+			return fmt.Errorf("%w: the file is in format %d, written by a newer storh; this build reads formats %d to %d", errs.ErrCorrupt, v, formatBase, newest)
+		case v < formatBase || v > newest:
+			return fmt.Errorf("%w: the file is damaged: its format marker reads %d (want %d to %d)", errs.ErrCorrupt, v, formatBase, newest)
 		}
 		if m := b.Get(keyMigrating); m != nil && !db.opts.CopyTarget {
 			// Part of a copy would pass for the whole of its source.
 			source, _, _ := decodeMarker(m)
 			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
-		if raise = shared && v < formatShared; raise && tx.Writable() {
+		db.upgrade = lists && (v < formatLists || b.Get(keyListsBuild) != nil)
+		if raise = shared && v < formatShared && !db.upgrade; raise && tx.Writable() {
 			return putInt(b, keyFormat, formatShared)
 		}
 		return nil
@@ -409,8 +431,8 @@ func (db *DB) initMeta() error {
 			return db.run(false, check)
 		}
 		// Most opens find the bucket: check in a read transaction first, so
-		// opening an existing database never writes (but once, to raise a
-		// shared store's format).
+		// opening an existing database never writes (but once, to raise
+		// its format: upgradeLists).
 		found := false
 		if err := db.run(false, func(tx kv.Tx) error {
 			found = tx.Bucket(dbMetaBucket) != nil

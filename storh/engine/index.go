@@ -138,7 +138,8 @@ type indexDef struct {
 	ChainNext []byte `msgpack:"chainNext,omitempty"`
 	// Lists: the entries follow paths through lists (entryKeys). An index
 	// made before that reads its paths through maps only; queries do not
-	// use it, Verify reports it and Repair rebuilds it with Lists set.
+	// use it, and an open for writing rebuilds it (upgradeLists), as
+	// Repair does.
 	Lists bool `msgpack:"lists,omitempty"`
 }
 
@@ -840,7 +841,7 @@ func (t *Tx) createIndex(c *Coll, s IndexSpec) (*collIndex, error) {
 		return nil, mapStoreErr(err)
 	}
 	ix := &collIndex{name: s.Name, coll: c.Name, mems: c.mems, fail: c.fail, entries: entries,
-		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0, Lists: true}}
+		def: indexDef{Paths: s.Paths, Unique: s.Unique, Building: c.Count() > 0, Lists: !tune.PreLists}}
 	layout := t.newIndexLayout()
 	if _, shared := t.ktx.(kv.Locker); shared && s.Unique && layout == layoutKeys {
 		claims, err := c.root.CreateBucketIfNotExists(bucketIndexClaims)
@@ -1045,11 +1046,6 @@ func (t *Tx) buildStep(c *Coll, ix *collIndex, max int) (done bool, err error) {
 	return false, nil
 }
 
-// buildBatch is how many records one build transaction indexes: small
-// enough that writers wait little between steps, large enough to amortise
-// the commit.
-const buildBatch = 5000
-
 // buildIndexes fills the indexes of h's collection that are still
 // building, one bounded transaction at a time: every commit leaves records
 // and entries consistent (writes in between maintain the entries of the
@@ -1074,7 +1070,7 @@ func (db *DB) buildIndexes(h Handle) error {
 			for _, ix := range all {
 				if ix.def.Building {
 					building = ix.name
-					done, err = tx.buildStep(c, ix, buildBatch)
+					done, err = tx.buildStep(c, ix, tune.IndexBuildBatch)
 					if err == nil && done {
 						done = !slices.ContainsFunc(all, func(x *collIndex) bool { return x.def.Building })
 					}
@@ -1182,7 +1178,7 @@ func (t *Tx) EnsureIndexes(c *Coll, specs []IndexSpec) error {
 	}
 	for _, ix := range all {
 		for ix.def.Building {
-			if _, err := t.buildStep(c, ix, buildBatch); err != nil {
+			if _, err := t.buildStep(c, ix, tune.IndexBuildBatch); err != nil {
 				return err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine/internal/blockindex"
 	"github.com/storhdb/storh-go/storh/internal/api"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -62,7 +63,7 @@ func checkIndex(c *Coll, ix *collIndex, emit func(api.Problem), pace *pace) (boo
 		}
 	}
 	if ix.mapsOnly() {
-		report(uuidv7.UUID{}, nil, "made before paths went through lists, it reads its dotted paths through maps only, so queries do not use it (Repair rebuilds it)")
+		report(uuidv7.UUID{}, nil, "made before paths went through lists, it reads its dotted paths through maps only, so queries do not use it (the next open for writing rebuilds it, and so does Repair)")
 	}
 	if ix.def.Layout == layoutBlocks {
 		// Blocks and journal first: the entries below are read through them.
@@ -249,7 +250,7 @@ func findStrays(c *Coll, ix *collIndex, report func(uuidv7.UUID, []byte, string,
 
 // rebuildIndex empties an index and builds it again from the records, in
 // the caller's transaction, checking pace's context between build steps
-// (every buildBatch records). A blocked index is rebuilt as packed blocks
+// (every tune.IndexBuildBatch records). A blocked index is rebuilt as packed blocks
 // with an empty journal, under a new incarnation, so no view of its old
 // journal is used again.
 func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
@@ -297,7 +298,7 @@ func (t *Tx) rebuildIndex(c *Coll, ix *collIndex, pace *pace) error {
 		if err := pace.check(); err != nil {
 			return err
 		}
-		if _, err := t.buildStep(c, ix, buildBatch); err != nil {
+		if _, err := t.buildStep(c, ix, tune.IndexBuildBatch); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,8 @@ import (
 
 // On-disk layout (docs/architecture.md has the picture):
 //
-//	"\x00storh"            database metadata: "format" → formatVersion
+//	"\x00storh"            database metadata: "format" → formatVersion, and
+//	                       "listsRebuild" while upgradeLists has indexes to build
 //	"\x00quarantine"       top-level entries Repair moved out (only after a repair)
 //	<collection name>/     one top-level bucket per collection, created by its first write
 //	    "m"/               collection metadata: kind, count, bytes
@@ -29,6 +30,7 @@ import (
 var (
 	dbMetaBucket  = []byte("\x00storh")
 	keyFormat     = []byte("format")
+	keyListsBuild = []byte("listsRebuild")
 	bucketMeta    = []byte("m")
 	bucketRecords = []byte("r")
 	keyKind       = []byte("kind")
@@ -36,22 +38,31 @@ var (
 	keyBytes      = []byte("bytes")
 )
 
-// Formats. A new file starts at formatBase; creating its first blocked
-// index (internal/blockindex) raises it to formatChained, which a storh from
-// before chained blocks refuses to open rather than misread. A file of
+// Formats, as builds before this one wrote them. A new file started at
+// formatBase; creating its first blocked index (internal/blockindex)
+// raised it to formatChained, which a storh from before chained blocks
+// refuses to open rather than misread. A file of
 // formatBlocked holds blocks of version 1, which this build reads, and
 // chains when it writes to them (chainStep). A store whose writers run at
 // once (PostgreSQL) is raised to formatShared when this build first opens
 // it for writing: its writers keep counters in slots (slots.go) and
 // unique values in claims (claims.go), which a storh from before them
 // would count wrong and not keep. A file reaches it only as a copy of
-// such a store. This build reads all four.
+// such a store. A store at formatLists reads a dotted path through lists
+// (mpack.PathValues): an index on one holds an entry per value the path
+// reaches and a mark where it went through a list (indexDef.Lists), which a
+// storh from before would misread, and would keep the old way, through
+// maps only, when it writes. This build makes new stores at formatLists
+// and raises every other store to it when it opens it for writing,
+// rebuilding the indexes made before (upgradeLists); a copy's destination
+// keeps its source's marker until then. This build reads all five.
 const (
 	formatBase    = 1
 	formatBlocked = 2
 	formatChained = 3
 	formatShared  = 4
-	formatVersion = formatShared
+	formatLists   = 5
+	formatVersion = formatLists
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,

@@ -30,6 +30,16 @@ var (
 	// IndexLayout forces the layout of new indexes: "keys" (one key per
 	// entry) or "blocks" (blocks and a journal); "" lets the backend choose.
 	IndexLayout = ""
+	// IndexBuildBatch is how many records one transaction of an index's
+	// build indexes: small enough that writers wait little between steps,
+	// large enough to amortise the commit.
+	IndexBuildBatch = DefaultIndexBuildBatch
+	// PreLists makes the engine behave as a build from before paths went
+	// through lists, to write the stores that build left: new indexes
+	// read dotted paths through maps only, opens for writing neither
+	// raise the format to formatLists nor rebuild indexes, and a store
+	// at formatLists is refused as a newer storh's.
+	PreLists = false
 )
 
 const (
@@ -37,6 +47,7 @@ const (
 	DefaultIndexFoldMin       = 4096
 	DefaultIndexFoldMax       = 1 << 17
 	DefaultIndexFoldStepBytes = 4 << 20
+	DefaultIndexBuildBatch    = 5000
 )
 
 // Env is the environment variable that Set's settings are passed to a
@@ -44,14 +55,14 @@ const (
 const Env = "STORH_TEST_TUNE"
 
 // Set applies comma-separated settings such as "block=256,foldmin=8" (keys:
-// block, foldmin, foldmax, step, layout) and returns a func that restores
+// block, foldmin, foldmax, step, build, layout, prelists) and returns a func that restores
 // the previous values.
 func Set(settings string) (restore func(), err error) {
-	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes}
-	savedLayout := IndexLayout
+	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, IndexBuildBatch}
+	savedLayout, savedPreLists := IndexLayout, PreLists
 	restore = func() {
-		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes = saved[0], saved[1], saved[2], saved[3]
-		IndexLayout = savedLayout
+		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, IndexBuildBatch = saved[0], saved[1], saved[2], saved[3], saved[4]
+		IndexLayout, PreLists = savedLayout, savedPreLists
 	}
 	for _, kv := range strings.Split(settings, ",") {
 		if kv == "" {
@@ -80,6 +91,10 @@ func Set(settings string) (restore func(), err error) {
 			IndexFoldMax = n
 		case "step":
 			IndexFoldStepBytes = n
+		case "build":
+			IndexBuildBatch = n
+		case "prelists":
+			PreLists = n == 1
 		default:
 			restore()
 			return nil, fmt.Errorf("tune: unknown setting %q", k)
