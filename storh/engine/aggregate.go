@@ -123,12 +123,16 @@ func (ag *Aggregation) countEntries(g *grouper, a plan.Access, ready []*collInde
 	w := newKeyWalk(s, true, false, nil)
 	w.reposition()
 	spec := ag.Spec
+	var last *groupState // the entries of one value are next to each other
 	for k := w.next(cur); k != nil; k = w.next(cur) {
 		ag.Stats.KeysRead++
 		if id := keyID(k); id.Compare(spec.Lo) < 0 || id.Compare(spec.Hi) > 0 {
 			continue
 		}
-		g.group(k[1:len(k)-16]).count++
+		if vk := k[1 : len(k)-16]; last == nil || !bytes.Equal(vk, last.key) {
+			last = g.group(vk)
+		}
+		last.count++
 	}
 	return cursorDamage(cur)
 }
