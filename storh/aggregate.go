@@ -1,6 +1,7 @@
 package storh
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -40,7 +41,14 @@ type Group struct {
 // transaction, so the groups describe one snapshot of the collection; on a
 // handle from a Tx, that transaction's.
 func (c *coll) Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error) {
-	ag, err := c.aggregate("aggregate", q, groupBy, aggs)
+	return c.AggregateContext(context.Background(), q, groupBy, aggs...)
+}
+
+// AggregateContext is Aggregate that stops when ctx is done: between
+// chunks of records (or of 4096 index keys), returning an error that wraps
+// ctx.Err(), with no transaction left open.
+func (c *coll) AggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error) {
+	ag, err := c.aggregate(ctx, "aggregate", q, groupBy, aggs)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +68,13 @@ func (c *coll) Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]
 // count from index entries, or Min and Max from an index's ends), and the
 // groups returned.
 func (c *coll) ExplainAggregate(q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error) {
-	ag, err := c.aggregate("explain aggregate", q, groupBy, aggs)
+	return c.ExplainAggregateContext(context.Background(), q, groupBy, aggs...)
+}
+
+// ExplainAggregateContext is ExplainAggregate that stops when ctx is done
+// (see AggregateContext).
+func (c *coll) ExplainAggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error) {
+	ag, err := c.aggregate(ctx, "explain aggregate", q, groupBy, aggs)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -69,13 +83,16 @@ func (c *coll) ExplainAggregate(q query.Query, groupBy []string, aggs ...query.A
 		KeysRead: st.KeysRead, RecordsRead: st.RecordsRead, Returned: st.Returned}, nil
 }
 
-func (c *coll) aggregate(op string, q query.Query, groupBy []string, aggs []query.Agg) (*engine.Aggregation, error) {
+func (c *coll) aggregate(ctx context.Context, op string, q query.Query, groupBy []string, aggs []query.Agg) (*engine.Aggregation, error) {
 	op = c.opName(op)
 	spec, a, err := plan.CompileAgg(q, groupBy, aggs)
 	if err != nil {
 		return nil, opErr(op, c.name, "", -1, err)
 	}
-	ag := &engine.Aggregation{Spec: spec, Agg: a}
+	if err := ctx.Err(); err != nil {
+		return nil, opErr(op, c.name, "", -1, err)
+	}
+	ag := &engine.Aggregation{Spec: spec, Agg: a, Stop: ctx.Err}
 	if err := c.read(func(_ *engine.Tx, ec *engine.Coll) error { return ag.Run(ec) }); err != nil {
 		return nil, opErr(op, c.name, "", -1, err)
 	}
@@ -109,6 +126,11 @@ func aggregateString(q query.Query, groupBy []string, aggs []query.Agg) string {
 // (*Docs).Aggregate).
 func (t typed[T]) Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error) {
 	return t.c.Aggregate(q, groupBy, aggs...)
+}
+
+// AggregateContext is Docs.AggregateContext.
+func (t typed[T]) AggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error) {
+	return t.c.AggregateContext(ctx, q, groupBy, aggs...)
 }
 
 // ExplainAggregate is Docs.ExplainAggregate.

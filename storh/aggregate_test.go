@@ -1,6 +1,7 @@
 package storh_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -334,5 +335,41 @@ func TestAggregateAllocatesPerChunkNotPerRecord(t *testing.T) {
 	}
 	if extra := allocs[4000] - allocs[1000]; extra > 200 {
 		t.Fatalf("3000 more records cost %.0f more allocations (%v): some are per record", extra, allocs)
+	}
+}
+
+// AggregateContext stops between chunks of records, and of index keys, with
+// an error wrapping ctx.Err(), and leaves no transaction open.
+func TestAggregateContextCancelled(t *testing.T) {
+	db := openTemp(t)
+	d, err := db.Docs("c", storh.WithIndex(storh.Index("g")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]any, 10_000)
+	for i := range recs {
+		recs[i] = map[string]any{"g": i % 3, "v": i}
+	}
+	if _, err := d.PutMany(recs); err != nil {
+		t.Fatal(err)
+	}
+	for name, aggs := range map[string][]query.Agg{
+		"records":    {query.Sum("s", "v")},
+		"index keys": {query.Count("n")},
+	} {
+		// The first check is before the read; the third is inside it.
+		if _, err := d.AggregateContext(cancelAfter(2), query.All(), []string{"g"}, aggs...); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v; want an error wrapping context.Canceled", name, err)
+		}
+		if _, err := d.ExplainAggregateContext(cancelAfter(0), query.All(), []string{"g"}, aggs...); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: ExplainAggregateContext: %v", name, err)
+		}
+	}
+	if _, err := d.Put(map[string]any{"g": 0}); err != nil {
+		t.Fatal(err) // a transaction left open would block or fail the write on some backends
+	}
+	groups, err := d.AggregateContext(context.Background(), query.All(), []string{"g"}, query.Count("n"))
+	if err != nil || len(groups) != 3 || groups[0].Values["n"] != int64(3335) {
+		t.Fatalf("with a live context: %v, %v", groups, err)
 	}
 }

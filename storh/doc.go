@@ -120,9 +120,10 @@
 // Long operations have a ...Context form that stops when its context is
 // done and returns an error wrapping ctx.Err(), with no transaction left
 // open: StreamContext, FindContext, FirstContext, CountMatchingContext,
-// ExplainContext, PutStreamContext, DeleteMatchingContext,
-// DeleteBeforeContext, VerifyContext, RepairContext, BackupContext,
-// BackupFileContext and CompactContext (and storh/jsonl's Export and
+// ExplainContext, AggregateContext, ExplainAggregateContext,
+// PutStreamContext, DeleteMatchingContext, DeleteBeforeContext,
+// VerifyContext, RepairContext, BackupContext, BackupFileContext and
+// CompactContext (and storh/jsonl's Export and
 // Import). The plain forms use context.Background(). Watch and
 // Queue.ClaimWait take a context and end with it.
 //

@@ -36,6 +36,9 @@ type Group struct {
 type Aggregation struct {
 	Spec *plan.Spec
 	Agg  *plan.AggSpec
+	// Stop, when set, is asked between chunks of records and of index
+	// keys; its error ends the run (a context that is done).
+	Stop func() error
 
 	Groups  []Group
 	Stats   RunStats
@@ -86,6 +89,9 @@ func (ag *Aggregation) scan(c *Coll, g *grouper) error {
 	items := make([]Item, 0, ChunkRecords)
 	var err error
 	for !r.Done {
+		if err := ag.stopped(); err != nil {
+			return err
+		}
 		if items, err = r.Next(c, ChunkRecords, items[:0]); err != nil {
 			return err
 		}
@@ -104,6 +110,13 @@ func (ag *Aggregation) scan(c *Coll, g *grouper) error {
 	}
 	ag.Stats = r.Stats
 	return nil
+}
+
+func (ag *Aggregation) stopped() error {
+	if ag.Stop == nil {
+		return nil
+	}
+	return ag.Stop()
 }
 
 // countEntries counts the whole entries of the index scan a, grouped by
@@ -126,6 +139,11 @@ func (ag *Aggregation) countEntries(g *grouper, a plan.Access, ready []*collInde
 	var last *groupState // the entries of one value are next to each other
 	for k := w.next(cur); k != nil; k = w.next(cur) {
 		ag.Stats.KeysRead++
+		if ag.Stats.KeysRead%ChunkExamined == 0 {
+			if err := ag.stopped(); err != nil {
+				return err
+			}
+		}
 		if id := keyID(k); id.Compare(spec.Lo) < 0 || id.Compare(spec.Hi) > 0 {
 			continue
 		}
@@ -144,6 +162,9 @@ func (ag *Aggregation) countEntries(g *grouper, a plan.Access, ready []*collInde
 func (ag *Aggregation) countKeys(c *Coll) (done bool, err error) {
 	r := NewRun(ag.Spec)
 	for !r.Done {
+		if err := ag.stopped(); err != nil {
+			return true, err
+		}
 		if err := r.Count(c); err != nil {
 			return true, err
 		}
