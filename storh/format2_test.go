@@ -170,7 +170,8 @@ func TestFormat2FileReads(t *testing.T) {
 
 // TestFormat2Upgrades: a writable open of the format-2 file chains every
 // index's blocks (the same entries under the same keys, the first under
-// the head key, each block of version 2) and raises the marker to 3; the
+// the head key, each block of version 2) and raises the marker to 5 (the
+// upgrade of every open for writing: docs/indexes.md); the
 // journal records stay as they were, and the file reads as before. The
 // chaining runs in steps of a few hundred bytes here, so that reads and
 // Verify meet a file chained part way (TestChainingResumes in the engine
@@ -185,8 +186,8 @@ func TestFormat2Upgrades(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if m := formatMarker(t, path); m != 3 {
-		t.Errorf("format marker %d after a writable open, want 3", m)
+	if m := formatMarker(t, path); m != 5 {
+		t.Errorf("format marker %d after a writable open, want 5", m)
 	}
 	after := indexValues(t, path)
 	heads := 0
@@ -275,9 +276,10 @@ func checkPinnedContent(t *testing.T, db *storh.DB) {
 	}
 }
 
-// TestFormatMarkerRises: a new file is in format 1 until its first blocked
-// index, which raises it to 3 (chained blocks); the pinned format-1 file
-// does the same once written to, with its records intact.
+// TestFormatMarkerRises: a new file is in format 5 (paths through lists),
+// blocked indexes or not; the pinned format-1 file stays in format 1
+// through a read-only open and is raised to 5 by an open for writing,
+// with its records intact.
 func TestFormatMarkerRises(t *testing.T) {
 	fileOnly(t)
 	tuneFor(t, "layout=") // a file's indexes are blocked
@@ -291,8 +293,8 @@ func TestFormatMarkerRises(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if m := formatMarker(t, path); m != 1 {
-		t.Errorf("a file without blocked indexes: format %d, want 1", m)
+	if m := formatMarker(t, path); m != 5 {
+		t.Errorf("a file without blocked indexes: format %d, want 5", m)
 	}
 	db = openAt(t, path)
 	ix, err := db.Docs("indexed", storh.WithIndex(storh.Index("a")))
@@ -303,8 +305,8 @@ func TestFormatMarkerRises(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if m := formatMarker(t, path); m != 3 {
-		t.Errorf("after a blocked index: format %d, want 3", m)
+	if m := formatMarker(t, path); m != 5 {
+		t.Errorf("after a blocked index: format %d, want 5", m)
 	}
 
 	old := filepath.Join(t.TempDir(), "format1.db")
@@ -315,6 +317,11 @@ func TestFormatMarkerRises(t *testing.T) {
 	if err := os.WriteFile(old, orig, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	db = openAt(t, old, storh.WithReadOnly())
+	db.Close()
+	if m := formatMarker(t, old); m != 1 {
+		t.Errorf("the format-1 file after a read-only open: format %d, want 1", m)
+	}
 	db = openAt(t, old)
 	d, err := db.Docs("docs", storh.WithIndex(storh.Index("yes")))
 	if err != nil {
@@ -324,8 +331,8 @@ func TestFormatMarkerRises(t *testing.T) {
 		t.Errorf("the format-1 file's new index counts %d, %v; want 1", n, err)
 	}
 	db.Close()
-	if m := formatMarker(t, old); m != 3 {
-		t.Errorf("the format-1 file after a blocked index: format %d, want 3", m)
+	if m := formatMarker(t, old); m != 5 {
+		t.Errorf("the format-1 file after an open for writing: format %d, want 5", m)
 	}
 	if vals, want := rawValues(t, old), readVectors(t); !mapsEqual(vals, want) {
 		t.Error("the format-1 file's records changed")

@@ -44,6 +44,7 @@ func writeOldStore(t *testing.T, path string, n int) {
 		t.Fatal(err)
 	}
 	defer restore()
+	t.Cleanup(restore) // also when a Fatal below ends the test
 	db, err := storh.Open(path, storh.WithoutSync())
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +191,7 @@ func TestListsUpgradeDropsUnbuildable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(restore) // also when a Fatal below ends the test
 	old := openAt(t, path)
 	docs, err := old.Docs("orders", unique, parallel)
 	if err != nil {

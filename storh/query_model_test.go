@@ -18,6 +18,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/order"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -31,7 +32,10 @@ import (
 // computes from the specification. The reference is written here, from the
 // spec, and shares nothing with the engine but order.Compare, the reference
 // definition of the total order (written independently of the key
-// encoding), for OrderBy.
+// encoding), for OrderBy. Conditions include ElemMatch on lists, with
+// conditions on the elements' paths (nested in And, Or, Not and ElemMatch
+// both ways). Each run is a fresh store on the backend of the pass: a file,
+// or a PostgreSQL schema with STORH_TEST_BACKEND=postgres.
 //
 // Every random choice comes from rapid, ids included (minted from drawn
 // bits, never from the clock), so -rapid.seed replays a run exactly.
@@ -418,13 +422,13 @@ func qmSame(a, b any) bool {
 // mCond is a condition as the test draws it: it builds the query.Cond and
 // evaluates the spec on a record.
 type mCond struct {
-	op     string // eq neq in notin gt gte lt lte between prefix exists missing contains and or not true
+	op     string // eq neq in notin gt gte lt lte between prefix exists missing contains elemmatch and or not true
 	path   []string
 	vals   []any // normalised
 	widen  []any // as passed to the builder
 	prefix string
-	kids   []*mCond
-	dotted bool // written Field("a.b") rather than FieldPath("a", "b")
+	kids   []*mCond // and, or, not; elemmatch: its one condition, on paths from the element
+	dotted bool     // written Field("a.b") rather than FieldPath("a", "b")
 }
 
 func (c *mCond) field() query.FieldRef {
@@ -481,6 +485,8 @@ func (c *mCond) build() query.Cond {
 		return f.Missing()
 	case "contains":
 		return f.Contains(c.widen[0])
+	case "elemmatch":
+		return f.ElemMatch(c.kids[0].build())
 	}
 	panic(c.op)
 }
@@ -597,6 +603,8 @@ func (c *mCond) String() string {
 		return "not(" + c.kids[0].String() + ")"
 	case "prefix":
 		return fmt.Sprintf("%q prefix %q", c.path, c.prefix)
+	case "elemmatch":
+		return fmt.Sprintf("%q elemmatch(%s)", c.path, c.kids[0])
 	}
 	return fmt.Sprintf("%q %s %#v", c.path, c.op, c.widen)
 }
@@ -1290,6 +1298,15 @@ func (s *qmState) dropIndex(t *rapid.T) {
 var qmPaths = [][]string{{"a"}, {"b"}, {"c"}, {"n"}, {"n", "x"}, {"n", "y"}, {"tags"}, {"d.k"}, {"d", "k"}, {"zz"},
 	{"items"}, {"items", "sku"}, {"items", "qty"}}
 
+// qmListPaths are the paths ElemMatch is drawn on: lists of maps (items, n
+// when it is one), of scalars (tags, a sku that is a list), and whatever
+// else a record holds there; qmElemPaths are its condition's paths, from
+// the element.
+var (
+	qmListPaths = [][]string{{"items"}, {"items"}, {"n"}, {"tags"}, {"items", "sku"}, {"a"}, {"zz"}}
+	qmElemPaths = [][]string{{"sku"}, {"qty"}, {"x"}, {"zz"}}
+)
+
 func (s *qmState) drawValue(t *rapid.T, path []string) any {
 	if len(s.model) > 0 && rapid.IntRange(0, 2).Draw(t, "value from a record") == 0 {
 		ids := s.sortedIDs()
@@ -1314,38 +1331,57 @@ func (s *qmState) drawBound(t *rapid.T, path []string) any {
 	return rapid.SampledFrom(qmNumbers).Draw(t, "bound")
 }
 
-func (s *qmState) drawCond(t *rapid.T, depth int) *mCond {
-	if depth < 2 && rapid.IntRange(0, 9).Draw(t, "composite") < 3 {
-		switch op := rapid.SampledFrom([]string{"and", "or", "not"}).Draw(t, "logic"); op {
+// drawCond draws a condition; within is the path of the list an ElemMatch
+// around it is on (nil at the top), whose elements its paths start from.
+func (s *qmState) drawCond(t *rapid.T, depth int, within []string) *mCond {
+	if depth < 3 && rapid.IntRange(0, 9).Draw(t, "composite") < 3 {
+		switch op := rapid.SampledFrom([]string{"and", "or", "not", "elemmatch"}).Draw(t, "logic"); op {
 		case "not":
-			return &mCond{op: op, kids: []*mCond{s.drawCond(t, depth+1)}}
+			return &mCond{op: op, kids: []*mCond{s.drawCond(t, depth+1, within)}}
+		case "elemmatch":
+			paths := qmListPaths
+			if within != nil {
+				paths = qmElemPaths
+			}
+			path := rapid.SampledFrom(paths).Draw(t, "list path")
+			c := &mCond{op: op, path: path, dotted: rapid.Bool().Draw(t, "dotted")}
+			c.kids = []*mCond{s.drawCond(t, depth+1, slices.Concat(within, path))}
+			return c
 		default:
 			n := rapid.IntRange(0, 3).Draw(t, "kids")
 			c := &mCond{op: op}
 			for range n {
-				c.kids = append(c.kids, s.drawCond(t, depth+1))
+				c.kids = append(c.kids, s.drawCond(t, depth+1, within))
 			}
 			return c
 		}
 	}
-	path := rapid.SampledFrom(qmPaths).Draw(t, "path")
-	if s.lastPath != nil && rapid.IntRange(0, 2).Draw(t, "same path") == 0 {
-		path = s.lastPath // several conditions on one field
+	var path []string
+	if within == nil {
+		path = rapid.SampledFrom(qmPaths).Draw(t, "path")
+		if s.lastPath != nil && rapid.IntRange(0, 2).Draw(t, "same path") == 0 {
+			path = s.lastPath // several conditions on one field
+		}
+		s.lastPath = path
+	} else {
+		path = rapid.SampledFrom(qmElemPaths).Draw(t, "element path")
 	}
-	s.lastPath = path
+	// Values are drawn from what the records hold there: through the
+	// lists an ElemMatch is on, for a condition on their elements.
+	from := slices.Concat(within, path)
 	c := &mCond{op: rapid.SampledFrom([]string{"eq", "neq", "in", "notin", "gt", "gte", "lt", "lte", "between", "prefix", "exists", "missing", "contains"}).Draw(t, "op"), path: path}
 	c.dotted = rapid.Bool().Draw(t, "dotted")
 	switch c.op {
 	case "eq", "neq", "contains":
-		c.vals = []any{s.drawValue(t, path)}
+		c.vals = []any{s.drawValue(t, from)}
 	case "in", "notin":
 		for range rapid.IntRange(0, 3).Draw(t, "in values") {
-			c.vals = append(c.vals, s.drawValue(t, path))
+			c.vals = append(c.vals, s.drawValue(t, from))
 		}
 	case "gt", "gte", "lt", "lte":
-		c.vals = []any{s.drawBound(t, path)}
+		c.vals = []any{s.drawBound(t, from)}
 	case "between":
-		c.vals = []any{s.drawBound(t, path), s.drawBound(t, path)}
+		c.vals = []any{s.drawBound(t, from), s.drawBound(t, from)}
 	case "prefix":
 		c.prefix = rapid.SampledFrom([]string{"", "a", "ab", "abc", "b", "a\x00", "A", "1"}).Draw(t, "prefix")
 	}
@@ -1384,7 +1420,7 @@ func (s *qmState) drawQuery(t *rapid.T) *mQuery {
 	q := &mQuery{}
 	s.lastPath = nil
 	for range rapid.IntRange(0, 2).Draw(t, "wheres") {
-		q.where = append(q.where, s.drawCond(t, 0))
+		q.where = append(q.where, s.drawCond(t, 0, nil))
 	}
 	if len(q.where) > 0 && q.where[0].op == "eq" && len(q.where[0].path) == 1 && rapid.Bool().Draw(t, "WhereEqual") {
 		q.equal = true
@@ -1531,9 +1567,13 @@ func TestQueryModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
 	queries := 0
+	outer := t
 	rapid.Check(t, func(t *rapid.T) {
 		run++
 		s := &qmState{path: filepath.Join(dir, fmt.Sprintf("qm-%d.db", run)), model: map[uuidv7.UUID]map[string]any{}}
+		if onPostgres {
+			s.path = pgtest.SchemaURL(outer) // a fresh schema for each run
+		}
 		defer os.Remove(s.path)
 		s.open(t)
 		defer func() { s.db.Close() }()

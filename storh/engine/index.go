@@ -137,9 +137,9 @@ type indexDef struct {
 	Chained   bool   `msgpack:"chained,omitempty"`
 	ChainNext []byte `msgpack:"chainNext,omitempty"`
 	// Lists: the entries follow paths through lists (entryKeys). An index
-	// made before that reads its paths through maps only; queries do not
-	// use it, and an open for writing rebuilds it (upgradeLists), as
-	// Repair does.
+	// made before that reads its paths through maps only: on single fields
+	// its entries are the same, on a dotted path queries do not use it,
+	// and an open for writing rebuilds it (upgradeLists), as Repair does.
 	Lists bool `msgpack:"lists,omitempty"`
 }
 

@@ -75,11 +75,28 @@ func (db *DB) startLists() (building []string, skipped bool, err error) {
 			}
 		}
 		for _, name := range names {
-			c, err := tx.Coll(name, 0, false)
+			// A look that leaves the collection out of the transaction
+			// (Tx.Coll enlists it): one with nothing to do is not
+			// written, nor checked again at the commit.
+			var all []*collIndex
+			err := tx.damaged(name)
+			if err == nil {
+				var look *Coll
+				if look, err = openColl(tx.ktx, name); look != nil {
+					all, err = look.indexes()
+				}
+			}
 			if errors.Is(err, errs.ErrCorrupt) {
 				skipped = true
 				continue
 			}
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(all, func(ix *collIndex) bool { return ix.mapsOnly() || ix.def.Building }) {
+				continue
+			}
+			c, err := tx.Coll(name, 0, false)
 			if err != nil {
 				return err
 			}
@@ -107,18 +124,18 @@ func (db *DB) startLists() (building []string, skipped bool, err error) {
 }
 
 // indexThroughLists makes every index of c read its paths through lists,
-// and reports whether one of them is building. An index on single fields
-// only has the same entries either way (a first segment is read the same),
-// so its definition just says so; one on a dotted path made before is
-// dropped and declared again, empty and building.
+// and reports whether one of them is building. One on a dotted path made
+// before is dropped and declared again, empty and building. One on single
+// fields only is left as it is, Lists unset: its entries are the same
+// either way (entryKeys reads a first segment alike), and a collection
+// that has nothing else to change is not written at all.
 func (t *Tx) indexThroughLists(c *Coll) (building bool, err error) {
 	all, err := c.indexes()
 	if err != nil {
 		return false, err
 	}
 	for _, ix := range slices.Clone(all) { // DropIndex edits c's list
-		switch {
-		case ix.mapsOnly():
+		if ix.mapsOnly() {
 			spec := ix.spec()
 			if err := t.DropIndex(c, ix.name); err != nil {
 				return false, err
@@ -126,8 +143,6 @@ func (t *Tx) indexThroughLists(c *Coll) (building bool, err error) {
 			if ix, err = t.createIndex(c, spec); err != nil {
 				return false, err
 			}
-		case !ix.def.Lists:
-			ix.def.Lists, ix.changed = true, true
 		}
 		building = building || ix.def.Building
 	}
