@@ -59,7 +59,7 @@
 //     another process inserted first makes the transaction run again, and
 //     the run after sees it (a replacement, ErrExists, ErrUniqueViolation).
 //   - Queries and counts inside Update (Find, Stream, First, Count,
-//     CountMatching, Stats) hold the collection alone from their first read
+//     CountMatching, Aggregate, Stats) hold the collection alone from their first read
 //     on, as every writer did on a file: no other process writes it until
 //     the commit.
 //
@@ -120,9 +120,10 @@
 // Long operations have a ...Context form that stops when its context is
 // done and returns an error wrapping ctx.Err(), with no transaction left
 // open: StreamContext, FindContext, FirstContext, CountMatchingContext,
-// ExplainContext, PutStreamContext, DeleteMatchingContext,
-// DeleteBeforeContext, VerifyContext, RepairContext, BackupContext,
-// BackupFileContext and CompactContext (and storh/jsonl's Export and
+// ExplainContext, AggregateContext, ExplainAggregateContext,
+// PutStreamContext, DeleteMatchingContext, DeleteBeforeContext,
+// VerifyContext, RepairContext, BackupContext, BackupFileContext and
+// CompactContext (and storh/jsonl's Export and
 // Import). The plain forms use context.Background(). Watch and
 // Queue.ClaimWait take a context and end with it.
 //

@@ -36,6 +36,10 @@ type Collection interface {
 	CountMatchingContext(ctx context.Context, q query.Query) (int, error)
 	Explain(q query.Query) (Plan, error)
 	ExplainContext(ctx context.Context, q query.Query) (Plan, error)
+	Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error)
+	AggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) ([]Group, error)
+	ExplainAggregate(q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error)
+	ExplainAggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error)
 
 	Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, error]
 
