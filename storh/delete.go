@@ -7,18 +7,13 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
 )
 
-// deleteBatch is about how many records one transaction of a large
-// deletion removes: enough to amortise the commit's two fsyncs, few enough
-// that writers wait briefly and the file grows by little (bbolt frees a
-// transaction's pages only once no reader needs them).
-const deleteBatch = 5000
-
 // deleteMatching deletes the records q selects and returns how many. On a
 // DB-level handle it reads and deletes in the same write transactions, of
-// about deleteBatch records each, so every record it deletes matched q when
+// about tune.MatchingBatch records each (5000), so every record it deletes matched q when
 // it was deleted, and a huge deletion never holds one giant transaction; an
 // error or a done ctx leaves the transactions before it committed. A query
 // with an order (and so a Limit that picks by it) runs in one transaction.
@@ -45,7 +40,7 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 			return nil
 		}
 		n := 0
-		for !r.Done && (n < deleteBatch || c.tx != nil || spec.Order != nil) {
+		for !r.Done && (n < tune.MatchingBatch || c.tx != nil || spec.Order != nil) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

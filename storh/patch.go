@@ -14,6 +14,7 @@ import (
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/plan"
+	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/objectid"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -413,11 +414,6 @@ func (c *coll) patch(id uuidv7.UUID, changes []Change, check func(payload []byte
 	return Record{ID: id, payload: out}, nil
 }
 
-// patchBatch is about how many records one transaction of a large
-// PatchMatching patches: the trade-off of deleteBatch, for the same kind
-// of writes.
-const patchBatch = deleteBatch
-
 // patchMatching patches the records q selects and returns how many it
 // changed. It plans and batches as deleteMatching does; each record is
 // read again in the transaction that patches it, and patched only if it
@@ -446,7 +442,7 @@ func (c *coll) patchMatching(ctx context.Context, q query.Query, changes []Chang
 			return 0, nil
 		}
 		var ids []uuidv7.UUID
-		for !r.Done && (len(ids) < patchBatch || c.tx != nil || spec.Order != nil) {
+		for !r.Done && (len(ids) < tune.MatchingBatch || c.tx != nil || spec.Order != nil) {
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}

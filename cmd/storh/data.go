@@ -12,6 +12,7 @@ import (
 	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -290,6 +291,33 @@ func (a *app) deleteMatching(name string, f *queryFlags) error {
 	if a.url != "" {
 		return usagef("delete with --where and the other selection flags works on a database file only: over --url, give the ids to delete")
 	}
+	return a.runMatching(name, f, matching{
+		refuse: func(kind string) error {
+			switch kind {
+			case "log":
+				return fmt.Errorf("collection %s is a log: its records cannot be deleted by query; 'storh retain %s --before TIME' trims it by time", qname(name), shellQuote(name))
+			case "queue":
+				return fmt.Errorf("collection %s is a queue: use 'storh queue complete' or 'storh queue purge'", qname(name))
+			}
+			return nil
+		},
+		did: "deleted", prep: "from",
+		run: func(d *storh.Docs, q query.Query) (int, error) { return d.DeleteMatchingContext(a.ctx, q) },
+	})
+}
+
+// matching is what a command does to the records its query flags select
+// (delete, patch).
+type matching struct {
+	refuse    func(kind string) error // why it cannot work on a collection of kind, or nil
+	did, prep string                  // "deleted", "from": its report's words
+	run       func(d *storh.Docs, q query.Query) (int, error)
+}
+
+// runMatching runs m on what the query flags select in the docs
+// collection name, and reports how many records it changed (on stderr,
+// or as JSON under --json), also when an error stopped it part way.
+func (a *app) runMatching(name string, f *queryFlags, m matching) error {
 	if err := checkCollNames([]string{name}); err != nil {
 		return err
 	}
@@ -302,27 +330,24 @@ func (a *app) deleteMatching(name string, f *queryFlags) error {
 		return err
 	}
 	defer db.Close()
-	switch found[0].Kind {
-	case "log":
-		return fmt.Errorf("collection %s is a log: its records cannot be deleted by query; 'storh retain %s --before TIME' trims it by time", qname(name), shellQuote(name))
-	case "queue":
-		return fmt.Errorf("collection %s is a queue: use 'storh queue complete' or 'storh queue purge'", qname(name))
+	if err := m.refuse(found[0].Kind); err != nil {
+		return err
 	}
 	d, err := db.Docs(name)
 	if err != nil {
 		return err
 	}
-	n, err := d.DeleteMatchingContext(a.ctx, q)
+	n, err := m.run(d, q)
 	if err != nil {
 		if n > 0 {
-			a.diag("storh: deleted %s from %s before the error", plural(n, "record"), qname(name))
+			a.diag("storh: %s %s %s %s before the error", m.did, plural(n, "record"), m.prep, qname(name))
 		}
 		return f.runError(err, name)
 	}
 	if a.jsonOut {
-		return a.printJSON(map[string]any{"collection": name, "deleted": n})
+		return a.printJSON(map[string]any{"collection": name, m.did: n})
 	}
-	a.diag("storh: deleted %s from %s", plural(n, "record"), qname(name))
+	a.diag("storh: %s %s %s %s", m.did, plural(n, "record"), m.prep, qname(name))
 	return nil
 }
 

@@ -26,7 +26,20 @@ import (
 // TestMain makes the test binary double as the storh command, so scripts
 // run `storh …` as a real process: exit codes, stdout and stderr included.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"storh": main})
+	testscript.Main(withPostgres{m}, map[string]func(){"storh": main})
+}
+
+// withPostgres stops the PostgreSQL server of the tests (postgresSchema)
+// once they are done.
+type withPostgres struct{ m *testing.M }
+
+func (w withPostgres) Run() int {
+	code := w.m.Run()
+	if err := stopPostgres(); err != nil {
+		fmt.Fprintln(os.Stderr, "postgres:", err)
+		code = max(code, 1)
+	}
+	return code
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 	"github.com/storhdb/storh-go/storh/web"
 )
@@ -219,41 +220,15 @@ func (a *app) patchMatching(name string, f *queryFlags, changes []web.PatchChang
 	if a.url != "" {
 		return usagef("patch with --where and the other selection flags works on a database only: over --url, give the ID to patch")
 	}
-	if err := checkCollNames([]string{name}); err != nil {
-		return err
-	}
-	q, err := f.build(a.now())
-	if err != nil {
-		return err
-	}
 	cs, err := storhChanges(changes)
 	if err != nil {
 		return err
 	}
-	db, found, err := a.openExisting(true, name)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := patchable(name, found[0].Kind); err != nil {
-		return err
-	}
-	d, err := db.Docs(name)
-	if err != nil {
-		return err
-	}
-	n, err := d.PatchMatchingContext(a.ctx, q, cs...)
-	if err != nil {
-		if n > 0 {
-			a.diag("storh: patched %s of %s before the error", plural(n, "record"), qname(name))
-		}
-		return f.runError(err, name)
-	}
-	if a.jsonOut {
-		return a.printJSON(map[string]any{"collection": name, "patched": n})
-	}
-	a.diag("storh: patched %s of %s", plural(n, "record"), qname(name))
-	return nil
+	return a.runMatching(name, f, matching{
+		refuse: func(kind string) error { return patchable(name, kind) },
+		did:    "patched", prep: "of",
+		run: func(d *storh.Docs, q query.Query) (int, error) { return d.PatchMatchingContext(a.ctx, q, cs...) },
+	})
 }
 
 // storhChanges gives the library's changes of the flags' changes.

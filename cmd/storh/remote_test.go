@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,11 +120,11 @@ func runEnv(args []string, stdin string, env map[string]string) (stdout, stderr 
 	return out.String(), errb.String(), code
 }
 
-// TestRemoteSameAsFile runs each case twice, on a freshly seeded file
-// (--db) and over HTTP (--url) against web.Handler on a database seeded
-// the same way, and wants the same stdout and exit code from every step.
-// The handler's page size is 2, so reads over HTTP page with next.
-func TestRemoteSameAsFile(t *testing.T) {
+// sameAsFileCases are command sequences whose stdout and exit code must
+// not depend on where the database is: a file (--db path), the HTTP API
+// (--url) or PostgreSQL (--db postgres://…). Each case starts from
+// seedRemote's database.
+func sameAsFileCases() []remoteCase {
 	id := func(i int) string { return remoteIDs[i].String() }
 	absent := uuidv7.NewDeterministic(9, 1714564800000, 1).New().String()
 	fresh := uuidv7.NewDeterministic(11, 1714565800000, 1).New().String()
@@ -306,7 +307,15 @@ func TestRemoteSameAsFile(t *testing.T) {
 			step("count", "posts"),
 		}},
 	}
-	for _, c := range cases {
+	return cases
+}
+
+// TestRemoteSameAsFile runs each case twice, on a freshly seeded file
+// (--db) and over HTTP (--url) against web.Handler on a database seeded
+// the same way, and wants the same stdout and exit code from every step.
+// The handler's page size is 2, so reads over HTTP page with next.
+func TestRemoteSameAsFile(t *testing.T) {
+	for _, c := range sameAsFileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			local := filepath.Join(dir, "local.db")
@@ -319,18 +328,26 @@ func TestRemoteSameAsFile(t *testing.T) {
 			}
 			srv := httptest.NewServer(web.Handler(db, web.WithWrites(), web.WithMaxPage(2)))
 			defer func() { srv.Close(); db.Close() }()
-			for _, s := range c.steps {
-				lout, lerr, lcode := runEnv(append([]string{"--db", local}, s.args...), s.stdin, nil)
-				rout, rerr, rcode := runEnv(append([]string{"--url", srv.URL}, s.args...), s.stdin, nil)
+			compareSteps(t, c.steps, []string{"--db", local}, []string{"--url", srv.URL}, "http", func(s string) string {
 				// The path is the store's name; free pages are counted
 				// only by a database opened for writing, as the server's is.
-				lout = freeBytes.ReplaceAllString(strings.ReplaceAll(lout, local, "DB"), "")
-				rout = freeBytes.ReplaceAllString(strings.ReplaceAll(rout, srv.URL, "DB"), "")
-				if lout != rout || lcode != rcode {
-					t.Errorf("storh %s:\nfile: exit %d\n%s%s\nhttp: exit %d\n%s%s", strings.Join(s.args, " "), lcode, lout, lerr, rcode, rout, rerr)
-				}
-			}
+				return freeBytes.ReplaceAllString(strings.NewReplacer(local, "DB", srv.URL, "DB").Replace(s), "")
+			})
 		})
+	}
+}
+
+// compareSteps runs every step on a file (the first flags) and elsewhere
+// (the second), and wants the same stdout, after norm, and exit code.
+func compareSteps(t *testing.T, steps []remoteStep, file, other []string, otherName string, norm func(string) string) {
+	t.Helper()
+	for _, s := range steps {
+		lout, lerr, lcode := runEnv(append(slices.Clone(file), s.args...), s.stdin, nil)
+		rout, rerr, rcode := runEnv(append(slices.Clone(other), s.args...), s.stdin, nil)
+		lout, rout = norm(lout), norm(rout)
+		if lout != rout || lcode != rcode {
+			t.Errorf("storh %s:\nfile: exit %d\n%s%s\n%s: exit %d\n%s%s", strings.Join(s.args, " "), lcode, lout, lerr, otherName, rcode, rout, rerr)
+		}
 	}
 }
 

@@ -582,8 +582,14 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 	vevs := readQueueLog(t, victimLog)
 	vjobs := map[int]*queueVictimJob{}
 	claimInFlight := map[int]bool{} // victim goroutine → a claim without its "Q"
+	// A Complete in flight at the kill is its goroutine's last line, not
+	// its job's: another goroutine that held the job before its lease
+	// ended may log an extension of it after the "c", and learn
+	// ErrNotClaimed from a Complete that committed but was never answered.
+	completeInFlight := map[int]int{} // victim goroutine → job of a "c" without its answer
 	var vstats struct{ claims, completes, releases, fails, extends, notClaimed int }
 	for _, ev := range vevs {
+		delete(completeInFlight, ev.worker) // a goroutine calls one thing at a time
 		switch ev.kind {
 		case 'q':
 			claimInFlight[ev.worker] = true
@@ -602,6 +608,8 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 		}
 		vj.last = ev.kind
 		switch ev.kind {
+		case 'c':
+			completeInFlight[ev.worker] = ev.idx
 		case 'H':
 			vj.lease = ev.lease
 			vstats.claims++
@@ -630,15 +638,17 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 	// live: those of them whose lease was still running at the kill.
 	held, live := map[int]int64{}, 0
 	inflightComplete := map[int]bool{}
+	for _, i := range completeInFlight {
+		inflightComplete[i] = true
+	}
 	for i, vj := range vjobs {
-		switch vj.last {
-		case 'H', 'E':
+		// A job with a Complete in flight may be done: it is checked as
+		// one, not as held (its holder is the goroutine completing it).
+		if (vj.last == 'H' || vj.last == 'E') && !inflightComplete[i] {
 			held[i] = vj.lease
 			if vj.lease > killMs {
 				live++
 			}
-		case 'c':
-			inflightComplete[i] = true
 		}
 	}
 	if len(held) == 0 {
@@ -674,6 +684,8 @@ func queueCrash(t *testing.T, n int, site queueSite) {
 			case vj.completed && j.State != storh.JobDone:
 				t.Errorf("job %d: the victim's Complete returned nil, but after the kill it is %s: an acknowledged completion was lost", i, j.State)
 				bad++
+			case inflightComplete[i]:
+				// Done or still claimed: the Complete's commit raced the kill.
 			case (vj.last == 'H' || vj.last == 'E') && vj.lease > killMs:
 				// A lease running at the kill: nothing could requeue it.
 				if j.State != storh.JobClaimed || j.LeaseUntil.UnixMilli() != vj.lease {

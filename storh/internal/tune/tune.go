@@ -1,9 +1,11 @@
-// Package tune holds the sizes behind the engine's blocked indexes: how
+// Package tune holds the sizes behind the engine's blocked indexes (how
 // large a block of entries grows, and how many journaled changes an index
-// holds before they are folded into its blocks. The defaults are what the
-// engine ships with. Tests shrink them, so that folds, block splits and
-// merges happen on a few dozen records instead of tens of thousands; the
-// behaviour is the same at every size, only when things happen changes.
+// holds before they are folded into its blocks) and behind the bounded
+// transactions of DeleteMatching and PatchMatching. The defaults are what
+// the engine ships with. Tests shrink them, so that folds, block splits,
+// merges and transaction boundaries happen on a few dozen records instead
+// of tens of thousands; the behaviour is the same at every size, only when
+// things happen changes.
 //
 // Nothing outside tests changes these values. Set them before opening a
 // database; they are read as the engine needs them, without locking.
@@ -27,6 +29,12 @@ var (
 	IndexFoldMax = DefaultIndexFoldMax
 	// IndexFoldStepBytes bounds the block bytes one fold transaction writes.
 	IndexFoldStepBytes = DefaultIndexFoldStepBytes
+	// MatchingBatch is about how many records one transaction of a large
+	// DeleteMatching or PatchMatching writes: enough to amortise the
+	// commit's fsyncs, few enough that writers wait briefly and a file
+	// grows by little (bbolt frees a transaction's pages only once no
+	// reader needs them).
+	MatchingBatch = DefaultMatchingBatch
 	// IndexLayout forces the layout of new indexes: "keys" (one key per
 	// entry) or "blocks" (blocks and a journal); "" lets the backend choose.
 	IndexLayout = ""
@@ -37,6 +45,7 @@ const (
 	DefaultIndexFoldMin       = 4096
 	DefaultIndexFoldMax       = 1 << 17
 	DefaultIndexFoldStepBytes = 4 << 20
+	DefaultMatchingBatch      = 5000
 )
 
 // Env is the environment variable that Set's settings are passed to a
@@ -44,13 +53,13 @@ const (
 const Env = "STORH_TEST_TUNE"
 
 // Set applies comma-separated settings such as "block=256,foldmin=8" (keys:
-// block, foldmin, foldmax, step, layout) and returns a func that restores
+// block, foldmin, foldmax, step, batch, layout) and returns a func that restores
 // the previous values.
 func Set(settings string) (restore func(), err error) {
-	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes}
+	saved := [...]int{IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, MatchingBatch}
 	savedLayout := IndexLayout
 	restore = func() {
-		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes = saved[0], saved[1], saved[2], saved[3]
+		IndexBlockBytes, IndexFoldMin, IndexFoldMax, IndexFoldStepBytes, MatchingBatch = saved[0], saved[1], saved[2], saved[3], saved[4]
 		IndexLayout = savedLayout
 	}
 	for _, kv := range strings.Split(settings, ",") {
@@ -80,6 +89,8 @@ func Set(settings string) (restore func(), err error) {
 			IndexFoldMax = n
 		case "step":
 			IndexFoldStepBytes = n
+		case "batch":
+			MatchingBatch = n
 		default:
 			restore()
 			return nil, fmt.Errorf("tune: unknown setting %q", k)

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/postgres/postgrestest"
+)
+
+// The tests' PostgreSQL server, started by the first test that asks for a
+// schema and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *postgrestest.Server
+	conn *pgx.Conn
+	err  error
+	seq  atomic.Int64
+}
+
+// postgresSchema returns the URL of a new, empty schema on the tests'
+// server. Without PostgreSQL the test skips, or fails under
+// STORH_REQUIRE_POSTGRES=1 (CI).
+func postgresSchema(t *testing.T) string {
+	t.Helper()
+	if err := postgrestest.Available(); err != nil {
+		if os.Getenv("STORH_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("PostgreSQL required (STORH_REQUIRE_POSTGRES=1): %v", err)
+		}
+		t.Skipf("no PostgreSQL here: %v", err)
+	}
+	pg.once.Do(func() {
+		if pg.srv, pg.err = postgrestest.Start("storh-cli-", ""); pg.err == nil {
+			pg.conn, pg.err = pgx.Connect(context.Background(), pg.srv.URL("postgres"))
+		}
+	})
+	if pg.err != nil {
+		t.Fatal(pg.err)
+	}
+	name := fmt.Sprintf("cli_%d", pg.seq.Add(1))
+	if _, err := pg.conn.Exec(context.Background(), "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	return pg.srv.URL("postgres") + "&search_path=" + name
+}
+
+func stopPostgres() error {
+	if pg.srv == nil {
+		return nil
+	}
+	var err error
+	if pg.conn != nil {
+		err = pg.conn.Close(context.Background())
+	}
+	return errors.Join(err, pg.srv.Stop())
+}
+
+// What a PostgreSQL store reports differently from a file by design: it
+// has no file size, and its indexes are plain keys, never a file's blocks
+// (the LAYOUT column, and its JSON).
+var pgBackendWords = regexp.MustCompile(`"file_size":[0-9]+|,"layout":"[a-z]+"(,"journaled":[0-9]+)?|(blocks \([0-9]+ journaled\)|keys)\n`)
+
+// TestPostgresSameAsFile runs the commands of TestRemoteSameAsFile on a
+// file and on a PostgreSQL schema (--db postgres://…) seeded the same way,
+// and wants the same stdout and exit code from every step: the CLI takes
+// either store, and every command behaves alike on both.
+func TestPostgresSameAsFile(t *testing.T) {
+	postgresSchema(t)
+	for _, c := range sameAsFileCases() {
+		t.Run(c.name, func(t *testing.T) {
+			local := t.TempDir() + "/local.db"
+			seedRemote(t, local)
+			url := postgresSchema(t)
+			seedRemote(t, url)
+			compareSteps(t, c.steps, []string{"--db", local}, []string{"--db", url}, "postgres", func(s string) string {
+				s = strings.NewReplacer(local, "DB", url, "DB", storh.Redact(url), "DB").Replace(s)
+				return pgBackendWords.ReplaceAllStringFunc(freeBytes.ReplaceAllString(s, ""), func(m string) string {
+					if strings.HasSuffix(m, "\n") {
+						return "\n"
+					}
+					return ""
+				})
+			})
+		})
+	}
+}
