@@ -39,18 +39,25 @@ type queryFlags struct {
 // register adds the flags to fs; count leaves out --limit and --reverse,
 // which do not change what there is to count.
 func (f *queryFlags) register(fs *pflag.FlagSet, count bool) {
-	fs.StringVar(&f.after, "after", "", "only records after `ID`: ids after it, or with --order the records after its position (the last id of the previous page)")
-	fs.StringVar(&f.before, "before", "", "only records before `ID` (with --reverse: the next page going back)")
-	fs.StringVar(&f.from, "from", "", "only records created at or after `T` (RFC 3339, Unix ms, or relative: -15m)")
-	fs.StringVar(&f.until, "until", "", "only records created at or before `T` (inclusive, to the millisecond)")
-	// StringArray, not StringSlice: a value such as tags=["a","b"] has commas.
-	fs.StringArrayVar(&f.where, "where", nil, "keep records that match `EXPR`: level=error, n>=5, tags contains go, a=1 and (b=2 or c exists); repeat to AND")
+	f.registerSelection(fs, "after `ID`: ids after it, or with --order the records after its position (the last id of the previous page)",
+		"before `ID` (with --reverse: the next page going back)")
 	fs.StringVar(&f.order, "order", "", "sort by `FIELD` (a dotted path) ascending, or by -FIELD descending; ties in id order")
 	fs.BoolVar(&f.requireIndex, "require-index", false, "fail instead of reading the whole collection when no index serves the query")
 	if !count {
 		fs.IntVar(&f.limit, "limit", 0, "stop after `N` records (0: no limit)")
 		fs.BoolVar(&f.reverse, "reverse", false, "last first: newest first, or with --order the order reversed")
 	}
+}
+
+// registerSelection adds the flags that only select records, which
+// aggregate takes too; after and before end their usage.
+func (f *queryFlags) registerSelection(fs *pflag.FlagSet, after, before string) {
+	fs.StringVar(&f.after, "after", "", "only records "+after)
+	fs.StringVar(&f.before, "before", "", "only records "+before)
+	fs.StringVar(&f.from, "from", "", "only records created at or after `T` (RFC 3339, Unix ms, or relative: -15m)")
+	fs.StringVar(&f.until, "until", "", "only records created at or before `T` (inclusive, to the millisecond)")
+	// StringArray, not StringSlice: a value such as tags=["a","b"] has commas.
+	fs.StringArrayVar(&f.where, "where", nil, "keep records that match `EXPR`: level=error, n>=5, tags contains go, a=1 and (b=2 or c exists); repeat to AND")
 }
 
 // build turns the flags into a query; every mistake is a usage error.

@@ -60,6 +60,11 @@ type store interface {
 	// explain runs what sel selects in a Docs collection or Log and says
 	// how it ran.
 	explain(ctx context.Context, coll string, sel *queryFlags, q query.Query) (storh.Plan, error)
+	// aggregate groups what sel selects in a Docs collection or Log by the
+	// groupBy paths and computes aggs over each group.
+	aggregate(ctx context.Context, coll string, sel *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) ([]storh.Group, error)
+	// explainAggregate runs aggregate and says how it read.
+	explainAggregate(ctx context.Context, coll string, sel *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (storh.Plan, error)
 	// indexes lists the indexes of a Docs collection or Log.
 	indexes(coll string) ([]storh.IndexInfo, error)
 	// queueStats counts the jobs of an existing queue by state.
@@ -88,7 +93,7 @@ type recLine struct {
 // file only, and refuse --url. A subcommand is named after its group
 // ("index list").
 var httpCmds = map[string]bool{
-	"count": true, "get": true, "put": true, "patch": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
+	"aggregate": true, "count": true, "get": true, "put": true, "patch": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
 	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true,
 }
 
@@ -137,7 +142,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, stats, tail and verify"
+	return "aggregate, count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, stats, tail and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or

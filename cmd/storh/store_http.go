@@ -307,11 +307,16 @@ func (s *httpStore) explain(ctx context.Context, coll string, f *queryFlags, _ q
 	if err != nil {
 		return storh.Plan{}, s.fail(s.a.ctx, err)
 	}
+	return planOfWeb(out), nil
+}
+
+// planOfWeb is the storh.Plan of the API's Plan.
+func planOfWeb(out web.Plan) storh.Plan {
 	p := storh.Plan{Query: out.Query, Sorted: out.Sorted, KeysRead: out.KeysRead, RecordsRead: out.RecordsRead, Returned: out.Returned}
 	if len(out.Indexes) > 0 {
 		p.Indexes = out.Indexes
 	}
-	return p, nil
+	return p
 }
 
 func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {

@@ -324,6 +324,62 @@ func (c *Client) Explain(ctx context.Context, coll string, sel Selection, limit 
 	return out, err
 }
 
+// Aggregate groups what sel selects by the groupBy paths and computes
+// aggs over each group, as storh's Aggregate does on the server, and gives
+// the groups with their values decoded as jsonl.DecodeValue decodes a
+// record's (int64, float64, time.Time, uuidv7.UUID…): what Aggregate gave
+// there. sel's Order, Newest and RequireIndex are not for aggregates: the
+// server refuses them.
+func (c *Client) Aggregate(ctx context.Context, coll string, sel Selection, groupBy []string, aggs []Aggregation) ([]storh.Group, error) {
+	var out AggregateResult
+	vals, err := sel.aggregateValues(groupBy, aggs)
+	if err == nil {
+		err = c.getJSON(ctx, collPath(coll)+"/aggregate", vals, &out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	groups := make([]storh.Group, len(out.Groups))
+	for i, g := range out.Groups {
+		key, err := jsonl.DecodeValue(g.Key)
+		if err == nil {
+			groups[i].Key, _ = key.([]any)
+			var values any
+			values, err = jsonl.DecodeValue(g.Values)
+			groups[i].Values, _ = values.(map[string]any)
+		}
+		if err != nil || groups[i].Key == nil || groups[i].Values == nil {
+			return nil, fmt.Errorf("%w of %s: group %d is not a key list and a values object: %v", ErrAnswer, c.base, i, err)
+		}
+	}
+	return groups, nil
+}
+
+// ExplainAggregate runs Aggregate with the same arguments on the server
+// and says how it read.
+func (c *Client) ExplainAggregate(ctx context.Context, coll string, sel Selection, groupBy []string, aggs []Aggregation) (Plan, error) {
+	var out Plan
+	vals, err := sel.aggregateValues(groupBy, aggs)
+	if err == nil {
+		vals.Set("explain", "1")
+		err = c.getJSON(ctx, collPath(coll)+"/aggregate", vals, &out)
+	}
+	return out, err
+}
+
+// aggregateValues gives the parameters of an aggregate of s.
+func (s Selection) aggregateValues(groupBy []string, aggs []Aggregation) (url.Values, error) {
+	vals, err := s.values(0)
+	if err != nil {
+		return nil, err
+	}
+	vals["group"] = groupBy
+	for _, a := range aggs {
+		vals.Add("agg", a.param())
+	}
+	return vals, nil
+}
+
 // Export streams what sel selects, up to limit records when it is above
 // 0, as JSON lines ({"id":…,"time":…,"data":{…}} each). The caller closes
 // the reader; a stream that breaks off ends in an error other than io.EOF.

@@ -20,6 +20,7 @@
 //	GET    api/collections/{name}/records/{id}  one record
 //	GET    api/collections/{name}/explain       how the query of the same parameters runs
 //	GET    api/collections/{name}/count         {"count":n}; with a page's parameters, of what they select
+//	GET    api/collections/{name}/aggregate     groups and their aggregates: group=PATH, agg=sum:total:amount
 //	GET    api/collections/{name}/indexes       the indexes: paths, unique, entries, building
 //	GET    api/collections/{name}/tail          new records as Server-Sent Events (from, Last-Event-ID)
 //	GET    api/collections/{name}/export        every record a page's parameters select, as JSON lines

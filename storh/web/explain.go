@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+
+	"github.com/storhdb/storh-go/storh"
 )
 
 // explain serves GET api/collections/{name}/explain: it runs the query the
@@ -23,10 +25,15 @@ func (h *handler) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := Plan{Query: plan.Query, Indexes: plan.Indexes, Sorted: plan.Sorted,
-		KeysRead: plan.KeysRead, RecordsRead: plan.RecordsRead, Returned: plan.Returned, Text: plan.String()}
+	writeJSON(w, http.StatusOK, planOf(plan))
+}
+
+// planOf is p as the API writes it.
+func planOf(p storh.Plan) Plan {
+	out := Plan{Query: p.Query, Indexes: p.Indexes, Sorted: p.Sorted,
+		KeysRead: p.KeysRead, RecordsRead: p.RecordsRead, Returned: p.Returned, Text: p.String()}
 	if out.Indexes == nil {
 		out.Indexes = []string{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

@@ -87,6 +87,7 @@ func (h *handler) routes() {
 		{path: "/api/collections/{name}/records/{id}", methods: []string{"GET", "PUT", "PATCH", "DELETE"}, serve: []http.HandlerFunc{h.getRecord, h.putRecord, h.patchRecord, h.deleteRecord}},
 		{path: "/api/collections/{name}/explain", methods: []string{"GET"}, serve: []http.HandlerFunc{h.explain}},
 		{path: "/api/collections/{name}/count", methods: []string{"GET"}, serve: []http.HandlerFunc{h.count}},
+		{path: "/api/collections/{name}/aggregate", methods: []string{"GET"}, serve: []http.HandlerFunc{h.aggregate}},
 		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},
 		{path: "/api/collections/{name}/tail", methods: []string{"GET"}, serve: []http.HandlerFunc{h.tail}, tail: true},
 		{path: "/api/collections/{name}/export", methods: []string{"GET"}, serve: []http.HandlerFunc{h.export}},

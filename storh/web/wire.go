@@ -180,3 +180,30 @@ type PatchChange struct {
 	By     json.RawMessage   `json:"by,omitempty"`
 	Values []json.RawMessage `json:"values,omitempty"`
 }
+
+// Aggregation is one aggregate of GET api/collections/{name}/aggregate
+// (docs/web.md), as query.Count, Sum, Avg, Min and Max make them: Op is
+// "count", "sum", "avg", "min" or "max", Name names its result in each
+// group's values, and Path is the dotted path (as query.Field reads it)
+// that every op but count aggregates.
+type Aggregation struct {
+	Op   string `json:"op"`
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
+}
+
+// AggregateResult is the answer of GET api/collections/{name}/aggregate:
+// the groups, sorted by key.
+type AggregateResult struct {
+	Groups []AggregateGroup `json:"groups"`
+}
+
+// AggregateGroup is one storh.Group: Key is a JSON list of the group-by
+// values, in order (null for a missing field), and Values a JSON object of
+// each aggregate's result by name, both in the mapping of record bodies
+// (Extended JSON wrappers for times, ids, bytes and the numbers JSON
+// lacks), so that jsonl.DecodeValue gives back the values Aggregate gave.
+type AggregateGroup struct {
+	Key    json.RawMessage `json:"key"`
+	Values json.RawMessage `json:"values"`
+}

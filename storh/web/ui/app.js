@@ -586,6 +586,10 @@
     $("tail-name").textContent = "of " + name;
     $("tail-start").disabled = false;
     $("explain").hidden = true;
+    $("aggregate-name").textContent = "of " + name;
+    $("aggregate-table").hidden = true;
+    $("aggregate-plan").hidden = true;
+    $("aggregate-info").textContent = "";
     runQuery();
     $("records-h").scrollIntoView({ block: "start" });
   }
@@ -778,6 +782,89 @@
       $("explain").hidden = true;
       showError("records-error", e);
     }
+  }
+
+  // ---------------------------------------------------------------------
+  // Aggregate: the groups of the aggregate endpoint as a table, a column
+  // per group-by path and then one per aggregate. Cells are the answer's
+  // raw JSON values (quoted text, {"$date":…} times), so that an integer
+  // sum beyond 2^53 shows as the server wrote it.
+  // ---------------------------------------------------------------------
+
+  // aggregateParams reads the aggregate form into the endpoint's
+  // parameters, and the column names in order.
+  function aggregateParams() {
+    const p = new URLSearchParams();
+    const groups = $("agg-group").value.split(",").map((g) => g.trim()).filter((g) => g !== "");
+    for (const g of groups) p.append("group", g);
+    const aggs = $("agg-aggs").value.split("\n").map((a) => a.trim()).filter((a) => a !== "");
+    if (aggs.length === 0) throw new Error("Give at least one aggregate, such as count:n.");
+    const names = [];
+    for (const a of aggs) {
+      p.append("agg", a);
+      // The name is the second part of OP:NAME[:PATH], or a JSON object's.
+      let name = a.split(":")[1] || "";
+      if (a.startsWith("{")) {
+        try {
+          name = String(JSON.parse(a).name);
+        } catch {
+          name = ""; // the server says what is wrong with it
+        }
+      }
+      names.push(name);
+    }
+    const q = $("agg-q").value.trim();
+    if (q) p.set("q", q);
+    return { p, groups, names };
+  }
+
+  async function runAggregate(explainIt) {
+    const v = state.view;
+    if (!v) {
+      showError("aggregate-error", new Error("Choose a collection first."));
+      return;
+    }
+    let form;
+    try {
+      form = aggregateParams();
+    } catch (e) {
+      showError("aggregate-error", e);
+      return;
+    }
+    if (explainIt) form.p.set("explain", "1");
+    busy($("agg-run"), true);
+    try {
+      const text = await api(collectionPath(v.collection) + "/aggregate", form.p);
+      if (explainIt) {
+        $("aggregate-plan").textContent = JSON.parse(text).text || "";
+        $("aggregate-plan").hidden = false;
+      } else {
+        renderGroups(text, form.groups, form.names);
+        $("aggregate-plan").hidden = true;
+      }
+      showError("aggregate-error", null);
+    } catch (e) {
+      showError("aggregate-error", absent(e) ? new Error("This server has no aggregate endpoint.") : e);
+    } finally {
+      busy($("agg-run"), false);
+    }
+  }
+
+  function renderGroups(text, groups, names) {
+    JSON.parse(text); // refuse a body that is not JSON before showing it
+    const raw = rawItems(rawMembers(text).get("groups") || "[]");
+    const table = $("aggregate-table");
+    table.tHead.rows[0].replaceChildren(...groups.map((g) => el("th", { scope: "col" }, g)),
+      ...names.map((n) => el("th", { scope: "col", class: "num" }, n)));
+    table.tBodies[0].replaceChildren(...raw.map((g) => {
+      const m = rawMembers(g);
+      const values = rawMembers(m.get("values") || "{}");
+      return el("tr", null,
+        ...rawItems(m.get("key") || "[]").map((k) => el("td", { class: "mono" }, k)),
+        ...names.map((n) => el("td", { class: "num mono" }, values.get(n) || "")));
+    }));
+    table.hidden = false;
+    $("aggregate-info").textContent = raw.length + " group" + (raw.length === 1 ? "" : "s");
   }
 
   // ---------------------------------------------------------------------
@@ -1125,6 +1212,11 @@
       runQuery();
     });
     $("explain-run").addEventListener("click", explain);
+    $("aggregate-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      runAggregate(false);
+    });
+    $("agg-explain").addEventListener("click", () => runAggregate(true));
     $("query-clear").addEventListener("click", () => {
       for (const id of ["q", "order", "from", "until"]) $(id).value = "";
       $("newest").checked = false;

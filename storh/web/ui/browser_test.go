@@ -23,7 +23,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/objectid"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 	"github.com/storhdb/storh-go/storh/web"
 )
@@ -475,6 +477,71 @@ func TestBrowser(t *testing.T) {
 		// The list shows the record's data as sent, too.
 		if cell := eval[string](p, `document.querySelector("#records-table tbody td.data").textContent`); !strings.Contains(cell, fmt.Sprint(bigInt)) {
 			t.Errorf("the list shows %s", cell)
+		}
+	})
+
+	t.Run("aggregate", func(t *testing.T) {
+		p.t = t
+		// docs is the collection shown. Group 0 holds the record of bigInt,
+		// which the table must show with every digit.
+		p.set("agg-group", " group ")
+		p.set("agg-aggs", "count:n\nsum:total:n\n\nmax:big:big\navg:mean:n")
+		p.set("agg-q", "n<200")
+		p.click("agg-run")
+		const shown = `Array.from(document.querySelectorAll("#aggregate-table tr"), tr => Array.from(tr.cells, c => c.textContent))`
+		p.wait(`document.querySelectorAll("#aggregate-table tbody tr").length === 5`, shown+`.concat([[document.getElementById("aggregate-error").textContent]])`)
+		cond, err := query.Parse("n<200")
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups, err := s.docs.Aggregate(query.All().Where(cond), []string{"group"},
+			query.Count("n"), query.Sum("total", "n"), query.Max("big", "big"), query.Avg("mean", "n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]string{{"group", "n", "total", "big", "mean"}}
+		for _, g := range groups {
+			row := []string{}
+			for _, v := range []any{g.Key[0], g.Values["n"], g.Values["total"], g.Values["big"], g.Values["mean"]} {
+				b, err := jsonl.AppendValue(nil, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				row = append(row, string(b))
+			}
+			want = append(want, row)
+		}
+		if got := eval[[][]string](p, shown); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("the aggregate table shows\n%q\nwant\n%q", got, want)
+		}
+		if want[1][3] != fmt.Sprint(bigInt) {
+			t.Errorf("group 0's max of big is %s, want %d", want[1][3], bigInt)
+		}
+
+		// A count grouped by the indexed path reads index entries only.
+		p.set("agg-q", "")
+		p.set("agg-aggs", "count:n")
+		var plan struct{ Text string }
+		apiJSON(t, srv.URL, "/api/collections/docs/aggregate", url.Values{"group": {"group"}, "agg": {"count:n"}, "explain": {"1"}}, &plan)
+		if !strings.Contains(plan.Text, "0 records read") {
+			t.Errorf("plan %q: want a count from index entries", plan.Text)
+		}
+		p.click("agg-explain")
+		p.wait(fmt.Sprintf(`document.getElementById("aggregate-plan").textContent === %q`, plan.Text), `document.getElementById("aggregate-plan").textContent`)
+
+		// A refusal shows the API's message.
+		p.set("agg-aggs", "median:m:n")
+		p.click("agg-run")
+		msg := apiError(t, srv.URL, "/api/collections/docs/aggregate", url.Values{"group": {"group"}, "agg": {"median:m:n"}})
+		p.wait(fmt.Sprintf(`!document.getElementById("aggregate-error").hidden && document.getElementById("aggregate-error").textContent === %q`, msg),
+			`document.getElementById("aggregate-error").textContent`)
+		p.set("agg-aggs", "count:n")
+		p.set("agg-group", "")
+		p.click("agg-run")
+		p.wait(`document.getElementById("aggregate-error").hidden && document.querySelectorAll("#aggregate-table tbody tr").length === 1`,
+			shown+`.concat([[document.getElementById("aggregate-error").textContent]])`)
+		if got := eval[[][]string](p, shown); !slices.EqualFunc(got, [][]string{{"n"}, {"300"}}, slices.Equal) {
+			t.Errorf("no group-by: the table shows %q, want one group of 300", got)
 		}
 	})
 

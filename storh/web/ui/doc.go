@@ -7,7 +7,8 @@
 // pages through a collection's records by cursor in both directions and
 // by a creation-time window; runs a condition (the API's q parameter) and
 // an order; shows a record whole with its id's creation time, the explain
-// output of a query, a queue's job counts and a live tail. Its id tools
+// output of a query, a collection's groups and their aggregates (counts,
+// sums…) as a table, a queue's job counts and a live tail. Its id tools
 // generate, validate and decode MongoDB ObjectIDs and UUIDv7s in the
 // browser, as packages storh/objectid and storh/uuidv7 do; the tests
 // compare the two on the same inputs.
