@@ -2,11 +2,10 @@
 // large a block of entries grows, and how many journaled changes an index
 // holds before they are folded into its blocks) and behind the bounded
 // transactions of DeleteMatching, PatchMatching and index builds. The
-// defaults are what
-// the engine ships with. Tests shrink them, so that folds, block splits,
-// merges and transaction boundaries happen on a few dozen records instead
-// of tens of thousands; the behaviour is the same at every size, only when
-// things happen changes.
+// defaults are what the engine ships with. Tests shrink them, so that
+// folds, block splits, merges and transaction boundaries happen on a few
+// dozen records instead of tens of thousands; the behaviour is the same at
+// every size, only when things happen changes.
 //
 // Nothing outside tests changes these values. Set them before opening a
 // database; they are read as the engine needs them, without locking.
