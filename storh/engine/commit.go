@@ -163,7 +163,8 @@ const minYields = 8
 func ownFault(err error) bool {
 	return errors.Is(err, errs.ErrExists) || errors.Is(err, errs.ErrWrongKind) ||
 		errors.Is(err, errs.ErrInvalidName) || errors.Is(err, errs.ErrNotFound) ||
-		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed)
+		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed) ||
+		errors.Is(err, errs.ErrSchema)
 }
 
 // commit applies a batch in one transaction. An op whose apply fails in a

@@ -206,6 +206,11 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", errs.ErrExists)
 	}
+	// Before anything is written: a violation is the op's own fault
+	// (ownFault), and the rest of a group commit goes on without it.
+	if err := t.checkSchema(c, value[HeaderSize:]); err != nil {
+		return err
+	}
 	var oldPayload []byte
 	if len(old) >= HeaderSize {
 		oldPayload = old[HeaderSize:]
