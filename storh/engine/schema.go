@@ -283,13 +283,29 @@ func (t *Tx) loadSchema(c *Coll) (*Schema, error) {
 	return s, nil
 }
 
-// checkSchema validates a payload about to be stored under id in c.
+// checkSchema validates a payload about to be stored in c.
 func (t *Tx) checkSchema(c *Coll, payload []byte) error {
 	s, err := t.schema(c)
 	if err != nil || s == nil {
 		return err
 	}
-	return s.Check(payload)
+	err = s.Check(payload)
+	if err != nil && c.remote && errors.Is(err, errs.ErrSchema) {
+		// The schema may come from buckets a writer took from its
+		// store's cache, which the transaction's first statement checks
+		// (storh/postgres, holdCached); a write goes out with that
+		// statement, and so fails if they changed, but a refusal sends
+		// nothing. Reading the schema sends the check: if the buckets
+		// changed, the transaction fails with a conflict and runs again
+		// with the schema as it is.
+		if b := c.schemaBucket(); b != nil {
+			b.Get(keySchemaJSON)
+		}
+		if ferr := t.failure(); ferr != nil {
+			return ferr
+		}
+	}
+	return err
 }
 
 // SetSchema gives c the schema doc (nil removes it), after checking every
