@@ -490,3 +490,31 @@ func mustTime(t testing.TB, s string) time.Time {
 	}
 	return tm
 }
+
+// A collection's schema is part of its layout: Verify finds nothing wrong
+// with it, and Compact keeps it.
+func TestSchemaVerifyAndCompact(t *testing.T) {
+	path := newPath(t)
+	db := openAt(t, path)
+	d, err := db.Docs("people", storh.WithSchema(personSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Put(storh.Map{"name": "a", "age": 1}); err != nil {
+		t.Fatal(err)
+	}
+	verifyClean(t, db)
+	if onPostgres {
+		return
+	}
+	db.Close()
+	dst := filepath.Join(t.TempDir(), "compact.db")
+	if _, err := storh.Compact(path, dst); err != nil {
+		t.Fatal(err)
+	}
+	compacted := openAt(t, dst)
+	if got, err := compacted.Schema("people"); err != nil || string(got) != string(personSchema) {
+		t.Fatalf("the compacted file's schema = %s, %v", got, err)
+	}
+	verifyClean(t, compacted)
+}
