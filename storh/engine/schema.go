@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -106,8 +108,12 @@ func SameSchema(a, b []byte) bool {
 
 // Check validates a record payload against the schema; a violation is
 // ErrSchema naming the JSON pointer of each failing value and its rule.
-func (s *Schema) Check(payload []byte) error {
-	v, err := SchemaValue(payload)
+func (s *Schema) Check(payload []byte) error { return s.checkIn(payload, nil) }
+
+// checkIn is Check boxing the record's values in slab (mpack.Slab): a
+// run of records validated one after another shares its allocations.
+func (s *Schema) checkIn(payload []byte, slab *mpack.Slab) error {
+	v, err := schemaValueIn(payload, slab)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errs.ErrInvalidData, err)
 	}
@@ -169,19 +175,26 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // number for them), times → RFC 3339 strings in UTC, UUIDs and ObjectIDs
 // → their canonical text, bytes → standard base64. The strings are the
 // text the JSON export (package jsonl) puts inside its wrappers.
-func SchemaValue(payload []byte) (any, error) {
-	m, err := mpack.DecodeMap(payload)
+func SchemaValue(payload []byte) (any, error) { return schemaValueIn(payload, nil) }
+
+func schemaValueIn(payload []byte, slab *mpack.Slab) (any, error) {
+	m, err := mpack.DecodeMapIn(payload, slab)
 	if err != nil {
 		return nil, err
 	}
 	return schemaForm(m), nil
 }
 
+// schemaForm maps a decoded value in place. Most values are JSON already,
+// so a map's entry is written only when its value changes: a write costs a
+// hash of the key each time.
 func schemaForm(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = schemaForm(e)
+			if !isJSONScalar(e) {
+				x[k] = schemaForm(e)
+			}
 		}
 	case []any:
 		for i, e := range x {
@@ -206,6 +219,118 @@ func schemaForm(v any) any {
 		return base64.StdEncoding.EncodeToString(x)
 	}
 	return v
+}
+
+// isJSONScalar reports whether a decoded value is a JSON scalar already,
+// which schemaForm would give back as it is.
+func isJSONScalar(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, int64, uint64, string:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	}
+	return false
+}
+
+// Prechecked is what validating records before their transaction found
+// (DB.Precheck): the schema the DB had last compiled for their collection,
+// and the first record that failed it. The validation is most of what a
+// schema costs a write; done in the writers' goroutines it runs beside
+// other writers and their commits, not one record after another in the
+// group commit's one writer, holding the write lock. The transaction
+// trusts the outcome only when that schema is the collection's at its
+// commit, which the pointer tells (the DB compiles one *Schema per
+// version; Tx.schema), and otherwise validates the record again: a write is
+// always judged by the schema stored when it commits.
+type Prechecked struct {
+	schema *Schema // nil: nothing was checked
+	failed int     // the first record that failed, or how many there were
+	err    error   // why it failed
+}
+
+// verdict returns what the precheck found for record i against s; known
+// is false when it did not check record i against s.
+func (p *Prechecked) verdict(s *Schema, i int) (known bool, err error) {
+	if p == nil || p.schema == nil || p.schema != s || i > p.failed {
+		return false, nil
+	}
+	if i == p.failed {
+		return true, p.err
+	}
+	return true, nil
+}
+
+// precheckChunk is the fewest records DB.Precheck gives a goroutine:
+// below it, starting one costs about what it saves.
+const precheckChunk = 64
+
+// Precheck validates values (from AppendValue), to be put in the stored
+// collection name, against the schema this DB last compiled for it, if
+// any, for Tx.PutPrechecked. A large batch is split across GOMAXPROCS
+// goroutines. A schema that has changed since costs the work twice (the
+// transaction validates again); a collection without one costs a look-up.
+func (db *DB) Precheck(name string, values [][]byte) Prechecked {
+	got, ok := db.colls.schemas.Load(name)
+	if !ok || len(values) == 0 {
+		return Prechecked{}
+	}
+	s := got.(*Schema)
+	workers := min(runtime.GOMAXPROCS(0), (len(values)+precheckChunk-1)/precheckChunk)
+	if workers <= 1 {
+		return s.precheck(values, &mpack.Slab{})
+	}
+	per := (len(values) + workers - 1) / workers
+	found := make([]Prechecked, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		from, to := w*per, min(len(values), (w+1)*per)
+		wg.Go(func() {
+			found[w] = s.precheck(values[from:to], &mpack.Slab{})
+			found[w].failed += from
+		})
+	}
+	wg.Wait()
+	for _, f := range found {
+		if f.schema == nil {
+			return Prechecked{}
+		}
+		if f.err != nil {
+			return f
+		}
+	}
+	return Prechecked{schema: s, failed: len(values)}
+}
+
+// PrecheckValue is Precheck of a single value.
+func (db *DB) PrecheckValue(name string, value []byte) Prechecked {
+	got, ok := db.colls.schemas.Load(name)
+	if !ok {
+		return Prechecked{}
+	}
+	return got.(*Schema).precheck([][]byte{value}, nil)
+}
+
+// precheck validates values one after another, up to the first that
+// fails, boxing their values in slab (nil: each in its own, which suits a
+// single value better than blocks sized for many). A panic of the
+// validator leaves nothing checked: the transaction validates again,
+// where a panic is contained and reported.
+func (s *Schema) precheck(values [][]byte, slab *mpack.Slab) Prechecked {
+	p := Prechecked{schema: s, failed: len(values)}
+	_, panicked := contain(func() error {
+		for i, v := range values {
+			if err := s.checkIn(v[HeaderSize:], slab); err != nil {
+				p.failed, p.err = i, err
+				return nil
+			}
+		}
+		return nil
+	})
+	if panicked {
+		return Prechecked{}
+	}
+	return p
 }
 
 // schemaBucket returns the collection's schema bucket, or nil.
@@ -283,13 +408,22 @@ func (t *Tx) loadSchema(c *Coll) (*Schema, error) {
 	return s, nil
 }
 
-// checkSchema validates a payload about to be stored in c.
-func (t *Tx) checkSchema(c *Coll, payload []byte) error {
+// checkSchema validates a payload about to be stored in c, record i of
+// what pre checked (nil: nothing was), trusting pre when it checked it
+// against c's schema as it is in this transaction.
+func (t *Tx) checkSchema(c *Coll, payload []byte, pre *Prechecked, i int) error {
 	s, err := t.schema(c)
 	if err != nil || s == nil {
 		return err
 	}
-	err = s.Check(payload)
+	known, err := pre.verdict(s, i)
+	if !known {
+		err = s.Check(payload)
+	} else if Invariants {
+		if again := s.Check(payload); (again == nil) != (err == nil) {
+			return fmt.Errorf("invariant: %q: a record's precheck said %v, its check %v", c.Name, err, again)
+		}
+	}
 	if err != nil && c.remote && errors.Is(err, errs.ErrSchema) {
 		// The schema may come from buckets a writer took from its
 		// store's cache, which the transaction's first statement checks
