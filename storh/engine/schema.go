@@ -491,6 +491,15 @@ func (t *Tx) storeSchema(c *Coll, s *Schema) error {
 		return err
 	}
 	c.schemaSet, c.schemaRead = s, true
+	// Cached now, the writes after this transaction are validated before
+	// theirs (DB.Precheck) from the first. Should this one not commit, the
+	// entry names a version that is not stored, and loadSchema replaces it.
+	if ider, ok := b.(kv.Identifier); ok {
+		s.id = ider.ID()
+	}
+	if t.db != nil {
+		t.db.colls.schemas.Store(c.Name, s)
+	}
 	return nil
 }
 

@@ -48,8 +48,8 @@ func TestPrecheckIsTrustedOnlyForTheSchemaAtCommit(t *testing.T) {
 					return nil
 				})
 			}
-			// The first write creates the collection with its schema; the
-			// second compiles it into the DB's cache, as a writer would.
+			// The first write creates the collection with its schema, and
+			// the second is validated by it, as writers' are.
 			created := h
 			created.Schema = tc.from
 			if err := db.Update(func(tx *Tx) error {
