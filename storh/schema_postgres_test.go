@@ -69,12 +69,26 @@ func TestPostgresSchemaSeenByOtherStores(t *testing.T) {
 // the collection and sets the schema until SetSchema finds it empty. No
 // write in flight then may commit unchecked: once SetSchema has returned
 // the collection stays empty, and every put after it fails with ErrSchema.
+// The collection starts without a schema, or with one the records pass,
+// which the writers validate them against before their transactions.
 func TestPostgresSchemaRacesWriters(t *testing.T) {
 	skipOnPostgresPass(t)
 	skipUnderInvariants(t)
+	for _, from := range []struct {
+		name string
+		opts []storh.CollectionOption
+	}{
+		{"none", nil},
+		{"passing", []storh.CollectionOption{storh.WithSchema([]byte(`{"type": "object"}`))}},
+	} {
+		t.Run("from="+from.name, func(t *testing.T) { schemaRacesWriters(t, from.opts) })
+	}
+}
+
+func schemaRacesWriters(t *testing.T, opts []storh.CollectionOption) {
 	url := pgtest.URL(t)
 	setter, writer := openPostgres(t, url), openPostgres(t, url)
-	sd, err := setter.Docs("people")
+	sd, err := setter.Docs("people", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,15 @@ func TestSchemaRefusesEveryWritePath(t *testing.T) {
 			_, err := d.PutMany([]any{storh.Map{"name": "a", "age": 1}, storh.Map{"name": "b", "age": 2}, bad, storh.Map{"name": "c", "age": 3}})
 			return err
 		}},
+		{"PutMany of 1000, validated across goroutines", 700, "/age", func(_ *storh.DB, d *storh.Docs, _ *storh.Log, _ storh.Record) error {
+			items := make([]any, 1000)
+			for i := range items {
+				items[i] = storh.Map{"name": "n", "age": i}
+			}
+			items[700], items[950] = bad, bad
+			_, err := d.PutMany(items)
+			return err
+		}},
 		{"PutStream", 3, "/tags/1: got number, want string", func(_ *storh.DB, d *storh.Docs, _ *storh.Log, _ storh.Record) error {
 			_, err := d.PutStream(slices.Values([]any{
 				storh.Map{"name": "a", "age": 1}, storh.Map{"name": "b", "age": 2}, storh.Map{"name": "c", "age": 3},
