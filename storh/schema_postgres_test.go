@@ -137,7 +137,11 @@ func schemaRacesWriters(t *testing.T, opts []storh.CollectionOption) {
 	})
 
 	attempts := 0
-	for ; attempts < 500; attempts++ {
+	// The writers refill the collection between DeleteMatching and
+	// SetSchema's hold of it, more often the busier the machine: on two
+	// shared cores some runs needed several hundred attempts.
+	const maxAttempts = 3000
+	for ; attempts < maxAttempts; attempts++ {
 		if _, err := sd.DeleteMatching(query.All()); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +153,7 @@ func schemaRacesWriters(t *testing.T, opts []storh.CollectionOption) {
 			t.Fatal(err)
 		}
 	}
-	if attempts == 500 {
+	if attempts == maxAttempts {
 		t.Fatal("SetSchema never found the collection empty")
 	}
 	set.Store(true)
