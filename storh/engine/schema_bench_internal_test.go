@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/storhdb/storh-go/storh/internal/mpack"
 )
 
 // benchCheckSchema has the ten rules of the storh package's
@@ -23,6 +25,7 @@ var benchCheckSchema = []byte(`{
 	}
 }`)
 
+// benchCheckPayload returns a whole value (AppendValue), header and all.
 func benchCheckPayload(b *testing.B, i int) []byte {
 	value, err := AppendValue(nil, map[string]any{
 		"user": fmt.Sprintf("user-%06d", i), "email": fmt.Sprintf("user%06d@example.com", i),
@@ -33,7 +36,7 @@ func benchCheckPayload(b *testing.B, i int) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return value[HeaderSize:]
+	return value
 }
 
 // BenchmarkSchemaCheck: the CPU of validating one ten-field record against
@@ -44,12 +47,34 @@ func BenchmarkSchemaCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	payload := benchCheckPayload(b, 7)
+	payload := benchCheckPayload(b, 7)[HeaderSize:]
 	b.Run("step=check", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := s.Check(payload); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	values := make([][]byte, 1000)
+	for i := range values {
+		values[i] = benchCheckPayload(b, i)
+	}
+	b.Run("step=batch1000/serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if p := s.precheck(values, &mpack.Slab{}); p.err != nil {
+				b.Fatal(p.err)
+			}
+		}
+	})
+	b.Run("step=batch1000/precheck", func(b *testing.B) {
+		var db DB
+		db.colls.schemas.Store("c", s)
+		b.ReportAllocs()
+		for b.Loop() {
+			if p := db.Precheck("c", values); p.schema != s || p.err != nil {
+				b.Fatal(p.err)
 			}
 		}
 	})
