@@ -134,6 +134,11 @@ func (c *coll) submit(id uuidv7.UUID, value []byte) error {
 	defer op.Release()
 	op.Coll, op.ID, op.Value = c.h, id, value
 	op.Delete, op.InsertOnly = value == nil, value != nil && c.kind == engine.KindLog
+	if value != nil {
+		// Validated here, in the caller's goroutine, not by the one writer
+		// that commits everyone's writes (engine.Prechecked).
+		op.Pre = c.db.eng.PrecheckValue(c.h.Name, value)
+	}
 	return c.db.eng.Submit(op)
 }
 
@@ -400,9 +405,12 @@ func (c *coll) fillIDs(b *batch, from int) (int, error) {
 func (c *coll) writeBatch(b *batch) (int, error) {
 	insertOnly := c.kind == engine.KindLog
 	failed := -1
+	// Validated before the transaction, across the cores, rather than
+	// inside it one record after another (engine.Prechecked).
+	pre := c.db.eng.Precheck(c.h.Name, b.values)
 	write := func(etx *engine.Tx, ec *engine.Coll) error {
 		for i, id := range b.ids {
-			if err := etx.Put(ec, id, b.values[i], insertOnly); err != nil {
+			if err := etx.PutPrechecked(ec, id, b.values[i], insertOnly, &pre, i); err != nil {
 				failed = i
 				return err
 			}

@@ -228,7 +228,10 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	h.Indexes = cfg.indexes
+	h.Indexes, h.Schema = cfg.indexes, cfg.schema
+	if err := db.eng.CheckHandleSchema(h); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
 	if err := db.eng.EnsureIndexes(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}

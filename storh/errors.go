@@ -140,6 +140,16 @@ var (
 	// and Set, Inc, Push or AddToSet through a field that is not a map.
 	// The record is left as it was (docs/queries.md, "Patches").
 	ErrInvalidPatch = errs.ErrInvalidPatch
+	// ErrSchema is returned by a write whose record fails its collection's
+	// JSON Schema (WithSchema, SetSchema): Put, PutWithID, PutMany and
+	// PutStream (the *Error's Index names the item), Patch and
+	// PatchMatching (on the patched record), and every writer above
+	// them. The message names the JSON pointer of each failing value and
+	// its rule ("/age: minimum: got -3, want 0"); nothing of the write is
+	// stored. SetSchema returns it, listing the first 10 records that
+	// fail, when existing records fail the new schema, which is then not
+	// set. See docs/schemas.md.
+	ErrSchema = errs.ErrSchema
 )
 
 // UniqueViolation is the error a unique index gives a write whose value
@@ -194,6 +204,10 @@ func opErr(op, coll string, id string, index int, err error) error {
 		e.Hint = "writes need a database opened without WithReadOnly, and go inside Update, not View"
 	case errors.Is(err, ErrInvalidPatch):
 		e.Hint = "no change of the patch was applied: the record is as it was"
+	case errors.Is(err, ErrSchema) && op == "set schema":
+		e.Hint = "fix or delete those records, or loosen the schema; the collection keeps its schema as it was"
+	case errors.Is(err, ErrSchema):
+		e.Hint = "nothing was written: the record must pass the collection's JSON Schema (DB.Schema shows it; docs/schemas.md maps values to JSON)"
 	default:
 		e.Hint = engine.HintOf(err)
 	}

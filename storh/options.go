@@ -131,6 +131,7 @@ type collConfig struct {
 	mustExist   bool
 	maxAttempts int
 	retention   time.Duration
+	schema      []byte // WithSchema; nil: none
 }
 
 // WithRetention gives a log a retention: ApplyRetention deletes its records
@@ -221,6 +222,9 @@ func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) 
 	}
 	if cfg.maxAttempts != 0 && kind != engine.KindQueue {
 		return cfg, fmt.Errorf("%w: WithMaxAttempts is for queues, not a %s collection", ErrInvalidOption, kind)
+	}
+	if cfg.schema != nil && kind == engine.KindQueue {
+		return cfg, fmt.Errorf("%w: WithSchema is for docs and logs, not a queue", ErrInvalidOption)
 	}
 	if cfg.retention != 0 && kind != engine.KindLog {
 		return cfg, fmt.Errorf("%w: WithRetention is for logs, not a %s collection", ErrInvalidOption, kind)

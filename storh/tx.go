@@ -63,7 +63,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	h := tx.etx.Handle(name, kind)
-	h.Indexes = cfg.indexes
+	h.Indexes, h.Schema = cfg.indexes, cfg.schema
 	err = tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
@@ -74,6 +74,9 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		c, err := tx.etx.UseHold(h, false, engine.HoldRows)
 		if err == nil && c == nil && (!tx.writable || cfg.mustExist) {
 			err = engine.NoColl(name)
+		}
+		if err == nil && c != nil {
+			err = tx.etx.CheckHandleSchema(c, h.Schema)
 		}
 		if err == nil && c != nil {
 			err = tx.etx.EnsureIndexes(c, h.Indexes)

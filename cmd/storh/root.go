@@ -162,7 +162,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.patchCmd(), a.deleteCmd(), a.countCmd(), a.aggregateCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.retainCmd(), a.indexCmd(), a.queueCmd())
+	add("data", a.putCmd(), a.getCmd(), a.patchCmd(), a.deleteCmd(), a.countCmd(), a.aggregateCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.retainCmd(), a.indexCmd(), a.schemaCmd(), a.queueCmd())
 	add("bulk", a.exportCmd(), a.importCmd(), a.migrateCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())

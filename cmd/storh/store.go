@@ -67,6 +67,11 @@ type store interface {
 	explainAggregate(ctx context.Context, coll string, sel *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (storh.Plan, error)
 	// indexes lists the indexes of a Docs collection or Log.
 	indexes(coll string) ([]storh.IndexInfo, error)
+	// schema gives the JSON Schema of a Docs collection or Log, or nil.
+	schema(coll string) ([]byte, error)
+	// setSchema gives a Docs collection or Log a JSON Schema, after
+	// checking its records; nil removes it.
+	setSchema(coll string, doc []byte) error
 	// queueStats counts the jobs of an existing queue by state.
 	queueStats(name string) (storh.QueueStats, error)
 	// last gives the last n records of a Docs collection or Log, oldest
@@ -95,6 +100,7 @@ type recLine struct {
 var httpCmds = map[string]bool{
 	"aggregate": true, "count": true, "get": true, "put": true, "patch": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
 	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true,
+	"schema get": true, "schema set": true, "schema rm": true,
 }
 
 // noStoreCmds need no database at all: STORH_URL does not concern them.
@@ -142,7 +148,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "aggregate, count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, stats, tail and verify"
+	return "aggregate, count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, schema get, schema set, schema rm, stats, tail and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or
@@ -408,6 +414,10 @@ func (s *localStore) indexes(coll string) ([]storh.IndexInfo, error) {
 	}
 	return r.Indexes()
 }
+
+func (s *localStore) schema(coll string) ([]byte, error) { return s.db.Schema(coll) }
+
+func (s *localStore) setSchema(coll string, doc []byte) error { return s.db.SetSchema(coll, doc) }
 
 func (s *localStore) queueStats(name string) (storh.QueueStats, error) {
 	q, err := s.db.Queue(name, storh.WithoutCreate())

@@ -336,6 +336,18 @@ func (s *httpStore) indexes(coll string) ([]storh.IndexInfo, error) {
 	return infos, nil
 }
 
+func (s *httpStore) schema(coll string) ([]byte, error) {
+	doc, err := s.client.Schema(s.a.ctx, coll)
+	if err != nil {
+		return nil, s.fail(s.a.ctx, err)
+	}
+	return doc, nil
+}
+
+func (s *httpStore) setSchema(coll string, doc []byte) error {
+	return s.fail(s.a.ctx, s.client.SetSchema(s.a.ctx, coll, doc))
+}
+
 // queueStats reads the counts of api/queues/{name}, and the queue's size
 // from api/stats (a queue's statistics are its collection's).
 func (s *httpStore) queueStats(name string) (storh.QueueStats, error) {

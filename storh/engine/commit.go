@@ -53,6 +53,10 @@ type WriteOp struct {
 	// Hold is how Fn's op holds the collection (Tx.UseHold). A put or a
 	// delete holds it HoldRows.
 	Hold Hold
+	// Pre is what validating Value before the transaction found
+	// (DB.PrecheckValue); a put trusts it when its schema is still the
+	// collection's.
+	Pre Prechecked
 
 	err  error
 	done chan struct{}
@@ -163,7 +167,8 @@ const minYields = 8
 func ownFault(err error) bool {
 	return errors.Is(err, errs.ErrExists) || errors.Is(err, errs.ErrWrongKind) ||
 		errors.Is(err, errs.ErrInvalidName) || errors.Is(err, errs.ErrNotFound) ||
-		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed)
+		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed) ||
+		errors.Is(err, errs.ErrSchema)
 }
 
 // commit applies a batch in one transaction. An op whose apply fails in a
@@ -223,5 +228,5 @@ func apply(tx *Tx, op *WriteOp) error {
 		_, err = tx.Delete(c, op.ID)
 		return err
 	}
-	return tx.Put(c, op.ID, op.Value, op.InsertOnly)
+	return tx.PutPrechecked(c, op.ID, op.Value, op.InsertOnly, &op.Pre, 0)
 }

@@ -24,6 +24,10 @@ type Handle struct {
 	// Indexes are the indexes the handle was opened with: they are created
 	// with the collection, or by EnsureIndexes on an existing one.
 	Indexes []IndexSpec
+	// Schema is the JSON Schema the handle was opened with (nil: none):
+	// given to the collection when its first write creates it, and
+	// refused on one that exists with another (CheckHandleSchema).
+	Schema []byte
 
 	key   []byte    // Name as a bucket key, made once: see ReadRecord
 	roots *rootSlot // the records bucket's root page at the last commit a point read saw (direct.go)
@@ -45,6 +49,9 @@ type collections struct {
 	// bounds caches, by records bucket, the largest id the DB last knew
 	// there, for writers beside other stores (see Coll.beyondLast).
 	bounds sync.Map
+	// schemas caches name → *Schema, the collection's schema as last
+	// compiled, for the writes after (schema.go).
+	schemas sync.Map
 
 	// Every successful Drop takes the next epoch and records it under the
 	// collection's name, so a handle opened before the Drop refuses to
@@ -163,8 +170,19 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	if c, err = t.Coll(h.Name, h.Kind, true); err != nil {
 		return nil, err
 	}
-	// A new collection is empty: its declared indexes are ready at once.
-	return c, t.ensureIndexes(c, h.Indexes)
+	// A new collection is empty: its declared indexes are ready at once,
+	// and its declared schema holds for every record.
+	if err := t.ensureIndexes(c, h.Indexes); err != nil {
+		return nil, err
+	}
+	if h.Schema != nil {
+		s, err := CompileSchema(h.Schema)
+		if err != nil {
+			return nil, err
+		}
+		return c, t.storeSchema(c, s)
+	}
+	return c, nil
 }
 
 // Hold is how a write transaction holds a collection on a store whose

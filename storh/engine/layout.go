@@ -21,7 +21,7 @@ import (
 //	                       "listsRebuild" while upgradeLists has indexes to build
 //	"\x00quarantine"       top-level entries Repair moved out (only after a repair)
 //	<collection name>/     one top-level bucket per collection, created by its first write
-//	    "m"/               collection metadata: kind, count, bytes
+//	    "m"/               collection metadata: kind, count, bytes; "s"/, its schema (schema.go)
 //	    "r"/               records: 16-byte binary UUIDv7 → stored value
 //	    "q"/               quarantine: entries Repair moved out (only after a repair)
 //
@@ -55,14 +55,21 @@ var (
 // maps only, when it writes. This build makes new stores at formatLists
 // and raises every other store to it when it opens it for writing,
 // rebuilding the indexes made before (upgradeLists); a copy's destination
-// keeps its source's marker until then. This build reads all five.
+// keeps its source's marker until then. A store at formatSchemas has a
+// collection with a JSON Schema (below). This build reads all six.
 const (
 	formatBase    = 1
 	formatBlocked = 2
 	formatChained = 3
 	formatShared  = 4
 	formatLists   = 5
-	formatVersion = formatLists
+	// formatSchemas: a collection holds a JSON Schema (schema.go), which
+	// every write must pass. A storh from before schemas would ignore it
+	// and store what it refuses, so storing the first schema raises the
+	// marker to this, on a file or a shared store alike; a store without
+	// schemas stays at its format, readable by older builds.
+	formatSchemas = 6
+	formatVersion = formatSchemas
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,
@@ -134,7 +141,11 @@ type Coll struct {
 
 	idx       []*collIndex // loaded on first use in the transaction
 	idxLoaded bool
-	mems      *ixMems // the DB's views of blocked indexes' journals; nil outside a DB
+	// schemaSet is the collection's schema (nil: none) once schemaRead:
+	// read on the transaction's first put (Tx.schema).
+	schemaSet  *Schema
+	schemaRead bool
+	mems       *ixMems // the DB's views of blocked indexes' journals; nil outside a DB
 	// failed is the first damage a read of this collection met where the
 	// read could not return an error (a damaged index block under a
 	// cursor): the transaction fails with it (Tx.damage).

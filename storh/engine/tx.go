@@ -192,6 +192,13 @@ func kindMethod(k Kind) string {
 // reference to it until the transaction ends, so it must be neither shared
 // with another put nor modified before then.
 func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
+	return t.PutPrechecked(c, id, value, insertOnly, nil, 0)
+}
+
+// PutPrechecked is Put of value i of what pre validated before the
+// transaction (DB.Precheck), which spares validating it again when pre
+// used the schema c has here.
+func (t *Tx) PutPrechecked(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool, pre *Prechecked, i int) error {
 	if !t.ktx.Writable() {
 		return errs.ErrReadOnly
 	}
@@ -205,6 +212,11 @@ func (t *Tx) Put(c *Coll, id uuidv7.UUID, value []byte, insertOnly bool) error {
 	key := c.key[:]
 	if old != nil && insertOnly {
 		return fmt.Errorf("%w: log records are immutable", errs.ErrExists)
+	}
+	// Before anything is written: a violation is the op's own fault
+	// (ownFault), and the rest of a group commit goes on without it.
+	if err := t.checkSchema(c, value[HeaderSize:], pre, i); err != nil {
+		return err
 	}
 	var oldPayload []byte
 	if len(old) >= HeaderSize {

@@ -91,7 +91,8 @@ func OnDuplicate(d Duplicates) ImportOption {
 // SkipInvalid skips the lines that cannot be imported instead of stopping:
 // lines that are not valid JSON or not a valid row, longer than MaxLine,
 // and rows the collection refuses (storh.ErrInvalidData,
-// storh.ErrInvalidID, storh.ErrExists, storh.ErrUniqueViolation). A row
+// storh.ErrInvalidID, storh.ErrExists, storh.ErrUniqueViolation,
+// storh.ErrSchema: a row its JSON Schema refuses). A row
 // the collection refuses rolls its transaction back; Import then writes
 // the other rows of that transaction again, so every good row is written
 // once, in input order. Skipped lines are counted in Invalid (and
@@ -545,7 +546,8 @@ func (im *importer) checkID(it *rowItem) (keep bool, err error) {
 // data or id) rather than failed as a whole.
 func skippable(err error) bool {
 	return errors.Is(err, storh.ErrInvalidData) || errors.Is(err, storh.ErrInvalidID) || errors.Is(err, storh.ErrExists) ||
-		errors.Is(err, storh.ErrUniqueViolation) // a value a unique index already holds
+		errors.Is(err, storh.ErrUniqueViolation) || // a value a unique index already holds
+		errors.Is(err, storh.ErrSchema) // a row the collection's schema refuses
 }
 
 // skip counts a skipped line. Lines the decoder rejects are found before

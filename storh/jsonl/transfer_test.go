@@ -591,3 +591,37 @@ func TestImportTooLong(t *testing.T) {
 		t.Errorf("ErrLineTooLong = %q", ErrLineTooLong)
 	}
 }
+
+// A collection's JSON Schema holds for imported rows: a row it refuses
+// stops the import, naming the line, before its batch is written; with
+// SkipInvalid the row is skipped and every other row is written.
+func TestImportMeetsSchema(t *testing.T) {
+	db := openDB(t)
+	schema := []byte(`{"required":["n"],"properties":{"n":{"type":"integer","minimum":0}}}`)
+	in := "{\"n\":1}\n{\"n\":2}\n{\"n\":-3}\n{\"n\":4}\n"
+	c, err := db.Docs("strict", storh.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := importInto(t, c, in)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 3 || !errors.Is(err, storh.ErrSchema) || !strings.Contains(err.Error(), "/n: minimum") || rep.Imported != 0 {
+		t.Fatalf("import of a row the schema refuses: %+v, %v", rep, err)
+	}
+	if n, _ := c.Count(); n != 0 {
+		t.Fatalf("%d rows written", n)
+	}
+	var skipped []int
+	rep, err = importInto(t, c, in, SkipInvalid(), OnSkip(func(line int, err error) {
+		if !errors.Is(err, storh.ErrSchema) {
+			t.Errorf("line %d skipped for %v, want ErrSchema", line, err)
+		}
+		skipped = append(skipped, line)
+	}))
+	if err != nil || rep.Imported != 3 || rep.Skipped != 1 || !slices.Equal(skipped, []int{3}) {
+		t.Fatalf("SkipInvalid: %+v, %v, skipped %v", rep, err, skipped)
+	}
+	if got := ns(t, c); !slices.Equal(got, []int64{1, 2, 4}) {
+		t.Errorf("imported %v", got)
+	}
+}

@@ -102,6 +102,8 @@ var kindErrors = map[string]error{
 	KindNoIndex:         storh.ErrNoIndex,
 	KindCursorNotFound:  storh.ErrCursorNotFound,
 	KindConflict:        storh.ErrNotEmpty,
+	KindSchema:          storh.ErrSchema,
+	KindInvalidSchema:   storh.ErrInvalidOption,
 }
 
 // ErrNotAPI is wrapped by the error for an answer that is not one of the
@@ -432,6 +434,37 @@ func (c *Client) Indexes(ctx context.Context, coll string) ([]Index, error) {
 	var out IndexList
 	err := c.getJSON(ctx, collPath(coll)+"/indexes", nil, &out)
 	return out.Indexes, err
+}
+
+// Schema gives the JSON Schema of a collection, or nil when it has none.
+func (c *Client) Schema(ctx context.Context, coll string) (json.RawMessage, error) {
+	var out SchemaDoc
+	err := c.getJSON(ctx, collPath(coll)+"/schema", nil, &out)
+	return schemaOf(out), err
+}
+
+// SetSchema gives a collection a JSON Schema, as storh.DB.SetSchema does;
+// nil removes its schema. Records that fail the new schema are an *Error
+// wrapping storh.ErrSchema, a document that is not a schema one wrapping
+// storh.ErrInvalidOption.
+func (c *Client) SetSchema(ctx context.Context, coll string, schema []byte) error {
+	method, body := http.MethodPut, io.Reader(bytes.NewReader(schema))
+	if schema == nil {
+		method, body = http.MethodDelete, nil
+	}
+	resp, err := c.do(ctx, method, collPath(coll)+"/schema", nil, body, http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// schemaOf is the schema of an answer: nil for JSON's null.
+func schemaOf(d SchemaDoc) json.RawMessage {
+	if len(d.Schema) == 0 || bytes.Equal(d.Schema, []byte("null")) {
+		return nil
+	}
+	return d.Schema
 }
 
 // Queue counts the jobs of a queue by state.

@@ -22,6 +22,7 @@
 //	GET    api/collections/{name}/count         {"count":n}; with a page's parameters, of what they select
 //	GET    api/collections/{name}/aggregate     groups and their aggregates: group=PATH, agg=sum:total:amount
 //	GET    api/collections/{name}/indexes       the indexes: paths, unique, entries, building
+//	GET    api/collections/{name}/schema        the collection's JSON Schema, or null
 //	GET    api/collections/{name}/tail          new records as Server-Sent Events (from, Last-Event-ID)
 //	GET    api/collections/{name}/export        every record a page's parameters select, as JSON lines
 //	GET    api/queues/{name}                    a queue's pending, claimed, done and dead jobs
@@ -31,6 +32,8 @@
 //	PATCH  api/collections/{name}/records/{id}  change fields of a Docs record: a JSON list of changes (WithWrites)
 //	DELETE api/collections/{name}/records/{id}  delete a Docs record (WithWrites)
 //	POST   api/collections/{name}/import        JSON lines into the collection, all or nothing (WithWrites)
+//	PUT    api/collections/{name}/schema        set the collection's JSON Schema, checking its records (WithWrites)
+//	DELETE api/collections/{name}/schema        remove the collection's JSON Schema (WithWrites)
 //
 // A record is written as its line of a JSON lines export (package jsonl):
 // {"id":…,"time":…,"data":{…}}, with the same value mapping ({"$date":…}
@@ -49,14 +52,16 @@
 //
 // Errors are {"error":{"kind":…,"message":…}} with a status that fits:
 // 400 for a bad parameter, id, condition or body, 404 for a collection or
-// record that does not exist, 409 for a unique violation, 413 for a body
+// record that does not exist, 409 for a unique violation, 422 for a record
+// the collection's JSON Schema refuses, 413 for a body
 // over the limit, 423 for a locked file, 401 and 403 for the token and
 // for writes.
 //
 // # Security
 //
 //   - The handler is read-only unless WithWrites is given; then PUT,
-//     PATCH, DELETE and import work, and nothing else changes data. Verify
+//     PATCH, DELETE, import and the schema's PUT and DELETE work, and
+//     nothing else changes data. Verify
 //     changes nothing and needs no WithWrites.
 //   - WithToken requires a bearer token on every request, compared in
 //     constant time, before any routing: without it even a wrong path

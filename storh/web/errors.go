@@ -18,6 +18,7 @@ const (
 	KindInvalidQuery     = "invalid_query"      // 400: a condition, order or cursor storh refuses (storh.ErrInvalidQuery)
 	KindNoIndex          = "no_index"           // 400: require_index, and no index serves the query (storh.ErrNoIndex)
 	KindInvalidPatch     = "invalid_patch"      // 400: a PATCH change that cannot apply to the record (storh.ErrInvalidPatch)
+	KindInvalidSchema    = "invalid_schema"     // 400: a PUT schema that is not a valid JSON Schema (storh.ErrInvalidOption)
 	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
 	KindForbidden        = "forbidden"          // 403: a write while writes are off
 	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
@@ -29,6 +30,7 @@ const (
 	KindUniqueViolation  = "unique_violation"   // 409: a unique index holds the value for another record
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
 	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
+	KindSchema           = "schema_violation"   // 422: a record the collection's JSON Schema refuses, or records a new one would (storh.ErrSchema)
 	KindTooLarge         = "too_large"          // 413: the request body is over the limit
 	KindMisdirected      = "misdirected"        // 421: a Host that WithAllowedHosts does not allow
 	KindLocked           = "locked"             // 423: another process holds the database file
@@ -94,6 +96,12 @@ func classify(err error) (int, string) {
 		errors.Is(err, jsonl.ErrSyntax), errors.Is(err, jsonl.ErrRow),
 		errors.Is(err, jsonl.ErrLineTooLong), errors.As(err, new(*jsonl.DuplicateError)):
 		return http.StatusBadRequest, KindBadRequest
+	case errors.Is(err, storh.ErrSchema):
+		return http.StatusUnprocessableEntity, KindSchema
+	case errors.Is(err, storh.ErrInvalidOption):
+		// Only a PUT of a schema sends the database an option from a
+		// request: the document it puts.
+		return http.StatusBadRequest, KindInvalidSchema
 	case errors.Is(err, storh.ErrUniqueViolation):
 		return http.StatusConflict, KindUniqueViolation
 	case errors.Is(err, storh.ErrExists):
@@ -118,7 +126,7 @@ func classify(err error) (int, string) {
 	case errors.Is(err, storh.ErrCorrupt):
 		return http.StatusInternalServerError, KindCorrupt
 	}
-	// ErrNestedTx, ErrTypeMismatch, ErrInvalidOption and ErrPayload cannot
+	// ErrNestedTx, ErrTypeMismatch and ErrPayload cannot
 	// come from a request: they are bugs, here or in storh.
 	return http.StatusInternalServerError, KindInternal
 }

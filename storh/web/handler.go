@@ -89,6 +89,7 @@ func (h *handler) routes() {
 		{path: "/api/collections/{name}/count", methods: []string{"GET"}, serve: []http.HandlerFunc{h.count}},
 		{path: "/api/collections/{name}/aggregate", methods: []string{"GET"}, serve: []http.HandlerFunc{h.aggregate}},
 		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},
+		{path: "/api/collections/{name}/schema", methods: []string{"GET", "PUT", "DELETE"}, serve: []http.HandlerFunc{h.getSchema, h.putSchema, h.deleteSchema}},
 		{path: "/api/collections/{name}/tail", methods: []string{"GET"}, serve: []http.HandlerFunc{h.tail}, tail: true},
 		{path: "/api/collections/{name}/export", methods: []string{"GET"}, serve: []http.HandlerFunc{h.export}},
 		{path: "/api/collections/{name}/import", methods: []string{"POST"}, serve: []http.HandlerFunc{h.importRecords}},

@@ -143,6 +143,13 @@ type IndexList struct {
 	Indexes []Index `json:"indexes"`
 }
 
+// SchemaDoc is the answer of GET, PUT and DELETE
+// api/collections/{name}/schema: the collection's JSON Schema as it was
+// given, or null when it has none.
+type SchemaDoc struct {
+	Schema json.RawMessage `json:"schema"`
+}
+
 // CountResult is the answer of GET api/collections/{name}/count.
 type CountResult struct {
 	Count int `json:"count"`

@@ -43,6 +43,7 @@ var (
 	ErrUnfinishedMigration = errors.New("storh: the database is the destination of an unfinished migration")
 	ErrInvalidOption       = errors.New("storh: invalid option")
 	ErrInvalidPatch        = errors.New("storh: invalid patch")
+	ErrSchema              = errors.New("storh: schema violation")
 	ErrMismatch            = errors.New("storh: copy differs from its source")
 	ErrLagged              = errors.New("storh: watcher fell behind")
 	ErrWatchLost           = errors.New("storh: watch lost its feed of other processes' commits")

@@ -590,8 +590,24 @@
     $("aggregate-table").hidden = true;
     $("aggregate-plan").hidden = true;
     $("aggregate-info").textContent = "";
+    loadSchema(name);
     runQuery();
     $("records-h").scrollIntoView({ block: "start" });
+  }
+
+  // loadSchema shows the collection's JSON Schema, if it has one. It is
+  // an extra: a server without the endpoint, or a failure, shows none.
+  async function loadSchema(name) {
+    $("schema").hidden = true;
+    let raw = "null";
+    try {
+      raw = rawMembers(await api(collectionPath(name) + "/schema")).get("schema") || "null";
+    } catch (e) {
+      return;
+    }
+    if (!state.view || state.view.collection !== name || raw === "null") return;
+    $("schema-json").textContent = pretty(raw);
+    $("schema").hidden = false;
   }
 
   // ---------------------------------------------------------------------

@@ -451,6 +451,22 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("schema", func(t *testing.T) {
+		p.t = t
+		if err := s.db.SetSchema("docs", []byte(`{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.db.SetSchema("docs", nil) })
+		p.do(chromedp.Click(chromedp.CSS(`button[data-collection="events"]`)))
+		p.wait(`document.getElementById("records-name").textContent === "in events" && document.getElementById("schema").hidden`,
+			`document.getElementById("schema-json").textContent`)
+		p.do(chromedp.Click(chromedp.CSS(`button[data-collection="docs"]`)))
+		p.wait(`!document.getElementById("schema").hidden`, `document.getElementById("schema-json").textContent`)
+		if j := p.text("schema-json"); !strings.Contains(j, "\n  \"properties\": {") || !strings.Contains(j, `"minimum": 0`) {
+			t.Errorf("schema not shown pretty-printed:\n%s", j)
+		}
+	})
+
 	t.Run("detail", func(t *testing.T) {
 		p.t = t
 		p.set("q", "")
