@@ -79,23 +79,12 @@ func parseAgg(op, arg string) (web.Aggregation, error) {
 	return a, nil
 }
 
-// aggregator is what *storh.Docs and *storh.Log have for aggregates and
-// reader (storh.Collection) does not list.
-type aggregator interface {
-	Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]storh.Group, error)
-	ExplainAggregate(q query.Query, groupBy []string, aggs ...query.Agg) (storh.Plan, error)
-}
-
-// localAggregate runs run on the aggregator of coll with aggs as
+// localAggregate runs run on the collection coll with aggs as
 // query.Aggs.
-func (s *localStore) localAggregate(coll string, aggs []web.Aggregation, run func(aggregator, []query.Agg) error) error {
+func (s *localStore) localAggregate(coll string, aggs []web.Aggregation, run func(storh.Collection, []query.Agg) error) error {
 	r, err := s.reader(coll)
 	if err != nil {
 		return err
-	}
-	ag, ok := r.(aggregator)
-	if !ok {
-		return fmt.Errorf("collection %s (%T) has no Aggregate", qname(coll), r)
 	}
 	qaggs := make([]query.Agg, len(aggs))
 	for i, a := range aggs {
@@ -103,20 +92,20 @@ func (s *localStore) localAggregate(coll string, aggs []web.Aggregation, run fun
 			return err
 		}
 	}
-	return run(ag, qaggs)
+	return run(r, qaggs)
 }
 
-func (s *localStore) aggregate(_ context.Context, coll string, _ *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (groups []storh.Group, err error) {
-	err = s.localAggregate(coll, aggs, func(ag aggregator, qaggs []query.Agg) error {
-		groups, err = ag.Aggregate(q, groupBy, qaggs...)
+func (s *localStore) aggregate(ctx context.Context, coll string, _ *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (groups []storh.Group, err error) {
+	err = s.localAggregate(coll, aggs, func(c storh.Collection, qaggs []query.Agg) error {
+		groups, err = c.AggregateContext(ctx, q, groupBy, qaggs...)
 		return err
 	})
 	return groups, err
 }
 
-func (s *localStore) explainAggregate(_ context.Context, coll string, _ *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (plan storh.Plan, err error) {
-	err = s.localAggregate(coll, aggs, func(ag aggregator, qaggs []query.Agg) error {
-		plan, err = ag.ExplainAggregate(q, groupBy, qaggs...)
+func (s *localStore) explainAggregate(ctx context.Context, coll string, _ *queryFlags, q query.Query, groupBy []string, aggs []web.Aggregation) (plan storh.Plan, err error) {
+	err = s.localAggregate(coll, aggs, func(c storh.Collection, qaggs []query.Agg) error {
+		plan, err = c.ExplainAggregateContext(ctx, q, groupBy, qaggs...)
 		return err
 	})
 	return plan, err

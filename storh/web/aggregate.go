@@ -19,13 +19,6 @@ import (
 // without require_index, which Aggregate does not take.
 var aggregateParams = []string{"after", "before", "from", "until", "q", "group", "agg", "explain"}
 
-// aggregator is what *storh.Docs and *storh.Log have for aggregates and
-// storh.Collection, which the handler holds, does not list.
-type aggregator interface {
-	Aggregate(q query.Query, groupBy []string, aggs ...query.Agg) ([]storh.Group, error)
-	ExplainAggregate(q query.Query, groupBy []string, aggs ...query.Agg) (storh.Plan, error)
-}
-
 // Agg gives the query.Agg that a describes. An op that is not one of the
 // five, a count with a path or another op without one is
 // storh.ErrInvalidQuery; a bad path or name is left to Aggregate, which
@@ -108,18 +101,13 @@ func (h *handler) aggregate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ag, ok := c.(aggregator)
-	if !ok {
-		writeError(w, fmt.Errorf("web: %T has no Aggregate", c))
-		return
-	}
 	q, groupBy, aggs, explain, err := h.parseAggregate(r.URL.Query())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if explain {
-		plan, err := ag.ExplainAggregate(q, groupBy, aggs...)
+		plan, err := c.ExplainAggregateContext(r.Context(), q, groupBy, aggs...)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -127,7 +115,7 @@ func (h *handler) aggregate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, planOf(plan))
 		return
 	}
-	groups, err := ag.Aggregate(q, groupBy, aggs...)
+	groups, err := c.AggregateContext(r.Context(), q, groupBy, aggs...)
 	if err != nil {
 		writeError(w, err)
 		return

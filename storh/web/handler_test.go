@@ -426,6 +426,11 @@ func TestTimeout(t *testing.T) {
 	if r := c.get("api/collections/posts/explain"); r.status != 503 {
 		t.Errorf("explain past the deadline: %d %s", r.status, r.body)
 	}
+	for _, path := range []string{"api/collections/posts/aggregate?agg=count:n", "api/collections/posts/aggregate?agg=count:n&explain=1"} {
+		if r := c.get(path); r.status != 503 || r.errorKind(t) != "timeout" {
+			t.Errorf("%s past the deadline: %d %s", path, r.status, r.body)
+		}
+	}
 }
 
 func TestClosed(t *testing.T) {
