@@ -368,9 +368,9 @@ func TestSchemaSurvivesReopen(t *testing.T) {
 }
 
 // Storing a schema raises a file's format marker to 6, which a storh from
-// before schemas (reading formats up to 4) refuses to open (see
+// before schemas (reading formats up to 5) refuses to open (see
 // TestFormatMarker in the engine); a file without a schema keeps its
-// format, readable by older builds.
+// format (5, where paths go through lists), readable by the builds since.
 func TestSchemaRaisesFormat(t *testing.T) {
 	fileOnly(t)
 	path := newPath(t)
@@ -383,8 +383,8 @@ func TestSchemaRaisesFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if m := formatMarker(t, path); m != 1 {
-		t.Fatalf("a file without schemas: format %d, want 1", m)
+	if m := formatMarker(t, path); m != 5 {
+		t.Fatalf("a file without schemas: format %d, want 5", m)
 	}
 	db = openAt(t, path)
 	if err := db.SetSchema("people", personSchema); err != nil {
