@@ -163,7 +163,7 @@ func aggregateModelRun(t *rapid.T, db *storh.DB, run int) (indexOnly int) {
 			}
 		default:
 			if rapid.Bool().Draw(t, "where") {
-				cond = s.drawCond(t, 0)
+				cond = s.drawCond(t, 0, nil)
 			}
 			if rapid.IntRange(0, 3).Draw(t, "time range") == 0 {
 				fromMs = qmBaseMs + rapid.Int64Range(-1, 5).Draw(t, "from")
