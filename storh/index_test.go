@@ -144,6 +144,121 @@ func TestUniqueViolationEveryWritePath(t *testing.T) {
 	}
 }
 
+// TestUniqueViolationThenItsValueMoves: a put that takes a value another
+// record holds is refused even when a later write of the same batch or
+// transaction moves that value on (the holder gives it up, or the
+// refused record takes another): on PostgreSQL, where a put claims its
+// value without looking first, such later writes must neither hide the
+// refusal nor drop the holder's claim, which would let a duplicate in
+// afterwards. A transaction that rolls back sees the refusal too.
+func TestUniqueViolationThenItsValueMoves(t *testing.T) {
+	errDryRun := errors.New("dry run")
+	idx := storh.WithIndex(storh.Index("email").Unique())
+	for _, tc := range []struct {
+		name string
+		// run writes newcomer (and may move holder's value), and returns
+		// whether a put inside it was refused with ErrUniqueViolation and
+		// what the write path returned.
+		run       func(db *storh.DB, holder, newcomer uuidv7.UUID) (refusedInside bool, err error)
+		wantErr   error // nil: the write path succeeds
+		unchanged bool  // the database is as before
+	}{
+		{name: "PutMany: the holder gives the value up later in the batch",
+			run: func(db *storh.DB, holder, newcomer uuidv7.UUID) (bool, error) {
+				users, _ := db.Docs("users", idx)
+				_, err := users.PutMany([]any{
+					storh.Entry{ID: newcomer, Data: storh.Map{"email": "ada@example.com"}},
+					storh.Entry{ID: holder, Data: storh.Map{"email": "moved@example.com"}},
+				})
+				return false, err
+			},
+			wantErr: storh.ErrUniqueViolation, unchanged: true},
+		{name: "Update: the refused record is then written with another value",
+			run: func(db *storh.DB, _, newcomer uuidv7.UUID) (bool, error) {
+				refused := false
+				err := db.Update(func(tx *storh.Tx) error {
+					users, err := tx.Docs("users", idx)
+					if err != nil {
+						return err
+					}
+					_, err = users.PutWithID(newcomer, storh.Map{"email": "ada@example.com"})
+					if refused = errors.Is(err, storh.ErrUniqueViolation); err != nil && !refused {
+						return err
+					}
+					_, err = users.PutWithID(newcomer, storh.Map{"email": "other@example.com"})
+					return err
+				})
+				return refused, err
+			}},
+		{name: "Update: the refused record is then deleted",
+			run: func(db *storh.DB, _, newcomer uuidv7.UUID) (bool, error) {
+				refused := false
+				err := db.Update(func(tx *storh.Tx) error {
+					users, err := tx.Docs("users", idx)
+					if err != nil {
+						return err
+					}
+					_, err = users.PutWithID(newcomer, storh.Map{"email": "ada@example.com"})
+					if refused = errors.Is(err, storh.ErrUniqueViolation); err != nil && !refused {
+						return err
+					}
+					return users.Delete(newcomer)
+				})
+				return refused, err
+			}},
+		{name: "Update that rolls back",
+			run: func(db *storh.DB, _, newcomer uuidv7.UUID) (bool, error) {
+				refused := false
+				err := db.Update(func(tx *storh.Tx) error {
+					users, err := tx.Docs("users", idx)
+					if err != nil {
+						return err
+					}
+					_, err = users.PutWithID(newcomer, storh.Map{"email": "ada@example.com"})
+					refused = errors.Is(err, storh.ErrUniqueViolation)
+					return errDryRun
+				})
+				return refused, err
+			},
+			wantErr: errDryRun, unchanged: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTemp(t)
+			users, err := db.Docs("users", idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holder, err := users.Put(storh.Map{"email": "ada@example.com"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := digest(t, db)
+			refusedInside, err := tc.run(db, holder.ID, uuidv7.New())
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("write: %v", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("write: %v; want %v", err, tc.wantErr)
+			case tc.wantErr != storh.ErrUniqueViolation && !refusedInside:
+				t.Error("the put of the held value inside the transaction was not refused")
+			}
+			if tc.unchanged && digest(t, db) != before {
+				t.Error("a refused write changed the database")
+			}
+			// The holder's claim is whole: a later duplicate is refused.
+			if _, err := users.Put(storh.Map{"email": "ada@example.com"}); !errors.Is(err, storh.ErrUniqueViolation) {
+				t.Errorf("a later Put of the held value: %v; want ErrUniqueViolation", err)
+			}
+			if got := byEmail(t, users, "ada@example.com"); !slices.Equal(got, []uuidv7.UUID{holder.ID}) {
+				t.Errorf("the index holds %v for the value; want only %v", got, holder.ID)
+			}
+			if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 {
+				t.Errorf("Verify: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
 // TestUniqueRules: what conflicts and what does not.
 func TestUniqueRules(t *testing.T) {
 	db := openTemp(t)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,7 +24,9 @@ import (
 // (kv.Inserter): the table's primary key refuses a second claim of it,
 // which fails the transaction with kv.ErrConflict; its next run is careful
 // (Tx.careful) and looks the claim up first, so the loser gets
-// ErrUniqueViolation, never a duplicate. A claim is deleted or moved with
+// ErrUniqueViolation, never a duplicate; a run that rolls back sends its
+// claims first, and runs again the same way when one was taken
+// (blindConflict). A claim is deleted or moved with
 // its record, whose row the writer holds locked. Writers holding the
 // collection alone keep the claims too, and an index made before claims
 // gets them from the first writer that would write beside others
@@ -94,6 +97,7 @@ func (ix *collIndex) moveClaims(c *Coll, olds, news [][]byte, id uuidv7.UUID) er
 		var err error
 		if _, known := ix.claimed[string(value)]; c.shared && !known {
 			err = ix.claims.(kv.Inserter).Insert(value, holder)
+			ix.inserted = true
 		} else {
 			err = ix.claims.Put(value, holder)
 		}
@@ -101,6 +105,34 @@ func (ix *collIndex) moveClaims(c *Coll, olds, news [][]byte, id uuidv7.UUID) er
 			return mapStoreErr(err)
 		}
 		ix.claimed[string(value)] = claim{id: id, held: true}
+	}
+	return nil
+}
+
+// blindConflict sends the claims a run that rolls back inserted without
+// looking them up (not careful), and returns the conflict they meet: a
+// claim another record holds. A run that commits learns of it from its
+// commit and runs again carefully, where the put meets the claim and fails
+// with ErrUniqueViolation; one that rolls back would never learn of it,
+// and its callback would have taken a refused put for a stored one. The
+// conflict, left with the transaction, makes it run again too.
+func (t *Tx) blindConflict() error {
+	if t.careful {
+		return nil
+	}
+	for _, c := range t.colls {
+		for _, ix := range c.idx {
+			if !ix.inserted {
+				continue
+			}
+			for value := range ix.claimed {
+				ix.claims.Get([]byte(value)) // a read sends the bucket's buffered writes first
+				break
+			}
+		}
+	}
+	if err := t.failure(); errors.Is(err, kv.ErrConflict) {
+		return err
 	}
 	return nil
 }

@@ -583,6 +583,8 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 						own = tx.flush()
 					}
 				}
+			} else if err := tx.blindConflict(); err != nil {
+				return err // run again, carefully
 			}
 			return own
 		})

@@ -152,9 +152,11 @@ type collIndex struct {
 	changed bool // def changed (build progress): rewrite it at flush
 
 	// A unique index's claims (def.Claims), and the claims this
-	// transaction made or gave up, by value.
-	claims  kv.Bucket
-	claimed map[string]claim
+	// transaction made or gave up, by value; inserted: one was made with
+	// kv.Inserter, which only the server checks (blindConflict).
+	claims   kv.Bucket
+	claimed  map[string]claim
+	inserted bool
 
 	// A blocked index's journal, and as this transaction sees it: the
 	// journal's sequences when the transaction began (base), the committed

@@ -397,7 +397,7 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 		for j < len(ops) && bytes.Equal(ops[j].k, ops[i].k) {
 			j++
 		}
-		o, alone := settle(ops[i:j]), j == i+1
+		first, o := ops[i], settle(ops[i:j])
 		left = len(ops) - i
 		i = j
 		if o.add {
@@ -408,18 +408,30 @@ func (b *bucket) queueFlush(batch *pgx.Batch) {
 			addSize += len(o.k) + len(o.v)
 			continue
 		}
-		// An insert after another write of its key in this transaction
+		// A key inserted first keeps its INSERT whatever this transaction
+		// wrote to it after, so that a row another writer committed still
+		// fails the transaction (kv.Inserter): its later writes land on the
+		// row it inserted, so a put comes down to an INSERT of the last
+		// value, and a delete to the INSERT followed by the DELETE (dels
+		// go after inserts). An insert after another write of its key
 		// (none reached the server) is not known to be of an absent key.
-		if o.insert && alone {
-			if n := len(o.k) + len(o.v); insSize+n > flushChunk {
+		if first.insert {
+			ins := o
+			if o.del {
+				ins = first
+			}
+			if n := len(ins.k) + len(ins.v); insSize+n > flushChunk {
 				emitInserts()
 			}
-			insK, insV = append(room(insK), o.k), append(room(insV), o.v)
-			insSize += len(o.k) + len(o.v)
-			continue
+			insK, insV = append(room(insK), ins.k), append(room(insV), ins.v)
+			insSize += len(ins.k) + len(ins.v)
+			if !o.del {
+				continue
+			}
 		}
 		if o.del {
 			if delSize+len(o.k) > flushChunk {
+				emitInserts() // the INSERTs of keys inserted and then deleted go first
 				emitDels()
 			}
 			delK = append(room(delK), o.k)

@@ -929,7 +929,8 @@ func testPipeline(t *testing.T, s kv.Store) {
 // testInsert checks a kv.Inserter, where the backend has one: inserted keys
 // read back like put ones; an insert after another write of its key in
 // the same transaction stores the insert's value; an insert of a key that
-// is present fails the transaction, and commits nothing of it.
+// is present fails the transaction, and commits nothing of it, even when
+// the transaction puts or deletes the key after it.
 func testInsert(t *testing.T, s kv.Store) {
 	update(t, s, func(tx kv.Tx) {
 		b, err := tx.CreateBucket([]byte("i"))
@@ -977,6 +978,49 @@ func testInsert(t *testing.T, s kv.Store) {
 		checkGet(t, "after the failed insert", b, []byte("old"), []byte("1"))
 		checkGet(t, "after the failed insert", b, []byte("lost"), nil)
 	})
+
+	// The insert of a present key fails the transaction whatever the
+	// transaction writes to the key after it; one of an absent key ends as
+	// the later writes leave it.
+	for _, tc := range []struct {
+		name     string
+		key      string
+		then     func(b kv.Bucket, key []byte) error
+		conflict bool
+		want     []byte
+	}{
+		{"present, then deleted", "old", func(b kv.Bucket, k []byte) error { return b.Delete(k) }, true, []byte("1")},
+		{"present, then put", "old", func(b kv.Bucket, k []byte) error { return b.Put(k, []byte("5")) }, true, []byte("1")},
+		{"absent, then deleted", "gone", func(b kv.Bucket, k []byte) error { return b.Delete(k) }, false, nil},
+		{"absent, then put", "later", func(b kv.Bucket, k []byte) error { return b.Put(k, []byte("6")) }, false, []byte("6")},
+		{"absent, then deleted and put", "back", func(b kv.Bucket, k []byte) error {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+			return b.Put(k, []byte("7"))
+		}, false, []byte("7")},
+	} {
+		tx := begin(t, s, true)
+		b := tx.Bucket([]byte("i"))
+		key := []byte(tc.key)
+		err := b.(kv.Inserter).Insert(key, []byte("4"))
+		if err == nil {
+			err = tc.then(b, key)
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		_ = tx.Rollback()
+		switch {
+		case tc.conflict && !errors.Is(err, kv.ErrConflict):
+			t.Errorf("Insert of a key %s: %v, want an error wrapping kv.ErrConflict", tc.name, err)
+		case !tc.conflict && err != nil:
+			t.Errorf("Insert of a key %s: %v", tc.name, err)
+		}
+		view(t, s, func(tx kv.Tx) {
+			checkGet(t, "after an insert of a key "+tc.name, tx.Bucket([]byte("i")), key, tc.want)
+		})
+	}
 }
 
 func testKeyReuse(t *testing.T, s kv.Store) {
