@@ -4,28 +4,12 @@ import (
 	"testing"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
-
-// benchSchema has ten rules over the fields of writeBenchRecord, every one
-// of which a record is checked against.
-var benchSchema = []byte(`{
-	"type": "object",
-	"required": ["user", "email", "age", "created"],
-	"properties": {
-		"user": {"type": "string", "pattern": "^user-[0-9]+$"},
-		"email": {"type": "string", "maxLength": 64},
-		"age": {"type": "integer", "minimum": 0, "maximum": 150},
-		"score": {"type": "number"},
-		"active": {"type": "boolean"},
-		"country": {"enum": ["NL", "DE", "FR"]},
-		"tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-		"created": {"type": "string", "format": "date-time"}
-	}
-}`)
 
 // BenchmarkSchemaWrite: what a schema adds to durable writes (fsync on,
 // on the backend STORH_TEST_BACKEND names): a single Put and a PutMany of
-// 1000 records, into a collection with the 10-rule schema above and into
+// 1000 records, into a collection with testkit.BenchSchema (10 rules) and into
 // one without, in the same run.
 func BenchmarkSchemaWrite(b *testing.B) {
 	items := make([]any, 1000)
@@ -44,7 +28,7 @@ func BenchmarkSchemaWrite(b *testing.B) {
 			opts []storh.CollectionOption
 		}{
 			{"none", nil},
-			{"10rules", []storh.CollectionOption{storh.WithSchema(benchSchema)}},
+			{"10rules", []storh.CollectionOption{storh.WithSchema(testkit.BenchSchema)}},
 		} {
 			// A store of its own for each: what one wrote before does not
 			// weigh on the other's commits.

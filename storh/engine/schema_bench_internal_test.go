@@ -6,24 +6,8 @@ import (
 	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
-
-// benchCheckSchema has the ten rules of the storh package's
-// BenchmarkSchemaWrite over the fields of benchCheckRecord.
-var benchCheckSchema = []byte(`{
-	"type": "object",
-	"required": ["user", "email", "age", "created"],
-	"properties": {
-		"user": {"type": "string", "pattern": "^user-[0-9]+$"},
-		"email": {"type": "string", "maxLength": 64},
-		"age": {"type": "integer", "minimum": 0, "maximum": 150},
-		"score": {"type": "number"},
-		"active": {"type": "boolean"},
-		"country": {"enum": ["NL", "DE", "FR"]},
-		"tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-		"created": {"type": "string", "format": "date-time"}
-	}
-}`)
 
 // benchCheckPayload returns a whole value (AppendValue), header and all.
 func benchCheckPayload(b *testing.B, i int) []byte {
@@ -43,7 +27,7 @@ func benchCheckPayload(b *testing.B, i int) []byte {
 // a ten-rule schema, whole and in its two steps: mapping the stored record
 // to JSON values, and the validator's work on them.
 func BenchmarkSchemaCheck(b *testing.B) {
-	s, err := CompileSchema(benchCheckSchema)
+	s, err := CompileSchema(testkit.BenchSchema)
 	if err != nil {
 		b.Fatal(err)
 	}
