@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -91,5 +94,58 @@ func TestPostgresSameAsFile(t *testing.T) {
 				})
 			})
 		})
+	}
+}
+
+// TestPostgresTailFollow follows a collection on PostgreSQL as records
+// arrive from other stores' writes (each put below is a storh put of its
+// own, opening and closing its store): -f used to fail at its first poll,
+// which reopened the store with a file's lock timeout.
+func TestPostgresTailFollow(t *testing.T) {
+	url := postgresSchema(t)
+	put := func(data string) {
+		t.Helper()
+		if _, stderr, code := runStorh(context.Background(), "", "--db", url, "-q", "put", "--log", "events", data); code != 0 {
+			t.Fatalf("put: %s", stderr)
+		}
+	}
+	put(`{"n":1}`)
+	put(`{"n":2}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, outW := io.Pipe()
+	var stderr bytes.Buffer
+	a := newApp(ctx, strings.NewReader(""), outW, &stderr, func(string) string { return "" })
+	done := make(chan int)
+	go func() {
+		root := a.rootCmd()
+		root.SetArgs([]string{"--db", url, "tail", "events", "-f", "-n", "1", "--interval", "2ms"})
+		cmd, err := root.ExecuteC()
+		code := exitOK
+		if err != nil {
+			code = a.report(cmd, err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(out)
+	expect := func(want string) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("tail -f ended before %s: %v; stderr: %s", want, lines.Err(), stderr.String())
+		}
+		if !strings.Contains(lines.Text(), want) {
+			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
+		}
+	}
+	expect(`"data":{"n":2}`)
+	put(`{"n":3}`)
+	expect(`"data":{"n":3}`)
+	put(`{"n":4}`)
+	expect(`"data":{"n":4}`)
+	cancel()
+	go io.Copy(io.Discard, out)
+	if code := <-done; code != exitOK {
+		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 }

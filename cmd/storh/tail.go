@@ -38,6 +38,10 @@ Started while such a program runs, -f waits too (it says so once), and
 prints the last N records once it can open the file. Ids are compared, not times: a writer whose clock runs behind may write ids
 below the last one printed, and those are not shown.
 
+On PostgreSQL (--db postgres://…) nothing locks readers out: -f keeps the
+store open and polls it every --interval, and commits of any process show
+up at the next poll.
+
 With --url (or $STORH_URL), tail reads a running program's storh/web handler
 or a storh serve instead: -f then follows the server's live tail, which
 sends each record as it commits, and --interval is the wait before it
@@ -147,9 +151,22 @@ func (s *localStore) last(ctx context.Context, coll string, n int) ([]recLine, e
 }
 
 // follow polls for records after last until the context ends. It does not
-// use s.db: each poll opens the file for a moment.
+// use s.db, closed by tailLast: on a file each poll opens it for a moment;
+// on PostgreSQL, where no lock keeps writers out, it opens the store once
+// and polls that.
 func (s *localStore) follow(ctx context.Context, name string, last uuidv7.UUID, interval time.Duration, p *recordPrinter) error {
 	a := s.a
+	poll := a.poll
+	if isURL(a.dbPath) {
+		db, err := a.open(false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		poll = func(ctx context.Context, name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
+			return a.pollDB(ctx, db, name, last, p)
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	toldLocked := false
@@ -159,7 +176,7 @@ func (s *localStore) follow(ctx context.Context, name string, last uuidv7.UUID, 
 			return p.flush()
 		case <-t.C:
 		}
-		next, err := a.poll(ctx, name, last, p)
+		next, err := poll(ctx, name, last, p)
 		if errors.Is(err, storh.ErrLocked) {
 			if !toldLocked {
 				a.diag(lockedWait, a.dbPath)
@@ -179,13 +196,18 @@ func (s *localStore) follow(ctx context.Context, name string, last uuidv7.UUID, 
 	}
 }
 
-// poll opens the database briefly and prints what is new after last.
+// poll opens the database file briefly and prints what is new after last.
 func (a *app) poll(ctx context.Context, name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
 	db, err := storh.Open(a.dbPath, storh.WithReadOnly(), storh.WithLockTimeout(min(followLockWait, a.timeout)))
 	if err != nil {
 		return last, err
 	}
 	defer db.Close()
+	return a.pollDB(ctx, db, name, last, p)
+}
+
+// pollDB prints what db holds after last in the collection name.
+func (a *app) pollDB(ctx context.Context, db *storh.DB, name string, last uuidv7.UUID, p *recordPrinter) (uuidv7.UUID, error) {
 	r, _, err := a.reader(db, name)
 	if err != nil {
 		return last, err
