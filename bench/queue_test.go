@@ -83,8 +83,8 @@ func openQueueBacklog(tb testing.TB, n int) (*storh.DB, *storh.Queue) {
 	if q, err = db.Queue(queueName); err != nil {
 		tb.Fatal(err)
 	}
-	if p, _, _, _, err := q.Counts(); err != nil || p != n {
-		tb.Fatalf("backlog: %d pending, want %d (%v)", p, n, err)
+	if counts, err := q.Counts(); err != nil || counts.Pending != n {
+		tb.Fatalf("backlog: %d pending, want %d (%v)", counts.Pending, n, err)
 	}
 	return db, q
 }
@@ -164,8 +164,8 @@ func BenchmarkQueueClaimComplete(b *testing.B) {
 			}
 			reportJobs(b, b.N)
 			reportJobCommits(b, c, b.N)
-			if p, cl, d, _, err := q.Counts(); err != nil || p != 0 || cl != 0 || d != b.N {
-				b.Fatalf("after %d claims and completions: %d pending, %d claimed, %d done (%v)", b.N, p, cl, d, err)
+			if n, err := q.Counts(); err != nil || n.Pending != 0 || n.Claimed != 0 || n.Done != b.N {
+				b.Fatalf("after %d claims and completions: %+v (%v)", b.N, n, err)
 			}
 		})
 	}

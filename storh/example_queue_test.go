@@ -47,8 +47,8 @@ func ExampleQueue() {
 			panic(err)
 		}
 	}
-	pending, claimed, completed, dead, _ := jobs.Counts()
-	fmt.Println("pending", pending, "claimed", claimed, "done", completed, "dead", dead)
+	counts, _ := jobs.Counts()
+	fmt.Println("pending", counts.Pending, "claimed", counts.Claimed, "done", counts.Done, "dead", counts.Dead)
 
 	// Done jobs stay until purged: a periodic PurgeDone keeps a day of them.
 	n, _ := jobs.PurgeDone(24 * time.Hour)

@@ -126,7 +126,8 @@ func snapshot(t testing.TB, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, c, d, x, err := jobs.Counts()
+	counts, err := jobs.Counts()
+	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}

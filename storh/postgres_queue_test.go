@@ -72,8 +72,8 @@ func TestPostgresClaimsSideBySide(t *testing.T) {
 	if first != ids[0] || c.id != ids[1] {
 		t.Fatalf("claims took %v and %v; want the two oldest, %v and %v", first, c.id, ids[0], ids[1])
 	}
-	if p, cl, d, x, err := qa.Counts(); err != nil || p != 1 || cl != 2 || d != 0 || x != 0 {
-		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 2 claimed", p, cl, d, x, err)
+	if n, err := qa.Counts(); err != nil || n != (storh.QueueCounts{Pending: 1, Claimed: 2}) {
+		t.Fatalf("Counts = %+v, %v; want 1 pending, 2 claimed", n, err)
 	}
 
 	// A transaction that claims beside others, then enqueues, holds the
@@ -96,8 +96,8 @@ func TestPostgresClaimsSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, cl, d, x, err := qb.Counts(); err != nil || p != 1 || cl != 2 || d != 1 || x != 0 {
-		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 2 claimed, 1 done", p, cl, d, x, err)
+	if n, err := qb.Counts(); err != nil || n != (storh.QueueCounts{Pending: 1, Claimed: 2, Done: 1}) {
+		t.Fatalf("Counts = %+v, %v; want 1 pending, 2 claimed, 1 done", n, err)
 	}
 	rep, err := b.Verify(func(p storh.Problem) { t.Errorf("Verify: %v", p) })
 	if err != nil || rep.Problems != 0 {
@@ -175,7 +175,8 @@ func TestPostgresQueueWorkers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	p, c, d, x, err := q0.Counts()
+	counts, err := q0.Counts()
+	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}

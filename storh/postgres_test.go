@@ -165,8 +165,8 @@ func TestPostgresQueue(t *testing.T) {
 	if err := q.Complete(job.ID); err != nil {
 		t.Fatal(err)
 	}
-	if p, c, d, x, err := q.Counts(); err != nil || p != 2 || c != 0 || d != 1 || x != 0 {
-		t.Fatalf("Counts = %d %d %d %d, %v", p, c, d, x, err)
+	if n, err := q.Counts(); err != nil || n != (storh.QueueCounts{Pending: 2, Done: 1}) {
+		t.Fatalf("Counts = %+v, %v", n, err)
 	}
 }
 

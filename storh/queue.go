@@ -552,20 +552,34 @@ func (q *Queue) purge(op string, olderThan time.Duration, purge func(*engine.Tx,
 	}
 }
 
-// Counts returns the number of jobs in each state. It reads four counters:
-// it costs the same for any queue size.
-func (q *Queue) Counts() (pending, claimed, done, dead int, err error) {
+// QueueCounts is the number of a queue's jobs in each state.
+type QueueCounts struct {
+	Pending int
+	// Scheduled counts the jobs enqueued to run later that are not yet
+	// due. No operation of this release schedules a job, so it stays 0;
+	// it is here so that code reading the counts need not change when
+	// delayed jobs come.
+	Scheduled int
+	Claimed   int
+	Done      int
+	Dead      int
+}
+
+// Counts returns the number of jobs in each state. It reads a counter per
+// state: it costs the same for any queue size.
+func (q *Queue) Counts() (QueueCounts, error) {
 	var n [5]int64
-	err = q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+	err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec != nil {
 			n = etx.JobCounts(ec)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, 0, 0, opErr("queue counts", q.c.name, "", -1, err)
+		return QueueCounts{}, opErr("queue counts", q.c.name, "", -1, err)
 	}
-	return int(n[api.JobPending]), int(n[api.JobClaimed]), int(n[api.JobDone]), int(n[api.JobDead]), nil
+	return QueueCounts{Pending: int(n[api.JobPending]), Claimed: int(n[api.JobClaimed]),
+		Done: int(n[api.JobDone]), Dead: int(n[api.JobDead])}, nil
 }
 
 // Stats returns the queue's statistics.
@@ -574,9 +588,8 @@ func (q *Queue) Stats() (QueueStats, error) {
 	if err != nil {
 		return QueueStats{}, err
 	}
-	s := QueueStats{CollectionInfo: info}
-	s.Pending, s.Claimed, s.Done, s.Dead, err = q.Counts()
-	return s, err
+	n, err := q.Counts()
+	return QueueStats{CollectionInfo: info, Pending: n.Pending, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead}, err
 }
 
 // Lookup returns job id as it is now, payload and state.

@@ -221,7 +221,8 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 }
 
 func (s *qumState) check(t *rapid.T) {
-	p, c, d, x, err := s.q.Counts()
+	counts, err := s.q.Counts()
+	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,8 @@ func qWantIDs(t testing.TB, q *storh.Queue, state storh.JobState, want ...uuidv7
 
 func qWantCounts(t testing.TB, q *storh.Queue, pending, claimed, done, dead int) {
 	t.Helper()
-	p, c, d, x, err := q.Counts()
+	counts, err := q.Counts()
+	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatalf("Counts: %v", err)
 	}
@@ -1225,7 +1226,8 @@ func TestQueueEnqueueMany(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := digest(t, db)
-			p0, c0, d0, x0, _ := q.Counts()
+			counts, _ := q.Counts()
+			p0, c0, d0, x0 := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 			ids, err := q.EnqueueMany(c.items)
 			checkErr(t, err, c.want, `"q"`, fmt.Sprintf("item %d", c.index))
 			var e *storh.Error
@@ -1307,8 +1309,8 @@ func TestQueueEnqueueManyAllOrNothingInUpdate(t *testing.T) {
 			return fmt.Errorf("EnqueueMany with an existing id in Update = %v; want ErrExists", err)
 		}
 		// "all or none": the failed batch left nothing in the transaction.
-		if p, _, _, _, err := tq.Counts(); err != nil || p != 1 {
-			return fmt.Errorf("after a failed EnqueueMany the transaction holds %d pending jobs (%v); want 1", p, err)
+		if n, err := tq.Counts(); err != nil || n.Pending != 1 {
+			return fmt.Errorf("after a failed EnqueueMany the transaction holds %d pending jobs (%v); want 1", n.Pending, err)
 		}
 		return nil
 	})
@@ -1399,8 +1401,8 @@ func TestQueueInUpdate(t *testing.T) {
 			return err
 		}
 		// The transaction sees its own work.
-		if p, c, d, x, err := tq.Counts(); p != 1 || c != 1 || d != 1 || x != 0 || err != nil {
-			return fmt.Errorf("Counts in Update = %d %d %d %d, %v", p, c, d, x, err)
+		if n, err := tq.Counts(); n != (storh.QueueCounts{Pending: 1, Claimed: 1, Done: 1}) || err != nil {
+			return fmt.Errorf("Counts in Update = %+v, %v", n, err)
 		}
 		var pending []uuidv7.UUID
 		for j, err := range tq.Jobs(storh.JobPending) {
@@ -1476,8 +1478,8 @@ func TestQueueInUpdate(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if p, c, d, x, err := tq.Counts(); p != 1 || c != 1 || d != 1 || x != 0 || err != nil {
-			return fmt.Errorf("Counts in View = %d %d %d %d, %v", p, c, d, x, err)
+		if n, err := tq.Counts(); n != (storh.QueueCounts{Pending: 1, Claimed: 1, Done: 1}) || err != nil {
+			return fmt.Errorf("Counts in View = %+v, %v", n, err)
 		}
 		if n := len(slices.Collect(func(yield func(storh.Job) bool) {
 			for j, err := range tq.Jobs(storh.JobDone) {
@@ -1535,7 +1537,8 @@ func TestQueueInUpdate(t *testing.T) {
 func qSnapshot(t testing.TB, q *storh.Queue) string {
 	t.Helper()
 	var b strings.Builder
-	p, c, d, x, err := q.Counts()
+	counts, err := q.Counts()
+	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2309,7 +2312,8 @@ func TestQueuePurgeDead(t *testing.T) {
 	if n, err := q.PurgeDead(90 * time.Minute); err != nil || n != 2 {
 		t.Fatalf("PurgeDead = %d, %v; want 2", n, err)
 	}
-	pending, claimed, done, dead, err := q.Counts()
+	counts, err := q.Counts()
+	pending, claimed, done, dead := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil || pending != 1 || claimed != 0 || done != 0 || dead != 1 {
 		t.Fatalf("Counts = %d %d %d %d, %v; want 1 pending, 1 dead", pending, claimed, done, dead, err)
 	}

@@ -208,7 +208,8 @@ func readReplica(db *storh.DB) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("Queue.Stats: %w", err)
 	}
-	pending, claimed, done, dead, err := jobs.Counts()
+	counts, err := jobs.Counts()
+	pending, claimed, done, dead := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		return "", fmt.Errorf("Counts: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // queueCounts serves GET api/queues/{name}: the jobs in each state. It
-// reads four counters, whatever the queue's size.
+// reads a counter per state, whatever the queue's size.
 func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 	if !noParams(w, r) {
 		return
@@ -26,11 +26,10 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := QueueCounts{Name: name}
-	out.Pending, out.Claimed, out.Done, out.Dead, err = q.Counts()
+	n, err := q.Counts()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, QueueCounts{Name: name, Pending: n.Pending, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead})
 }

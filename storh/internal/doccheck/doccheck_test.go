@@ -24,7 +24,7 @@ func TestCheck(t *testing.T) {
 			[]string{"page.md:6: posts.Upsert undefined"}},
 		{"a call with the wrong number of results",
 			"<!-- doccheck\nvar q *storh.Queue\n-->\n```go\npending, claimed, done, dead := q.Counts()\n```\n",
-			[]string{"page.md:5: assignment mismatch: 4 variables but q.Counts returns 5 values"}},
+			[]string{"page.md:5: assignment mismatch: 4 variables but q.Counts returns 2 values"}},
 		{"a block in a list item",
 			"- a step:\n\n  ```go\n  fmt.Println(nosuch)\n  ```\n", []string{"page.md:4: undefined: nosuch"}},
 		{"a language feature newer than go.mod's go line",
