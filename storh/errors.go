@@ -99,6 +99,10 @@ var (
 	// for a job that is not claimed (it is pending, done or dead), and by
 	// Retry for a job that is not dead.
 	ErrNotClaimed = errs.ErrNotClaimed
+	// ErrClaimed is returned by Queue.Cancel for a job a worker holds: it
+	// is claimed and its lease has not ended. Nothing changes; cancel it
+	// once its worker has failed or released it, or its lease has ended.
+	ErrClaimed = errs.ErrClaimed
 	// ErrNoIndex is returned by a query with RequireIndex that no index
 	// serves and that would read the whole collection.
 	ErrNoIndex = errs.ErrNoIndex

@@ -21,6 +21,7 @@ import (
 //   - Enqueue adds a pending job at the end of the enqueue order.
 //   - Claim leases the oldest pending job, in enqueue order (not id order: a
 //     job enqueued with an explicit older id still waits its turn).
+//   - Cancel deletes a job no worker holds; a held claim is ErrClaimed.
 //   - Complete ends a claim in success; Fail ends it in failure, and the job
 //     is pending again, or dead once it has used its attempts
 //     (WithMaxAttempts, default DefaultMaxAttempts). Release gives a claim
@@ -487,6 +488,25 @@ func (q *Queue) Retry(id uuidv7.UUID) error {
 	return q.do("retry", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		return etx.Retry(ec, id, now)
+	})
+}
+
+// Cancel deletes a job no worker holds, payload included: a pending, done
+// or dead one, or a claimed one whose lease has ended (the next claim would
+// have taken it back). Once Cancel returns nil no claim will hand the job
+// out; a done one had already run, and Cancel only forgets it (Lookup
+// tells which it was). A claimed job whose lease holds fails with
+// ErrClaimed and stays as it is, an unknown id with ErrNotFound. Its id
+// can be enqueued again afterwards.
+func (q *Queue) Cancel(id uuidv7.UUID) error {
+	if err := checkID(id, false); err != nil {
+		return opErr("queue cancel", q.c.name, id.String(), -1, err)
+	}
+	// Held alone: a claim in another process waits for it, or it for the
+	// claim, so one of them wins and the other sees what it left.
+	return q.do("cancel", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
+		now := q.now()
+		return etx.Cancel(ec, id, now)
 	})
 }
 

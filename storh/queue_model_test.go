@@ -494,6 +494,23 @@ func TestQueueModel(t *testing.T) {
 					j.state, j.attempts, j.changed = storh.JobPending, 0, s.now()
 				}
 			},
+			"cancel": func(t *rapid.T) {
+				id := s.pickID(t)
+				var want error
+				j, ok := s.jobs[id]
+				switch {
+				case !id.IsV7():
+					want = storh.ErrInvalidID
+				case !ok:
+					want = storh.ErrNotFound
+				case j.state == storh.JobClaimed && j.lease > s.now():
+					want = storh.ErrClaimed
+				}
+				qumWant(t, "Cancel", s.q.Cancel(id), want)
+				if want == nil {
+					delete(s.jobs, id)
+				}
+			},
 			"requeue expired": func(t *rapid.T) {
 				want := s.requeueExpired()
 				if n, err := s.q.RequeueExpired(); err != nil || n != want {

@@ -300,12 +300,14 @@ func TestQueueOperationErrors(t *testing.T) {
 		add("Retry "+st, storh.ErrNotClaimed, func() error { return q.Retry(id) }, `"q"`, id.String())
 	}
 	add("Retry claimed", storh.ErrNotClaimed, func() error { return q.Retry(claimedID) }, `"q"`, claimedID.String())
+	add("Cancel claimed", storh.ErrClaimed, func() error { return q.Cancel(claimedID) }, `"q"`, claimedID.String(), "Release")
 	for _, id := range []uuidv7.UUID{unknown} {
 		add("Complete unknown", storh.ErrNotFound, func() error { return q.Complete(id) }, `"q"`, id.String())
 		add("Fail unknown", storh.ErrNotFound, func() error { return q.Fail(id, "x") }, `"q"`, id.String())
 		add("Extend unknown", storh.ErrNotFound, func() error { _, err := q.Extend(id, time.Minute); return err }, `"q"`, id.String())
 		add("Release unknown", storh.ErrNotFound, func() error { return q.Release(id) }, `"q"`, id.String())
 		add("Retry unknown", storh.ErrNotFound, func() error { return q.Retry(id) }, `"q"`, id.String())
+		add("Cancel unknown", storh.ErrNotFound, func() error { return q.Cancel(id) }, `"q"`, id.String())
 		add("Lookup unknown", storh.ErrNotFound, func() error { _, err := q.Lookup(id); return err }, `"q"`, id.String())
 	}
 	for name, id := range map[string]uuidv7.UUID{"v4": v4ID, "zero": zero, "bad variant": badVariant} {
@@ -314,6 +316,7 @@ func TestQueueOperationErrors(t *testing.T) {
 		add("Extend "+name, storh.ErrInvalidID, func() error { _, err := q.Extend(id, time.Minute); return err }, `"q"`)
 		add("Release "+name, storh.ErrInvalidID, func() error { return q.Release(id) }, `"q"`)
 		add("Retry "+name, storh.ErrInvalidID, func() error { return q.Retry(id) }, `"q"`)
+		add("Cancel "+name, storh.ErrInvalidID, func() error { return q.Cancel(id) }, `"q"`)
 		add("Lookup "+name, storh.ErrInvalidID, func() error { _, err := q.Lookup(id); return err }, `"q"`)
 		add("EnqueueWithID "+name, storh.ErrInvalidID, func() error { return q.EnqueueWithID(id, storh.Map{"a": 1}) }, `"q"`)
 		add("CompleteMany "+name, storh.ErrInvalidID, func() error {

@@ -168,6 +168,7 @@ func ownFault(err error) bool {
 	return errors.Is(err, errs.ErrExists) || errors.Is(err, errs.ErrWrongKind) ||
 		errors.Is(err, errs.ErrInvalidName) || errors.Is(err, errs.ErrNotFound) ||
 		errors.Is(err, errs.ErrEmpty) || errors.Is(err, errs.ErrNotClaimed) ||
+		errors.Is(err, errs.ErrClaimed) || errors.Is(err, errs.ErrNotDead) ||
 		errors.Is(err, errs.ErrSchema)
 }
 

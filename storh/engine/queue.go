@@ -808,6 +808,47 @@ func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
 	return t.move(c, j, old, job)
 }
 
+// Cancel deletes job id, payload included, unless a worker holds it: a
+// pending, done or dead job goes, and so does a claimed one whose lease
+// ended by now, which the next claim would take back anyway. A claim that
+// holds fails with ErrClaimed and nothing changes: its worker may be
+// halfway through the job, and only it can end the claim.
+func (t *Tx) Cancel(c *Coll, id uuidv7.UUID, now int64) error {
+	j, err := c.jobBuckets(false)
+	if err != nil {
+		return err
+	}
+	if j == nil {
+		return fmt.Errorf("%w: no job %s", errs.ErrNotFound, id)
+	}
+	job, err := j.load(id)
+	if err != nil {
+		return err
+	}
+	if job.State == api.JobClaimed && job.LeaseUntil > now {
+		return fmt.Errorf("%w: job %s is leased to a worker for %d ms more; let it complete or fail the job, or Release it, then cancel",
+			errs.ErrClaimed, id, job.LeaseUntil-now)
+	}
+	index, key := j.index(job)
+	return t.dropJob(c, j, index, key, id, job.State)
+}
+
+// dropJob deletes job id, in state and under key in that state's index,
+// with its payload.
+func (t *Tx) dropJob(c *Coll, j *jobs, index kv.Bucket, key []byte, id uuidv7.UUID, state api.JobState) error {
+	if err := index.Delete(key); err != nil {
+		return mapStoreErr(err)
+	}
+	if err := j.state.Delete(id[:]); err != nil {
+		return mapStoreErr(err)
+	}
+	if _, err := t.Delete(c, id); err != nil {
+		return err
+	}
+	c.jobDelta[state]--
+	return nil
+}
+
 // LookupJob returns job id's state, with its payload (owned by the caller).
 func (t *Tx) LookupJob(c *Coll, id uuidv7.UUID) (Job, error) {
 	j, err := c.jobBuckets(false)
@@ -860,17 +901,9 @@ func (t *Tx) purge(c *Coll, state api.JobState, before int64, max int) (n int, m
 	}
 	more = k != nil && len(k) == 24 && int64(binary.BigEndian.Uint64(k)) < before
 	for _, key := range keys {
-		id := uuidv7.UUID(key[8:])
-		if err := index.Delete(key); err != nil {
-			return 0, false, mapStoreErr(err)
-		}
-		if err := j.state.Delete(id[:]); err != nil {
-			return 0, false, mapStoreErr(err)
-		}
-		if _, err := t.Delete(c, id); err != nil {
+		if err := t.dropJob(c, j, index, key, uuidv7.UUID(key[8:]), state); err != nil {
 			return 0, false, err
 		}
-		c.jobDelta[state]--
 	}
 	return len(keys), more, nil
 }

@@ -39,6 +39,8 @@ var (
 	ErrUnsupported         = errors.New("storh: not supported by this backend")
 	ErrEmpty               = errors.New("storh: queue is empty")
 	ErrNotClaimed          = errors.New("storh: job is not claimed")
+	ErrClaimed             = errors.New("storh: job is claimed")
+	ErrNotDead             = errors.New("storh: job is not dead")
 	ErrNotEmpty            = errors.New("storh: destination is not empty")
 	ErrUnfinishedMigration = errors.New("storh: the database is the destination of an unfinished migration")
 	ErrInvalidOption       = errors.New("storh: invalid option")
