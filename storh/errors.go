@@ -96,9 +96,12 @@ var (
 	// pending.
 	ErrEmpty = errs.ErrEmpty
 	// ErrNotClaimed is returned by Queue.Complete, Fail, Extend and Release
-	// for a job that is not claimed (it is pending, done or dead), and by
-	// Retry for a job that is not dead.
+	// for a job that is not claimed (it is pending, done or dead).
 	ErrNotClaimed = errs.ErrNotClaimed
+	// ErrNotDead is returned by Queue.Retry for a job that is not dead
+	// (pending, claimed or done): only a dead letter is retried. Nothing
+	// changes.
+	ErrNotDead = errs.ErrNotDead
 	// ErrClaimed is returned by Queue.Cancel for a job a worker holds: it
 	// is claimed and its lease has not ended. Nothing changes; cancel it
 	// once its worker has failed or released it, or its lease has ended.

@@ -480,7 +480,8 @@ func (q *Queue) Release(id uuidv7.UUID) error {
 }
 
 // Retry makes a dead job pending again, at its place, with no attempts
-// used. A job that is not dead fails with ErrNotClaimed.
+// used. A job that is not dead (pending, claimed or done) fails with
+// ErrNotDead and stays as it is.
 func (q *Queue) Retry(id uuidv7.UUID) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue retry", q.c.name, id.String(), -1, err)

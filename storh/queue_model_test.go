@@ -487,7 +487,7 @@ func TestQueueModel(t *testing.T) {
 				case !ok:
 					want = storh.ErrNotFound
 				case j.state != storh.JobDead:
-					want = storh.ErrNotClaimed
+					want = storh.ErrNotDead
 				}
 				qumWant(t, "Retry", s.q.Retry(id), want)
 				if want == nil {

@@ -297,9 +297,9 @@ func TestQueueOperationErrors(t *testing.T) {
 	}
 	for _, st := range []string{"pending", "done"} {
 		id := states[st]
-		add("Retry "+st, storh.ErrNotClaimed, func() error { return q.Retry(id) }, `"q"`, id.String())
+		add("Retry "+st, storh.ErrNotDead, func() error { return q.Retry(id) }, `"q"`, id.String(), st)
 	}
-	add("Retry claimed", storh.ErrNotClaimed, func() error { return q.Retry(claimedID) }, `"q"`, claimedID.String())
+	add("Retry claimed", storh.ErrNotDead, func() error { return q.Retry(claimedID) }, `"q"`, claimedID.String(), "claimed")
 	add("Cancel claimed", storh.ErrClaimed, func() error { return q.Cancel(claimedID) }, `"q"`, claimedID.String(), "Release")
 	for _, id := range []uuidv7.UUID{unknown} {
 		add("Complete unknown", storh.ErrNotFound, func() error { return q.Complete(id) }, `"q"`, id.String())

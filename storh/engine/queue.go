@@ -801,7 +801,7 @@ func (t *Tx) Retry(c *Coll, id uuidv7.UUID, now int64) error {
 		return err
 	}
 	if old.State != api.JobDead {
-		return fmt.Errorf("%w: job %s is %s, not dead", errs.ErrNotClaimed, id, old.State)
+		return fmt.Errorf("%w: job %s is %s; only a dead job is retried", errs.ErrNotDead, id, old.State)
 	}
 	job := old
 	job.State, job.Attempts, job.Changed = api.JobPending, 0, now
