@@ -14,9 +14,9 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, stats, purge",
+	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, stats, purge",
 		a.queueEnqueueCmd(), a.queueClaimCmd(), a.queueCompleteCmd(), a.queueFailCmd(),
-		a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
+		a.queueRetryCmd(), a.queueCancelCmd(), a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
 	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
 collections. A job is a JSON object and a state: pending, claimed (leased to
 one worker until its lease ends), done, or dead (it failed its last allowed
@@ -29,6 +29,8 @@ for scripts, inspection and repair by hand. See docs/queue.md.`
   storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue fail emails 0190a4f4-5c3b-7def-8123-456789abcdef --reason "smtp timeout"
   storh queue jobs emails --state dead
+  storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue stats emails
   storh queue purge emails --older-than 168h`
 	for _, sub := range cmd.Commands() {
@@ -326,6 +328,101 @@ prints the job's state afterwards.`,
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job failed (kept as its last error)")
 	return cmd
+}
+
+func (a *app) queueRetryCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry QUEUE ID...",
+		Short: "Make dead jobs pending again, with no attempts used",
+		Long: `Retry makes each dead job among the ids pending again, at its place in the
+queue, with no attempts used, and prints how many it retried. An id that is
+not dead (pending, claimed, done, or not in the queue) is left alone and
+named on stderr; if none was retried the exit code is 1.`,
+		Example: `  storh queue jobs emails --state dead
+  storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args: args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.eachJob(args, "retried", func(q *storh.Queue, id uuidv7.UUID) error {
+				err := q.Retry(id)
+				if errors.Is(err, storh.ErrNotDead) {
+					if j, lookupErr := q.Lookup(id); lookupErr == nil {
+						return refusedf("job %s is %s, not dead", id, j.State)
+					}
+				}
+				return err
+			})
+		},
+	}
+}
+
+func (a *app) queueCancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel QUEUE ID...",
+		Short: "Delete jobs no worker holds: pending, done or dead",
+		Long: `Cancel deletes each job among the ids that no worker holds, data included:
+a pending job (no claim will hand it out), a done or dead one, or a claimed
+one whose lease has ended. It prints how many it cancelled. A job claimed
+under a lease that still holds is left alone, as is an id not in the queue,
+and named on stderr; if none was cancelled the exit code is 1.`,
+		Example: `  storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.eachJob(args, "cancelled", func(q *storh.Queue, id uuidv7.UUID) error {
+				err := q.Cancel(id)
+				if errors.Is(err, storh.ErrClaimed) {
+					if j, lookupErr := q.Lookup(id); lookupErr == nil {
+						return refusedf("job %s is claimed until %s: its worker must complete, fail or release it first",
+							id, j.LeaseUntil.Format(jsonTime))
+					}
+				}
+				return err
+			})
+		},
+	}
+}
+
+// refusal is a job an eachJob operation leaves alone, saying why: the
+// command names it on stderr and goes on with the other ids.
+type refusal struct{ msg string }
+
+func (r refusal) Error() string { return r.msg }
+
+func refusedf(format string, args ...any) error { return refusal{fmt.Sprintf(format, args...)} }
+
+// eachJob runs op on each job id of args[1:] in queue args[0], each in its
+// own transaction, and prints "<done> N of M". A job not in the queue, or
+// one op refuses, is named on stderr and passed by; if op did none of
+// them the command fails. Any other error stops it.
+func (a *app) eachJob(args []string, done string, op func(*storh.Queue, uuidv7.UUID) error) error {
+	ids, err := parseIDs(args[1:])
+	if err != nil {
+		return err
+	}
+	db, q, err := a.openQueue(args[0], true, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n := 0
+	for _, id := range ids {
+		err := op(q, id)
+		var r refusal
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, storh.ErrNotFound):
+			a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
+		case errors.As(err, &r):
+			a.diag("storh: %s", r.msg)
+		default:
+			return err
+		}
+	}
+	fmt.Fprintf(a.stdout, "%s %d of %d\n", done, n, len(ids))
+	if n == 0 {
+		return fmt.Errorf("no job %s", done)
+	}
+	return nil
 }
 
 func (a *app) queueJobsCmd() *cobra.Command {
