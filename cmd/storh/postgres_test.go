@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -111,41 +109,14 @@ func TestPostgresTailFollow(t *testing.T) {
 	}
 	put(`{"n":1}`)
 	put(`{"n":2}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, outW := io.Pipe()
 	var stderr bytes.Buffer
-	a := newApp(ctx, strings.NewReader(""), outW, &stderr, func(string) string { return "" })
-	done := make(chan int)
-	go func() {
-		root := a.rootCmd()
-		root.SetArgs([]string{"--db", url, "tail", "events", "-f", "-n", "1", "--interval", "2ms"})
-		cmd, err := root.ExecuteC()
-		code := exitOK
-		if err != nil {
-			code = a.report(cmd, err)
-		}
-		outW.Close()
-		done <- code
-	}()
-	lines := bufio.NewScanner(out)
-	expect := func(want string) {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("tail -f ended before %s: %v; stderr: %s", want, lines.Err(), stderr.String())
-		}
-		if !strings.Contains(lines.Text(), want) {
-			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
-		}
-	}
+	expect, stop := followTail(t, &stderr, "--db", url, "tail", "events", "-f", "-n", "1", "--interval", "2ms")
 	expect(`"data":{"n":2}`)
 	put(`{"n":3}`)
 	expect(`"data":{"n":3}`)
 	put(`{"n":4}`)
 	expect(`"data":{"n":4}`)
-	cancel()
-	go io.Copy(io.Discard, out)
-	if code := <-done; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 }

@@ -50,33 +50,8 @@ func TestTailFollow(t *testing.T) {
 	put("", "--log", `{"n":1}`)
 	put("", `{"n":2}`)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, outW := io.Pipe()
 	stderr := &notifyWriter{want: "locked by a writer", seen: make(chan struct{})}
-	a := newApp(ctx, strings.NewReader(""), outW, stderr, func(string) string { return "" })
-	done := make(chan int)
-	go func() {
-		root := a.rootCmd()
-		root.SetArgs([]string{"--db", db, "tail", "events", "-f", "-n", "1", "--interval", "2ms"})
-		cmd, err := root.ExecuteC()
-		code := exitOK
-		if err != nil {
-			code = a.report(cmd, err)
-		}
-		outW.Close()
-		done <- code
-	}()
-	lines := bufio.NewScanner(out)
-	expect := func(want string) {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("tail -f ended before %s: %v", want, lines.Err())
-		}
-		if !strings.Contains(lines.Text(), want) {
-			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
-		}
-	}
+	expect, stop := followTail(t, stderr, "--db", db, "tail", "events", "-f", "-n", "1", "--interval", "2ms")
 	expect(`"data":{"n":2}`) // the last record, then only new ones
 	put("", `{"n":3}`)
 	expect(`"data":{"n":3}`)
@@ -96,9 +71,7 @@ func TestTailFollow(t *testing.T) {
 	put("", `{"n":6}`)
 	expect(`"data":{"n":6}`)
 
-	cancel() // Ctrl-C
-	go io.Copy(io.Discard, out)
-	if code := <-done; code != exitOK {
+	if code := stop(); code != exitOK { // Ctrl-C
 		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.buf.String())
 	}
 }
@@ -166,4 +139,43 @@ func TestTailFollowStartsLocked(t *testing.T) {
 	if got, want := stderr.String(), "storh: "+db+" is locked by a writer; waiting for it to close the file\n"; got != want {
 		t.Errorf("tail -f said:\n%s\nwant once:\n%s", got, want)
 	}
+}
+
+// followTail runs a tail -f command line in-process, its stderr to stderr.
+// expect reads its next line and wants it to hold a text; stop interrupts
+// it as Ctrl-C does and returns its exit code.
+func followTail(t *testing.T, stderr io.Writer, args ...string) (expect func(want string), stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out, outW := io.Pipe()
+	a := newApp(ctx, strings.NewReader(""), outW, stderr, func(string) string { return "" })
+	done := make(chan int)
+	go func() {
+		root := a.rootCmd()
+		root.SetArgs(args)
+		cmd, err := root.ExecuteC()
+		code := exitOK
+		if err != nil {
+			code = a.report(cmd, err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(out)
+	expect = func(want string) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("tail -f ended before %s: %v; stderr: %s", want, lines.Err(), stderr)
+		}
+		if !strings.Contains(lines.Text(), want) {
+			t.Fatalf("tail -f printed %s, want a record with %s", lines.Text(), want)
+		}
+	}
+	stop = func() int {
+		cancel()
+		go io.Copy(io.Discard, out)
+		return <-done
+	}
+	return expect, stop
 }
