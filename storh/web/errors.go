@@ -108,7 +108,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, KindExists
 	case errors.Is(err, storh.ErrWrongKind):
 		return http.StatusConflict, KindWrongKind
-	case errors.Is(err, storh.ErrNotClaimed), errors.Is(err, storh.ErrNotEmpty),
+	case errors.Is(err, storh.ErrNotClaimed), errors.Is(err, storh.ErrClaimed),
+		errors.Is(err, storh.ErrNotDead), errors.Is(err, storh.ErrNotEmpty),
 		errors.Is(err, storh.ErrUnfinishedMigration):
 		return http.StatusConflict, KindConflict
 	case errors.Is(err, storh.ErrReadOnly):

@@ -37,6 +37,8 @@ func TestClassify(t *testing.T) {
 		{storh.ErrExists, 409, KindExists},
 		{storh.ErrWrongKind, 409, KindWrongKind},
 		{storh.ErrNotClaimed, 409, KindConflict},
+		{storh.ErrClaimed, 409, KindConflict},
+		{storh.ErrNotDead, 409, KindConflict},
 		{storh.ErrNotEmpty, 409, KindConflict},
 		{storh.ErrUnfinishedMigration, 409, KindConflict},
 		{storh.ErrReadOnly, 403, KindReadOnly},
