@@ -137,3 +137,8 @@ func (t typed[T]) AggregateContext(ctx context.Context, q query.Query, groupBy [
 func (t typed[T]) ExplainAggregate(q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error) {
 	return t.c.ExplainAggregate(q, groupBy, aggs...)
 }
+
+// ExplainAggregateContext is Docs.ExplainAggregateContext.
+func (t typed[T]) ExplainAggregateContext(ctx context.Context, q query.Query, groupBy []string, aggs ...query.Agg) (Plan, error) {
+	return t.c.ExplainAggregateContext(ctx, q, groupBy, aggs...)
+}

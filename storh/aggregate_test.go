@@ -365,6 +365,15 @@ func TestAggregateContextCancelled(t *testing.T) {
 			t.Errorf("%s: ExplainAggregateContext: %v", name, err)
 		}
 	}
+	typedDocs, err := storh.DocsOf[struct {
+		G int `msgpack:"g"`
+	}](db, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := typedDocs.ExplainAggregateContext(cancelAfter(0), query.All(), []string{"g"}, query.Count("n")); !errors.Is(err, context.Canceled) {
+		t.Errorf("typed ExplainAggregateContext: %v", err)
+	}
 	if _, err := d.Put(map[string]any{"g": 0}); err != nil {
 		t.Fatal(err) // a transaction left open would block or fail the write on some backends
 	}
