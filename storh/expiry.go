@@ -124,9 +124,16 @@ func (c *coll) expiredSpec(now time.Time) (*plan.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The exact test goes into each branch: a condition beside the Or
+	// would keep the planner from serving it as a union of index scans.
 	expired := &plan.Cond{Op: plan.OpExpired, Path: c.ttl.path, Values: []any{now},
 		Text: fmt.Sprintf("%s expired", plan.PathString(c.ttl.path))}
-	spec.Cond = &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{spec.Cond, expired}}
+	if spec.Cond.Op != plan.OpOr {
+		return nil, fmt.Errorf("the sweep's selection compiled to %s, not an Or", spec.Cond)
+	}
+	for i, k := range spec.Cond.Kids {
+		spec.Cond.Kids[i] = &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{k, expired}}
+	}
 	return spec, nil
 }
 

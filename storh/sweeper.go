@@ -26,8 +26,13 @@ type sweeper struct {
 	colls   map[sweepKey]coll // what each distinct expiry setting sweeps
 	errs    map[string]error  // the last failed sweep of each collection
 	done    chan struct{}     // closed when the goroutine ends
-	// onRound, set by tests, hears the end of each round (under no lock).
-	onRound func(swept map[string]int, err error)
+	// onRound, set by tests, hears the end of each round (under no lock):
+	// the records deleted per collection, the collections left to another
+	// process sweeping them, and the round's errors.
+	onRound func(swept map[string]int, skipped []string, err error)
+	// onPause, set by tests, is called when a sweep pauses between two
+	// of its transactions.
+	onPause func()
 }
 
 // sweepKey tells apart the handles a sweeper sweeps: a collection opened
@@ -112,15 +117,19 @@ func (s *sweeper) round(ctx context.Context, db *DB) {
 	hook := s.onRound
 	s.mu.Unlock()
 	swept := map[string]int{}
+	var skipped []string
 	var roundErr error
 	for _, c := range colls {
 		if ctx.Err() != nil {
-			return
+			break
 		}
-		n, err := s.sweepColl(ctx, db, c)
+		n, took, err := s.sweepColl(ctx, db, c)
 		swept[c.name] += n
+		if !took {
+			skipped = append(skipped, c.name)
+		}
 		if ctx.Err() != nil {
-			return // stopped by Close: not a failure of the sweep
+			break // stopped by Close: not a failure of the sweep
 		}
 		s.mu.Lock()
 		if err != nil {
@@ -135,23 +144,31 @@ func (s *sweeper) round(ctx context.Context, db *DB) {
 		roundErr = errors.Join(roundErr, err)
 	}
 	if hook != nil {
-		hook(swept, roundErr)
+		hook(swept, skipped, roundErr)
 	}
 }
 
-// sweepColl sweeps c's collection if no other process is sweeping it.
-func (s *sweeper) sweepColl(ctx context.Context, db *DB, c coll) (int, error) {
+// sweepColl sweeps c's collection unless another process is sweeping it
+// (took false).
+func (s *sweeper) sweepColl(ctx context.Context, db *DB, c coll) (n int, took bool, err error) {
 	release, ok, err := db.eng.TryExclusive("sweep/" + c.name)
 	if err != nil {
-		return 0, opErr("sweep", c.name, "", -1, err)
+		return 0, false, opErr("sweep", c.name, "", -1, err)
 	}
 	if !ok {
-		return 0, nil // another process sweeps it now
+		return 0, false, nil
 	}
 	defer release()
-	return c.sweep(ctx, deletePace{batch: sweepBatch, pause: func(took time.Duration) error {
+	s.mu.Lock()
+	hook := s.onPause
+	s.mu.Unlock()
+	n, err = c.sweep(ctx, deletePace{batch: sweepBatch, pause: func(took time.Duration) error {
+		if hook != nil {
+			hook()
+		}
 		return pauseFor(ctx, took)
 	}})
+	return n, true, err
 }
 
 // pauseFor waits as long as the last transaction took (at least a
