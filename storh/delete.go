@@ -35,10 +35,16 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 // deletePace is how a deletion on a DB-level handle divides its work:
 // batch records per transaction and, with pause set, a call of pause
 // between two transactions (a background sweep's, so that writers get
-// the database between them); a pause error ends the deletion.
+// the database between them), told how long the last one took and how
+// many it deleted, which may change batch for the next; a pause error
+// ends the deletion.
 type deletePace struct {
 	batch int
-	pause func(took time.Duration) error
+	pause func(took time.Duration, deleted int, batch *int) error
+	// ordered lets a deletion whose query has an order run in batches
+	// too: one that deletes all it selects, which needs no single snapshot
+	// of the order (no Limit picks by it).
+	ordered bool
 }
 
 // deleteSpec is deleteMatching of a compiled query.
@@ -55,12 +61,16 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 			return nil
 		}
 		n := 0
-		for !r.Done && (n < pace.batch || c.tx != nil || spec.Order != nil) {
+		for !r.Done && (n < pace.batch || c.tx != nil || spec.Order != nil && !pace.ordered) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			var err error
-			if items, err = r.Next(ec, engine.ChunkRecords, items[:0]); err != nil {
+			chunk := engine.ChunkRecords
+			if c.tx == nil && (spec.Order == nil || pace.ordered) {
+				chunk = min(chunk, pace.batch-n)
+			}
+			if items, err = r.Next(ec, chunk, items[:0]); err != nil {
 				return err
 			}
 			for _, it := range items {
@@ -101,7 +111,7 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 			spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
 		}
 		if pace.pause != nil && !r.Done {
-			if err := pace.pause(time.Since(began)); err != nil {
+			if err := pace.pause(time.Since(began), total-before, &pace.batch); err != nil {
 				return total, opErr(op, c.name, "", -1, err)
 			}
 		}

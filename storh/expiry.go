@@ -3,6 +3,7 @@ package storh
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -112,29 +113,75 @@ func retentionFromMs(t time.Time) int64 {
 	return ms
 }
 
-// expiredSpec selects the records of the handle's TTL path that have
+// expiredSpecs select the records of the handle's TTL path that have
 // expired at now, with index ranges a planner can seek: the timestamps up
 // to now, and the strings that sort before the RFC 3339 text of a day
 // after now (a time up to now written with any offset, at most a day,
 // sorts before it), each checked exactly on the record.
-func (c *coll) expiredSpec(now time.Time) (*plan.Spec, error) {
+//
+// With an index that leads with a path of one field, they are two walks of
+// it in its order, which a deletion runs in batches that each read only
+// what they delete; in id order, a seek of the two ranges (for a longer
+// path) gathers and sorts every candidate in its first transaction.
+// Without an index, a read of every record.
+func (c *coll) expiredSpecs(now time.Time) (specs []*plan.Spec, ordered bool, err error) {
 	f := query.FieldPath(c.ttl.path...)
 	bound := now.UTC().Add(24*time.Hour + time.Second).Format("2006-01-02T15:04:05")
-	spec, err := plan.Compile(query.All().Where(query.Or(f.Lte(now), f.Lt(bound+"~"))))
+	times, texts := f.Lte(now), f.Between("", bound+"~")
+	expired := &plan.Cond{Op: plan.OpExpired, Path: c.ttl.path, Values: []any{now},
+		Text: fmt.Sprintf("%s expired", plan.PathString(c.ttl.path))}
+	and := func(k *plan.Cond) *plan.Cond { return &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{k, expired}} }
+	if ordered, err = c.ttlIndexed(); err != nil {
+		return nil, false, err
+	}
+	if ordered {
+		for _, cond := range []query.Cond{times, texts} {
+			spec, err := plan.Compile(query.All().Where(cond).OrderBy(c.ttl.text, query.Asc))
+			if err != nil {
+				return nil, false, err
+			}
+			spec.Cond = and(spec.Cond)
+			specs = append(specs, spec)
+		}
+		return specs, true, nil
+	}
+	spec, err := plan.Compile(query.All().Where(query.Or(times, texts)))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The exact test goes into each branch: a condition beside the Or
 	// would keep the planner from serving it as a union of index scans.
-	expired := &plan.Cond{Op: plan.OpExpired, Path: c.ttl.path, Values: []any{now},
-		Text: fmt.Sprintf("%s expired", plan.PathString(c.ttl.path))}
 	if spec.Cond.Op != plan.OpOr {
-		return nil, fmt.Errorf("the sweep's selection compiled to %s, not an Or", spec.Cond)
+		return nil, false, fmt.Errorf("the sweep's selection compiled to %s, not an Or", spec.Cond)
 	}
 	for i, k := range spec.Cond.Kids {
-		spec.Cond.Kids[i] = &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{k, expired}}
+		spec.Cond.Kids[i] = and(k)
 	}
-	return spec, nil
+	return []*plan.Spec{spec}, false, nil
+}
+
+// ttlIndexed reports whether the collection has a ready index that leads
+// with the TTL path, which a sweep walks in order. Only for a path of one
+// field: an order by a longer path fails on a record where it goes through
+// a list (a sweep of one then seeks in id order).
+func (c *coll) ttlIndexed() (bool, error) {
+	if len(c.ttl.path) != 1 {
+		return false, nil
+	}
+	var ok bool
+	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		if ec == nil {
+			return nil
+		}
+		infos, err := ec.Indexes()
+		for _, i := range infos {
+			if !i.Building && len(i.Paths) > 0 && slices.Equal(i.Paths[0], c.ttl.path) {
+				ok = true
+			}
+		}
+		return err
+	})
+	return ok, err
 }
 
 // ApplyTTL deletes the records that have expired by the handle's time to
@@ -159,11 +206,20 @@ func (c *coll) applyTTL(ctx context.Context, pace deletePace) (int, error) {
 	if c.ttl == nil {
 		return 0, nil
 	}
-	spec, err := c.expiredSpec(c.db.eng.Now())
+	specs, ordered, err := c.expiredSpecs(c.db.eng.Now())
 	if err != nil {
 		return 0, opErr("apply ttl", c.name, "", -1, err)
 	}
-	return c.deleteSpec(ctx, "apply ttl", spec, false, pace)
+	pace.ordered = ordered
+	total := 0
+	for _, spec := range specs {
+		n, err := c.deleteSpec(ctx, "apply ttl", spec, false, pace)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // applyRetention is ApplyRetention paced by pace.

@@ -13,7 +13,8 @@ import (
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
-// The expiry model test drives a docs collection opened WithTTL("exp")
+// The expiry model test drives a docs collection opened WithTTL("exp") or
+// WithTTL("exp.at"), with or without an index on the path,
 // with a fake clock (WithClock) and checks every read against a reference:
 // a map of the stored records and the time each expires at, if any.
 
@@ -21,9 +22,11 @@ import (
 type ttlRef struct {
 	expires bool      // exp holds a time (a timestamp or RFC 3339 text)
 	at      time.Time // when, if expires
+	nested  []any     // for a record that holds its times under exp.at, in a list of maps
 }
 
 type ttlModel struct {
+	nested bool // the TTL path is exp.at, else exp
 	path   string
 	clk    *testClock
 	index  bool
@@ -39,13 +42,21 @@ func (m *ttlModel) open(t *rapid.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	m.db = db
-	opts := []storh.CollectionOption{storh.WithTTL("exp")}
+	opts := []storh.CollectionOption{storh.WithTTL(m.ttlPath())}
 	if m.index {
-		opts = append(opts, storh.WithIndex(storh.Index("exp")))
+		opts = append(opts, storh.WithIndex(storh.Index(m.ttlPath())))
 	}
 	if m.docs, err = db.Docs("sessions", opts...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ttlPath is the TTL path: a field, or one in a map (or a list of maps).
+func (m *ttlModel) ttlPath() string {
+	if m.nested {
+		return "exp.at"
+	}
+	return "exp"
 }
 
 func (m *ttlModel) expired(r ttlRef) bool { return r.expires && !r.at.After(m.clk.Now()) }
@@ -63,12 +74,23 @@ func (m *ttlModel) live() []uuidv7.UUID {
 }
 
 // drawExp draws the value of exp: a time near now as a time.Time or as RFC
-// 3339 text in some offset, or something that never expires (no field, a
-// number, text that is no time, a null).
+// 3339 text in some offset, a list of times, or something that never
+// expires (no field, a number, text that is no time, a map).
 func (m *ttlModel) drawExp(t *rapid.T) (any, ttlRef) {
 	at := m.clk.Now().Add(time.Duration(rapid.Int64Range(-3000, 3000).Draw(t, "exp ms")) * time.Millisecond).
 		Add(time.Duration(rapid.Int64Range(0, 999_999).Draw(t, "exp ns")))
-	switch rapid.IntRange(0, 5).Draw(t, "exp kind") {
+	switch rapid.IntRange(0, 7).Draw(t, "exp kind") {
+	case 6:
+		// A list at the end of the path is no time, even of times.
+		return []any{at}, ttlRef{}
+	case 7:
+		if !m.nested {
+			return "", ttlRef{}
+		}
+		// Through a list of maps the path reaches a time in each: the
+		// record expires at the earliest.
+		later := at.Add(time.Duration(rapid.Int64Range(0, 3000).Draw(t, "later ms")) * time.Millisecond)
+		return nil, ttlRef{expires: true, at: at, nested: []any{storh.Map{"at": later}, storh.Map{"at": at}}}
 	case 0:
 		return at, ttlRef{expires: true, at: at}
 	case 1:
@@ -95,6 +117,12 @@ func (m *ttlModel) put(t *rapid.T, id uuidv7.UUID, exp any, ref ttlRef) {
 	data := storh.Map{"n": len(m.ever)}
 	if exp != nil {
 		data["exp"] = exp
+		if m.nested {
+			data["exp"] = storh.Map{"at": exp}
+		}
+	}
+	if ref.nested != nil {
+		data["exp"] = ref.nested
 	}
 	var err error
 	if id.IsZero() {
@@ -113,7 +141,7 @@ func (m *ttlModel) put(t *rapid.T, id uuidv7.UUID, exp any, ref ttlRef) {
 
 func TestTTLModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		m := &ttlModel{path: newPath(t), clk: newTestClock(), index: rapid.Bool().Draw(rt, "index"),
+		m := &ttlModel{path: newPath(t), clk: newTestClock(), index: rapid.Bool().Draw(rt, "index"), nested: rapid.Bool().Draw(rt, "nested"),
 			stored: map[uuidv7.UUID]ttlRef{}}
 		m.open(rt)
 		defer func() { m.db.Close() }()
@@ -162,20 +190,20 @@ func TestTTLModel(t *testing.T) {
 			"find by index": func(t *rapid.T) {
 				// A condition the index on exp decides alone: the expired
 				// records are still skipped.
-				recs, err := m.docs.Find(query.All().Where(query.Field("exp").Exists()))
+				recs, err := m.docs.Find(query.All().Where(query.Field(m.ttlPath()).Exists()))
 				if err != nil {
 					t.Fatal(err)
 				}
 				n := 0
 				for _, rec := range recs {
 					if r, ok := m.stored[rec.ID]; !ok || m.expired(r) {
-						t.Fatalf("Find(exp exists) returned %s, stored %v, expired", rec.ID, ok)
+						t.Fatalf("Find(exp.at exists) returned %s, stored %v, expired", rec.ID, ok)
 					}
 					n++
 				}
-				c, err := m.docs.CountMatching(query.All().Where(query.Field("exp").Exists()))
+				c, err := m.docs.CountMatching(query.All().Where(query.Field(m.ttlPath()).Exists()))
 				if err != nil || c != n {
-					t.Fatalf("CountMatching(exp exists) = %d, %v; Find returned %d", c, err, n)
+					t.Fatalf("CountMatching(exp.at exists) = %d, %v; Find returned %d", c, err, n)
 				}
 			},
 			"count": func(t *rapid.T) {

@@ -22,18 +22,26 @@ func SweeperStarted(db *DB) bool {
 // reports how it read: the index, the records read and selected.
 func ExplainTTL(d *Docs) (Plan, error) {
 	c := &d.coll
-	spec, err := c.expiredSpec(c.db.eng.Now())
+	specs, _, err := c.expiredSpecs(c.db.eng.Now())
 	if err != nil {
 		return Plan{}, err
 	}
-	r := engine.NewRun(spec)
-	var items []engine.Item
-	for !r.Done {
-		if items, err = c.chunk(r, items[:0]); err != nil {
-			return Plan{}, err
+	var p Plan
+	for _, spec := range specs {
+		r := engine.NewRun(spec)
+		var items []engine.Item
+		for !r.Done {
+			if items, err = c.chunk(r, items[:0]); err != nil {
+				return Plan{}, err
+			}
 		}
+		p.Indexes = append(p.Indexes, r.Stats.Indexes...)
+		p.Sorted = p.Sorted || r.Stats.Sorted
+		p.KeysRead += r.Stats.KeysRead
+		p.RecordsRead += r.Stats.RecordsRead
+		p.Returned += r.Stats.Returned
 	}
-	return Plan{Indexes: r.Stats.Indexes, KeysRead: r.Stats.KeysRead, RecordsRead: r.Stats.RecordsRead, Returned: r.Stats.Returned}, nil
+	return p, nil
 }
 
 // SetSweepPauseHook makes db's sweeper call fn each time a sweep pauses

@@ -192,8 +192,9 @@ func WithoutBackground() Option {
 const DefaultSweepEvery = 5 * time.Second
 
 // WithSweepEvery sets the pause between two background sweeps (default
-// DefaultSweepEvery). The sweep deletes in transactions of a thousand
-// records and pauses between them, so writers get the database. The
+// DefaultSweepEvery). The sweep deletes in short transactions (sized to
+// take about 20ms each, at most 5000 records) and pauses between them as
+// long as the last one took, so writers get the database. The
 // pause is real time; what has expired is decided by the database's
 // clock (WithClock). d must be positive (else ErrInvalidOption).
 func WithSweepEvery(d time.Duration) Option {

@@ -43,10 +43,30 @@ type sweepKey struct {
 	retention time.Duration
 }
 
-// sweepBatch is how many records one transaction of a background sweep
-// deletes: small enough that a writer waiting behind it waits a few
-// milliseconds.
-const sweepBatch = 1000
+// sweepBatch is how many records the first transaction of a background
+// sweep deletes. Later ones delete as many as keep a transaction near
+// sweepTxTarget (nextSweepBatch), between minSweepBatch and
+// maxSweepBatch: a writer that waits behind one waits about that long,
+// on a fast file as on a PostgreSQL server a round trip away.
+const (
+	sweepBatch    = 1000
+	minSweepBatch = 50
+	maxSweepBatch = 5000
+	sweepTxTarget = 20 * time.Millisecond
+)
+
+// nextSweepBatch is the batch after one of batch records that took took:
+// halved when the transaction ran past twice the target, doubled when it
+// ran under half of it.
+func nextSweepBatch(batch int, took time.Duration) int {
+	switch {
+	case took > 2*sweepTxTarget:
+		return max(batch/2, minSweepBatch)
+	case took < sweepTxTarget/2:
+		return min(batch*2, maxSweepBatch)
+	}
+	return batch
+}
 
 // register adds c's collection to the sweeps, starting the goroutine if
 // it is the first.
@@ -162,10 +182,11 @@ func (s *sweeper) sweepColl(ctx context.Context, db *DB, c coll) (n int, took bo
 	s.mu.Lock()
 	hook := s.onPause
 	s.mu.Unlock()
-	n, err = c.sweep(ctx, deletePace{batch: sweepBatch, pause: func(took time.Duration) error {
+	n, err = c.sweep(ctx, deletePace{batch: sweepBatch, pause: func(took time.Duration, deleted int, batch *int) error {
 		if hook != nil {
 			hook()
 		}
+		*batch = nextSweepBatch(*batch, took)
 		return pauseFor(ctx, took)
 	}})
 	return n, true, err
