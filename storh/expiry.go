@@ -25,15 +25,17 @@ type ttlConf struct {
 // path holds a time.Time or a string in RFC 3339 (with or without a
 // fraction of a second, any offset). A record without path never expires,
 // nor does one whose path holds anything else (a number, a string that is
-// no RFC 3339 time): give the collection a schema to refuse those. A path
-// through a list expires the record at the earliest time it reaches.
+// no RFC 3339 time, a list): give the collection a schema to refuse
+// those. A path through a list of maps reaches a value in each: the record
+// expires at the earliest time among them.
 //
 // Expired records disappear from this handle's reads at once (Get is
 // ErrNotFound; Find, Stream, First, CountMatching, Aggregate and
 // PatchMatching skip them), and are deleted by the database's background
 // sweep (see WithSweepEvery), or by ApplyTTL. Count is the stored count,
 // expired records included until they are deleted. An index on path makes
-// the sweep a seek; without one each sweep reads the whole collection.
+// the sweep a seek (a walk in the index's order for a path of one field);
+// without one each sweep reads the whole collection.
 // See docs/retention.md. Only docs take it: Log and Queue refuse it with
 // ErrInvalidOption, as a path that is not a field path.
 func WithTTL(path string) CollectionOption {
