@@ -171,6 +171,12 @@ func (s *sweeper) round(ctx context.Context, db *DB) {
 // sweepColl sweeps c's collection unless another process is sweeping it
 // (took false).
 func (s *sweeper) sweepColl(ctx context.Context, db *DB, c coll) (n int, took bool, err error) {
+	// The whole sweep is one operation of the engine, so that Close waits
+	// for the lock's release before it closes the store under it.
+	if err := db.eng.Enter(); err != nil {
+		return 0, true, nil // closed: nothing to sweep, nothing to report
+	}
+	defer db.eng.Exit()
 	release, ok, err := db.eng.TryExclusive("sweep/" + c.name)
 	if err != nil {
 		return 0, false, opErr("sweep", c.name, "", -1, err)
