@@ -89,6 +89,9 @@ func (c *coll) aggregate(ctx context.Context, op string, q query.Query, groupBy 
 	if err != nil {
 		return nil, opErr(op, c.name, "", -1, err)
 	}
+	if c.expires() {
+		c.liveSpec(spec, c.db.eng.Now())
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, opErr(op, c.name, "", -1, err)
 	}

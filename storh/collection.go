@@ -25,6 +25,7 @@ type coll struct {
 	gen  func() uuidv7.UUID // nil: uuidv7.New
 
 	retention time.Duration // logs: WithRetention; 0: none
+	ttl       *ttlConf      // docs: WithTTL; nil: none
 }
 
 // StreamBatch is how many records PutStream commits per transaction. Larger
@@ -603,6 +604,9 @@ func (c *coll) readCopy(id uuidv7.UUID, dst []byte) ([]byte, error) {
 	}
 	p, err := c.db.eng.CopyRecord(c.h, id, dst)
 	c.db.eng.Exit()
+	if err == nil && c.hidden(id, p[len(dst):]) {
+		err = errExpired
+	}
 	if err != nil {
 		return nil, opErr(c.opName("get"), c.name, id.String(), -1, err)
 	}
@@ -634,10 +638,22 @@ func (c *coll) get(op string, id uuidv7.UUID, use func(payload []byte) error) er
 			if err != nil {
 				return err
 			}
+			if c.hidden(id, p) {
+				return errExpired
+			}
 			return use(p)
 		})
 	} else if err = c.db.eng.Enter(); err == nil {
-		err = c.db.eng.ReadRecord(c.h, id, use)
+		if c.expires() {
+			err = c.db.eng.ReadRecord(c.h, id, func(p []byte) error {
+				if c.hidden(id, p) {
+					return errExpired
+				}
+				return use(p)
+			})
+		} else {
+			err = c.db.eng.ReadRecord(c.h, id, use)
+		}
 		c.db.eng.Exit()
 	}
 	if err != nil {

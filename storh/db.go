@@ -17,7 +17,8 @@ import (
 // DB is an open database: one bbolt file holding any number of named
 // collections. It is safe for concurrent use by many goroutines.
 type DB struct {
-	eng *engine.DB
+	eng   *engine.DB
+	sweep sweeper // the background expiry (sweeper.go)
 }
 
 // Open opens the database file at path, creating it if needed. Opening costs
@@ -178,7 +179,18 @@ func isURL(s string) bool {
 // Close commits queued writes, waits for running operations and
 // transactions, and closes the file. Every later call fails with ErrClosed,
 // except Close itself, which returns nil (closing twice is harmless).
-func (db *DB) Close() error { return db.eng.Close() }
+//
+// A background sweep (WithRetention, WithTTL) in flight stops between two
+// records: what it committed stays deleted. Close returns once it has.
+func (db *DB) Close() error {
+	err := db.eng.Close()
+	select {
+	case <-db.eng.Closing():
+		db.sweep.wait()
+	default: // not closed (Close inside a transaction's callback)
+	}
+	return err
+}
 
 // Path returns the file path, or a PostgreSQL store's URL with its
 // passwords masked (see Redact).
@@ -235,7 +247,9 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err := db.eng.EnsureIndexes(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention}, nil
+	c := coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention, ttl: cfg.ttl}
+	db.sweep.register(db, c)
+	return c, nil
 }
 
 // Drop deletes the collection name and all its records. Dropping a missing
@@ -349,6 +363,12 @@ type Stats struct {
 	// transaction. Always 0 on a file.
 	Reruns int64
 
+	// SweepError joins the errors of the last background sweeps that
+	// failed, one per collection whose last sweep did (nil when none
+	// did): see WithTTL and WithRetention. A failed sweep is tried again
+	// at the next round.
+	SweepError error
+
 	// FoldError joins the failures of the last folds of the blocked
 	// indexes whose last fold in this process failed (nil when none did):
 	// see IndexInfo.FoldError.
@@ -391,6 +411,7 @@ func (db *DB) Stats() (Stats, error) {
 	cs, err := db.eng.CommitStats()
 	s.Commits, s.PageWrites, s.CommitIOTime, s.Reruns = cs.Commits, cs.PageWrites, cs.IOTime, cs.Reruns
 	s.FoldError = db.eng.FoldError()
+	s.SweepError = db.sweep.lastErr()
 	return s, opErr("stats", "", "", -1, err)
 }
 

@@ -29,6 +29,27 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 	if err != nil {
 		return 0, opErr(op, c.name, "", -1, err)
 	}
+	return c.deleteSpec(ctx, op, spec, damaged, deletePace{batch: tune.MatchingBatch})
+}
+
+// deletePace is how a deletion on a DB-level handle divides its work:
+// batch records per transaction and, with pause set, a call of pause
+// between two transactions (a background sweep's, so that writers get
+// the database between them), told how long the last one took and how
+// many it deleted, which may change batch for the next; a pause error
+// ends the deletion.
+type deletePace struct {
+	batch int
+	pause func(took time.Duration, deleted int, batch *int) error
+	// ordered lets a deletion whose query has an order run in batches
+	// too: one that deletes all it selects, which needs no single snapshot
+	// of the order (no Limit picks by it).
+	ordered bool
+}
+
+// deleteSpec is deleteMatching of a compiled query.
+func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damaged bool, pace deletePace) (int, error) {
+	var err error
 	r := engine.NewRun(spec)
 	total := 0
 	var items []engine.Item
@@ -40,12 +61,16 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 			return nil
 		}
 		n := 0
-		for !r.Done && (n < tune.MatchingBatch || c.tx != nil || spec.Order != nil) {
+		for !r.Done && (n < pace.batch || c.tx != nil || spec.Order != nil && !pace.ordered) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			var err error
-			if items, err = r.Next(ec, engine.ChunkRecords, items[:0]); err != nil {
+			chunk := engine.ChunkRecords
+			if c.tx == nil && (spec.Order == nil || pace.ordered) {
+				chunk = min(chunk, pace.batch-n)
+			}
+			if items, err = r.Next(ec, chunk, items[:0]); err != nil {
 				return err
 			}
 			for _, it := range items {
@@ -73,6 +98,7 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 			return total, opErr(op, c.name, "", -1, err)
 		}
 		before := total
+		began := time.Now()
 		if c.tx != nil {
 			err = c.inTx(true, step)
 		} else {
@@ -83,6 +109,11 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 		}
 		for _, it := range skipped {
 			spec.OnError(it.ID, opErr(op, c.name, it.ID.String(), -1, it.Err))
+		}
+		if pace.pause != nil && !r.Done {
+			if err := pace.pause(time.Since(began), total-before, &pace.batch); err != nil {
+				return total, opErr(op, c.name, "", -1, err)
+			}
 		}
 	}
 	return total, nil
@@ -123,19 +154,25 @@ func (l *Log) DeleteBefore(t time.Time) (int, error) {
 
 // DeleteBeforeContext is DeleteBefore that stops when ctx is done.
 func (l *Log) DeleteBeforeContext(ctx context.Context, t time.Time) (int, error) {
+	q, ok := beforeQuery(t)
+	if !ok {
+		return 0, nil
+	}
+	return l.coll.deleteMatching(ctx, "log delete", q, true)
+}
+
+// beforeQuery selects the records created strictly before t; ok is false
+// when none can be.
+func beforeQuery(t time.Time) (q query.Query, ok bool) {
 	ms := t.UnixMilli()
 	if ms <= 0 {
-		return 0, nil // no id carries a time before the epoch
+		return q, false // no id carries a time before the epoch
 	}
 	// Ids carry whole milliseconds: a record of t's own millisecond is not
 	// before t unless t is past that millisecond's start, which the time
 	// range rounds away; strictly before means up to the millisecond
 	// before t's, or t's own when t has a fraction of a millisecond.
-	until := ms - 1
-	if t.Sub(time.UnixMilli(ms)) > 0 {
-		until = ms
-	}
-	return l.coll.deleteMatching(ctx, "log delete", query.All().TimeRangeMs(0, until), true)
+	return query.All().TimeRangeMs(0, retentionFromMs(t)-1), true
 }
 
 // ApplyRetention deletes the records older than the retention the log was

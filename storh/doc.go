@@ -30,8 +30,10 @@
 // immutable records) and Queue (a durable job queue: Enqueue, Claim with a
 // lease, Complete, Fail to the dead letters). A name keeps the kind it was
 // created with. Docs.DeleteMatching deletes what a query selects, and
-// Log.DeleteBefore (or a WithRetention and ApplyRetention) trims a log by
-// time. Watch follows a Docs or Log collection, yielding each record as its
+// Log.DeleteBefore trims a log by time. A log opened WithRetention and
+// documents opened WithTTL expire: the handle's reads hide what has
+// expired at once, and the open database deletes it in the background
+// (WithSweepEvery, WithoutBackground; docs/retention.md). Watch follows a Docs or Log collection, yielding each record as its
 // commit lands.
 //
 // The same API runs on PostgreSQL, shared by many processes: import the

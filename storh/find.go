@@ -9,7 +9,6 @@ import (
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/mpack"
-	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
@@ -98,7 +97,7 @@ var itemBufs = sync.Pool{New: func() any {
 // With lend, each record's bytes are valid only during its call of each
 // (see ScanRaw): the run copies every chunk into one buffer it reuses.
 func (c *coll) run(ctx context.Context, op string, q query.Query, lend bool, yield func(Record, error) bool, each func(Record) (bool, error), fail func(error)) *engine.Run {
-	spec, err := plan.Compile(q)
+	spec, err := c.compile(q)
 	if err != nil {
 		fail(opErr(op, c.name, "", -1, err))
 		return nil
@@ -259,7 +258,7 @@ func (c *coll) CountMatching(q query.Query) (int, error) {
 // one chunk of index keys or records.
 func (c *coll) CountMatchingContext(ctx context.Context, q query.Query) (int, error) {
 	op := c.opName("count matching")
-	spec, err := plan.Compile(q)
+	spec, err := c.compile(q)
 	if err != nil {
 		return 0, opErr(op, c.name, "", -1, err)
 	}

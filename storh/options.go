@@ -131,12 +131,15 @@ type collConfig struct {
 	mustExist   bool
 	maxAttempts int
 	retention   time.Duration
-	schema      []byte // WithSchema; nil: none
+	ttl         *ttlConf // WithTTL; nil: none
+	schema      []byte   // WithSchema; nil: none
 }
 
-// WithRetention gives a log a retention: ApplyRetention deletes its records
-// older than d, by the database's clock. Only logs take it: Docs and Queue
-// refuse it with ErrInvalidOption.
+// WithRetention gives a log a retention: its records older than d, by the
+// database's clock, disappear from the handle's reads at once, and are
+// deleted by the database's background sweep (see WithSweepEvery) or by
+// ApplyRetention. Only logs take it: Docs and Queue refuse it with
+// ErrInvalidOption.
 func WithRetention(d time.Duration) CollectionOption {
 	return CollectionOption{func(c *collConfig) error {
 		if d <= 0 {
@@ -162,7 +165,8 @@ func WithMaxAttempts(n int) CollectionOption {
 }
 
 // WithClock makes the database read the time from now instead of time.Now:
-// queue leases, lease ends and completion times follow it. For tests that
+// queue leases, lease ends and completion times follow it, and so do
+// retention and expiry (WithRetention, WithTTL). For tests that
 // need time to pass on command.
 func WithClock(now func() time.Time) Option {
 	return Option{func(o *engine.Options) error {
@@ -170,6 +174,35 @@ func WithClock(now func() time.Time) Option {
 			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
 		}
 		o.Clock = now
+		return nil
+	}}
+}
+
+// WithoutBackground opens the database without background sweeps: the
+// collections opened WithRetention or WithTTL still hide their expired
+// records from reads, and are deleted only when the program calls
+// ApplyRetention or ApplyTTL.
+func WithoutBackground() Option {
+	return Option{func(o *engine.Options) error { o.NoBackground = true; return nil }}
+}
+
+// DefaultSweepEvery is the pause between two background sweeps of the
+// collections with a retention or a time to live: a record is deleted
+// within about this long after it expires (plus the sweep's own time).
+const DefaultSweepEvery = 5 * time.Second
+
+// WithSweepEvery sets the pause between two background sweeps (default
+// DefaultSweepEvery). The sweep deletes in short transactions (sized to
+// take about 20ms each, at most 5000 records) and pauses between them as
+// long as the last one took, so writers get the database. The
+// pause is real time; what has expired is decided by the database's
+// clock (WithClock). d must be positive (else ErrInvalidOption).
+func WithSweepEvery(d time.Duration) Option {
+	return Option{func(o *engine.Options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithSweepEvery(%v): the pause must be positive", ErrInvalidOption, d)
+		}
+		o.SweepEvery = d
 		return nil
 	}}
 }
@@ -228,6 +261,9 @@ func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) 
 	}
 	if cfg.retention != 0 && kind != engine.KindLog {
 		return cfg, fmt.Errorf("%w: WithRetention is for logs, not a %s collection", ErrInvalidOption, kind)
+	}
+	if cfg.ttl != nil && kind != engine.KindDocs {
+		return cfg, fmt.Errorf("%w: WithTTL is for docs, not a %s collection", ErrInvalidOption, kind)
 	}
 	return cfg, nil
 }

@@ -391,6 +391,13 @@ func (c *coll) patch(id uuidv7.UUID, changes []Change, check func(payload []byte
 		if ec == nil {
 			return ErrNotFound
 		}
+		if c.expires() {
+			// An expired record is gone to the handle's readers: patching it
+			// must not bring it back (with a new time, say).
+			if stored, err := etx.Get(ec, id); err == nil && c.hidden(id, stored) {
+				return errExpired
+			}
+		}
 		p, changed, err := patchStored(etx, ec, id, changes, nil, check)
 		if err == nil {
 			out = p
@@ -426,7 +433,7 @@ func (c *coll) patchMatching(ctx context.Context, q query.Query, changes []Chang
 	if err := checkChanges(changes); err != nil {
 		return 0, opErr(op, c.name, "", -1, err)
 	}
-	spec, err := plan.Compile(q)
+	spec, err := c.compile(q)
 	if err != nil {
 		return 0, opErr(op, c.name, "", -1, err)
 	}

@@ -86,7 +86,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: tx.db, tx: tx, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention}, nil
+	return coll{db: tx.db, tx: tx, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention, ttl: cfg.ttl}, nil
 }
 
 // usable fails once the transaction has ended, and for writes in a View.

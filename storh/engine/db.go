@@ -58,6 +58,12 @@ type Options struct {
 	// backend's to use (kv.OpenOptions.ReadURL). A file has no such copy,
 	// and Open refuses it with ErrUnsupported.
 	ReadURL string
+	// NoBackground turns off the background sweeps of collections with
+	// a retention or a time to live (package storh's sweeper, which the
+	// engine only carries the settings of). SweepEvery is the pause
+	// between two sweeps; zero means storh's default.
+	NoBackground bool
+	SweepEvery   time.Duration
 }
 
 // defaultAllocSize is bbolt's file growth step (not exported by bbolt).

@@ -308,6 +308,19 @@ type SharedTx interface {
 	Sees(commit uint64) bool
 }
 
+// Exclusive is implemented by a store that processes other than this one
+// may write to at the same time (Shared), for work that at most one of
+// them should do at once, such as sweeping one collection's expired
+// records. A store that only one process writes (a file, under its lock)
+// need not implement it.
+type Exclusive interface {
+	// TryExclusive takes the lock name, held until release is called or
+	// until this process loses its hold on the store (it ends, or its
+	// connection does): ok is false, at once, when another holder has it,
+	// in this process or another. release may be called once.
+	TryExclusive(name string) (release func(), ok bool, err error)
+}
+
 // Replica is implemented by a store that can read a copy of another
 // server's data, which follows that server's commits by replaying them (a
 // PostgreSQL hot standby). The notices of Shared do not reach such a

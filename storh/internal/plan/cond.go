@@ -25,6 +25,13 @@ const (
 	// OpElemMatch: the field is a list with an element that satisfies
 	// Kids[0], whose paths start at the element.
 	OpElemMatch
+	// OpExpired: the field holds a time (a timestamp, or a string in RFC
+	// 3339) at or before Values[0], a time.Time. OpLive is its negation:
+	// a missing field, or one that holds no such time, is live. Neither
+	// comes from a query: the store adds them for a collection with a
+	// time to live (storh.WithTTL), and no index decides them.
+	OpExpired
+	OpLive
 )
 
 // Cond is one node of a compiled condition tree. Values are in mpack's

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/mpack"
 	"github.com/storhdb/storh-go/storh/internal/order"
@@ -62,6 +63,8 @@ func (m *Matcher) eval(c *Cond, payload []byte) (bool, error) {
 		positive = OpIn
 	case OpMissing:
 		positive = OpExists
+	case OpLive:
+		positive = OpExpired
 	}
 	some := false
 	var testErr error
@@ -110,6 +113,8 @@ func (m *Matcher) test(op Op, c *Cond, raw []byte) (bool, error) {
 			return false, err
 		}
 		return InRange(m.key, c.Lo, c.Hi), nil
+	case OpExpired:
+		return expiredRaw(raw, c.Values[0].(time.Time)), nil
 	case OpElemMatch:
 		found := false
 		var evalErr error
@@ -133,4 +138,37 @@ var emptyMap = []byte{0x80}
 // InRange reports whether lo <= k < hi; a nil hi has no upper end.
 func InRange(k, lo, hi []byte) bool {
 	return bytes.Compare(k, lo) >= 0 && (hi == nil || bytes.Compare(k, hi) < 0)
+}
+
+// expiredRaw reports whether the msgpack value raw is a time at or before
+// now: a timestamp, or a string that parses as RFC 3339 (with or without
+// a fraction of a second, any offset). Anything else is no time, so never
+// expired.
+func expiredRaw(raw []byte, now time.Time) bool {
+	h, err := mpack.ReadHead(raw, 0)
+	if err != nil {
+		return false
+	}
+	switch {
+	case h.Kind == mpack.KindExt && h.Ext == -1:
+	case h.Kind == mpack.KindStr && h.N >= len("2006-01-02T15:04:05Z") && h.N <= 64:
+	default:
+		return false
+	}
+	v, _, err := mpack.Decode(raw)
+	if err != nil {
+		return false
+	}
+	var t time.Time
+	switch v := v.(type) {
+	case time.Time:
+		t = v
+	case string:
+		if t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return false
+		}
+	default:
+		return false
+	}
+	return !t.After(now)
 }

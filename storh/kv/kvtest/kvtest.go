@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"Identity", testIdentity},
 		{"Range", testRange},
 		{"Lasting", testLasting},
+		{"Exclusive", testExclusive},
 		{"Pipeline", testPipeline},
 		{"Model", testModel},
 	}
@@ -752,6 +753,59 @@ func testRange(t *testing.T, s kv.Store) {
 		}
 		checkTxErr(rt, "range walk", tx)
 	})
+}
+
+// testExclusive checks kv.Exclusive, where the backend has it: a lock
+// another holder has is refused at once (a second call on the same store is
+// another holder), locks of other names are not, a released lock is free
+// again, writes go on while one is held, and a closed store refuses.
+func testExclusive(t *testing.T, s kv.Store) {
+	inner := s
+	if cs, ok := s.(*closingStore); ok {
+		inner = cs.Store
+	}
+	x, ok := inner.(kv.Exclusive)
+	if !ok {
+		t.Skip("the store is not kv.Exclusive")
+	}
+	try := func(name string, want bool) func() {
+		t.Helper()
+		release, ok, err := x.TryExclusive(name)
+		if err != nil {
+			t.Fatalf("TryExclusive(%q): %v", name, err)
+		}
+		if ok && release == nil {
+			t.Fatalf("TryExclusive(%q) granted with a nil release", name)
+		}
+		var once sync.Once
+		if ok {
+			// Released at the end if the test fails first: a store may
+			// wait for a held lock's connection when it closes.
+			t.Cleanup(func() { once.Do(release) })
+		}
+		if ok != want {
+			t.Fatalf("TryExclusive(%q) = %v, want %v", name, ok, want)
+		}
+		return func() { once.Do(release) }
+	}
+	releaseA := try("sweep/a", true)
+	try("sweep/a", false)
+	releaseB := try("sweep/b", true)
+	update(t, s, func(tx kv.Tx) {
+		b, err := tx.CreateBucket([]byte("x"))
+		mustBucket(t, "CreateBucket", b, err)
+		must(t, "Put", b.Put([]byte("k"), []byte("v")))
+	})
+	releaseA()
+	releaseA2 := try("sweep/a", true)
+	try("sweep/b", false)
+	releaseA2()
+	releaseB()
+	try("sweep/b", true)() // and released at once
+	must(t, "Close", s.Close())
+	if _, ok, err := x.TryExclusive("sweep/a"); err == nil || ok {
+		t.Fatalf("TryExclusive on a closed store = %v, %v; want an error", ok, err)
+	}
 }
 
 // testLasting checks a kv.Lasting cursor, where the backend has one: keys
