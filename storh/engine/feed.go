@@ -247,7 +247,9 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 
 // EnsureFeed is Tx.EnsureFeed of h's collection in a transaction of its
 // own, when h asks for a feed the collection does not have as asked. A
-// collection not created yet gets it from its first write (Tx.Use).
+// collection not created yet is created now, with its feed: the feed is
+// the collection's, so a write through another handle (one of a
+// transaction, another process's) records its changes too.
 func (db *DB) EnsureFeed(h Handle) error {
 	if h.Feed <= 0 {
 		return nil
@@ -255,12 +257,9 @@ func (db *DB) EnsureFeed(h Handle) error {
 	same := false
 	err := db.ViewSafe(func(tx *Tx) error {
 		c, err := tx.Use(h, false)
-		if err != nil {
+		if err != nil || c == nil {
+			same = false
 			return err
-		}
-		if c == nil {
-			same = true
-			return nil
 		}
 		on, keep := tx.FeedOn(c)
 		same = on && keep == h.Feed
