@@ -23,15 +23,15 @@ import (
 // its length, the last keep changes (and, from any point, all or
 // ErrChangesTrimmed) read back as the reference has them.
 type feedModel struct {
-	path  string
-	db    *storh.DB
-	docs  *storh.Docs
-	keep  int
-	recs  map[uuidv7.UUID]int64 // the collection: id → n
-	feed  []change              // every change, Seq i+1 at i
+	path string
+	db   *storh.DB
+	docs *storh.Docs
+	keep int
+	recs map[uuidv7.UUID]int64 // the collection: id → n
+	feed []change              // every change, Seq i+1 at i
 	// gone: the changes up to it may have been trimmed (the most
 	// last-keep has been at a commit); the ones after must be there.
-	gone uint64
+	gone  uint64
 	t     testing.TB
 	outer *testing.T
 }
