@@ -106,10 +106,15 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 // rather than drop them.
 func sequenceSQL(counter, table string) string {
 	last := beIntAt("c.v", "1")
+	// The trim's bound is a scalar subquery, computed once, so the oldest
+	// keys are found by an index scan from the start that stops at it
+	// (a join with c would read the whole table); NULL, when nothing is
+	// beyond keep, finds none.
 	return "WITH c AS (UPDATE " + counter + " AS o SET v = int8send(" + beIntAt("o.v", "1") + " + $2::bigint) WHERE k = $1 RETURNING v)," +
 		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(" + last + " - $2::bigint + u.ord), u.val" +
 		" FROM unnest($3::bytea[]) WITH ORDINALITY AS u(val, ord) LEFT JOIN c ON true)," +
-		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f, c WHERE $4::bigint > 0 AND " + last + " - $4::bigint > 0" +
-		" AND f.k <= int8send(" + last + " - $4::bigint) ORDER BY f.k LIMIT $5::int FOR UPDATE OF f SKIP LOCKED))" +
+		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
+		" WHERE f.k <= (SELECT int8send(" + last + " - $4::bigint) FROM c WHERE $4::bigint > 0 AND " + last + " - $4::bigint > 0)" +
+		" ORDER BY f.k LIMIT $5::int FOR UPDATE OF f SKIP LOCKED))" +
 		" SELECT 1"
 }
