@@ -267,3 +267,42 @@ func TestChangesWaitAndCancel(t *testing.T) {
 		t.Fatalf("after cancel: %v", err)
 	}
 }
+
+// WatchReady calls ready once the watch has subscribed: a record written
+// after it is delivered, with no first write to wait for.
+func TestWatchReady(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan struct{})
+		got := make(chan uuidv7.UUID, 1)
+		go func() {
+			for r, err := range docs.WatchReady(ctx, uuidv7.UUID{}, func() { close(ready) }) {
+				if err != nil {
+					close(got)
+					return
+				}
+				got <- r.ID
+				return
+			}
+		}()
+		<-ready
+		r, err := docs.Put(storh.Map{"n": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case id, ok := <-got:
+			if !ok || id != r.ID {
+				t.Fatalf("the watch yielded %s (%v), want %s", id, ok, r.ID)
+			}
+		case <-time.After(30 * time.Second): // a hang guard, not a measure
+			t.Fatal("the record written after ready never came")
+		}
+		cancel()
+	}
+}
