@@ -133,8 +133,10 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 	if f.bucket == nil {
 		return nil
 	}
-	// A value of its own: the backend keeps it until the transaction ends.
-	v := make([]byte, feedEntryHead+len(stored))
+	// A key and value of their own, in one allocation: the backend keeps
+	// them until the transaction ends.
+	buf := make([]byte, 8+feedEntryHead+len(stored))
+	key, v := buf[:8], buf[8:]
 	v[0] = op
 	copy(v[1:], id[:])
 	copy(v[feedEntryHead:], stored)
@@ -156,8 +158,8 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 		f.seq = c.getMeta(keyFeedSeq)
 	}
 	f.seq++
-	var k [8]byte
-	return mapStoreErr(f.bucket.Put(seqKey(&k, uint64(f.seq)), v))
+	binary.BigEndian.PutUint64(key, uint64(f.seq))
+	return mapStoreErr(f.bucket.Put(key, v))
 }
 
 // flushFeed writes the counter of the changes this transaction numbered
