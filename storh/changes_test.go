@@ -2,11 +2,14 @@ package storh_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/query"
@@ -304,5 +307,60 @@ func TestWatchReady(t *testing.T) {
 			t.Fatal("the record written after ready never came")
 		}
 		cancel()
+	}
+}
+
+// fileFormat reads a closed database file's format marker.
+func fileFormat(t *testing.T, path string) uint64 {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var v uint64
+	err = bdb.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("\x00storh"))
+		if b == nil {
+			return errors.New("no metadata bucket")
+		}
+		raw := b.Get([]byte("format"))
+		if len(raw) != 8 {
+			return fmt.Errorf("format marker %x", raw)
+		}
+		v = binary.BigEndian.Uint64(raw)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Turning a feed on raises the file's format marker to 8, which a build
+// from before feeds refuses; a file without one keeps its format.
+func TestChangesFormat(t *testing.T) {
+	fileOnly(t)
+	path := newPath(t)
+	db := openAt(t, path)
+	plain, err := db.Docs("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Put(storh.Map{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before := fileFormat(t, path)
+	if before >= 8 {
+		t.Fatalf("a file without a feed is at format %d", before)
+	}
+	db = openAt(t, path)
+	if _, err := db.Docs("fed", storh.WithChangeFeed(5)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got := fileFormat(t, path); got != 8 {
+		t.Fatalf("with a feed the file is at format %d, want 8", got)
 	}
 }
