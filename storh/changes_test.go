@@ -364,3 +364,50 @@ func TestChangesFormat(t *testing.T) {
 		t.Fatalf("with a feed the file is at format %d, want 8", got)
 	}
 }
+
+// Changes on a transaction's handle is ErrNestedTx (it waits for
+// commits), and a reader waiting when the database closes ends with
+// ErrClosed.
+func TestChangesEnds(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d", storh.WithChangeFeed(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *storh.Tx) error {
+		d, err := tx.Docs("d")
+		if err != nil {
+			return err
+		}
+		for _, err := range d.Changes(context.Background(), 0) {
+			return err
+		}
+		return nil
+	})
+	checkErr(t, err, storh.ErrNestedTx)
+
+	r, err := docs.Put(storh.Map{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan storh.ChangeEvent, 1)
+	done := make(chan error, 1)
+	go func() {
+		for ev, err := range docs.Changes(context.Background(), 0) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got <- ev
+		}
+		done <- nil
+	}()
+	if ev := <-got; ev.ID != r.ID {
+		t.Fatalf("first change: %s, want %s", ev.ID, r.ID)
+	}
+	// The reader waits now (or is about to); Close ends it either way.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, <-done, storh.ErrClosed)
+}
