@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,8 +89,17 @@ func max64(a, b int64) int64 {
 	return b
 }
 
-// queueSequences queues the statement of each bucket's sequenced values.
+// queueSequences queues the statement of each bucket's sequenced values,
+// in the order of their counters' buckets and keys: two transactions that
+// both number in two collections lock the counters in the same order, and
+// never wait for each other in a circle.
 func (t *tx) queueSequences(b *pgx.Batch) {
+	slices.SortFunc(t.sequenced, func(x, y *bucket) int {
+		if c := cmp.Compare(x.seq.counter.id, y.seq.counter.id); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.seq.key, y.seq.key)
+	})
 	for _, bk := range t.sequenced {
 		s := bk.seq
 		bk.seq = nil
