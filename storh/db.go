@@ -240,11 +240,14 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	h.Indexes, h.Schema = cfg.indexes, cfg.schema
+	h.Indexes, h.Schema, h.Feed = cfg.indexes, cfg.schema, cfg.feed
 	if err := db.eng.CheckHandleSchema(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	if err := db.eng.EnsureIndexes(h); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	if err := db.eng.EnsureFeed(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	c := coll{db: db, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention, ttl: cfg.ttl}

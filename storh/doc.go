@@ -33,8 +33,12 @@
 // Log.DeleteBefore trims a log by time. A log opened WithRetention and
 // documents opened WithTTL expire: the handle's reads hide what has
 // expired at once, and the open database deletes it in the background
-// (WithSweepEvery, WithoutBackground; docs/retention.md). Watch follows a Docs or Log collection, yielding each record as its
-// commit lands.
+// (WithSweepEvery, WithoutBackground; docs/retention.md). Watch follows a
+// Docs or Log collection, yielding each record as its commit lands. A
+// collection opened WithChangeFeed keeps a durable change feed: every put
+// and delete, recorded in its transaction and numbered in commit order
+// (ChangeEvent.Seq), which Changes reads back from any Seq, so a consumer
+// that stops resumes from the last one it handled (docs/changes.md).
 //
 // The same API runs on PostgreSQL, shared by many processes: import the
 // backend, which registers its URL schemes, and open a URL (docs/postgres.md):

@@ -133,6 +133,7 @@ type collConfig struct {
 	retention   time.Duration
 	ttl         *ttlConf // WithTTL; nil: none
 	schema      []byte   // WithSchema; nil: none
+	feed        int64    // WithChangeFeed's keep; 0: none asked
 }
 
 // WithRetention gives a log a retention: its records older than d, by the
@@ -258,6 +259,9 @@ func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) 
 	}
 	if cfg.schema != nil && kind == engine.KindQueue {
 		return cfg, fmt.Errorf("%w: WithSchema is for docs and logs, not a queue", ErrInvalidOption)
+	}
+	if cfg.feed != 0 && kind == engine.KindQueue {
+		return cfg, fmt.Errorf("%w: WithChangeFeed is for docs and logs, not a queue", ErrInvalidOption)
 	}
 	if cfg.retention != 0 && kind != engine.KindLog {
 		return cfg, fmt.Errorf("%w: WithRetention is for logs, not a %s collection", ErrInvalidOption, kind)

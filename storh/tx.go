@@ -63,7 +63,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	h := tx.etx.Handle(name, kind)
-	h.Indexes, h.Schema = cfg.indexes, cfg.schema
+	h.Indexes, h.Schema, h.Feed = cfg.indexes, cfg.schema, cfg.feed
 	err = tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
@@ -80,6 +80,9 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		}
 		if err == nil && c != nil {
 			err = tx.etx.EnsureIndexes(c, h.Indexes)
+		}
+		if err == nil && c != nil {
+			err = tx.etx.EnsureFeed(c, h.Feed)
 		}
 		return err
 	})

@@ -93,9 +93,15 @@ type DB struct {
 	// collections it writes beside other stores (see slots.go).
 	slotKey []byte
 
-	signals signals        // per queue: closed when jobs become pending
-	watch   watchers       // per collection: the feeds of Watch
-	blocked blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
+	signals signals // per queue: closed when jobs become pending
+	// feedSignals: per collection, closed when a commit records changes
+	// in its feed; feedKeeps caches feeds' keeps by their settings
+	// bucket's identity; feedFollowers counts the FeedFollowers (feed.go).
+	feedSignals   signals
+	feedKeeps     sync.Map
+	feedFollowers atomic.Int32
+	watch         watchers       // per collection: the feeds of Watch
+	blocked       blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
 
 	// upgrade: Open found a store to bring up to formatLists (upgradeLists).
 	upgrade bool
@@ -613,6 +619,9 @@ func (db *DB) update(fn func(*Tx) error, foldNow bool) error {
 		}
 		for name := range tx.woken {
 			db.signals.wake(name)
+		}
+		for name := range tx.fed {
+			db.feedSignals.wake(name)
 		}
 		if len(tx.changes) > 0 {
 			db.publish(txid, tx.changes)

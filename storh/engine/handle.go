@@ -28,6 +28,10 @@ type Handle struct {
 	// given to the collection when its first write creates it, and
 	// refused on one that exists with another (CheckHandleSchema).
 	Schema []byte
+	// Feed is the keep of the change feed the handle was opened with (0:
+	// none asked): given to the collection when its first write creates
+	// it, and set on one that exists (EnsureFeed).
+	Feed int64
 
 	key   []byte    // Name as a bucket key, made once: see ReadRecord
 	roots *rootSlot // the records bucket's root page at the last commit a point read saw (direct.go)
@@ -173,6 +177,9 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	// A new collection is empty: its declared indexes are ready at once,
 	// and its declared schema holds for every record.
 	if err := t.ensureIndexes(c, h.Indexes); err != nil {
+		return nil, err
+	}
+	if err := t.EnsureFeed(c, h.Feed); err != nil {
 		return nil, err
 	}
 	if h.Schema != nil {

@@ -69,7 +69,12 @@ const (
 	// marker to this, on a file or a shared store alike; a store without
 	// schemas stays at its format, readable by older builds.
 	formatSchemas = 6
-	formatVersion = formatSchemas
+	// formatFeed: a collection keeps a change feed (feed.go), which every
+	// write of a record must add to. A storh from before would write
+	// without it, so turning a feed on raises the marker to this; a
+	// store without feeds stays at its format.
+	formatFeed    = formatSchemas + 2
+	formatVersion = formatFeed
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,
@@ -194,6 +199,8 @@ type Coll struct {
 	jobSeq   int64 // -1 until read
 	seqFresh bool  // beside other writers, jobSeq read with no key to lock: insert it
 	jobArena []byte
+
+	feed feedState // the change feed, found on first use (feed.go)
 }
 
 // bound is a cached upper bound of a records bucket's largest key.
@@ -424,6 +431,9 @@ func createColl(tx kv.Tx, name string, kind Kind) (*Coll, error) {
 // writers into the DB's slots, alone into the base counters (see
 // slots.go).
 func (c *Coll) flush() error {
+	if err := c.flushFeed(); err != nil {
+		return err
+	}
 	if c.shared {
 		return c.flushSlots()
 	}

@@ -41,7 +41,7 @@ func TestPutBookkeepingAllocatesNothing(t *testing.T) {
 	}
 	shared := &announceTx{}
 	tx := &Tx{ktx: shared, shared: shared}
-	c := &Coll{Name: "c", records: discardBucket{}, lastKnown: true, empty: true, idxLoaded: true, schemaRead: true}
+	c := &Coll{Name: "c", records: discardBucket{}, lastKnown: true, empty: true, idxLoaded: true, schemaRead: true, feed: feedState{read: true}}
 	allocs := testing.AllocsPerRun(100, func() {
 		if err := tx.Put(c, id, value, false); err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func BenchmarkPutBookkeeping(b *testing.B) {
 	}
 	shared := &announceTx{}
 	tx := &Tx{ktx: shared, shared: shared}
-	c := &Coll{Name: "c", records: discardBucket{}, lastKnown: true, empty: true, idxLoaded: true, schemaRead: true}
+	c := &Coll{Name: "c", records: discardBucket{}, lastKnown: true, empty: true, idxLoaded: true, schemaRead: true, feed: feedState{read: true}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := tx.Put(c, id, value, false); err != nil {

@@ -40,6 +40,16 @@ func (s *signals) wake(name string) {
 	}
 }
 
+// wakeAll wakes every waiter.
+func (s *signals) wakeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, c := range s.ch {
+		close(c)
+		delete(s.ch, name)
+	}
+}
+
 // JobSignal returns a channel closed by the next commit that makes jobs of
 // queue name pending.
 func (db *DB) JobSignal(name string) <-chan struct{} { return db.signals.wait(name) }

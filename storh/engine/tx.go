@@ -29,6 +29,7 @@ type Tx struct {
 	created []*Coll             // collections this transaction created
 	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
 	changes []collChange        // records written to watched collections
+	fed     map[string]struct{} // collections whose feeds got changes: readers wake on commit
 
 	scratch indexScratch
 
@@ -238,6 +239,9 @@ func (t *Tx) PutPrechecked(c *Coll, id uuidv7.UUID, value []byte, insertOnly boo
 	c.wroteRow(id, value)
 	c.raiseLast(id)
 	t.noteChange(c, id, value[HeaderSize:])
+	if err := t.recordChange(c, FeedPut, id, value); err != nil {
+		return err
+	}
 	if old == nil {
 		c.countDelta++
 	} else {
@@ -267,6 +271,9 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 		return false, mapStoreErr(err)
 	}
 	c.wroteRow(id, nil)
+	if err := t.recordChange(c, FeedDelete, id, nil); err != nil {
+		return false, err
+	}
 	c.countDelta--
 	c.bytesDelta -= n
 	return true, nil

@@ -682,7 +682,7 @@ func checkColl(btx kv.Tx, name string, emit func(api.Problem), pace *pace) (coll
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
 			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketIndexJournal) ||
-			bytes.Equal(k, bucketIndexClaims) || bytes.Equal(k, bucketJobs))
+			bytes.Equal(k, bucketIndexClaims) || bytes.Equal(k, bucketJobs) || bytes.Equal(k, bucketFeed))
 		if own {
 			continue
 		}

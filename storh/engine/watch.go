@@ -298,11 +298,15 @@ func (db *DB) listen() (kv.Listener, error) {
 	w.listenGen++
 	gen := w.listenGen
 	l, err := shared.Listen(func(n kv.Notice, err error) bool {
+		if err == nil {
+			db.heardFeed(n.Topic)
+		}
 		if err == nil && n.Origin != origin && db.watched(n.Topic) {
 			err = db.fetchForeign(n)
 		}
 		if err != nil {
 			db.lose(gen, err)
+			db.heardFeed("")
 			return false
 		}
 		return true

@@ -193,6 +193,39 @@ type Adder interface {
 	Add(key, delta []byte) error
 }
 
+// Sequencer is implemented by the buckets of a writable transaction of a
+// store whose writers run at the same time (PostgreSQL), to number values
+// at commit rather than in the transaction: the numbers then follow the
+// order of the commits, and writers hold the counter only for the end of
+// their commit, not from their first write (bbolt, with one writer at a
+// time, needs none of this: the engine numbers the values itself, reading
+// and writing the counter in the transaction).
+//
+// At commit, after every other write of the transaction, the backend adds
+// the number n of values queued by Sequence to the 8-byte big-endian
+// integer under counterKey in bucket counter (the key must hold one; its
+// row is locked until the commit ends), and stores the values, in the
+// order queued, under the 8-byte big-endian keys last-n+1 … last, where
+// last is the sum. A transaction that does not commit numbers nothing:
+// the counter goes back with it. Then it deletes the bucket's keys at or
+// below last-keep, oldest first, at most max of them, skipping those
+// another transaction holds (TrimSequence; keep 0: none). Keys are never
+// reused while the counter grows, and a transaction that reads the bucket
+// after another committed sees every key that one stored or any below it
+// stored before.
+//
+// Under a shared hold (Locker.BucketShared) a transaction may sequence
+// into buckets of the top-level bucket it holds: the counter is the one
+// row writers take turns over.
+type Sequencer interface {
+	// Sequence queues value (kept, not copied) for the commit. All the
+	// values a transaction queues in one bucket must use one counter.
+	Sequence(counter Bucket, counterKey, value []byte) error
+	// TrimSequence sets how the commit trims the bucket: keep the keys
+	// above last-keep, delete at most max of the others.
+	TrimSequence(keep int64, max int) error
+}
+
 // Locker is implemented by the writable transactions of a store whose
 // writers run at the same time (PostgreSQL; bbolt has one writer at a time
 // and needs none of this). A writer holds each top-level bucket it looks

@@ -52,6 +52,8 @@ type bucket struct {
 	// cursors are those holding rows read ahead, which a write may make
 	// stale.
 	cursors []*cursor
+
+	seq *sequence // values numbered at commit (kv.Sequencer), nil: none
 }
 
 // op is a buffered write: a put of v (an insert of an absent key), a

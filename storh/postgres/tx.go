@@ -31,10 +31,13 @@ type tx struct {
 	begun    bool // BEGIN has been sent
 	err      error
 	root     *bucket
-	dirty    []*bucket       // buckets written in this transaction (pending or not)
-	arena    arena           // keys and values handed out, valid until the end
-	locked   map[string]bool // top-level buckets this writer holds: true alone, false shared
-	upgrades []string        // top-level buckets to hold alone from the next statement (HoldAlone)
+	dirty    []*bucket // buckets written in this transaction (pending or not)
+	// sequenced are the buckets with values numbered at commit, in the
+	// order they were first given one (sequence.go).
+	sequenced []*bucket
+	arena     arena           // keys and values handed out, valid until the end
+	locked    map[string]bool // top-level buckets this writer holds: true alone, false shared
+	upgrades  []string        // top-level buckets to hold alone from the next statement (HoldAlone)
 	// A writer's top-level buckets taken from the store's cache: their
 	// locks and, after them, the checks that fail the transaction if a
 	// subtree changed, go with its next statement (see holdCached).
@@ -522,6 +525,9 @@ func (t *tx) Commit() error {
 	for _, d := range t.dirty {
 		d.queueFlush(b)
 	}
+	// Last of the writes: the counters' row locks are held from here to
+	// the end of the commit only.
+	t.queueSequences(b)
 	t.queueNotices(b)
 	// A transaction that never reached the server and wrote nothing has
 	// nothing to commit.
@@ -612,6 +618,7 @@ func (t *tx) release() {
 	t.conn.Release()
 	t.conn = nil
 	t.dirty = nil
+	t.sequenced = nil
 	t.arena = nil
 	t.notices = notices{}
 }

@@ -49,6 +49,7 @@ var (
 	ErrMismatch            = errors.New("storh: copy differs from its source")
 	ErrLagged              = errors.New("storh: watcher fell behind")
 	ErrWatchLost           = errors.New("storh: watch lost its feed of other processes' commits")
+	ErrChangesTrimmed      = errors.New("storh: changes trimmed from the feed")
 )
 
 // MismatchError is the first difference the verification of a copy found;

@@ -1,0 +1,195 @@
+package storh
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/storhdb/storh-go/storh/engine"
+	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// ErrChangesTrimmed is returned by Changes when the changes after the
+// Seq it was given are no longer in the feed: they were trimmed to the
+// feed's keep (WithChangeFeed). The reader must resync: read the
+// collection afresh (Stream), take LastSeq first, and follow Changes from
+// it.
+var ErrChangesTrimmed = errs.ErrChangesTrimmed
+
+// ChangeOp is what a change did to its record.
+type ChangeOp uint8
+
+const (
+	// OpPut: the record was inserted or replaced (a PutWithID of an
+	// existing id, a Patch).
+	OpPut ChangeOp = iota + 1
+	// OpDelete: the record was deleted (Delete, DeleteMatching,
+	// DeleteBefore, a retention).
+	OpDelete
+)
+
+func (op ChangeOp) String() string {
+	switch op {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	}
+	return fmt.Sprintf("ChangeOp(%d)", uint8(op))
+}
+
+// ChangeEvent is one change of a collection's feed (see Docs.Changes).
+type ChangeEvent struct {
+	// Seq is the change's place in the collection's commit order: the
+	// changes of one commit take consecutive numbers, and a commit's come
+	// after those of every commit before it. A collection's first change
+	// is 1.
+	Seq uint64
+	// Op is OpPut for an insert or a replacement, OpDelete for a delete.
+	Op ChangeOp
+	// ID is the record's id.
+	ID uuidv7.UUID
+	// Record is the record as the change committed it (the zero Record
+	// for OpDelete).
+	Record Record
+}
+
+// WithChangeFeed gives a Docs or Log collection a durable change feed
+// that keeps at least the last keep changes: every put and delete of a
+// record is recorded in the transaction that makes it, numbered in commit
+// order, and Changes reads them back, across restarts and processes. 0
+// asks for nothing (the default); a negative keep is ErrInvalidOption, as
+// is WithChangeFeed given to a queue.
+//
+// The setting is stored with the collection, so every handle and every
+// process applies it: a handle opened with WithChangeFeed on a collection
+// without a feed turns it on (its first change is then 1, or the next
+// number of a feed it had), and one opened with another keep sets the
+// new keep for every writer after (a lower keep trims the excess in
+// bounded steps over the following commits). A handle opened without it
+// leaves the feed as it is. See docs/changes.md.
+func WithChangeFeed(keep int) CollectionOption {
+	return CollectionOption{func(c *collConfig) error {
+		if keep < 0 {
+			return fmt.Errorf("%w: WithChangeFeed(%d): keep must not be negative", ErrInvalidOption, keep)
+		}
+		c.feed = int64(keep)
+		return nil
+	}}
+}
+
+// changesChunk is how many changes one read transaction of Changes reads.
+const changesChunk = 256
+
+// Changes yields the collection's changes with a Seq greater than after,
+// in Seq order, each once, then waits for new ones until ctx ends (it then
+// yields ctx's error once and stops). A reader that keeps the Seq of the
+// last change it handled and calls Changes with it after a restart, or a
+// crash, misses nothing and repeats nothing. Changes of this process wake
+// it at their commit; on PostgreSQL, other processes' commits wake it
+// through LISTEN/NOTIFY, never by polling.
+//
+// The collection must have a feed (WithChangeFeed), else Changes yields
+// ErrNotFound; changes after after that were trimmed are ErrChangesTrimmed.
+// A Changes of a collection not created yet waits for its first change.
+// Changes needs a DB-level handle (inside a transaction it yields
+// ErrNestedTx).
+func (d *Docs) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
+	return d.coll.changes(ctx, after)
+}
+
+// LastSeq returns the Seq of the collection's last change (0 before its
+// first, or without a feed). A reader that resyncs after
+// ErrChangesTrimmed takes it before it reads the collection, then follows
+// Changes from it.
+func (d *Docs) LastSeq() (uint64, error) { return d.coll.lastSeq() }
+
+// Changes is Docs.Changes of a log: its changes are its appends and the
+// deletes of DeleteBefore and its retention.
+func (l *Log) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
+	return l.coll.changes(ctx, after)
+}
+
+// LastSeq is Docs.LastSeq of a log.
+func (l *Log) LastSeq() (uint64, error) { return l.coll.lastSeq() }
+
+var errChangesInTx = fmt.Errorf("%w: Changes waits for commits, which cannot happen inside a transaction; use a DB-level handle", ErrNestedTx)
+
+func (c *coll) lastSeq() (uint64, error) {
+	var seq uint64
+	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		var err error
+		seq, err = etx.LastSeq(ec)
+		return err
+	})
+	return seq, opErr(c.opName("last seq"), c.name, "", -1, err)
+}
+
+func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
+	op := c.opName("changes")
+	return func(yield func(ChangeEvent, error) bool) {
+		fail := func(err error) { yield(ChangeEvent{}, opErr(op, c.name, "", -1, err)) }
+		if c.tx != nil {
+			fail(errChangesInTx)
+			return
+		}
+		if err := c.db.eng.Enter(); err != nil {
+			fail(err)
+			return
+		}
+		follower, err := c.db.eng.FollowFeed(c.name)
+		c.db.eng.Exit()
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer follower.Stop()
+		for {
+			if ctx.Err() != nil {
+				fail(ctx.Err())
+				return
+			}
+			// Taken before the read: a commit after it closes it.
+			wake := c.db.eng.FeedSignal(c.name)
+			if err := follower.Check(); err != nil {
+				fail(err)
+				return
+			}
+			var got []engine.FeedEntry
+			err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+				var err error
+				got, err = etx.ReadChanges(ec, after, changesChunk)
+				return err
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, e := range got {
+				ev := ChangeEvent{Seq: e.Seq, Op: OpPut, ID: e.ID}
+				if e.Op == engine.FeedDelete {
+					ev.Op = OpDelete
+				} else {
+					ev.Record = Record{ID: e.ID, payload: e.Payload}
+				}
+				after = e.Seq
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(got) == changesChunk {
+				continue // more may be waiting
+			}
+			select {
+			case <-ctx.Done():
+				fail(ctx.Err())
+				return
+			case <-c.db.eng.Closing():
+				fail(ErrClosed)
+				return
+			case <-wake:
+			}
+		}
+	}
+}
