@@ -14,18 +14,21 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // The queue model test drives one queue with random operations on a fake
 // clock and checks every result, the counts and the listing of every state
 // after each step against a plain in-memory state machine: jobs with their
-// place in the enqueue order, state, attempts, lease end, last change and
-// last error.
+// due time and place in the enqueue order, state, attempts, lease end, last
+// change and last error. Pending jobs are claimed due first, ties in
+// enqueue order, and only once due.
 
 type qumJob struct {
 	id       uuidv7.UUID
 	seq      int
+	due      int64 // ms: claimable from then on
 	state    storh.JobState
 	attempts int
 	lease    int64 // ms, while claimed
@@ -79,6 +82,9 @@ func (s *qumState) in(state storh.JobState) []*qumJob {
 	slices.SortFunc(out, func(a, b *qumJob) int {
 		switch state {
 		case storh.JobPending:
+			if a.due != b.due {
+				return int(a.due - b.due)
+			}
 			return a.seq - b.seq
 		case storh.JobClaimed:
 			if a.lease != b.lease {
@@ -110,9 +116,20 @@ func (s *qumState) requeueExpired() int {
 	return n
 }
 
+// due lists the pending jobs due by now, in the order claims take them.
+func (s *qumState) due() []*qumJob {
+	var out []*qumJob
+	for _, j := range s.in(storh.JobPending) {
+		if j.due <= s.now() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 func (s *qumState) claim(n int, leaseMs int64) []*qumJob {
 	s.requeueExpired()
-	pending := s.in(storh.JobPending)
+	pending := s.due()
 	if len(pending) > n {
 		pending = pending[:n]
 	}
@@ -123,8 +140,10 @@ func (s *qumState) claim(n int, leaseMs int64) []*qumJob {
 	return pending
 }
 
-func (s *qumState) add(id uuidv7.UUID, n int64) {
-	s.jobs[id] = &qumJob{id: id, seq: s.nextSeq, state: storh.JobPending, changed: s.now(), n: n}
+func (s *qumState) add(id uuidv7.UUID, n int64) { s.addAt(id, n, s.now()) }
+
+func (s *qumState) addAt(id uuidv7.UUID, n, due int64) {
+	s.jobs[id] = &qumJob{id: id, seq: s.nextSeq, due: due, state: storh.JobPending, changed: s.now(), n: n}
 	s.nextSeq++
 	s.used = append(s.used, id)
 }
@@ -208,10 +227,10 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 		lease = g.LeaseUntil.UnixMilli()
 	}
 	if g.ID != w.id || g.State != w.state || g.Attempts != w.attempts || lease != w.lease || g.LastError != w.reason ||
-		(w.state != storh.JobClaimed && g.Changed.UnixMilli() != w.changed) {
-		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q; want %v %v attempts=%d lease=%d changed=%d err=%q", op,
-			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError,
-			w.id, w.state, w.attempts, w.lease, w.changed, w.reason)
+		(w.state != storh.JobClaimed && g.Changed.UnixMilli() != w.changed) || g.Due.UnixMilli() != w.due {
+		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q due=%d; want %v %v attempts=%d lease=%d changed=%d err=%q due=%d", op,
+			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError, g.Due.UnixMilli(),
+			w.id, w.state, w.attempts, w.lease, w.changed, w.reason, w.due)
 	}
 	if payload {
 		if d := g.Data(); len(d) != 1 || d["n"] != w.n {
@@ -222,12 +241,12 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 
 func (s *qumState) check(t *rapid.T) {
 	counts, err := s.q.Counts()
-	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [4]int{len(s.in(storh.JobPending)), len(s.in(storh.JobClaimed)), len(s.in(storh.JobDone)), len(s.in(storh.JobDead))}
-	if got := [4]int{p, c, d, x}; got != want {
+	due := len(s.due())
+	want := [5]int{due, len(s.in(storh.JobPending)) - due, len(s.in(storh.JobClaimed)), len(s.in(storh.JobDone)), len(s.in(storh.JobDead))}
+	if got := [5]int{counts.Pending, counts.Scheduled, counts.Claimed, counts.Done, counts.Dead}; got != want {
 		t.Fatalf("Counts = %v; want %v", got, want)
 	}
 	if n, err := s.q.Count(); err != nil || n != len(s.jobs) {
@@ -262,15 +281,30 @@ func (s *qumState) drawLease(t *rapid.T) (time.Duration, int64) {
 func TestQueueModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
-	rapid.Check(t, func(t *rapid.T) {
+	runQueueModel(t, func() string {
 		run++
+		return filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run))
+	})
+}
+
+// TestQueueModelPostgres runs the model on PostgreSQL, a fresh schema per
+// run: due times, claims and counts come from the backend's range reads
+// there (LockRange up to the due bound, a walk back over the scheduled).
+func TestQueueModelPostgres(t *testing.T) {
+	skipOnPostgresPass(t)
+	pgtest.Require(t)
+	runQueueModel(t, func() string { return pgtest.SchemaURL(t) })
+}
+
+func runQueueModel(t *testing.T, newPath func() string) {
+	rapid.Check(t, func(t *rapid.T) {
 		s := &qumState{
-			path: filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run)),
+			path: newPath(),
 			clk:  newTestClock(),
 			max:  rapid.IntRange(1, 4).Draw(t, "max attempts"),
 			jobs: map[uuidv7.UUID]*qumJob{},
 		}
-		defer os.Remove(s.path)
+		defer os.Remove(s.path) // a file's; nothing for a URL
 		s.open(t)
 		defer func() { s.db.Close() }()
 
@@ -285,6 +319,40 @@ func TestQueueModel(t *testing.T) {
 					t.Fatalf("Enqueue returned %v, taken or not a UUIDv7", id)
 				}
 				s.add(id, s.nextN)
+			},
+			"enqueue at": func(t *rapid.T) {
+				// Due a little before now (ahead of the jobs due after
+				// it), now, or later; several jobs at one time keep their
+				// enqueue order.
+				at := s.now() + rapid.SampledFrom([]int64{-10, 0, 5, 5, 20, 60}).Draw(t, "due in ms")
+				s.nextN++
+				id, err := s.q.EnqueueAt(time.UnixMilli(at), storh.Map{"n": s.nextN})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.addAt(id, s.nextN, at)
+			},
+			"enqueue many at": func(t *rapid.T) {
+				at := s.now() + rapid.Int64Range(-5, 40).Draw(t, "due in ms")
+				k := rapid.IntRange(1, 3).Draw(t, "batch size")
+				items := make([]any, k)
+				for i := range items {
+					items[i] = storh.Map{"n": s.nextN + int64(i) + 1}
+				}
+				got, err := s.q.EnqueueManyAt(time.UnixMilli(at), items)
+				if err != nil || len(got) != k {
+					t.Fatalf("EnqueueManyAt = %v, %v; want %d ids", got, err, k)
+				}
+				for _, id := range got {
+					s.nextN++
+					s.addAt(id, s.nextN, at)
+				}
+			},
+			"enqueue at the zero time": func(t *rapid.T) {
+				_, err := s.q.EnqueueAt(time.Time{}, storh.Map{"n": 0})
+				qumWant(t, "EnqueueAt(zero time)", err, storh.ErrInvalidOption)
+				_, err = s.q.EnqueueManyAt(time.Time{}, []any{storh.Map{"n": 0}})
+				qumWant(t, "EnqueueManyAt(zero time)", err, storh.ErrInvalidOption)
 			},
 			"enqueue with id": func(t *rapid.T) {
 				id := s.pickID(t)
@@ -547,6 +615,11 @@ func TestQueueModel(t *testing.T) {
 			},
 			"advance clock": func(t *rapid.T) {
 				s.clk.Advance(time.Duration(rapid.Int64Range(0, 30).Draw(t, "ms")) * time.Millisecond)
+			},
+			"turn clock back": func(t *rapid.T) {
+				// The database's clock may step back (NTP): a job due in
+				// the future of the clock before is not due yet again.
+				s.clk.Advance(-time.Duration(rapid.Int64Range(1, 10).Draw(t, "ms")) * time.Millisecond)
 			},
 			"update": func(t *rapid.T) {
 				// A few operations in one transaction, committed or

@@ -93,6 +93,10 @@ type DB struct {
 
 	// upgrade: Open found a store to bring up to formatLists (upgradeLists).
 	upgrade bool
+	// upgradeDue: Open found a store to bring up to formatDue (upgradeDue);
+	// oldPending: one it leaves below it (read-only, a copy's destination),
+	// whose queues are read in the layout from before.
+	upgradeDue, oldPending bool
 }
 
 // lifecycle is the DB's count of running operations and its closing: Close
@@ -294,6 +298,11 @@ func (db *DB) start() error {
 			return err
 		}
 	}
+	if db.upgradeDue {
+		if err := db.upgradeQueues(); err != nil {
+			return err
+		}
+	}
 	if !db.opts.ReadOnly {
 		db.group.writes = make(chan *WriteOp, db.opts.MaxBatch)
 		db.group.stop = make(chan struct{})
@@ -421,6 +430,8 @@ func (db *DB) initMeta() error {
 			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
 		db.upgrade = lists && (v < formatLists || b.Get(keyListsBuild) != nil)
+		db.upgradeDue = lists && v < formatDue
+		db.oldPending = v < formatDue && !db.upgradeDue
 		if raise = shared && v < formatShared && !db.upgrade; raise && tx.Writable() {
 			return putInt(b, keyFormat, formatShared)
 		}
