@@ -85,7 +85,9 @@ type Job struct {
 // state.
 type QueueStats struct {
 	CollectionInfo
-	Pending, Claimed, Done, Dead int
+	// Pending counts the jobs due, Scheduled those not due yet (see
+	// QueueCounts).
+	Pending, Scheduled, Claimed, Done, Dead int
 }
 
 func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
@@ -683,7 +685,7 @@ func (q *Queue) Stats() (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	n, err := q.Counts()
-	return QueueStats{CollectionInfo: info, Pending: n.Pending, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead}, err
+	return QueueStats{CollectionInfo: info, Pending: n.Pending, Scheduled: n.Scheduled, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead}, err
 }
 
 // Lookup returns job id as it is now, payload and state.

@@ -103,6 +103,7 @@ type jobJSON struct {
 	State      string          `json:"state"`
 	Attempts   int             `json:"attempts"`
 	LeaseUntil string          `json:"lease_until,omitempty"`
+	Due        string          `json:"due,omitempty"`
 	LastError  string          `json:"last_error,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
 }
@@ -113,6 +114,11 @@ func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
 	out := jobJSON{ID: j.ID.String(), Time: j.Time().UTC().Format(jsonTime), State: j.State.String(), Attempts: j.Attempts, LastError: j.LastError}
 	if !j.LeaseUntil.IsZero() {
 		out.LeaseUntil = j.LeaseUntil.UTC().Format(jsonTime)
+	}
+	if j.State == storh.JobPending && j.Due.After(time.Now()) {
+		// Scheduled: say when it is due. A job due already, as most
+		// are, from their enqueue, does not repeat its time.
+		out.Due = j.Due.UTC().Format(jsonTime)
 	}
 	if withData {
 		b, err := j.Record.MarshalJSON()
@@ -131,7 +137,7 @@ func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
 }
 
 func (a *app) queueEnqueueCmd() *cobra.Command {
-	var invalidUTF8 string
+	var invalidUTF8, at string
 	cmd := &cobra.Command{
 		Use:   "enqueue QUEUE [JSON]",
 		Short: "Add jobs: one JSON object, or JSON lines on stdin",
@@ -139,14 +145,23 @@ func (a *app) queueEnqueueCmd() *cobra.Command {
 read from stdin (one per line, all in one transaction: all or none), as
 pending jobs at the end of the queue, and prints their ids, one per line (with
 --json, {"id":…} objects). A queue that does not exist is created. Values use
-the import type mapping ({"$date":…} stores a time).`,
+the import type mapping ({"$date":…} stores a time). With --at, no claim
+takes the jobs before that time (RFC 3339, a date, Unix milliseconds, or
+relative to now: +15m, +2h, +1d); they count as scheduled until then.`,
 		Example: `  storh queue enqueue emails '{"to":"ann@example.com"}'
-  printf '{"n":1}\n{"n":2}\n' | storh queue enqueue work`,
+  printf '{"n":1}\n{"n":2}\n' | storh queue enqueue work
+  storh queue enqueue reminders '{"say":"stand up"}' --at +1h`,
 		Args: args(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keepBad, err := keepInvalidUTF8(invalidUTF8)
 			if err != nil {
 				return err
+			}
+			var due time.Time
+			if at != "" {
+				if due, err = parseTime(at, a.now()); err != nil {
+					return fmt.Errorf("--at: %w", err)
+				}
 			}
 			items, lines, err := a.putInput(args, keepBad)
 			if err != nil {
@@ -157,7 +172,12 @@ the import type mapping ({"$date":…} stores a time).`,
 				return err
 			}
 			defer db.Close()
-			ids, err := q.EnqueueMany(items)
+			var ids []uuidv7.UUID
+			if at != "" {
+				ids, err = q.EnqueueManyAt(due, items)
+			} else {
+				ids, err = q.EnqueueMany(items)
+			}
 			if err != nil {
 				a.removeIfNew(db)
 				var e *storh.Error
@@ -181,6 +201,7 @@ the import type mapping ({"$date":…} stores a time).`,
 		},
 	}
 	addInvalidUTF8Flag(cmd, &invalidUTF8)
+	cmd.Flags().StringVar(&at, "at", "", "do not let a claim take the jobs before this time (RFC 3339, date, Unix ms, or +15m, +2h, +1d)")
 	return cmd
 }
 
@@ -480,8 +501,10 @@ func (a *app) queueStatsCmd() *cobra.Command {
 		Use:   "stats QUEUE",
 		Short: "Count the jobs of a queue by state",
 		Long: `Stats prints how many jobs QUEUE holds in each state (with --json, one
-object {"queue","pending","claimed","done","dead","bytes"}). Claims whose
-lease has ended count as claimed until the next claim takes them back.`,
+object {"queue","pending","claimed","done","dead","scheduled","bytes"}).
+Pending jobs are due; scheduled ones wait for their time (enqueue --at).
+Claims whose lease has ended count as claimed until the next claim takes them
+back.`,
 		Example: `  storh queue stats emails
   storh --json queue stats emails`,
 		Args: args(1, 1),
@@ -497,17 +520,18 @@ lease has ended count as claimed until the next claim takes them back.`,
 			}
 			if a.jsonOut {
 				return a.printJSON(struct {
-					Queue   string `json:"queue"`
-					Pending int    `json:"pending"`
-					Claimed int    `json:"claimed"`
-					Done    int    `json:"done"`
-					Dead    int    `json:"dead"`
-					Bytes   int64  `json:"bytes"`
-				}{s.Name, s.Pending, s.Claimed, s.Done, s.Dead, s.Bytes})
+					Queue     string `json:"queue"`
+					Pending   int    `json:"pending"`
+					Claimed   int    `json:"claimed"`
+					Done      int    `json:"done"`
+					Dead      int    `json:"dead"`
+					Scheduled int    `json:"scheduled"`
+					Bytes     int64  `json:"bytes"`
+				}{s.Name, s.Pending, s.Claimed, s.Done, s.Dead, s.Scheduled, s.Bytes})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PENDING\tCLAIMED\tDONE\tDEAD\tSIZE")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", commas(s.Pending), commas(s.Claimed), commas(s.Done), commas(s.Dead), humanBytes(s.Bytes))
+			fmt.Fprintln(tw, "PENDING\tCLAIMED\tDONE\tDEAD\tSCHEDULED\tSIZE")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", commas(s.Pending), commas(s.Claimed), commas(s.Done), commas(s.Dead), commas(s.Scheduled), humanBytes(s.Bytes))
 			return tw.Flush()
 		},
 	}
