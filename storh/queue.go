@@ -18,9 +18,11 @@ import (
 // a record's data) under a UUIDv7 id, and a state: pending, claimed (leased
 // to one worker until its lease ends), done, or dead.
 //
-//   - Enqueue adds a pending job at the end of the enqueue order.
-//   - Claim leases the oldest pending job, in enqueue order (not id order: a
-//     job enqueued with an explicit older id still waits its turn).
+//   - Enqueue adds a pending job at the end of the enqueue order; EnqueueAt
+//     adds one that no claim takes before a given time.
+//   - Claim leases the pending job due first, ties in enqueue order (not id
+//     order: a job enqueued with an explicit older id still waits its
+//     turn).
 //   - Cancel deletes a job no worker holds; a held claim is ErrClaimed.
 //   - Complete ends a claim in success; Fail ends it in failure, and the job
 //     is pending again, or dead once it has used its attempts

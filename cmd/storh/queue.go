@@ -20,7 +20,7 @@ func (a *app) queueCmd() *cobra.Command {
 	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
 collections. A job is a JSON object and a state: pending, claimed (leased to
 one worker until its lease ends), done, or dead (it failed its last allowed
-attempt). Claims take the oldest pending jobs in enqueue order; a claim whose
+attempt). Claims take the due jobs, due first, then in enqueue order; a claim whose
 lease ends is pending again at the next claim, so the jobs of a worker that
 died are not lost. Programs use the library (db.Queue); these commands are
 for scripts, inspection and repair by hand. See docs/queue.md.`
