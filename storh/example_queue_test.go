@@ -273,3 +273,42 @@ func ExampleQueue_EnqueueAt() {
 	// true
 	// stand up at 10:00
 }
+
+// A worker whose lease ended while another claim took its job cannot
+// complete it by mistake: CompleteClaim names the claim by the Job's Token,
+// and only the claim that holds the job completes it.
+func ExampleQueue_CompleteClaim() {
+	dir, err := os.MkdirTemp("", "storh-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	now := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	db, err := storh.Open(filepath.Join(dir, "app.db"), storh.WithClock(func() time.Time { return now }))
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	jobs, err := db.Queue("reports")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := jobs.Enqueue(storh.Map{"month": "2029-12"}); err != nil {
+		panic(err)
+	}
+
+	slow, _ := jobs.Claim(time.Minute)
+	now = now.Add(2 * time.Minute) // slow's lease ended: the next claim takes the job back
+	fast, _ := jobs.Claim(time.Minute)
+	fmt.Println(slow.ID == fast.ID, slow.Token != fast.Token)
+
+	_, err = jobs.ExtendClaim(slow, time.Minute) // slow learns it lost the job
+	fmt.Println(errors.Is(err, storh.ErrNotClaimed))
+	fmt.Println(errors.Is(jobs.CompleteClaim(slow), storh.ErrNotClaimed))
+	fmt.Println(jobs.CompleteClaim(fast))
+	// Output:
+	// true true
+	// true
+	// true
+	// <nil>
+}

@@ -40,9 +40,11 @@ import (
 // concurrent single operations share commits, as Puts do. Claims in one
 // process never hand a job to two workers while its lease holds.
 //
-// A claim is known by the job's id alone: a worker that lets its lease end
-// may find its job claimed by another, and its Complete then completes the
-// other's claim. Extend the lease of a long job rather than let it end.
+// The id-based calls (Complete, Fail, Extend) act on whatever claim the
+// job has: a worker that lets its lease end may find its job claimed by
+// another, and its Complete then completes the other's claim. Their token
+// forms (CompleteClaim, FailClaim, ExtendClaim) take the Job a claim
+// returned and act only while that claim holds: Job.Token names it.
 type Queue struct {
 	c           coll
 	maxAttempts int
@@ -81,6 +83,11 @@ type Job struct {
 	// among the pending jobs. Zero for a job enqueued by a storh from
 	// before due times, which was due at once.
 	Due time.Time
+	// Token names the claim, while the job is claimed: a number each claim
+	// draws at random and stores with the job. CompleteClaim, FailClaim
+	// and ExtendClaim act only while the claim that drew it holds. Zero
+	// when the job is not claimed.
+	Token uint64
 }
 
 // QueueStats is a queue's statistics: its collection's, and its jobs by
@@ -109,6 +116,7 @@ func newJob(j engine.Job) Job {
 		Changed: time.UnixMilli(j.Changed).UTC(), LastError: j.Reason}
 	if j.State == api.JobClaimed {
 		out.LeaseUntil = time.UnixMilli(j.LeaseUntil).UTC()
+		out.Token = j.Claim
 	}
 	if j.Due > 0 {
 		out.Due = time.UnixMilli(j.Due).UTC()
@@ -468,13 +476,36 @@ func (q *Queue) nextWake() (int64, bool, error) {
 // Complete marks a claimed job done. A job that is not claimed (pending,
 // done, dead) fails with ErrNotClaimed, an unknown one with ErrNotFound. A
 // claim whose lease ended but that no other claim took still completes.
-func (q *Queue) Complete(id uuidv7.UUID) error {
+func (q *Queue) Complete(id uuidv7.UUID) error { return q.complete(id, 0) }
+
+// CompleteClaim is Complete for the claim that returned job: it marks the
+// job done only while that claim holds (its lease may have ended, as long
+// as no other claim took the job). Once another claim took it, or the
+// job was released, failed or completed, it is ErrNotClaimed and nothing
+// changes, whatever the clock did meanwhile. A Job that no claim returned
+// (Token 0) is ErrNotClaimed.
+func (q *Queue) CompleteClaim(job Job) error {
+	if err := noToken("complete", job); err != nil {
+		return opErr("queue complete", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.complete(job.ID, job.Token)
+}
+
+// noToken is the error of a token form called with a Job no claim returned.
+func noToken(op string, job Job) error {
+	if job.Token != 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the job carries no claim token: pass the Job a claim returned (or use the id form to %s whatever claim the job has)", ErrNotClaimed, op)
+}
+
+func (q *Queue) complete(id uuidv7.UUID, token uint64) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue complete", q.c.name, id.String(), -1, err)
 	}
 	return q.doMoving("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		return etx.Complete(ec, id, now)
+		return etx.Complete(ec, id, token, now)
 	})
 }
 
@@ -508,19 +539,44 @@ var errNoQueue = fmt.Errorf("%w: the queue holds no job", ErrNotFound)
 // LastError is always text: each byte of reason that is not part of a
 // UTF-8 character becomes U+FFFD, and the result is cut at 1 KiB on a
 // character boundary.
-func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
+func (q *Queue) Fail(id uuidv7.UUID, reason string) error { return q.fail(id, 0, reason) }
+
+// FailClaim is Fail for the claim that returned job: only while that claim
+// holds, as CompleteClaim.
+func (q *Queue) FailClaim(job Job, reason string) error {
+	if err := noToken("fail", job); err != nil {
+		return opErr("queue fail", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.fail(job.ID, job.Token, reason)
+}
+
+func (q *Queue) fail(id uuidv7.UUID, token uint64, reason string) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)
 	}
 	return q.doMoving("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
+		_, err := etx.Fail(ec, id, token, reason, now, q.maxAttempts)
 		return err
 	})
 }
 
 // Extend moves a claimed job's lease end to lease from now and returns it.
 func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
+	return q.extend(id, 0, lease)
+}
+
+// ExtendClaim is Extend for the claim that returned job: only while that
+// claim holds, as CompleteClaim. A worker whose lease ended and whose job
+// another claim took learns it here, before doing more of the work.
+func (q *Queue) ExtendClaim(job Job, lease time.Duration) (time.Time, error) {
+	if err := noToken("extend", job); err != nil {
+		return time.Time{}, opErr("queue extend", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.extend(job.ID, job.Token, lease)
+}
+
+func (q *Queue) extend(id uuidv7.UUID, token uint64, lease time.Duration) (time.Time, error) {
 	ms, err := leaseMs(lease)
 	if err == nil {
 		err = checkID(id, false)
@@ -532,7 +588,7 @@ func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
 	err = q.doMoving("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
-		until, err = etx.Extend(ec, id, now, ms)
+		until, err = etx.Extend(ec, id, token, now, ms)
 		return err
 	})
 	if err != nil {

@@ -34,7 +34,15 @@ type qumJob struct {
 	lease    int64 // ms, while claimed
 	changed  int64 // ms
 	reason   string
-	n        int64 // the payload is {"n": n}
+	n        int64  // the payload is {"n": n}
+	token    uint64 // of the claim, as the claim returned it; 0 before
+}
+
+// qumClaim is a claim as a claim returned it, kept to try its token
+// forms later, when it may no longer hold.
+type qumClaim struct {
+	id    uuidv7.UUID
+	token uint64
 }
 
 type qumState struct {
@@ -47,6 +55,42 @@ type qumState struct {
 	used    []uuidv7.UUID // every id ever enqueued, purged ones too
 	nextSeq int
 	nextN   int64
+	claims  []qumClaim // every claim handed out
+}
+
+// claimed notes the tokens of jobs a claim returned, as the model's jobs
+// want (in the same order): each new, and never 0.
+func (s *qumState) claimed(t *rapid.T, got []storh.Job, want []*qumJob) {
+	for i, g := range got {
+		if g.Token == 0 || slices.Contains(s.claims, qumClaim{g.ID, g.Token}) {
+			t.Fatalf("claim of %v: token %d; want a new one, not 0", g.ID, g.Token)
+		}
+		want[i].token = g.Token
+		s.claims = append(s.claims, qumClaim{g.ID, g.Token})
+	}
+}
+
+// expectClaim is expectClaimed for a token form with claim c: the job
+// must be claimed by that claim.
+func (s *qumState) expectClaim(c qumClaim) (*qumJob, error) {
+	j, err := s.expectClaimed(c.id)
+	if err == nil && j.token != c.token {
+		return nil, storh.ErrNotClaimed
+	}
+	return j, err
+}
+
+// pickClaim picks a claim to use a token form with: mostly one still
+// holding, often a stale one.
+func (s *qumState) pickClaim(t *rapid.T) (qumClaim, bool) {
+	if len(s.claims) == 0 {
+		return qumClaim{}, false
+	}
+	if js := s.in(storh.JobClaimed); len(js) > 0 && rapid.Bool().Draw(t, "holding") {
+		j := rapid.SampledFrom(js).Draw(t, "claimed job")
+		return qumClaim{j.id, j.token}, true
+	}
+	return rapid.SampledFrom(s.claims).Draw(t, "past claim"), true
 }
 
 func (s *qumState) open(t *rapid.T) {
@@ -136,6 +180,7 @@ func (s *qumState) claim(n int, leaseMs int64) []*qumJob {
 	now := s.now()
 	for _, j := range pending {
 		j.state, j.attempts, j.lease, j.changed = storh.JobClaimed, j.attempts+1, now+leaseMs, now
+		j.token = 0 // drawn by the claim: the model learns it from the result (claimed)
 	}
 	return pending
 }
@@ -231,6 +276,9 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q due=%d; want %v %v attempts=%d lease=%d changed=%d err=%q due=%d", op,
 			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError, g.Due.UnixMilli(),
 			w.id, w.state, w.attempts, w.lease, w.changed, w.reason, w.due)
+	}
+	if (w.state == storh.JobClaimed) != (g.Token != 0) || w.state == storh.JobClaimed && w.token != 0 && g.Token != w.token {
+		t.Fatalf("%s: %v %v token %d; want %d", op, g.ID, g.State, g.Token, w.token)
 	}
 	if payload {
 		if d := g.Data(); len(d) != 1 || d["n"] != w.n {
@@ -462,6 +510,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 				}
 				qumWant(t, "Claim", err, nil)
 				s.checkJob(t, "Claim", job, want[0], true)
+				s.claimed(t, []storh.Job{job}, want)
 				if job.Changed.UnixMilli() != s.now() {
 					t.Fatalf("Claim: Changed %v; want now", job.Changed)
 				}
@@ -477,6 +526,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 				}
 				qumWant(t, "ClaimMany", err, nil)
 				s.checkJobs(t, "ClaimMany", jobs, want)
+				s.claimed(t, jobs, want)
 			},
 			"bad claim": func(t *rapid.T) {
 				lease := rapid.SampledFrom([]time.Duration{0, -time.Millisecond}).Draw(t, "lease")
@@ -523,6 +573,55 @@ func runQueueModel(t *testing.T, newPath func() string) {
 						j.state = storh.JobDead
 					}
 				}
+			},
+			"complete claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				j, want := s.expectClaim(c)
+				qumWant(t, "CompleteClaim", s.q.CompleteClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}), want)
+				if want == nil {
+					j.state, j.lease, j.changed = storh.JobDone, 0, s.now()
+				}
+			},
+			"fail claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				j, want := s.expectClaim(c)
+				qumWant(t, "FailClaim", s.q.FailClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}, "token"), want)
+				if want == nil {
+					j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), "token"
+					if j.attempts >= s.max {
+						j.state = storh.JobDead
+					}
+				}
+			},
+			"extend claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				lease, ms := s.drawLease(t)
+				j, want := s.expectClaim(c)
+				until, err := s.q.ExtendClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}, lease)
+				qumWant(t, "ExtendClaim", err, want)
+				if want == nil {
+					j.lease = s.now() + ms
+					if until.UnixMilli() != j.lease {
+						t.Fatalf("ExtendClaim = %v; want %d ms", until, j.lease)
+					}
+				}
+			},
+			"token form without a token": func(t *rapid.T) {
+				id := s.pickID(t)
+				job := storh.Job{Record: storh.Record{ID: id}}
+				qumWant(t, "CompleteClaim(no token)", s.q.CompleteClaim(job), storh.ErrNotClaimed)
+				qumWant(t, "FailClaim(no token)", s.q.FailClaim(job, "x"), storh.ErrNotClaimed)
+				_, err := s.q.ExtendClaim(job, time.Second)
+				qumWant(t, "ExtendClaim(no token)", err, storh.ErrNotClaimed)
 			},
 			"extend": func(t *rapid.T) {
 				id := s.pickID(t)
@@ -624,7 +723,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 			"update": func(t *rapid.T) {
 				// A few operations in one transaction, committed or
 				// rolled back: the model follows only a commit.
-				saved, savedSeq, savedUsed := s.clone(), s.nextSeq, slices.Clone(s.used)
+				saved, savedSeq, savedUsed, savedClaims := s.clone(), s.nextSeq, slices.Clone(s.used), slices.Clone(s.claims)
 				commit := rapid.Bool().Draw(t, "commit")
 				errRollback := errors.New("roll back")
 				err := s.db.Update(func(tx *storh.Tx) error {
@@ -645,6 +744,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 						return err
 					}
 					s.checkJobs(t, "ClaimMany in Update", got, want)
+					s.claimed(t, got, want)
 					if rapid.Bool().Draw(t, "complete one") {
 						if err := tq.Complete(got[0].ID); err != nil {
 							return err
@@ -660,7 +760,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 					if !errors.Is(err, errRollback) {
 						t.Fatalf("Update = %v", err)
 					}
-					s.jobs, s.nextSeq, s.used = saved, savedSeq, savedUsed
+					s.jobs, s.nextSeq, s.used, s.claims = saved, savedSeq, savedUsed, savedClaims
 					return
 				}
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -24,8 +25,8 @@ import (
 // operation a seek:
 //
 //	j/s  id → state: format, state, attempts, sequence, lease end, last
-//	          change, due time, last failure reason, CRC-32C of all
-//	          that ‖ id
+//	          change, due time, claim token, last failure reason,
+//	          CRC-32C of all that ‖ id
 //	j/p  pending: due time (ms) ‖ sequence (8 bytes each, big-endian) → id
 //	j/c  claimed: lease end (ms, 8 bytes) ‖ id
 //	j/d  done:    completion time (ms) ‖ id
@@ -77,6 +78,10 @@ type Job struct {
 	LeaseUntil int64  // ms; while claimed
 	Changed    int64  // ms of the last change of state
 	Due        int64  // ms; when the job may be claimed, kept while claimed
+	// Claim is the token of the job's last claim: a random number drawn
+	// by the claim, so a worker's call naming it acts only while that
+	// claim holds, whatever the clock did meanwhile (0: never claimed).
+	Claim uint64
 	Reason     string // the reason given by the last Fail, or "lease expired"
 	Payload    []byte // the checked msgpack payload, owned by the caller
 }
@@ -88,7 +93,7 @@ const (
 	jobFormat1  = 1
 	jobFixed1   = 30 // format, state, attempts(4), seq(8), lease(8), changed(8)
 	jobFormat   = 2
-	jobFixed    = 38 // jobFixed1's, due(8)
+	jobFixed    = 46 // jobFixed1's, due(8), claim token(8)
 	jobCRC      = 4
 	maxJobNotes = 1024 // a failure reason longer than this is cut
 )
@@ -145,6 +150,7 @@ func appendJob(dst []byte, j Job) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.LeaseUntil))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Changed))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Due))
+	dst = binary.BigEndian.AppendUint64(dst, j.Claim)
 	dst = append(dst, reason...)
 	body := dst[start:]
 	return binary.BigEndian.AppendUint32(dst, crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, j.ID[:]))
@@ -177,6 +183,7 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 	}
 	if fixed == jobFixed {
 		j.Due = int64(binary.BigEndian.Uint64(b[30:]))
+		j.Claim = binary.BigEndian.Uint64(b[38:])
 	}
 	if j.State < api.JobPending || j.State > api.JobDead {
 		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", errs.ErrCorrupt, id, j.State)
@@ -570,6 +577,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 			return nil, fmt.Errorf("job %s: %w", id, err)
 		}
 		job.State, job.Attempts, job.LeaseUntil, job.Changed = api.JobClaimed, old.Attempts+1, now+lease, now
+		job.Claim = claimToken(old.Claim)
 		if err := t.move(c, j, old, job); err != nil {
 			return nil, err
 		}
@@ -692,8 +700,19 @@ func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, maxAttempts int) error
 	return t.move(c, j, old, job)
 }
 
-// claimed loads job id and checks that it is claimed.
-func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
+// claimToken draws a claim's token: random, never 0 (no token), never
+// the claim before's.
+func claimToken(before uint64) uint64 {
+	for {
+		if v := rand.Uint64(); v != 0 && v != before {
+			return v
+		}
+	}
+}
+
+// claimed loads job id and checks that it is claimed; with a token (not
+// 0), by the claim that drew it.
+func (t *Tx) claimed(c *Coll, id uuidv7.UUID, token uint64) (*jobs, Job, error) {
 	j, err := c.jobBuckets(false)
 	if err != nil {
 		return nil, Job{}, err
@@ -722,13 +741,17 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 	if job.State != api.JobClaimed {
 		return nil, Job{}, fmt.Errorf("%w: job %s is %s", errs.ErrNotClaimed, id, job.State)
 	}
+	if token != 0 && job.Claim != token {
+		return nil, Job{}, fmt.Errorf("%w: job %s is claimed again since this claim (its lease ended and another claim took it)", errs.ErrNotClaimed, id)
+	}
 	return j, job, nil
 }
 
-// Complete marks a claimed job done. A claim whose lease ended but that no
-// claim has taken back yet still completes.
-func (t *Tx) Complete(c *Coll, id uuidv7.UUID, now int64) error {
-	j, old, err := t.claimed(c, id)
+// Complete marks a claimed job done; with a token (not 0), only while the
+// claim that drew it holds. A claim whose lease ended but that no claim
+// has taken back yet still completes.
+func (t *Tx) Complete(c *Coll, id uuidv7.UUID, token uint64, now int64) error {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return err
 	}
@@ -790,9 +813,10 @@ func (t *Tx) CompleteMany(c *Coll, ids []uuidv7.UUID, now int64) (int, error) {
 }
 
 // Fail ends a claim in failure: the job goes back to pending, or to dead
-// once it has used maxAttempts claims. It reports whether it died.
-func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts int) (bool, error) {
-	j, old, err := t.claimed(c, id)
+// once it has used maxAttempts claims. It reports whether it died. A token
+// (not 0) limits it to the claim that drew it.
+func (t *Tx) Fail(c *Coll, id uuidv7.UUID, token uint64, reason string, now int64, maxAttempts int) (bool, error) {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return false, err
 	}
@@ -804,9 +828,10 @@ func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts
 	return job.State == api.JobDead, t.move(c, j, old, job)
 }
 
-// Extend moves a claimed job's lease end to now+lease and returns it.
-func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
-	j, old, err := t.claimed(c, id)
+// Extend moves a claimed job's lease end to now+lease and returns it. A
+// token (not 0) limits it to the claim that drew it.
+func (t *Tx) Extend(c *Coll, id uuidv7.UUID, token uint64, now, lease int64) (int64, error) {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return 0, err
 	}
@@ -820,7 +845,7 @@ func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
 // Release gives a claim back: the job is pending again, at its place, and
 // the claim does not count as an attempt.
 func (t *Tx) Release(c *Coll, id uuidv7.UUID, now int64) error {
-	j, old, err := t.claimed(c, id)
+	j, old, err := t.claimed(c, id, 0)
 	if err != nil {
 		return err
 	}
