@@ -14,9 +14,10 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, stats, purge",
+	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, release, extend, lookup, stats, purge",
 		a.queueEnqueueCmd(), a.queueClaimCmd(), a.queueCompleteCmd(), a.queueFailCmd(),
-		a.queueRetryCmd(), a.queueCancelCmd(), a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
+		a.queueRetryCmd(), a.queueCancelCmd(), a.queueReleaseCmd(), a.queueExtendCmd(), a.queueLookupCmd(),
+		a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
 	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
 collections. A job is a JSON object and a state: pending, claimed (leased to
 one worker until its lease ends), done, or dead (it failed its last allowed
@@ -31,6 +32,9 @@ for scripts, inspection and repair by hand. See docs/queue.md.`
   storh queue jobs emails --state dead
   storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h
+  storh queue lookup emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue stats emails
   storh queue purge emails --older-than 168h`
 	for _, sub := range cmd.Commands() {
@@ -398,6 +402,110 @@ and named on stderr; if none was cancelled the exit code is 1.`,
 				}
 				return err
 			})
+		},
+	}
+}
+
+func (a *app) queueReleaseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release QUEUE ID...",
+		Short: "Give claims back: the jobs are pending again, the claims not counted as attempts",
+		Long: `Release gives back the claim of each job among the ids: the job is pending
+again at its place in the queue, and the claim does not count as an attempt.
+It prints how many it released. An id that is not claimed (pending, done,
+dead, or not in the queue) is left alone and named on stderr; if none was
+released the exit code is 1. Its worker, if it still runs, finds the job
+no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
+		Example: `  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.eachJob(args, "released", func(q *storh.Queue, id uuidv7.UUID) error {
+				err := q.Release(id)
+				if errors.Is(err, storh.ErrNotClaimed) {
+					if j, lookupErr := q.Lookup(id); lookupErr == nil {
+						return refusedf("job %s is %s, not claimed", id, j.State)
+					}
+				}
+				return err
+			})
+		},
+	}
+}
+
+func (a *app) queueExtendCmd() *cobra.Command {
+	var lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "extend QUEUE ID",
+		Short: "Move a claimed job's lease end to --lease from now",
+		Long: `Extend moves the lease end of the claimed job ID to --lease from now
+(default 5m), by the database's clock, and prints the new lease end. A job
+that is not claimed fails with exit code 1.`,
+		Example: `  storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h`,
+		Args:    args(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			until, err := q.Extend(ids[0], lease)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %s is claimed until %s\n", ids[0], until.Format(jsonTime))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&lease, "lease", 5*time.Minute, "the new lease, from now")
+	return cmd
+}
+
+func (a *app) queueLookupCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lookup QUEUE ID...",
+		Short: "Print jobs as they are now, data included",
+		Long: `Lookup prints each job among the ids as a JSON line, state and data
+included, as claim prints them. An id not in the queue is named on stderr;
+if none was found the exit code is 1.`,
+		Example: `  storh queue lookup emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], false, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			found := 0
+			for _, id := range ids {
+				j, err := q.Lookup(id)
+				if errors.Is(err, storh.ErrNotFound) {
+					a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				out, err := toJobJSON(j, true)
+				if err != nil {
+					return err
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+				found++
+			}
+			if found == 0 {
+				return errors.New("no job found")
+			}
+			return nil
 		},
 	}
 }
