@@ -78,12 +78,12 @@ type Job struct {
 	LeaseUntil int64  // ms; while claimed
 	Changed    int64  // ms of the last change of state
 	Due        int64  // ms; when the job may be claimed, kept while claimed
+	Reason     string // the reason given by the last Fail, or "lease expired"
+	Payload    []byte // the checked msgpack payload, owned by the caller
 	// Claim is the token of the job's last claim: a random number drawn
 	// by the claim, so a worker's call naming it acts only while that
 	// claim holds, whatever the clock did meanwhile (0: never claimed).
 	Claim uint64
-	Reason     string // the reason given by the last Fail, or "lease expired"
-	Payload    []byte // the checked msgpack payload, owned by the caller
 }
 
 const (
