@@ -408,8 +408,10 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 }
 
 // ClaimWait is Claim that waits while no job is due, until one is or ctx
-// ends (then it returns ctx's error). It is woken by the commits of this
-// process that make a job pending (enqueues, releases, failures), by the
+// ends (then it returns ctx's error). It is woken by the commits that make
+// a job pending (enqueues, releases, failures): this process's, and on
+// PostgreSQL every process's, by a notice per queue that the commit sends
+// (LISTEN/NOTIFY) while some process waits on the queue; by the
 // time the first scheduled job becomes due and by the end of the earliest
 // lease (timers, by the database's clock), never by polling the file. It
 // needs a DB-level handle: inside a transaction nothing could arrive.
@@ -419,6 +421,11 @@ func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
+			return Job{}, opErr("queue claim", q.c.name, "", -1, err)
+		}
+		// Other processes' commits wake it too, from here on (on a store
+		// they share).
+		if err := q.c.db.eng.WatchQueue(q.c.name); err != nil {
 			return Job{}, opErr("queue claim", q.c.name, "", -1, err)
 		}
 		// Taken before the claim: a wake after it closes this channel.

@@ -87,9 +87,12 @@ type DB struct {
 	// collections it writes beside other stores (see slots.go).
 	slotKey []byte
 
-	signals signals        // per queue: closed when jobs become pending
-	watch   watchers       // per collection: the feeds of Watch
-	blocked blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
+	signals signals // per queue: closed when jobs become pending
+	// queueNotices: other processes' commits that make jobs pending wake
+	// signals too (queue_notify.go).
+	queueNotices queueNotices
+	watch        watchers       // per collection: the feeds of Watch
+	blocked      blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
 
 	// upgrade: Open found a store to bring up to formatLists (upgradeLists).
 	upgrade bool
@@ -496,6 +499,7 @@ func (db *DB) Close() error {
 		}
 	}
 	db.stopListening()
+	db.stopQueueNotices()
 	failure, err := db.fileFailed(), db.closeFile()
 	switch {
 	case failure != nil && err != nil:

@@ -208,6 +208,9 @@ type Coll struct {
 	// copy's destination), its queues' pending entries keyed by sequence
 	// alone (see queue.go).
 	oldPending bool
+	// announced: this transaction announced that it makes jobs pending
+	// (queue_notify.go).
+	announced bool
 }
 
 // bound is a cached upper bound of a records bucket's largest key.

@@ -491,6 +491,9 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	c.jobDelta[job.State]++
 	if job.State == api.JobPending {
 		t.wake(c)
+		if old.State != api.JobPending {
+			t.announcePending(c)
+		}
 	}
 	key := append(c.scratch(16)[:0], job.ID[:]...)
 	return mapStoreErr(j.state.Put(key, appendJob(c.scratch(jobSize(job))[:0], job)))
