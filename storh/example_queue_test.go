@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/storhdb/storh-go/storh"
@@ -226,4 +228,87 @@ func ExampleWithMaxAttempts() {
 	// pending 0
 	// 1 dead 1 lease expired
 	// true
+}
+
+// A job scheduled for later is not claimed before it is due, and counts as
+// Scheduled until then. The database's clock decides (WithClock); here it
+// is a fixed one that the example moves on by hand.
+func ExampleQueue_EnqueueAt() {
+	dir, err := os.MkdirTemp("", "storh-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	now := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	db, err := storh.Open(filepath.Join(dir, "app.db"), storh.WithClock(func() time.Time { return now }))
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	jobs, err := db.Queue("reminders")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := jobs.EnqueueAt(now.Add(time.Hour), storh.Map{"say": "stand up"}); err != nil {
+		panic(err)
+	}
+	if _, err := jobs.Enqueue(storh.Map{"say": "good morning"}); err != nil {
+		panic(err)
+	}
+	counts, _ := jobs.Counts()
+	fmt.Println(counts.Pending, "pending,", counts.Scheduled, "scheduled")
+
+	job, _ := jobs.Claim(time.Minute)
+	fmt.Println(job.Data()["say"])
+	jobs.Complete(job.ID)
+	_, err = jobs.Claim(time.Minute)
+	fmt.Println(errors.Is(err, storh.ErrEmpty)) // the reminder is not due yet
+
+	now = now.Add(time.Hour)
+	job, _ = jobs.Claim(time.Minute)
+	fmt.Println(job.Data()["say"], "at", job.Due.Format("15:04"))
+	// Output:
+	// 1 pending, 1 scheduled
+	// good morning
+	// true
+	// stand up at 10:00
+}
+
+// A worker whose lease ended while another claim took its job cannot
+// complete it by mistake: CompleteClaim names the claim by the Job's Token,
+// and only the claim that holds the job completes it.
+func ExampleQueue_CompleteClaim() {
+	dir, err := os.MkdirTemp("", "storh-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	now := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	db, err := storh.Open(filepath.Join(dir, "app.db"), storh.WithClock(func() time.Time { return now }))
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	jobs, err := db.Queue("reports")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := jobs.Enqueue(storh.Map{"month": "2029-12"}); err != nil {
+		panic(err)
+	}
+
+	slow, _ := jobs.Claim(time.Minute)
+	now = now.Add(2 * time.Minute) // slow's lease ended: the next claim takes the job back
+	fast, _ := jobs.Claim(time.Minute)
+	fmt.Println(slow.ID == fast.ID, slow.Token != fast.Token)
+
+	_, err = jobs.ExtendClaim(slow, time.Minute) // slow learns it lost the job
+	fmt.Println(errors.Is(err, storh.ErrNotClaimed))
+	fmt.Println(errors.Is(jobs.CompleteClaim(slow), storh.ErrNotClaimed))
+	fmt.Println(jobs.CompleteClaim(fast))
+	// Output:
+	// true true
+	// true
+	// true
+	// <nil>
 }

@@ -18,9 +18,11 @@ import (
 // a record's data) under a UUIDv7 id, and a state: pending, claimed (leased
 // to one worker until its lease ends), done, or dead.
 //
-//   - Enqueue adds a pending job at the end of the enqueue order.
-//   - Claim leases the oldest pending job, in enqueue order (not id order: a
-//     job enqueued with an explicit older id still waits its turn).
+//   - Enqueue adds a pending job at the end of the enqueue order; EnqueueAt
+//     adds one that no claim takes before a given time.
+//   - Claim leases the pending job due first, ties in enqueue order (not id
+//     order: a job enqueued with an explicit older id still waits its
+//     turn).
 //   - Cancel deletes a job no worker holds; a held claim is ErrClaimed.
 //   - Complete ends a claim in success; Fail ends it in failure, and the job
 //     is pending again, or dead once it has used its attempts
@@ -38,9 +40,11 @@ import (
 // concurrent single operations share commits, as Puts do. Claims in one
 // process never hand a job to two workers while its lease holds.
 //
-// A claim is known by the job's id alone: a worker that lets its lease end
-// may find its job claimed by another, and its Complete then completes the
-// other's claim. Extend the lease of a long job rather than let it end.
+// The id-based calls (Complete, Fail, Extend) act on whatever claim the
+// job has: a worker that lets its lease end may find its job claimed by
+// another, and its Complete then completes the other's claim. Their token
+// forms (CompleteClaim, FailClaim, ExtendClaim) take the Job a claim
+// returned and act only while that claim holds: Job.Token names it.
 type Queue struct {
 	c           coll
 	maxAttempts int
@@ -73,13 +77,26 @@ type Job struct {
 	LeaseUntil time.Time // while claimed: when the lease ends
 	Changed    time.Time // when the job last changed state
 	LastError  string    // the reason of the last Fail, or "lease expired"
+	// Due is when the job could first be claimed: when it was enqueued,
+	// the time EnqueueAt gave, or, after a Fail with a backoff, the end of
+	// the backoff. It is kept while the job is claimed, as its place
+	// among the pending jobs. Zero for a job enqueued by a storh from
+	// before due times, which was due at once.
+	Due time.Time
+	// Token names the claim, while the job is claimed: a number each claim
+	// draws at random and stores with the job. CompleteClaim, FailClaim
+	// and ExtendClaim act only while the claim that drew it holds. Zero
+	// when the job is not claimed.
+	Token uint64
 }
 
 // QueueStats is a queue's statistics: its collection's, and its jobs by
 // state.
 type QueueStats struct {
 	CollectionInfo
-	Pending, Claimed, Done, Dead int
+	// Pending counts the jobs due, Scheduled those not due yet (see
+	// QueueCounts).
+	Pending, Scheduled, Claimed, Done, Dead int
 }
 
 func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
@@ -99,6 +116,10 @@ func newJob(j engine.Job) Job {
 		Changed: time.UnixMilli(j.Changed).UTC(), LastError: j.Reason}
 	if j.State == api.JobClaimed {
 		out.LeaseUntil = time.UnixMilli(j.LeaseUntil).UTC()
+		out.Token = j.Claim
+	}
+	if j.Due > 0 {
+		out.Due = time.UnixMilli(j.Due).UTC()
 	}
 	return out
 }
@@ -195,7 +216,37 @@ func (q *Queue) Enqueue(payload any) (uuidv7.UUID, error) {
 	if err := checkID(id, true); err != nil {
 		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, id.String(), -1, err)
 	}
-	return id, q.enqueue(id, value)
+	return id, q.enqueue(id, value, -1)
+}
+
+// EnqueueAt adds a pending job with payload under a new id, as Enqueue,
+// that no claim takes before at, by the database's clock (WithClock): it
+// counts as Scheduled until then. Among the jobs that are due, the one due
+// first is claimed first, ties in enqueue order, so a time in the past
+// puts the job ahead of every job due after it. ClaimWait wakes when it
+// becomes due. The zero time is ErrInvalidOption.
+func (q *Queue) EnqueueAt(at time.Time, payload any) (uuidv7.UUID, error) {
+	due, err := dueMs("EnqueueAt", at)
+	if err != nil {
+		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, "", -1, err)
+	}
+	value, err := engine.AppendValue(nil, payload)
+	if err != nil {
+		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, "", -1, err)
+	}
+	id := q.c.newID()
+	if err := checkID(id, true); err != nil {
+		return uuidv7.UUID{}, opErr("queue enqueue", q.c.name, id.String(), -1, err)
+	}
+	return id, q.enqueue(id, value, due)
+}
+
+// dueMs is at as a due time (ms), for op.
+func dueMs(op string, at time.Time) (int64, error) {
+	if at.IsZero() {
+		return 0, fmt.Errorf("%w: %s needs a time; the zero time.Time is likely a mistake (use Enqueue to run a job at once)", ErrInvalidOption, op)
+	}
+	return max(0, at.UnixMilli()), nil
 }
 
 // EnqueueWithID adds a pending job under an explicit id, which must be a
@@ -208,22 +259,45 @@ func (q *Queue) EnqueueWithID(id uuidv7.UUID, payload any) error {
 	if err != nil {
 		return opErr("queue enqueue", q.c.name, id.String(), -1, err)
 	}
-	return q.enqueue(id, value)
+	return q.enqueue(id, value, -1)
 }
 
-func (q *Queue) enqueue(id uuidv7.UUID, value []byte) error {
+// enqueue adds job id, due at due (ms), or at once for -1.
+func (q *Queue) enqueue(id uuidv7.UUID, value []byte, due int64) error {
 	// Beside other writers: enqueuers take their places in turn, claimers
 	// need not wait (engine.Tx.nextSeq).
 	return q.run("enqueue", id.String(), nil, engine.HoldRows, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		return etx.Enqueue(ec, id, value, now)
+		return etx.Enqueue(ec, id, value, now, dueAt(due, now))
 	})
+}
+
+// dueAt is due, or now for -1 (a job due at once).
+func dueAt(due, now int64) int64 {
+	if due < 0 {
+		return now
+	}
+	return due
 }
 
 // EnqueueMany adds jobs in one transaction, in order, all or none, and
 // returns their ids. An item is a payload, or an Entry carrying an explicit
 // id. A bad item fails the whole call with an *Error whose Index names it.
 func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
+	return q.enqueueMany(payloads, -1)
+}
+
+// EnqueueManyAt is EnqueueMany for jobs that no claim takes before at (see
+// EnqueueAt); they keep their order among themselves.
+func (q *Queue) EnqueueManyAt(at time.Time, payloads []any) ([]uuidv7.UUID, error) {
+	due, err := dueMs("EnqueueManyAt", at)
+	if err != nil {
+		return nil, opErr("queue enqueue", q.c.name, "", -1, err)
+	}
+	return q.enqueueMany(payloads, due)
+}
+
+func (q *Queue) enqueueMany(payloads []any, due int64) ([]uuidv7.UUID, error) {
 	// Encoded into a put batch, as PutMany does, with the same handling
 	// of Entry, *Entry and missing ids.
 	b := newBatch(len(payloads))
@@ -272,7 +346,7 @@ func (q *Queue) EnqueueMany(payloads []any) ([]uuidv7.UUID, error) {
 			}
 		}
 		for i, id := range ids {
-			if err := etx.Enqueue(ec, id, values[i], now); err != nil {
+			if err := etx.Enqueue(ec, id, values[i], now, dueAt(due, now)); err != nil {
 				failed = i
 				return err
 			}
@@ -296,8 +370,8 @@ func leaseMs(lease time.Duration) (int64, error) {
 	return max(1, lease.Milliseconds()), nil
 }
 
-// Claim leases the oldest pending job until lease from now. None pending is
-// ErrEmpty.
+// Claim leases the pending job due first (ties: the oldest in enqueue
+// order) until lease from now. None due is ErrEmpty.
 func (q *Queue) Claim(lease time.Duration) (Job, error) {
 	jobs, err := q.ClaimMany(1, lease)
 	if err != nil {
@@ -306,8 +380,8 @@ func (q *Queue) Claim(lease time.Duration) (Job, error) {
 	return jobs[0], nil
 }
 
-// ClaimMany leases up to n of the oldest pending jobs, in enqueue order,
-// in one transaction. None pending is ErrEmpty.
+// ClaimMany leases up to n of the pending jobs that are due, the first due
+// first, ties in enqueue order, in one transaction. None due is ErrEmpty.
 func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 	ms, err := leaseMs(lease)
 	if err == nil && n < 1 {
@@ -333,11 +407,14 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 	return out, nil
 }
 
-// ClaimWait is Claim that waits while no job is pending, until one is or
-// ctx ends (then it returns ctx's error). It is woken by the commits of this
-// process that make a job pending (enqueues, releases, failures) and by the
-// end of the earliest lease, never by polling the file. It needs a DB-level
-// handle: inside a transaction nothing could arrive.
+// ClaimWait is Claim that waits while no job is due, until one is or ctx
+// ends (then it returns ctx's error). It is woken by the commits that make
+// a job pending (enqueues, releases, failures): this process's, and on
+// PostgreSQL every process's, by a notice per queue that the commit sends
+// (LISTEN/NOTIFY) while some process waits on the queue; by the
+// time the first scheduled job becomes due and by the end of the earliest
+// lease (timers, by the database's clock), never by polling the file. It
+// needs a DB-level handle: inside a transaction nothing could arrive.
 func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error) {
 	if q.c.tx != nil {
 		return Job{}, opErr("queue claim", q.c.name, "", -1, fmt.Errorf("%w: ClaimWait cannot wait inside a transaction; use Claim", ErrNestedTx))
@@ -346,13 +423,18 @@ func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error)
 		if err := ctx.Err(); err != nil {
 			return Job{}, opErr("queue claim", q.c.name, "", -1, err)
 		}
+		// Other processes' commits wake it too, from here on (on a store
+		// they share).
+		if err := q.c.db.eng.WatchQueue(q.c.name); err != nil {
+			return Job{}, opErr("queue claim", q.c.name, "", -1, err)
+		}
 		// Taken before the claim: a wake after it closes this channel.
 		woken := q.c.db.eng.JobSignal(q.c.name)
 		job, err := q.Claim(lease)
 		if !errors.Is(err, ErrEmpty) {
 			return job, err
 		}
-		end, ok, err := q.nextLeaseEnd()
+		end, ok, err := q.nextWake()
 		if err != nil {
 			return Job{}, err
 		}
@@ -379,12 +461,19 @@ func (q *Queue) ClaimWait(ctx context.Context, lease time.Duration) (Job, error)
 	}
 }
 
-func (q *Queue) nextLeaseEnd() (int64, bool, error) {
+// nextWake returns when a claim may next find a job without a commit
+// making one pending: the earliest lease end or due time (ms), whichever
+// comes first.
+func (q *Queue) nextWake() (int64, bool, error) {
 	var end int64
 	var ok bool
 	err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
-		if ec != nil {
-			end, ok = etx.NextLeaseEnd(ec)
+		if ec == nil {
+			return nil
+		}
+		end, ok = etx.NextLeaseEnd(ec)
+		if due, has := etx.NextDue(ec); has && (!ok || due < end) {
+			end, ok = due, true
 		}
 		return nil
 	})
@@ -394,13 +483,36 @@ func (q *Queue) nextLeaseEnd() (int64, bool, error) {
 // Complete marks a claimed job done. A job that is not claimed (pending,
 // done, dead) fails with ErrNotClaimed, an unknown one with ErrNotFound. A
 // claim whose lease ended but that no other claim took still completes.
-func (q *Queue) Complete(id uuidv7.UUID) error {
+func (q *Queue) Complete(id uuidv7.UUID) error { return q.complete(id, 0) }
+
+// CompleteClaim is Complete for the claim that returned job: it marks the
+// job done only while that claim holds (its lease may have ended, as long
+// as no other claim took the job). Once another claim took it, or the
+// job was released, failed or completed, it is ErrNotClaimed and nothing
+// changes, whatever the clock did meanwhile. A Job that no claim returned
+// (Token 0) is ErrNotClaimed.
+func (q *Queue) CompleteClaim(job Job) error {
+	if err := noToken("complete", job); err != nil {
+		return opErr("queue complete", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.complete(job.ID, job.Token)
+}
+
+// noToken is the error of a token form called with a Job no claim returned.
+func noToken(op string, job Job) error {
+	if job.Token != 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the job carries no claim token: pass the Job a claim returned (or use the id form to %s whatever claim the job has)", ErrNotClaimed, op)
+}
+
+func (q *Queue) complete(id uuidv7.UUID, token uint64) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue complete", q.c.name, id.String(), -1, err)
 	}
 	return q.doMoving("complete", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		return etx.Complete(ec, id, now)
+		return etx.Complete(ec, id, token, now)
 	})
 }
 
@@ -434,19 +546,44 @@ var errNoQueue = fmt.Errorf("%w: the queue holds no job", ErrNotFound)
 // LastError is always text: each byte of reason that is not part of a
 // UTF-8 character becomes U+FFFD, and the result is cut at 1 KiB on a
 // character boundary.
-func (q *Queue) Fail(id uuidv7.UUID, reason string) error {
+func (q *Queue) Fail(id uuidv7.UUID, reason string) error { return q.fail(id, 0, reason) }
+
+// FailClaim is Fail for the claim that returned job: only while that claim
+// holds, as CompleteClaim.
+func (q *Queue) FailClaim(job Job, reason string) error {
+	if err := noToken("fail", job); err != nil {
+		return opErr("queue fail", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.fail(job.ID, job.Token, reason)
+}
+
+func (q *Queue) fail(id uuidv7.UUID, token uint64, reason string) error {
 	if err := checkID(id, false); err != nil {
 		return opErr("queue fail", q.c.name, id.String(), -1, err)
 	}
 	return q.doMoving("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		_, err := etx.Fail(ec, id, reason, now, q.maxAttempts)
+		_, err := etx.Fail(ec, id, token, reason, now, q.maxAttempts)
 		return err
 	})
 }
 
 // Extend moves a claimed job's lease end to lease from now and returns it.
 func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
+	return q.extend(id, 0, lease)
+}
+
+// ExtendClaim is Extend for the claim that returned job: only while that
+// claim holds, as CompleteClaim. A worker whose lease ended and whose job
+// another claim took learns it here, before doing more of the work.
+func (q *Queue) ExtendClaim(job Job, lease time.Duration) (time.Time, error) {
+	if err := noToken("extend", job); err != nil {
+		return time.Time{}, opErr("queue extend", q.c.name, job.ID.String(), -1, err)
+	}
+	return q.extend(job.ID, job.Token, lease)
+}
+
+func (q *Queue) extend(id uuidv7.UUID, token uint64, lease time.Duration) (time.Time, error) {
 	ms, err := leaseMs(lease)
 	if err == nil {
 		err = checkID(id, false)
@@ -458,7 +595,7 @@ func (q *Queue) Extend(id uuidv7.UUID, lease time.Duration) (time.Time, error) {
 	err = q.doMoving("extend", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
-		until, err = etx.Extend(ec, id, now, ms)
+		until, err = etx.Extend(ec, id, token, now, ms)
 		return err
 	})
 	if err != nil {
@@ -575,31 +712,34 @@ func (q *Queue) purge(op string, olderThan time.Duration, purge func(*engine.Tx,
 
 // QueueCounts is the number of a queue's jobs in each state.
 type QueueCounts struct {
+	// Pending counts the jobs a claim could take now: waiting and due.
 	Pending int
-	// Scheduled counts the jobs enqueued to run later that are not yet
-	// due. No operation of this release schedules a job, so it stays 0;
-	// it is here so that code reading the counts need not change when
-	// delayed jobs come.
+	// Scheduled counts the jobs waiting that are not due yet (EnqueueAt,
+	// or a failure's backoff); they are Pending once due.
 	Scheduled int
 	Claimed   int
 	Done      int
 	Dead      int
 }
 
-// Counts returns the number of jobs in each state. It reads a counter per
-// state: it costs the same for any queue size.
+// Counts returns the number of jobs in each state, by the database's
+// clock. It reads a counter per state, and walks the jobs not due yet (a
+// counter cannot count a job down when it becomes due, with no write): it
+// costs the same for any number of other jobs.
 func (q *Queue) Counts() (QueueCounts, error) {
 	var n [5]int64
+	var scheduled int64
 	err := q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		if ec != nil {
 			n = etx.JobCounts(ec)
+			scheduled = etx.Scheduled(ec, q.now())
 		}
 		return nil
 	})
 	if err != nil {
 		return QueueCounts{}, opErr("queue counts", q.c.name, "", -1, err)
 	}
-	return QueueCounts{Pending: int(n[api.JobPending]), Claimed: int(n[api.JobClaimed]),
+	return QueueCounts{Pending: int(n[api.JobPending] - scheduled), Scheduled: int(scheduled), Claimed: int(n[api.JobClaimed]),
 		Done: int(n[api.JobDone]), Dead: int(n[api.JobDead])}, nil
 }
 
@@ -610,7 +750,7 @@ func (q *Queue) Stats() (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	n, err := q.Counts()
-	return QueueStats{CollectionInfo: info, Pending: n.Pending, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead}, err
+	return QueueStats{CollectionInfo: info, Pending: n.Pending, Scheduled: n.Scheduled, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead}, err
 }
 
 // Lookup returns job id as it is now, payload and state.

@@ -14,24 +14,35 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // The queue model test drives one queue with random operations on a fake
 // clock and checks every result, the counts and the listing of every state
 // after each step against a plain in-memory state machine: jobs with their
-// place in the enqueue order, state, attempts, lease end, last change and
-// last error.
+// due time and place in the enqueue order, state, attempts, lease end, last
+// change and last error. Pending jobs are claimed due first, ties in
+// enqueue order, and only once due.
 
 type qumJob struct {
 	id       uuidv7.UUID
 	seq      int
+	due      int64 // ms: claimable from then on
 	state    storh.JobState
 	attempts int
 	lease    int64 // ms, while claimed
 	changed  int64 // ms
 	reason   string
-	n        int64 // the payload is {"n": n}
+	n        int64  // the payload is {"n": n}
+	token    uint64 // of the claim, as the claim returned it; 0 before
+}
+
+// qumClaim is a claim as a claim returned it, kept to try its token
+// forms later, when it may no longer hold.
+type qumClaim struct {
+	id    uuidv7.UUID
+	token uint64
 }
 
 type qumState struct {
@@ -44,6 +55,42 @@ type qumState struct {
 	used    []uuidv7.UUID // every id ever enqueued, purged ones too
 	nextSeq int
 	nextN   int64
+	claims  []qumClaim // every claim handed out
+}
+
+// claimed notes the tokens of jobs a claim returned, as the model's jobs
+// want (in the same order): each new, and never 0.
+func (s *qumState) claimed(t *rapid.T, got []storh.Job, want []*qumJob) {
+	for i, g := range got {
+		if g.Token == 0 || slices.Contains(s.claims, qumClaim{g.ID, g.Token}) {
+			t.Fatalf("claim of %v: token %d; want a new one, not 0", g.ID, g.Token)
+		}
+		want[i].token = g.Token
+		s.claims = append(s.claims, qumClaim{g.ID, g.Token})
+	}
+}
+
+// expectClaim is expectClaimed for a token form with claim c: the job
+// must be claimed by that claim.
+func (s *qumState) expectClaim(c qumClaim) (*qumJob, error) {
+	j, err := s.expectClaimed(c.id)
+	if err == nil && j.token != c.token {
+		return nil, storh.ErrNotClaimed
+	}
+	return j, err
+}
+
+// pickClaim picks a claim to use a token form with: mostly one still
+// holding, often a stale one.
+func (s *qumState) pickClaim(t *rapid.T) (qumClaim, bool) {
+	if len(s.claims) == 0 {
+		return qumClaim{}, false
+	}
+	if js := s.in(storh.JobClaimed); len(js) > 0 && rapid.Bool().Draw(t, "holding") {
+		j := rapid.SampledFrom(js).Draw(t, "claimed job")
+		return qumClaim{j.id, j.token}, true
+	}
+	return rapid.SampledFrom(s.claims).Draw(t, "past claim"), true
 }
 
 func (s *qumState) open(t *rapid.T) {
@@ -79,6 +126,9 @@ func (s *qumState) in(state storh.JobState) []*qumJob {
 	slices.SortFunc(out, func(a, b *qumJob) int {
 		switch state {
 		case storh.JobPending:
+			if a.due != b.due {
+				return int(a.due - b.due)
+			}
 			return a.seq - b.seq
 		case storh.JobClaimed:
 			if a.lease != b.lease {
@@ -110,21 +160,35 @@ func (s *qumState) requeueExpired() int {
 	return n
 }
 
+// due lists the pending jobs due by now, in the order claims take them.
+func (s *qumState) due() []*qumJob {
+	var out []*qumJob
+	for _, j := range s.in(storh.JobPending) {
+		if j.due <= s.now() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 func (s *qumState) claim(n int, leaseMs int64) []*qumJob {
 	s.requeueExpired()
-	pending := s.in(storh.JobPending)
+	pending := s.due()
 	if len(pending) > n {
 		pending = pending[:n]
 	}
 	now := s.now()
 	for _, j := range pending {
 		j.state, j.attempts, j.lease, j.changed = storh.JobClaimed, j.attempts+1, now+leaseMs, now
+		j.token = 0 // drawn by the claim: the model learns it from the result (claimed)
 	}
 	return pending
 }
 
-func (s *qumState) add(id uuidv7.UUID, n int64) {
-	s.jobs[id] = &qumJob{id: id, seq: s.nextSeq, state: storh.JobPending, changed: s.now(), n: n}
+func (s *qumState) add(id uuidv7.UUID, n int64) { s.addAt(id, n, s.now()) }
+
+func (s *qumState) addAt(id uuidv7.UUID, n, due int64) {
+	s.jobs[id] = &qumJob{id: id, seq: s.nextSeq, due: due, state: storh.JobPending, changed: s.now(), n: n}
 	s.nextSeq++
 	s.used = append(s.used, id)
 }
@@ -208,10 +272,13 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 		lease = g.LeaseUntil.UnixMilli()
 	}
 	if g.ID != w.id || g.State != w.state || g.Attempts != w.attempts || lease != w.lease || g.LastError != w.reason ||
-		(w.state != storh.JobClaimed && g.Changed.UnixMilli() != w.changed) {
-		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q; want %v %v attempts=%d lease=%d changed=%d err=%q", op,
-			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError,
-			w.id, w.state, w.attempts, w.lease, w.changed, w.reason)
+		(w.state != storh.JobClaimed && g.Changed.UnixMilli() != w.changed) || g.Due.UnixMilli() != w.due {
+		t.Fatalf("%s = %v %v attempts=%d lease=%d changed=%d err=%q due=%d; want %v %v attempts=%d lease=%d changed=%d err=%q due=%d", op,
+			g.ID, g.State, g.Attempts, lease, g.Changed.UnixMilli(), g.LastError, g.Due.UnixMilli(),
+			w.id, w.state, w.attempts, w.lease, w.changed, w.reason, w.due)
+	}
+	if (w.state == storh.JobClaimed) != (g.Token != 0) || w.state == storh.JobClaimed && w.token != 0 && g.Token != w.token {
+		t.Fatalf("%s: %v %v token %d; want %d", op, g.ID, g.State, g.Token, w.token)
 	}
 	if payload {
 		if d := g.Data(); len(d) != 1 || d["n"] != w.n {
@@ -222,12 +289,12 @@ func (s *qumState) checkJob(t *rapid.T, op string, g storh.Job, w *qumJob, paylo
 
 func (s *qumState) check(t *rapid.T) {
 	counts, err := s.q.Counts()
-	p, c, d, x := counts.Pending, counts.Claimed, counts.Done, counts.Dead
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [4]int{len(s.in(storh.JobPending)), len(s.in(storh.JobClaimed)), len(s.in(storh.JobDone)), len(s.in(storh.JobDead))}
-	if got := [4]int{p, c, d, x}; got != want {
+	due := len(s.due())
+	want := [5]int{due, len(s.in(storh.JobPending)) - due, len(s.in(storh.JobClaimed)), len(s.in(storh.JobDone)), len(s.in(storh.JobDead))}
+	if got := [5]int{counts.Pending, counts.Scheduled, counts.Claimed, counts.Done, counts.Dead}; got != want {
 		t.Fatalf("Counts = %v; want %v", got, want)
 	}
 	if n, err := s.q.Count(); err != nil || n != len(s.jobs) {
@@ -262,15 +329,30 @@ func (s *qumState) drawLease(t *rapid.T) (time.Duration, int64) {
 func TestQueueModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
-	rapid.Check(t, func(t *rapid.T) {
+	runQueueModel(t, func() string {
 		run++
+		return filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run))
+	})
+}
+
+// TestQueueModelPostgres runs the model on PostgreSQL, a fresh schema per
+// run: due times, claims and counts come from the backend's range reads
+// there (LockRange up to the due bound, a walk back over the scheduled).
+func TestQueueModelPostgres(t *testing.T) {
+	skipOnPostgresPass(t)
+	pgtest.Require(t)
+	runQueueModel(t, func() string { return pgtest.SchemaURL(t) })
+}
+
+func runQueueModel(t *testing.T, newPath func() string) {
+	rapid.Check(t, func(t *rapid.T) {
 		s := &qumState{
-			path: filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run)),
+			path: newPath(),
 			clk:  newTestClock(),
 			max:  rapid.IntRange(1, 4).Draw(t, "max attempts"),
 			jobs: map[uuidv7.UUID]*qumJob{},
 		}
-		defer os.Remove(s.path)
+		defer os.Remove(s.path) // a file's; nothing for a URL
 		s.open(t)
 		defer func() { s.db.Close() }()
 
@@ -285,6 +367,40 @@ func TestQueueModel(t *testing.T) {
 					t.Fatalf("Enqueue returned %v, taken or not a UUIDv7", id)
 				}
 				s.add(id, s.nextN)
+			},
+			"enqueue at": func(t *rapid.T) {
+				// Due a little before now (ahead of the jobs due after
+				// it), now, or later; several jobs at one time keep their
+				// enqueue order.
+				at := s.now() + rapid.SampledFrom([]int64{-10, 0, 5, 5, 20, 60}).Draw(t, "due in ms")
+				s.nextN++
+				id, err := s.q.EnqueueAt(time.UnixMilli(at), storh.Map{"n": s.nextN})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.addAt(id, s.nextN, at)
+			},
+			"enqueue many at": func(t *rapid.T) {
+				at := s.now() + rapid.Int64Range(-5, 40).Draw(t, "due in ms")
+				k := rapid.IntRange(1, 3).Draw(t, "batch size")
+				items := make([]any, k)
+				for i := range items {
+					items[i] = storh.Map{"n": s.nextN + int64(i) + 1}
+				}
+				got, err := s.q.EnqueueManyAt(time.UnixMilli(at), items)
+				if err != nil || len(got) != k {
+					t.Fatalf("EnqueueManyAt = %v, %v; want %d ids", got, err, k)
+				}
+				for _, id := range got {
+					s.nextN++
+					s.addAt(id, s.nextN, at)
+				}
+			},
+			"enqueue at the zero time": func(t *rapid.T) {
+				_, err := s.q.EnqueueAt(time.Time{}, storh.Map{"n": 0})
+				qumWant(t, "EnqueueAt(zero time)", err, storh.ErrInvalidOption)
+				_, err = s.q.EnqueueManyAt(time.Time{}, []any{storh.Map{"n": 0}})
+				qumWant(t, "EnqueueManyAt(zero time)", err, storh.ErrInvalidOption)
 			},
 			"enqueue with id": func(t *rapid.T) {
 				id := s.pickID(t)
@@ -394,6 +510,7 @@ func TestQueueModel(t *testing.T) {
 				}
 				qumWant(t, "Claim", err, nil)
 				s.checkJob(t, "Claim", job, want[0], true)
+				s.claimed(t, []storh.Job{job}, want)
 				if job.Changed.UnixMilli() != s.now() {
 					t.Fatalf("Claim: Changed %v; want now", job.Changed)
 				}
@@ -409,6 +526,7 @@ func TestQueueModel(t *testing.T) {
 				}
 				qumWant(t, "ClaimMany", err, nil)
 				s.checkJobs(t, "ClaimMany", jobs, want)
+				s.claimed(t, jobs, want)
 			},
 			"bad claim": func(t *rapid.T) {
 				lease := rapid.SampledFrom([]time.Duration{0, -time.Millisecond}).Draw(t, "lease")
@@ -455,6 +573,55 @@ func TestQueueModel(t *testing.T) {
 						j.state = storh.JobDead
 					}
 				}
+			},
+			"complete claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				j, want := s.expectClaim(c)
+				qumWant(t, "CompleteClaim", s.q.CompleteClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}), want)
+				if want == nil {
+					j.state, j.lease, j.changed = storh.JobDone, 0, s.now()
+				}
+			},
+			"fail claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				j, want := s.expectClaim(c)
+				qumWant(t, "FailClaim", s.q.FailClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}, "token"), want)
+				if want == nil {
+					j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), "token"
+					if j.attempts >= s.max {
+						j.state = storh.JobDead
+					}
+				}
+			},
+			"extend claim": func(t *rapid.T) {
+				c, ok := s.pickClaim(t)
+				if !ok {
+					return
+				}
+				lease, ms := s.drawLease(t)
+				j, want := s.expectClaim(c)
+				until, err := s.q.ExtendClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}, lease)
+				qumWant(t, "ExtendClaim", err, want)
+				if want == nil {
+					j.lease = s.now() + ms
+					if until.UnixMilli() != j.lease {
+						t.Fatalf("ExtendClaim = %v; want %d ms", until, j.lease)
+					}
+				}
+			},
+			"token form without a token": func(t *rapid.T) {
+				id := s.pickID(t)
+				job := storh.Job{Record: storh.Record{ID: id}}
+				qumWant(t, "CompleteClaim(no token)", s.q.CompleteClaim(job), storh.ErrNotClaimed)
+				qumWant(t, "FailClaim(no token)", s.q.FailClaim(job, "x"), storh.ErrNotClaimed)
+				_, err := s.q.ExtendClaim(job, time.Second)
+				qumWant(t, "ExtendClaim(no token)", err, storh.ErrNotClaimed)
 			},
 			"extend": func(t *rapid.T) {
 				id := s.pickID(t)
@@ -548,10 +715,15 @@ func TestQueueModel(t *testing.T) {
 			"advance clock": func(t *rapid.T) {
 				s.clk.Advance(time.Duration(rapid.Int64Range(0, 30).Draw(t, "ms")) * time.Millisecond)
 			},
+			"turn clock back": func(t *rapid.T) {
+				// The database's clock may step back (NTP): a job due in
+				// the future of the clock before is not due yet again.
+				s.clk.Advance(-time.Duration(rapid.Int64Range(1, 10).Draw(t, "ms")) * time.Millisecond)
+			},
 			"update": func(t *rapid.T) {
 				// A few operations in one transaction, committed or
 				// rolled back: the model follows only a commit.
-				saved, savedSeq, savedUsed := s.clone(), s.nextSeq, slices.Clone(s.used)
+				saved, savedSeq, savedUsed, savedClaims := s.clone(), s.nextSeq, slices.Clone(s.used), slices.Clone(s.claims)
 				commit := rapid.Bool().Draw(t, "commit")
 				errRollback := errors.New("roll back")
 				err := s.db.Update(func(tx *storh.Tx) error {
@@ -572,6 +744,7 @@ func TestQueueModel(t *testing.T) {
 						return err
 					}
 					s.checkJobs(t, "ClaimMany in Update", got, want)
+					s.claimed(t, got, want)
 					if rapid.Bool().Draw(t, "complete one") {
 						if err := tq.Complete(got[0].ID); err != nil {
 							return err
@@ -587,7 +760,7 @@ func TestQueueModel(t *testing.T) {
 					if !errors.Is(err, errRollback) {
 						t.Fatalf("Update = %v", err)
 					}
-					s.jobs, s.nextSeq, s.used = saved, savedSeq, savedUsed
+					s.jobs, s.nextSeq, s.used, s.claims = saved, savedSeq, savedUsed, savedClaims
 					return
 				}
 				if err != nil {

@@ -14,13 +14,14 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, stats, purge",
+	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, release, extend, lookup, stats, purge",
 		a.queueEnqueueCmd(), a.queueClaimCmd(), a.queueCompleteCmd(), a.queueFailCmd(),
-		a.queueRetryCmd(), a.queueCancelCmd(), a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
+		a.queueRetryCmd(), a.queueCancelCmd(), a.queueReleaseCmd(), a.queueExtendCmd(), a.queueLookupCmd(),
+		a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
 	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
 collections. A job is a JSON object and a state: pending, claimed (leased to
 one worker until its lease ends), done, or dead (it failed its last allowed
-attempt). Claims take the oldest pending jobs in enqueue order; a claim whose
+attempt). Claims take the due jobs, due first, then in enqueue order; a claim whose
 lease ends is pending again at the next claim, so the jobs of a worker that
 died are not lost. Programs use the library (db.Queue); these commands are
 for scripts, inspection and repair by hand. See docs/queue.md.`
@@ -31,6 +32,9 @@ for scripts, inspection and repair by hand. See docs/queue.md.`
   storh queue jobs emails --state dead
   storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h
+  storh queue lookup emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue stats emails
   storh queue purge emails --older-than 168h`
 	for _, sub := range cmd.Commands() {
@@ -103,6 +107,7 @@ type jobJSON struct {
 	State      string          `json:"state"`
 	Attempts   int             `json:"attempts"`
 	LeaseUntil string          `json:"lease_until,omitempty"`
+	Due        string          `json:"due,omitempty"`
 	LastError  string          `json:"last_error,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
 }
@@ -113,6 +118,11 @@ func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
 	out := jobJSON{ID: j.ID.String(), Time: j.Time().UTC().Format(jsonTime), State: j.State.String(), Attempts: j.Attempts, LastError: j.LastError}
 	if !j.LeaseUntil.IsZero() {
 		out.LeaseUntil = j.LeaseUntil.UTC().Format(jsonTime)
+	}
+	if j.State == storh.JobPending && j.Due.After(time.Now()) {
+		// Scheduled: say when it is due. A job due already, as most
+		// are, from their enqueue, does not repeat its time.
+		out.Due = j.Due.UTC().Format(jsonTime)
 	}
 	if withData {
 		b, err := j.Record.MarshalJSON()
@@ -131,7 +141,7 @@ func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
 }
 
 func (a *app) queueEnqueueCmd() *cobra.Command {
-	var invalidUTF8 string
+	var invalidUTF8, at string
 	cmd := &cobra.Command{
 		Use:   "enqueue QUEUE [JSON]",
 		Short: "Add jobs: one JSON object, or JSON lines on stdin",
@@ -139,14 +149,23 @@ func (a *app) queueEnqueueCmd() *cobra.Command {
 read from stdin (one per line, all in one transaction: all or none), as
 pending jobs at the end of the queue, and prints their ids, one per line (with
 --json, {"id":…} objects). A queue that does not exist is created. Values use
-the import type mapping ({"$date":…} stores a time).`,
+the import type mapping ({"$date":…} stores a time). With --at, no claim
+takes the jobs before that time (RFC 3339, a date, Unix milliseconds, or
+relative to now: +15m, +2h, +1d); they count as scheduled until then.`,
 		Example: `  storh queue enqueue emails '{"to":"ann@example.com"}'
-  printf '{"n":1}\n{"n":2}\n' | storh queue enqueue work`,
+  printf '{"n":1}\n{"n":2}\n' | storh queue enqueue work
+  storh queue enqueue reminders '{"say":"stand up"}' --at +1h`,
 		Args: args(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keepBad, err := keepInvalidUTF8(invalidUTF8)
 			if err != nil {
 				return err
+			}
+			var due time.Time
+			if at != "" {
+				if due, err = parseTime(at, a.now()); err != nil {
+					return fmt.Errorf("--at: %w", err)
+				}
 			}
 			items, lines, err := a.putInput(args, keepBad)
 			if err != nil {
@@ -157,7 +176,12 @@ the import type mapping ({"$date":…} stores a time).`,
 				return err
 			}
 			defer db.Close()
-			ids, err := q.EnqueueMany(items)
+			var ids []uuidv7.UUID
+			if at != "" {
+				ids, err = q.EnqueueManyAt(due, items)
+			} else {
+				ids, err = q.EnqueueMany(items)
+			}
 			if err != nil {
 				a.removeIfNew(db)
 				var e *storh.Error
@@ -181,6 +205,7 @@ the import type mapping ({"$date":…} stores a time).`,
 		},
 	}
 	addInvalidUTF8Flag(cmd, &invalidUTF8)
+	cmd.Flags().StringVar(&at, "at", "", "do not let a claim take the jobs before this time (RFC 3339, date, Unix ms, or +15m, +2h, +1d)")
 	return cmd
 }
 
@@ -381,6 +406,110 @@ and named on stderr; if none was cancelled the exit code is 1.`,
 	}
 }
 
+func (a *app) queueReleaseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release QUEUE ID...",
+		Short: "Give claims back: the jobs are pending again, the claims not counted as attempts",
+		Long: `Release gives back the claim of each job among the ids: the job is pending
+again at its place in the queue, and the claim does not count as an attempt.
+It prints how many it released. An id that is not claimed (pending, done,
+dead, or not in the queue) is left alone and named on stderr; if none was
+released the exit code is 1. Its worker, if it still runs, finds the job
+no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
+		Example: `  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.eachJob(args, "released", func(q *storh.Queue, id uuidv7.UUID) error {
+				err := q.Release(id)
+				if errors.Is(err, storh.ErrNotClaimed) {
+					if j, lookupErr := q.Lookup(id); lookupErr == nil {
+						return refusedf("job %s is %s, not claimed", id, j.State)
+					}
+				}
+				return err
+			})
+		},
+	}
+}
+
+func (a *app) queueExtendCmd() *cobra.Command {
+	var lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "extend QUEUE ID",
+		Short: "Move a claimed job's lease end to --lease from now",
+		Long: `Extend moves the lease end of the claimed job ID to --lease from now
+(default 5m), by the database's clock, and prints the new lease end. A job
+that is not claimed fails with exit code 1.`,
+		Example: `  storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h`,
+		Args:    args(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			until, err := q.Extend(ids[0], lease)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %s is claimed until %s\n", ids[0], until.Format(jsonTime))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&lease, "lease", 5*time.Minute, "the new lease, from now")
+	return cmd
+}
+
+func (a *app) queueLookupCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lookup QUEUE ID...",
+		Short: "Print jobs as they are now, data included",
+		Long: `Lookup prints each job among the ids as a JSON line, state and data
+included, as claim prints them. An id not in the queue is named on stderr;
+if none was found the exit code is 1.`,
+		Example: `  storh queue lookup emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
+		Args:    args(2, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args[1:])
+			if err != nil {
+				return err
+			}
+			db, q, err := a.openQueue(args[0], false, false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			found := 0
+			for _, id := range ids {
+				j, err := q.Lookup(id)
+				if errors.Is(err, storh.ErrNotFound) {
+					a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				out, err := toJobJSON(j, true)
+				if err != nil {
+					return err
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+				found++
+			}
+			if found == 0 {
+				return errors.New("no job found")
+			}
+			return nil
+		},
+	}
+}
+
 // refusal is a job an eachJob operation leaves alone, saying why: the
 // command names it on stderr and goes on with the other ids.
 type refusal struct{ msg string }
@@ -480,8 +609,10 @@ func (a *app) queueStatsCmd() *cobra.Command {
 		Use:   "stats QUEUE",
 		Short: "Count the jobs of a queue by state",
 		Long: `Stats prints how many jobs QUEUE holds in each state (with --json, one
-object {"queue","pending","claimed","done","dead","bytes"}). Claims whose
-lease has ended count as claimed until the next claim takes them back.`,
+object {"queue","pending","claimed","done","dead","scheduled","bytes"}).
+Pending jobs are due; scheduled ones wait for their time (enqueue --at).
+Claims whose lease has ended count as claimed until the next claim takes them
+back.`,
 		Example: `  storh queue stats emails
   storh --json queue stats emails`,
 		Args: args(1, 1),
@@ -497,17 +628,18 @@ lease has ended count as claimed until the next claim takes them back.`,
 			}
 			if a.jsonOut {
 				return a.printJSON(struct {
-					Queue   string `json:"queue"`
-					Pending int    `json:"pending"`
-					Claimed int    `json:"claimed"`
-					Done    int    `json:"done"`
-					Dead    int    `json:"dead"`
-					Bytes   int64  `json:"bytes"`
-				}{s.Name, s.Pending, s.Claimed, s.Done, s.Dead, s.Bytes})
+					Queue     string `json:"queue"`
+					Pending   int    `json:"pending"`
+					Claimed   int    `json:"claimed"`
+					Done      int    `json:"done"`
+					Dead      int    `json:"dead"`
+					Scheduled int    `json:"scheduled"`
+					Bytes     int64  `json:"bytes"`
+				}{s.Name, s.Pending, s.Claimed, s.Done, s.Dead, s.Scheduled, s.Bytes})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PENDING\tCLAIMED\tDONE\tDEAD\tSIZE")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", commas(s.Pending), commas(s.Claimed), commas(s.Done), commas(s.Dead), humanBytes(s.Bytes))
+			fmt.Fprintln(tw, "PENDING\tCLAIMED\tDONE\tDEAD\tSCHEDULED\tSIZE")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", commas(s.Pending), commas(s.Claimed), commas(s.Done), commas(s.Dead), commas(s.Scheduled), humanBytes(s.Bytes))
 			return tw.Flush()
 		},
 	}

@@ -425,7 +425,7 @@ func TestRemoteErrors(t *testing.T) {
 		{[]string{"--url", ro.URL, "queue", "enqueue", "jobs", `{"n":1}`}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", ro.URL, "queue", "jobs", "jobs"}, nil, exitUsage, "", "database file only"},
 		{[]string{"--url", ro.URL, "index", "list", "posts"}, nil, exitOK, "NAME   PATHS  UNIQUE  ENTRIES  STATE  LAYOUT\nscore  score  no      7        ready  blocks (7 journaled)\nslug   slug   yes     7        ready  blocks (7 journaled)\n", ""},
-		{[]string{"--url", ro.URL, "--json", "queue", "stats", "jobs"}, nil, exitOK, `{"queue":"jobs","pending":1,"claimed":1,"done":1,"dead":0,"bytes":27}` + "\n", ""},
+		{[]string{"--url", ro.URL, "--json", "queue", "stats", "jobs"}, nil, exitOK, `{"queue":"jobs","pending":1,"claimed":1,"done":1,"dead":0,"scheduled":0,"bytes":27}` + "\n", ""},
 		{[]string{"--url", ro.URL, "import", "--mongo", "users", "-"}, nil, exitUsage, "", "import --mongo works on a database file only"},
 		{[]string{"--url", ro.URL, "import", "--skip-invalid", "posts", "-"}, nil, exitUsage, "", "drop --skip-invalid"},
 		{[]string{"--url", ro.URL, "import", "--on-duplicate=last", "posts", "-"}, nil, exitUsage, "", "--on-duplicate=last"},

@@ -359,7 +359,7 @@ func (s *httpStore) queueStats(name string) (storh.QueueStats, error) {
 	if err != nil {
 		return storh.QueueStats{}, err
 	}
-	qs := storh.QueueStats{Pending: out.Pending, Claimed: out.Claimed, Done: out.Done, Dead: out.Dead}
+	qs := storh.QueueStats{Pending: out.Pending, Scheduled: out.Scheduled, Claimed: out.Claimed, Done: out.Done, Dead: out.Dead}
 	for _, c := range st.Collections {
 		if c.Name == name {
 			qs.CollectionInfo = c

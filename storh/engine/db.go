@@ -100,11 +100,18 @@ type DB struct {
 	feedSignals   signals
 	feedKeeps     sync.Map
 	feedFollowers atomic.Int32
-	watch         watchers       // per collection: the feeds of Watch
-	blocked       blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
+	// queueNotices: other processes' commits that make jobs pending wake
+	// signals too (queue_notify.go).
+	queueNotices queueNotices
+	watch        watchers       // per collection: the feeds of Watch
+	blocked      blockedIndexes // per blocked index: its journal decoded, its folds (index_view.go)
 
 	// upgrade: Open found a store to bring up to formatLists (upgradeLists).
 	upgrade bool
+	// upgradeDue: Open found a store to bring up to formatDue (upgradeDue);
+	// oldPending: one it leaves below it (read-only, a copy's destination),
+	// whose queues are read in the layout from before.
+	upgradeDue, oldPending bool
 }
 
 // lifecycle is the DB's count of running operations and its closing: Close
@@ -306,6 +313,11 @@ func (db *DB) start() error {
 			return err
 		}
 	}
+	if db.upgradeDue {
+		if err := db.upgradeQueues(); err != nil {
+			return err
+		}
+	}
 	if !db.opts.ReadOnly {
 		db.group.writes = make(chan *WriteOp, db.opts.MaxBatch)
 		db.group.stop = make(chan struct{})
@@ -433,6 +445,8 @@ func (db *DB) initMeta() error {
 			return fmt.Errorf("%w from %s", errs.ErrUnfinishedMigration, source)
 		}
 		db.upgrade = lists && (v < formatLists || b.Get(keyListsBuild) != nil)
+		db.upgradeDue = lists && v < formatDue
+		db.oldPending = v < formatDue && !db.upgradeDue
 		if raise = shared && v < formatShared && !db.upgrade; raise && tx.Writable() {
 			return putInt(b, keyFormat, formatShared)
 		}
@@ -497,6 +511,7 @@ func (db *DB) Close() error {
 		}
 	}
 	db.stopListening()
+	db.stopQueueNotices()
 	failure, err := db.fileFailed(), db.closeFile()
 	switch {
 	case failure != nil && err != nil:

@@ -56,7 +56,12 @@ var (
 // and raises every other store to it when it opens it for writing,
 // rebuilding the indexes made before (upgradeLists); a copy's destination
 // keeps its source's marker until then. A store at formatSchemas has a
-// collection with a JSON Schema (below). This build reads all six.
+// collection with a JSON Schema (below). A store at formatDue has a queue,
+// whose pending jobs are keyed by due time (queue.go): creating the first
+// queue raises the marker, and an open for writing raises a store with
+// queues made before, rewriting their pending entries (upgradeQueues); a
+// store without queues stays at its format. A store at formatFeed keeps a
+// change feed (below). This build reads all eight.
 const (
 	formatBase    = 1
 	formatBlocked = 2
@@ -69,6 +74,12 @@ const (
 	// marker to this, on a file or a shared store alike; a store without
 	// schemas stays at its format, readable by older builds.
 	formatSchemas = 6
+	// formatDue: a queue's pending entries are keyed by due time ‖
+	// sequence and its job states hold the due time (jobFormat), where a
+	// storh from before reads them by sequence alone, and would hand out
+	// jobs before they are due and misread the states. Only a store with
+	// a queue needs it.
+	formatDue = formatSchemas + 1
 	// formatFeed: a collection keeps a change feed (feed.go), which every
 	// write of a record must add to. A storh from before would write
 	// without it, so turning a feed on raises the marker to this; a
@@ -199,6 +210,13 @@ type Coll struct {
 	jobSeq   int64 // -1 until read
 	seqFresh bool  // beside other writers, jobSeq read with no key to lock: insert it
 	jobArena []byte
+	// oldPending: the store is before formatDue (opened read-only or as a
+	// copy's destination), its queues' pending entries keyed by sequence
+	// alone (see queue.go).
+	oldPending bool
+	// announced: this transaction announced that it makes jobs pending
+	// (queue_notify.go).
+	announced bool
 
 	feed feedState // the change feed, found on first use (feed.go)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -24,16 +25,23 @@ import (
 // operation a seek:
 //
 //	j/s  id → state: format, state, attempts, sequence, lease end, last
-//	          change, last failure reason, CRC-32C of all that ‖ id
-//	j/p  pending: sequence (8 bytes, big-endian) → id
+//	          change, due time, claim token, last failure reason,
+//	          CRC-32C of all that ‖ id
+//	j/p  pending: due time (ms) ‖ sequence (8 bytes each, big-endian) → id
 //	j/c  claimed: lease end (ms, 8 bytes) ‖ id
 //	j/d  done:    completion time (ms) ‖ id
 //	j/x  dead:    time of death (ms) ‖ id
 //
-// The sequence is given at enqueue and kept for the job's life: pending
-// jobs leave in enqueue order, and a job that comes back (released, failed,
-// or its lease expired) goes back to its own place, ahead of every job
-// enqueued after it. The state record is the truth; the indexes and the
+// The sequence is given at enqueue and kept for the job's life, and so is
+// the due time, when the job may first be claimed (the enqueue's time, or
+// a later one: EnqueueAt), but for a failure with a backoff, which moves
+// it later. Pending jobs leave in due order, ties in enqueue order: a
+// claim is one seek to the first entry, and stops at the first entry not
+// due yet. A job that comes back (released, failed, or its lease expired)
+// goes back to its own place, ahead of every job due after it. Stores
+// before formatDue keyed pending jobs by sequence alone; opening one for
+// writing rewrites them (upgradeDue), and a store opened read-only before
+// that is read in its old layout (Coll.oldPending). The state record is the truth; the indexes and the
 // counters in the metadata bucket follow it in the same transaction, and
 // Repair rebuilds them from it.
 //
@@ -69,13 +77,23 @@ type Job struct {
 	Seq        uint64 // place in the enqueue order
 	LeaseUntil int64  // ms; while claimed
 	Changed    int64  // ms of the last change of state
+	Due        int64  // ms; when the job may be claimed, kept while claimed
 	Reason     string // the reason given by the last Fail, or "lease expired"
 	Payload    []byte // the checked msgpack payload, owned by the caller
+	// Claim is the token of the job's last claim: a random number drawn
+	// by the claim, so a worker's call naming it acts only while that
+	// claim holds, whatever the clock did meanwhile (0: never claimed).
+	Claim uint64
 }
 
 const (
-	jobFormat   = 1
-	jobFixed    = 30 // format, state, attempts(4), seq(8), lease(8), changed(8)
+	// A job state of jobFormat1 (before formatDue) has no due time: its
+	// job was due at once, and reads as due at 0, ahead of all others, as
+	// its pending entry after upgradeDue.
+	jobFormat1  = 1
+	jobFixed1   = 30 // format, state, attempts(4), seq(8), lease(8), changed(8)
+	jobFormat   = 2
+	jobFixed    = 46 // jobFixed1's, due(8), claim token(8)
 	jobCRC      = 4
 	maxJobNotes = 1024 // a failure reason longer than this is cut
 )
@@ -131,6 +149,8 @@ func appendJob(dst []byte, j Job) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, j.Seq)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.LeaseUntil))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Changed))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Due))
+	dst = binary.BigEndian.AppendUint64(dst, j.Claim)
 	dst = append(dst, reason...)
 	body := dst[start:]
 	return binary.BigEndian.AppendUint32(dst, crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, j.ID[:]))
@@ -141,7 +161,11 @@ func appendJob(dst []byte, j Job) []byte {
 func jobSize(j Job) int { return jobFixed + min(len(j.Reason), maxJobNotes) + jobCRC }
 
 func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
-	if len(b) < jobFixed+jobCRC || b[0] != jobFormat {
+	fixed := jobFixed
+	if len(b) > 0 && b[0] == jobFormat1 {
+		fixed = jobFixed1
+	}
+	if len(b) < fixed+jobCRC || (b[0] != jobFormat && b[0] != jobFormat1) {
 		return Job{}, fmt.Errorf("%w: job %s: state of %d bytes is not a job state", errs.ErrCorrupt, id, len(b))
 	}
 	body := b[:len(b)-jobCRC]
@@ -155,7 +179,11 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 		Seq:        binary.BigEndian.Uint64(b[6:]),
 		LeaseUntil: int64(binary.BigEndian.Uint64(b[14:])),
 		Changed:    int64(binary.BigEndian.Uint64(b[22:])),
-		Reason:     string(body[jobFixed:]),
+		Reason:     string(body[fixed:]),
+	}
+	if fixed == jobFixed {
+		j.Due = int64(binary.BigEndian.Uint64(b[30:]))
+		j.Claim = binary.BigEndian.Uint64(b[38:])
 	}
 	if j.State < api.JobPending || j.State > api.JobDead {
 		return Job{}, fmt.Errorf("%w: job %s: unknown state %d", errs.ErrCorrupt, id, j.State)
@@ -166,6 +194,9 @@ func decodeJob(id uuidv7.UUID, b []byte) (Job, error) {
 // jobs is a queue's jobs bucket and its sub-buckets in one transaction.
 type jobs struct {
 	root, state, pending, claimed, done, dead kv.Bucket
+	// old: the pending entries are keyed by sequence alone (a store
+	// before formatDue, opened read-only).
+	old bool
 	// key holds the id of a lookup: a slice of a parameter passed to an
 	// interface method escapes, which would cost an allocation per call.
 	key [16]byte
@@ -197,7 +228,7 @@ func (c *Coll) jobBuckets(create bool) (*jobs, error) {
 			return nil, mapStoreErr(err)
 		}
 	}
-	j := &jobs{root: root}
+	j := &jobs{root: root, old: c.oldPending}
 	for _, sub := range []struct {
 		b    *kv.Bucket
 		name []byte
@@ -305,12 +336,12 @@ func (c *Coll) nextSeq() uint64 {
 	return uint64(c.jobSeq - 1)
 }
 
-// firstPending returns up to n pending jobs' ids, in enqueue order, on a
-// store with one writer at a time.
-func (j *jobs) firstPending(c *Coll, n int) ([]uuidv7.UUID, error) {
+// firstPending returns up to n pending jobs' ids due by now, in due
+// order, on a store with one writer at a time.
+func (j *jobs) firstPending(c *Coll, now int64, n int) ([]uuidv7.UUID, error) {
 	var ids []uuidv7.UUID
 	cur := j.pending.Cursor()
-	for k, v := cur.First(); k != nil && len(ids) < n; k, v = cur.Next() {
+	for k, v := cur.First(); k != nil && len(ids) < n && pendingDue(k) <= now; k, v = cur.Next() {
 		id, err := pendingID(c, k, v)
 		if err != nil {
 			return nil, err
@@ -319,6 +350,19 @@ func (j *jobs) firstPending(c *Coll, n int) ([]uuidv7.UUID, error) {
 	}
 	return ids, nil
 }
+
+// pendingDue is the due time of pending entry key k: 0 for a key of the
+// layout before formatDue (a sequence alone), whose jobs were due at once.
+func pendingDue(k []byte) int64 {
+	if len(k) != 16 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(k))
+}
+
+// dueBound is the pending key bound before which every entry is due by
+// now.
+func dueBound(now int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(now)+1) }
 
 // pendingID returns the job id of pending entry k, v.
 func pendingID(c *Coll, k, v []byte) (uuidv7.UUID, error) {
@@ -342,7 +386,7 @@ func pendingID(c *Coll, k, v []byte) (uuidv7.UUID, error) {
 // transaction ends; other claimers pass them by meanwhile.
 func (t *Tx) claimable(c *Coll, j *jobs, now int64, n, maxAttempts int) (ids []uuidv7.UUID, states, payloads [][]byte, err error) {
 	expired := j.expiredFrom(nil, now)
-	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, N: n,
+	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, To: dueBound(now), N: n,
 		Follow: []kv.Follow{{Bucket: j.state, Lock: true}, {Bucket: c.records}}}
 	kv.Pipeline(t.ktx, expired, pending)
 	if len(expired.Found) > 0 {
@@ -403,8 +447,13 @@ func (j *jobs) index(job Job) (kv.Bucket, []byte) { return j.indexIn(job, make([
 func (j *jobs) indexIn(job Job, buf []byte) (kv.Bucket, []byte) {
 	switch job.State {
 	case api.JobPending:
-		binary.BigEndian.PutUint64(buf, job.Seq)
-		return j.pending, buf[:8]
+		if j.old {
+			binary.BigEndian.PutUint64(buf, job.Seq)
+			return j.pending, buf[:8]
+		}
+		binary.BigEndian.PutUint64(buf, uint64(job.Due))
+		binary.BigEndian.PutUint64(buf[8:], job.Seq)
+		return j.pending, buf[:16]
 	case api.JobClaimed:
 		return j.claimed, putTimeKey(buf, job.LeaseUntil, job.ID)
 	case api.JobDone:
@@ -442,15 +491,19 @@ func (t *Tx) move(c *Coll, j *jobs, old, job Job) error {
 	c.jobDelta[job.State]++
 	if job.State == api.JobPending {
 		t.wake(c)
+		if old.State != api.JobPending {
+			t.announcePending(c)
+		}
 	}
 	key := append(c.scratch(16)[:0], job.ID[:]...)
 	return mapStoreErr(j.state.Put(key, appendJob(c.scratch(jobSize(job))[:0], job)))
 }
 
 // Enqueue adds a pending job under id with value (from AppendValue) as its
-// payload, at the end of the enqueue order. An id already in the queue, in
-// any state, fails with ErrExists and nothing changes.
-func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
+// payload, due at due (ms; now for a job to run at once), at the end of the
+// enqueue order. An id already in the queue, in any state, fails with
+// ErrExists and nothing changes.
+func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now, due int64) error {
 	j, err := c.jobBuckets(true)
 	if err != nil {
 		return err
@@ -463,10 +516,11 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now int64) error {
 	if err := t.Put(c, id, value, true); err != nil {
 		return err
 	}
-	return t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: c.nextSeq(), Changed: now})
+	return t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: c.nextSeq(), Changed: now, Due: max(0, due)})
 }
 
-// Claim leases up to n of the oldest pending jobs, in enqueue order, until
+// Claim leases up to n of the pending jobs due by now, the first due
+// first (ties in enqueue order), until
 // now+lease, after returning to pending (or dead) the claims whose lease
 // ended by now. It returns the claimed jobs with their payloads; none
 // pending is ErrEmpty.
@@ -489,7 +543,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 			olds, err = decodeJobs(ids, states)
 		}
 	} else if _, err = t.requeueExpired(c, j, now, maxAttempts); err == nil {
-		if ids, err = j.firstPending(c, n); err == nil {
+		if ids, err = j.firstPending(c, now, n); err == nil {
 			olds, err = j.loadMany(ids)
 		}
 	}
@@ -526,6 +580,7 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 			return nil, fmt.Errorf("job %s: %w", id, err)
 		}
 		job.State, job.Attempts, job.LeaseUntil, job.Changed = api.JobClaimed, old.Attempts+1, now+lease, now
+		job.Claim = claimToken(old.Claim)
 		if err := t.move(c, j, old, job); err != nil {
 			return nil, err
 		}
@@ -648,8 +703,19 @@ func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, maxAttempts int) error
 	return t.move(c, j, old, job)
 }
 
-// claimed loads job id and checks that it is claimed.
-func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
+// claimToken draws a claim's token: random, never 0 (no token), never
+// the claim before's.
+func claimToken(before uint64) uint64 {
+	for {
+		if v := rand.Uint64(); v != 0 && v != before {
+			return v
+		}
+	}
+}
+
+// claimed loads job id and checks that it is claimed; with a token (not
+// 0), by the claim that drew it.
+func (t *Tx) claimed(c *Coll, id uuidv7.UUID, token uint64) (*jobs, Job, error) {
 	j, err := c.jobBuckets(false)
 	if err != nil {
 		return nil, Job{}, err
@@ -678,13 +744,17 @@ func (t *Tx) claimed(c *Coll, id uuidv7.UUID) (*jobs, Job, error) {
 	if job.State != api.JobClaimed {
 		return nil, Job{}, fmt.Errorf("%w: job %s is %s", errs.ErrNotClaimed, id, job.State)
 	}
+	if token != 0 && job.Claim != token {
+		return nil, Job{}, fmt.Errorf("%w: job %s is claimed again since this claim (its lease ended and another claim took it)", errs.ErrNotClaimed, id)
+	}
 	return j, job, nil
 }
 
-// Complete marks a claimed job done. A claim whose lease ended but that no
-// claim has taken back yet still completes.
-func (t *Tx) Complete(c *Coll, id uuidv7.UUID, now int64) error {
-	j, old, err := t.claimed(c, id)
+// Complete marks a claimed job done; with a token (not 0), only while the
+// claim that drew it holds. A claim whose lease ended but that no claim
+// has taken back yet still completes.
+func (t *Tx) Complete(c *Coll, id uuidv7.UUID, token uint64, now int64) error {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return err
 	}
@@ -746,9 +816,10 @@ func (t *Tx) CompleteMany(c *Coll, ids []uuidv7.UUID, now int64) (int, error) {
 }
 
 // Fail ends a claim in failure: the job goes back to pending, or to dead
-// once it has used maxAttempts claims. It reports whether it died.
-func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts int) (bool, error) {
-	j, old, err := t.claimed(c, id)
+// once it has used maxAttempts claims. It reports whether it died. A token
+// (not 0) limits it to the claim that drew it.
+func (t *Tx) Fail(c *Coll, id uuidv7.UUID, token uint64, reason string, now int64, maxAttempts int) (bool, error) {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return false, err
 	}
@@ -760,9 +831,10 @@ func (t *Tx) Fail(c *Coll, id uuidv7.UUID, reason string, now int64, maxAttempts
 	return job.State == api.JobDead, t.move(c, j, old, job)
 }
 
-// Extend moves a claimed job's lease end to now+lease and returns it.
-func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
-	j, old, err := t.claimed(c, id)
+// Extend moves a claimed job's lease end to now+lease and returns it. A
+// token (not 0) limits it to the claim that drew it.
+func (t *Tx) Extend(c *Coll, id uuidv7.UUID, token uint64, now, lease int64) (int64, error) {
+	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return 0, err
 	}
@@ -776,7 +848,7 @@ func (t *Tx) Extend(c *Coll, id uuidv7.UUID, now, lease int64) (int64, error) {
 // Release gives a claim back: the job is pending again, at its place, and
 // the claim does not count as an attempt.
 func (t *Tx) Release(c *Coll, id uuidv7.UUID, now int64) error {
-	j, old, err := t.claimed(c, id)
+	j, old, err := t.claimed(c, id, 0)
 	if err != nil {
 		return err
 	}
@@ -915,6 +987,38 @@ func (t *Tx) JobCounts(c *Coll) [5]int64 {
 		n[s] += c.getMeta(keyJobCount[s]) + c.jobDelta[s]
 	}
 	return n
+}
+
+// Scheduled returns the number of pending jobs not due by now. It walks
+// the pending index back from its last entry, which is due last, and stops
+// at the first due one: it costs a step per scheduled job, not per job of
+// the queue, and nothing when none is scheduled. A counter could not do
+// it: a job becomes due with no write to count it down.
+func (t *Tx) Scheduled(c *Coll, now int64) int64 {
+	j, err := c.jobBuckets(false)
+	if err != nil || j == nil {
+		return 0
+	}
+	var n int64
+	cur := j.pending.Cursor()
+	for k, _ := cur.Last(); k != nil && pendingDue(k) > now; k, _ = cur.Prev() {
+		n++
+	}
+	return n
+}
+
+// NextDue returns the earliest due time among pending jobs (ms): the first
+// pending entry's.
+func (t *Tx) NextDue(c *Coll) (int64, bool) {
+	j, err := c.jobBuckets(false)
+	if err != nil || j == nil {
+		return 0, false
+	}
+	k, _ := j.pending.Cursor().First()
+	if k == nil {
+		return 0, false
+	}
+	return pendingDue(k), true
 }
 
 // NextLeaseEnd returns the earliest lease end among claimed jobs (ms).

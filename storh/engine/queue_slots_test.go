@@ -70,7 +70,7 @@ func TestQueueCounterSlots(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := tx.Enqueue(c, uuidv7.New(), v, 1000); err != nil {
+			if err := tx.Enqueue(c, uuidv7.New(), v, 1000, 1000); err != nil {
 				return err
 			}
 		}
@@ -112,7 +112,7 @@ func TestQueueCounterSlots(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.Enqueue(c, uuidv7.New(), v, 3000)
+		return tx.Enqueue(c, uuidv7.New(), v, 3000, 3000)
 	})
 	if got, left := counts(), slotsLeft(); got != [5]int64{0, 2, 2, 0, 0} || left != 0 {
 		t.Fatalf("after an enqueue: counts %v, %d slots; want 2 pending, 2 claimed, no slot", got, left)

@@ -75,7 +75,7 @@ func checkQueue(c *Coll, emit func(api.Problem), pace *pace) (bool, error) {
 			}
 			var id uuidv7.UUID
 			switch {
-			case s == api.JobPending && len(k) == 8 && len(v) == 16:
+			case s == api.JobPending && (len(k) == 16) != j.old && (len(k) == 8) == j.old && len(v) == 16:
 				id = uuidv7.UUID(v)
 			case s != api.JobPending && len(k) == 24 && (v != nil || b.Bucket(k) == nil):
 				id = uuidv7.UUID(k[8:])
@@ -196,7 +196,7 @@ func (t *Tx) repairQueue(c *Coll, pace *pace) error {
 		now = t.db.Now().UnixMilli()
 	}
 	for _, id := range orphans {
-		if err := t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: next, Changed: now, Reason: "restored by repair"}); err != nil {
+		if err := t.move(c, j, Job{}, Job{ID: id, State: api.JobPending, Seq: next, Changed: now, Due: now, Reason: "restored by repair"}); err != nil {
 			return err
 		}
 		next++

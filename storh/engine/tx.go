@@ -149,6 +149,13 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 		if c, err = createColl(t.ktx, name, want); err != nil {
 			return nil, err
 		}
+		if want == KindQueue {
+			// Its jobs are keyed by due time, which a storh from before
+			// would misread (formatDue).
+			if err := t.needFormat(formatDue); err != nil {
+				return nil, err
+			}
+		}
 		t.created = append(t.created, c)
 	}
 	if err := checkKind(c, want); err != nil {
@@ -158,6 +165,7 @@ func (t *Tx) openColl(name string, want Kind, create, shared bool) (*Coll, error
 		t.colls = make(map[string]*Coll, 2)
 	}
 	if t.db != nil {
+		c.oldPending = t.db.oldPending
 		c.mems = &t.db.blocked.mems
 		if ider, ok := c.records.(kv.Identifier); ok && c.remote {
 			c.boundKey, c.bounds = ider, &t.db.colls.bounds

@@ -163,6 +163,7 @@ func (db *DB) verifyTx(ktx kv.Tx, colls []string, emit func(api.Problem), rep *a
 				return err
 			}
 			if c, err := openColl(ktx, name); err == nil && c != nil {
+				c.oldPending = db.oldPending
 				if _, err := checkIndexesPaced(c, emit, pace); err != nil || c.Kind != KindQueue {
 					return err
 				}
@@ -453,6 +454,7 @@ func (t *Tx) checkRepairQueue(name string, emit func(api.Problem), rep *api.Veri
 	if err != nil || c == nil || c.Kind != KindQueue {
 		return nil
 	}
+	c.oldPending = t.db != nil && t.db.oldPending
 	bad, err := checkQueue(c, emit, pace)
 	if err != nil || !bad {
 		return err

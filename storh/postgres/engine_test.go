@@ -127,7 +127,7 @@ func queueRoundTrips(t *testing.T, db *engine.DB, rt *roundTrips, count func(str
 	complete := func(id uuidv7.UUID) {
 		t.Helper()
 		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
-			return tx.Complete(c, id, db.Now().UnixMilli())
+			return tx.Complete(c, id, 0, db.Now().UnixMilli())
 		})
 	}
 	submit(engine.HoldRows, func(tx *engine.Tx, c *engine.Coll) error {
@@ -136,7 +136,7 @@ func queueRoundTrips(t *testing.T, db *engine.DB, rt *roundTrips, count func(str
 			if err != nil {
 				return err
 			}
-			if err := tx.Enqueue(c, uuidv7.New(), v, db.Now().UnixMilli()); err != nil {
+			if err := tx.Enqueue(c, uuidv7.New(), v, db.Now().UnixMilli(), db.Now().UnixMilli()); err != nil {
 				return err
 			}
 		}
@@ -193,7 +193,7 @@ func TestEngineClaimUnreadablePayload(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := tx.Enqueue(c, id, v, 1000); err != nil {
+			if err := tx.Enqueue(c, id, v, 1000, 1000); err != nil {
 				return err
 			}
 		}

@@ -252,7 +252,7 @@ func TestQueueCounts(t *testing.T) {
 	}
 	c := f.serve(t)
 	r := c.get("api/queues/jobs")
-	want := `{"name":"jobs","pending":3,"claimed":2,"done":1,"dead":1}` + "\n"
+	want := `{"name":"jobs","pending":3,"claimed":2,"done":1,"dead":1,"scheduled":0}` + "\n"
 	if r.status != 200 || string(r.body) != want {
 		t.Errorf("queue counts: %d %s, want %s", r.status, r.body, want)
 	}

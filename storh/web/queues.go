@@ -31,5 +31,5 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, QueueCounts{Name: name, Pending: n.Pending, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead})
+	writeJSON(w, http.StatusOK, QueueCounts{Name: name, Pending: n.Pending, Scheduled: n.Scheduled, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead})
 }

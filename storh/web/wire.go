@@ -84,6 +84,9 @@ type QueueCounts struct {
 	Claimed int    `json:"claimed"`
 	Done    int    `json:"done"`
 	Dead    int    `json:"dead"`
+	// Scheduled counts the jobs waiting that are not due yet (Pending
+	// counts the due ones).
+	Scheduled int `json:"scheduled"`
 }
 
 // ImportReport is what an import did.

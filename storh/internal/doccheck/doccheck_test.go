@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 		{"a fragment written as a function's body",
 			"<!-- doccheck func(w http.ResponseWriter, r *http.Request) -->\n```go\nid, err := uuidv7.Parse(r.PathValue(\"id\"))\nif err != nil {\n\treturn\n}\nfmt.Fprintln(w, id)\n```\n", nil},
 		{"a restated type that matches",
-			"<!-- doccheck mirror github.com/storhdb/storh-go/storh -->\n```go\ntype Job struct {\n\tRecord\n\tState      JobState\n\tAttempts   int\n\tLeaseUntil time.Time\n\tChanged    time.Time\n\tLastError  string\n}\n\nfunc (q *Queue) Counts() (QueueCounts, error)\n```\n", nil},
+			"<!-- doccheck mirror github.com/storhdb/storh-go/storh -->\n```go\ntype Job struct {\n\tRecord\n\tState      JobState\n\tAttempts   int\n\tLeaseUntil time.Time\n\tChanged    time.Time\n\tLastError  string\n\tDue        time.Time\n\tToken      uint64\n}\n\nfunc (q *Queue) Counts() (QueueCounts, error)\n```\n", nil},
 		{"a restated type with a field missing, a method with another signature",
 			"<!-- doccheck mirror github.com/storhdb/storh-go/storh -->\n```go\ntype Job struct {\n\tRecord\n\tState JobState\n}\n\nfunc (q *Queue) Counts() (pending, claimed, done, dead int)\n\nfunc Nothing()\n```\n",
 			[]string{"page.md:3: Job is not as in", "page.md:8: Queue.Counts is not as in", "page.md:10: github.com/storhdb/storh-go/storh has no Nothing"}},
