@@ -290,7 +290,9 @@ func TestFeedInfo(t *testing.T) {
 			t.Fatalf("Feed of a collection not created: %+v, %v", fi, err)
 		}
 	}
-	check := func(c interface{ Feed() (storh.FeedInfo, error) }, want storh.FeedInfo) {
+	check := func(c interface {
+		Feed() (storh.FeedInfo, error)
+	}, want storh.FeedInfo) {
 		t.Helper()
 		fi, err := c.Feed()
 		if err != nil || fi != want {
