@@ -401,3 +401,12 @@ func (c *Client) Changes(ctx context.Context, coll, after string, follow bool, e
 		}
 	}
 }
+
+// Collection reads the statistics of one collection, with its change
+// feed (FeedKeep, LastSeq), which Collections leaves out: a client that
+// follows the feed when there is one asks it first.
+func (c *Client) Collection(ctx context.Context, name string) (Collection, error) {
+	var out Collection
+	err := c.getJSON(ctx, collPath(name), nil, &out)
+	return out, err
+}
