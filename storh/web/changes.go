@@ -73,6 +73,10 @@ type feeder interface {
 	Changes(ctx context.Context, after uint64) iter.Seq2[storh.ChangeEvent, error]
 }
 
+// changesAhead is how many changes the reading goroutine of a changes
+// stream may have read ahead of the writing one.
+const changesAhead = 64
+
 // changeEvent is what the reading goroutine hands the writing one: a
 // change's Seq and JSON, or the error that ends the stream.
 type changeEvent struct {
@@ -133,7 +137,10 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 	h.tails.Add(1)
 	defer h.tails.Add(-1)
 	ctx, cancel := context.WithCancel(r.Context())
-	events := make(chan changeEvent)
+	// Buffered: the reader runs ahead of the writes, and the writer
+	// flushes only when it has nothing more in hand (one TCP write per
+	// batch, not per change).
+	events := make(chan changeEvent, changesAhead)
 	var reading sync.WaitGroup
 	// Deferred in this order so that they run in the other (see tail).
 	defer reading.Wait()
@@ -181,13 +188,12 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // see tail
-	send := func(b []byte) bool {
+	write := func(b []byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(tailWriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, err := w.Write(b)
+		return err == nil
 	}
+	send := func(b []byte) bool { return write(b) && rc.Flush() == nil }
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("X-Accel-Buffering", "no")
@@ -205,6 +211,9 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, ce.json...)
 		buf = append(buf, '\n')
 		last = ce.seq
+		if len(events) > 0 {
+			return write(buf) // the next one is here: flush after it
+		}
 		return send(buf)
 	}
 	end := func() {
