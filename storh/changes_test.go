@@ -2,11 +2,14 @@ package storh_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/query"
@@ -266,4 +269,145 @@ func TestChangesWaitAndCancel(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("after cancel: %v", err)
 	}
+}
+
+// WatchReady calls ready once the watch has subscribed: a record written
+// after it is delivered, with no first write to wait for.
+func TestWatchReady(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan struct{})
+		got := make(chan uuidv7.UUID, 1)
+		go func() {
+			for r, err := range docs.WatchReady(ctx, uuidv7.UUID{}, func() { close(ready) }) {
+				if err != nil {
+					close(got)
+					return
+				}
+				got <- r.ID
+				return
+			}
+		}()
+		<-ready
+		r, err := docs.Put(storh.Map{"n": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case id, ok := <-got:
+			if !ok || id != r.ID {
+				t.Fatalf("the watch yielded %s (%v), want %s", id, ok, r.ID)
+			}
+		case <-time.After(30 * time.Second): // a hang guard, not a measure
+			t.Fatal("the record written after ready never came")
+		}
+		cancel()
+	}
+}
+
+// fileFormat reads a closed database file's format marker.
+func fileFormat(t *testing.T, path string) uint64 {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var v uint64
+	err = bdb.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("\x00storh"))
+		if b == nil {
+			return errors.New("no metadata bucket")
+		}
+		raw := b.Get([]byte("format"))
+		if len(raw) != 8 {
+			return fmt.Errorf("format marker %x", raw)
+		}
+		v = binary.BigEndian.Uint64(raw)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Turning a feed on raises the file's format marker to 8, which a build
+// from before feeds refuses; a file without one keeps its format.
+func TestChangesFormat(t *testing.T) {
+	fileOnly(t)
+	path := newPath(t)
+	db := openAt(t, path)
+	plain, err := db.Docs("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Put(storh.Map{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before := fileFormat(t, path)
+	if before >= 8 {
+		t.Fatalf("a file without a feed is at format %d", before)
+	}
+	db = openAt(t, path)
+	if _, err := db.Docs("fed", storh.WithChangeFeed(5)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got := fileFormat(t, path); got != 8 {
+		t.Fatalf("with a feed the file is at format %d, want 8", got)
+	}
+}
+
+// Changes on a transaction's handle is ErrNestedTx (it waits for
+// commits), and a reader waiting when the database closes ends with
+// ErrClosed.
+func TestChangesEnds(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d", storh.WithChangeFeed(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *storh.Tx) error {
+		d, err := tx.Docs("d")
+		if err != nil {
+			return err
+		}
+		for _, err := range d.Changes(context.Background(), 0) {
+			return err
+		}
+		return nil
+	})
+	checkErr(t, err, storh.ErrNestedTx)
+
+	r, err := docs.Put(storh.Map{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan storh.ChangeEvent, 1)
+	done := make(chan error, 1)
+	go func() {
+		for ev, err := range docs.Changes(context.Background(), 0) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got <- ev
+		}
+		done <- nil
+	}()
+	if ev := <-got; ev.ID != r.ID {
+		t.Fatalf("first change: %s, want %s", ev.ID, r.ID)
+	}
+	// The reader waits now (or is about to); Close ends it either way.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, <-done, storh.ErrClosed)
 }

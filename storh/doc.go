@@ -32,7 +32,11 @@
 // created with. Docs.DeleteMatching deletes what a query selects, and
 // Log.DeleteBefore (or a WithRetention and ApplyRetention) trims a log by
 // time. Watch follows a Docs or Log collection, yielding each record as its
-// commit lands.
+// commit lands. A collection opened WithChangeFeed keeps a durable change
+// feed: every put and delete, recorded in its transaction and numbered in
+// commit order (ChangeEvent.Seq), which Changes reads back from any Seq,
+// so a consumer that stops resumes from the last one it handled
+// (docs/changes.md).
 //
 // The same API runs on PostgreSQL, shared by many processes: import the
 // backend, which registers its URL schemes, and open a URL (docs/postgres.md):

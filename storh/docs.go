@@ -11,7 +11,7 @@ import (
 //
 // Methods: Put, PutWithID, PutMany, PutStream, Get, Patch, PatchMatching,
 // Delete; Stream, Find, First, CountMatching, Explain; Count, Stats, Name;
-// Indexes, DropIndex.
+// Indexes, DropIndex; Watch, WatchReady, Changes, LastSeq.
 type Docs struct{ coll }
 
 // PutWithID stores data under id, replacing the record stored there, if any

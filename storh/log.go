@@ -7,7 +7,8 @@ import "github.com/storhdb/storh-go/storh/uuidv7"
 // back by cursor (After) and creation-time window (TimeRangeMs).
 //
 // Methods: Put, PutWithID, PutMany, PutStream, Get; Stream, Find, First,
-// CountMatching, Explain; Count, Stats, Name; Indexes, DropIndex.
+// CountMatching, Explain; Count, Stats, Name; Indexes, DropIndex; Watch,
+// WatchReady, Changes, LastSeq.
 type Log struct{ coll }
 
 // PutWithID appends data under id. An id already in the log fails with

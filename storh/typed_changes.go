@@ -107,8 +107,14 @@ func (t typed[T]) Feed() (FeedInfo, error) { return t.c.feedInfo() }
 // A record that does not fit T is yielded with ErrTypeMismatch and its
 // id, and the watch goes on if the loop does.
 func (t typed[T]) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Item[T], error] {
+	return t.WatchReady(ctx, from, nil)
+}
+
+// WatchReady is Watch that calls ready once it has subscribed (see
+// Docs.WatchReady): records committed after ready returns are delivered.
+func (t typed[T]) WatchReady(ctx context.Context, from uuidv7.UUID, ready func()) iter.Seq2[Item[T], error] {
 	return func(yield func(Item[T], error) bool) {
-		for rec, err := range t.c.Watch(ctx, from) {
+		for rec, err := range t.c.WatchReady(ctx, from, ready) {
 			if err != nil {
 				yield(Item[T]{}, err)
 				return

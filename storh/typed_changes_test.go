@@ -320,3 +320,33 @@ func TestFeedInfo(t *testing.T) {
 		t.Fatalf("count after DeleteBefore = %d, %v", n, err)
 	}
 }
+
+// TestTypedWatchReady: a typed watch from now calls ready once it has
+// subscribed, and a record written after ready arrives decoded.
+func TestTypedWatchReady(t *testing.T) {
+	db := openTemp(t)
+	notes, err := storh.DocsOf[typedNote](db, "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ready := make(chan struct{})
+	got := make(chan storh.Item[typedNote], 1)
+	go func() {
+		for it, err := range notes.WatchReady(ctx, uuidv7.UUID{}, func() { close(ready) }) {
+			if err == nil {
+				got <- it
+			}
+			return
+		}
+	}()
+	<-ready
+	it, err := notes.Put(typedNote{Text: "after ready", Stars: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := <-got; w != it {
+		t.Fatalf("WatchReady yielded %+v; want %+v", w, it)
+	}
+}

@@ -63,6 +63,22 @@ const historyChunk = 256
 // more than a second after its id's time (see docs/postgres.md, watch on
 // a standby).
 func (c *coll) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, error] {
+	return c.watch(ctx, from, nil)
+}
+
+// WatchReady is Watch that calls ready, once, when the watch has
+// subscribed: every record committed after ready is called is delivered
+// (from the zero id too), so a caller that writes, or lets others write,
+// only once ready has run misses nothing, without a first write to wait
+// for or a sleep. ready runs in the loop's goroutine, before the first
+// record is yielded; it is not called if the watch fails to start. On a
+// standby (see Watch), ready is called when the loop starts. For a
+// durable feed that a reader can resume from any point, see Changes.
+func (c *coll) WatchReady(ctx context.Context, from uuidv7.UUID, ready func()) iter.Seq2[Record, error] {
+	return c.watch(ctx, from, ready)
+}
+
+func (c *coll) watch(ctx context.Context, from uuidv7.UUID, ready func()) iter.Seq2[Record, error] {
 	op := c.opName("watch")
 	return func(yield func(Record, error) bool) {
 		if c.tx != nil {
@@ -70,6 +86,9 @@ func (c *coll) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, er
 			return
 		}
 		if c.db.eng.Replaying() {
+			if ready != nil {
+				ready()
+			}
 			c.followReplica(ctx, op, from, yield)
 			return
 		}
@@ -84,6 +103,9 @@ func (c *coll) Watch(ctx context.Context, from uuidv7.UUID) iter.Seq2[Record, er
 			return
 		}
 		defer sub.Close()
+		if ready != nil {
+			ready()
+		}
 
 		var seen catchUp
 		if !from.IsZero() {

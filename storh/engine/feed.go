@@ -133,8 +133,10 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 	if f.bucket == nil {
 		return nil
 	}
-	// A value of its own: the backend keeps it until the transaction ends.
-	v := make([]byte, feedEntryHead+len(stored))
+	// A key and value of their own, in one allocation: the backend keeps
+	// them until the transaction ends.
+	buf := make([]byte, 8+feedEntryHead+len(stored))
+	key, v := buf[:8], buf[8:]
 	v[0] = op
 	copy(v[1:], id[:])
 	copy(v[feedEntryHead:], stored)
@@ -156,8 +158,8 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 		f.seq = c.getMeta(keyFeedSeq)
 	}
 	f.seq++
-	var k [8]byte
-	return mapStoreErr(f.bucket.Put(seqKey(&k, uint64(f.seq)), v))
+	binary.BigEndian.PutUint64(key, uint64(f.seq))
+	return mapStoreErr(f.bucket.Put(key, v))
 }
 
 // flushFeed writes the counter of the changes this transaction numbered
@@ -247,7 +249,9 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 
 // EnsureFeed is Tx.EnsureFeed of h's collection in a transaction of its
 // own, when h asks for a feed the collection does not have as asked. A
-// collection not created yet gets it from its first write (Tx.Use).
+// collection not created yet is created now, with its feed: the feed is
+// the collection's, so a write through another handle (one of a
+// transaction, another process's) records its changes too.
 func (db *DB) EnsureFeed(h Handle) error {
 	if h.Feed <= 0 {
 		return nil
@@ -255,12 +259,9 @@ func (db *DB) EnsureFeed(h Handle) error {
 	same := false
 	err := db.ViewSafe(func(tx *Tx) error {
 		c, err := tx.Use(h, false)
-		if err != nil {
+		if err != nil || c == nil {
+			same = false
 			return err
-		}
-		if c == nil {
-			same = true
-			return nil
 		}
 		on, keep := tx.FeedOn(c)
 		same = on && keep == h.Feed

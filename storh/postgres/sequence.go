@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,8 +89,17 @@ func max64(a, b int64) int64 {
 	return b
 }
 
-// queueSequences queues the statement of each bucket's sequenced values.
+// queueSequences queues the statement of each bucket's sequenced values,
+// in the order of their counters' buckets and keys: two transactions that
+// both number in two collections lock the counters in the same order, and
+// never wait for each other in a circle.
 func (t *tx) queueSequences(b *pgx.Batch) {
+	slices.SortFunc(t.sequenced, func(x, y *bucket) int {
+		if c := cmp.Compare(x.seq.counter.id, y.seq.counter.id); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.seq.key, y.seq.key)
+	})
 	for _, bk := range t.sequenced {
 		s := bk.seq
 		bk.seq = nil
@@ -106,10 +118,15 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 // rather than drop them.
 func sequenceSQL(counter, table string) string {
 	last := beIntAt("c.v", "1")
+	// The trim's bound is a scalar subquery, computed once, so the oldest
+	// keys are found by an index scan from the start that stops at it
+	// (a join with c would read the whole table); NULL, when nothing is
+	// beyond keep, finds none.
 	return "WITH c AS (UPDATE " + counter + " AS o SET v = int8send(" + beIntAt("o.v", "1") + " + $2::bigint) WHERE k = $1 RETURNING v)," +
 		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(" + last + " - $2::bigint + u.ord), u.val" +
 		" FROM unnest($3::bytea[]) WITH ORDINALITY AS u(val, ord) LEFT JOIN c ON true)," +
-		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f, c WHERE $4::bigint > 0 AND " + last + " - $4::bigint > 0" +
-		" AND f.k <= int8send(" + last + " - $4::bigint) ORDER BY f.k LIMIT $5::int FOR UPDATE OF f SKIP LOCKED))" +
+		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
+		" WHERE f.k <= (SELECT int8send(" + last + " - $4::bigint) FROM c WHERE $4::bigint > 0 AND " + last + " - $4::bigint > 0)" +
+		" ORDER BY f.k LIMIT $5::int FOR UPDATE OF f SKIP LOCKED))" +
 		" SELECT 1"
 }

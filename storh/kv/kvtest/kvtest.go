@@ -33,6 +33,7 @@ package kvtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -81,6 +82,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"ManyKeys", testManyKeys},
 		{"LargeValues", testLargeValues},
 		{"Insert", testInsert},
+		{"Sequence", testSequence},
 		{"Identity", testIdentity},
 		{"Range", testRange},
 		{"Lasting", testLasting},
@@ -931,6 +933,67 @@ func testPipeline(t *testing.T, s kv.Store) {
 // the same transaction stores the insert's value; an insert of a key that
 // is present fails the transaction, and commits nothing of it, even when
 // the transaction puts or deletes the key after it.
+// testSequence: values numbered at commit (kv.Sequencer), for a store
+// whose buckets number them; others are skipped (their callers number
+// values in the transaction).
+func testSequence(t *testing.T, s kv.Store) {
+	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	update(t, s, func(tx kv.Tx) {
+		top, err := tx.CreateBucket([]byte("s"))
+		mustBucket(t, `CreateBucket("s")`, top, err)
+		f, err := top.CreateBucket([]byte("f"))
+		mustBucket(t, `CreateBucket("f")`, f, err)
+		must(t, "Put counter", top.Put([]byte("n"), be(0)))
+	})
+	sequence := func(where string, keep int64, max int, vals ...string) error {
+		t.Helper()
+		tx := begin(t, s, true)
+		defer func() { _ = tx.Rollback() }()
+		top := tx.Bucket([]byte("s"))
+		sq, ok := top.Bucket([]byte("f")).(kv.Sequencer)
+		if !ok {
+			t.Skip("the store's buckets are not kv.Sequencers")
+		}
+		for _, v := range vals {
+			must(t, where+": Sequence", sq.Sequence(top, []byte("n"), []byte(v)))
+		}
+		must(t, where+": TrimSequence", sq.TrimSequence(keep, max))
+		return tx.Commit()
+	}
+	check := func(where string, counter uint64, feed ...pair) {
+		t.Helper()
+		view(t, s, func(tx kv.Tx) {
+			top := tx.Bucket([]byte("s"))
+			checkGet(t, where+": counter", top, []byte("n"), be(counter))
+			checkWalk(t, where+": feed", top.Bucket([]byte("f")).Cursor(), feed, false)
+		})
+	}
+	seq := func(n uint64, v string) pair { return pair{be(n), []byte(v)} }
+	must(t, "three values", sequence("three values", 0, 0, "a", "b", "c"))
+	check("three values", 3, seq(1, "a"), seq(2, "b"), seq(3, "c"))
+	// Keep 2: the keys at or below 5-2 go, at most 10 of them.
+	must(t, "two with a trim", sequence("two with a trim", 2, 10, "d", "e"))
+	check("two with a trim", 5, seq(4, "d"), seq(5, "e"))
+	// A rollback numbers nothing: the counter goes back with it.
+	tx := begin(t, s, true)
+	top := tx.Bucket([]byte("s"))
+	must(t, "Sequence", top.Bucket([]byte("f")).(kv.Sequencer).Sequence(top, []byte("n"), []byte("lost")))
+	must(t, "Rollback", tx.Rollback())
+	check("after a rollback", 5, seq(4, "d"), seq(5, "e"))
+	// A trim deletes at most max keys: keep 1 of 4, 5, 6 bounds it at 5,
+	// and max 1 takes 4 only.
+	must(t, "a bounded trim", sequence("a bounded trim", 1, 1, "f"))
+	check("a bounded trim", 6, seq(5, "e"), seq(6, "f"))
+	// A missing counter fails the commit rather than lose the values.
+	update(t, s, func(tx kv.Tx) { must(t, "Delete counter", tx.Bucket([]byte("s")).Delete([]byte("n"))) })
+	if err := sequence("no counter", 0, 0, "g"); err == nil {
+		t.Fatal("Commit of values sequenced on a missing counter succeeded")
+	}
+	view(t, s, func(tx kv.Tx) {
+		checkWalk(t, "no counter: feed", tx.Bucket([]byte("s")).Bucket([]byte("f")).Cursor(), []pair{seq(5, "e"), seq(6, "f")}, false)
+	})
+}
+
 func testInsert(t *testing.T, s kv.Store) {
 	update(t, s, func(tx kv.Tx) {
 		b, err := tx.CreateBucket([]byte("i"))

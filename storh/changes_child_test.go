@@ -1,0 +1,334 @@
+package storh_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// feedChildEnv gives a child of the feed tests its store and its part:
+// "<path or URL>|write <n>" puts n records, one write each, and prints
+// "ack <id>" when each returns; "<path or URL>|read <n>" follows Changes
+// from 0 and prints "c <seq> <op> <id>" for each of the first n changes.
+const feedChildEnv = "STORH_FEED_CHILD"
+
+// TestChangesChild is the child of the tests below.
+func TestChangesChild(t *testing.T) {
+	spec := os.Getenv(feedChildEnv)
+	if spec == "" {
+		t.Skip("run by the change feed's tests of several processes")
+	}
+	path, part, _ := strings.Cut(spec, "|")
+	verb, arg, _ := strings.Cut(part, " ")
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storh.Open(path) // durable: the crash test kills it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	docs, err := db.Docs("feed", storh.WithChangeFeed(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	switch verb {
+	case "write":
+		for i := range n {
+			r, err := docs.Put(storh.Map{"from": "child", "i": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(out, "ack", r.ID)
+			out.Flush()
+		}
+	case "read":
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		got := 0
+		for ev, err := range docs.Changes(ctx, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(out, "c", ev.Seq, ev.Op, ev.ID)
+			if got++; got == n {
+				break
+			}
+		}
+	}
+	fmt.Fprintln(out, "done")
+}
+
+// feedChild runs TestChangesChild with spec and returns its lines, one
+// by one, on a channel closed when it ends.
+func feedChild(t *testing.T, spec string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd, in, out := startChild(t, "TestChangesChild", feedChildEnv+"="+spec)
+	in.Close()
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, lines
+}
+
+// Writers in two stores on one schema and in a second process, all at
+// once: a reader in a third process sees every acknowledged change
+// exactly once, in Seq order, with Seqs 1, 2, 3, … as the commits
+// landed; so does one here.
+func TestPostgresChangesManyWriters(t *testing.T) {
+	if os.Getenv(feedChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	skipUnderInvariants(t)
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	db1, db2 := openPostgres(t, url), openPostgres(t, url)
+	const perWriter = 150
+	d1, err := db1.Docs("feed", storh.WithChangeFeed(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := db2.Docs("feed", storh.WithChangeFeed(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each local writer: puts, a delete of every third, and every fifth
+	// write as a transaction of two puts.
+	total := 0
+	type write struct {
+		op storh.ChangeOp
+		id uuidv7.UUID
+	}
+	perLocal := 0
+	for i := range perWriter {
+		perLocal++
+		if i%3 == 0 {
+			perLocal++
+		}
+		if i%5 == 0 {
+			perLocal += 2
+		}
+	}
+	total = 2*perLocal + perWriter
+	_, readLines := feedChild(t, url+"|read "+strconv.Itoa(total))
+	_, writerLines := feedChild(t, url+"|write "+strconv.Itoa(perWriter))
+
+	acked := make(chan write, total)
+	var wg sync.WaitGroup
+	for w, d := range []*storh.Docs{d1, d2} {
+		db := []*storh.DB{db1, db2}[w]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				r, err := d.Put(storh.Map{"from": w, "i": i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				acked <- write{storh.OpPut, r.ID}
+				if i%3 == 0 {
+					if err := d.Delete(r.ID); err != nil {
+						t.Error(err)
+						return
+					}
+					acked <- write{storh.OpDelete, r.ID}
+				}
+				if i%5 == 0 {
+					a, b := uuidv7.New(), uuidv7.New()
+					err := db.Update(func(tx *storh.Tx) error {
+						td, err := tx.Docs("feed")
+						if err != nil {
+							return err
+						}
+						if _, err := td.PutWithID(a, storh.Map{"tx": 1}); err != nil {
+							return err
+						}
+						_, err = td.PutWithID(b, storh.Map{"tx": 2})
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					acked <- write{storh.OpPut, a}
+					acked <- write{storh.OpPut, b}
+				}
+			}
+		}()
+	}
+	deadline := time.After(time.Minute)
+	childAcked := 0
+	for childAcked < perWriter {
+		select {
+		case line, ok := <-writerLines:
+			if !ok {
+				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
+			}
+			if id, found := strings.CutPrefix(line, "ack "); found {
+				acked <- write{storh.OpPut, uuidv7.MustParse(id)}
+				childAcked++
+			}
+		case <-deadline:
+			t.Fatal("the writing child did not finish")
+		}
+	}
+	wg.Wait()
+	close(acked)
+	want := map[write]int{}
+	for w := range acked {
+		want[w]++
+	}
+	check := func(who string, got []write, seqs []uint64) {
+		t.Helper()
+		if len(got) != total {
+			t.Fatalf("%s: %d changes, want %d", who, len(got), total)
+		}
+		seen := map[write]int{}
+		for i, w := range got {
+			if seqs[i] != uint64(i+1) {
+				t.Fatalf("%s: change %d has Seq %d, want %d", who, i, seqs[i], i+1)
+			}
+			seen[w]++
+			if w.op == storh.OpDelete && seen[write{storh.OpPut, w.id}] == 0 {
+				t.Fatalf("%s: the delete of %s (Seq %d) comes before its put", who, w.id, seqs[i])
+			}
+		}
+		for w, n := range want {
+			if seen[w] != n {
+				t.Fatalf("%s: %s %s seen %d times, want %d", who, w.op, w.id, seen[w], n)
+			}
+		}
+	}
+	var got []write
+	var seqs []uint64
+	for len(got) < total {
+		select {
+		case line, ok := <-readLines:
+			if !ok {
+				t.Fatalf("the reading child ended after %d changes", len(got))
+			}
+			f := strings.Fields(line)
+			if len(f) != 4 || f[0] != "c" {
+				continue
+			}
+			seq, _ := strconv.ParseUint(f[1], 10, 64)
+			op := storh.OpPut
+			if f[2] == storh.OpDelete.String() {
+				op = storh.OpDelete
+			}
+			got, seqs = append(got, write{op, uuidv7.MustParse(f[3])}), append(seqs, seq)
+		case <-deadline:
+			t.Fatalf("the reading child saw %d of %d changes", len(got), total)
+		}
+	}
+	check("the reader in another process", got, seqs)
+	got, seqs = nil, nil
+	for _, c := range readChanges(t, d2.Changes, 0, total) {
+		got, seqs = append(got, write{c.op, c.id}), append(seqs, c.seq)
+	}
+	check("a reader here", got, seqs)
+	if last, err := d1.LastSeq(); err != nil || last != uint64(total) {
+		t.Fatalf("LastSeq: %d, %v; want %d", last, err, total)
+	}
+}
+
+// A writer killed (SIGKILL) in the middle of its stream of puts leaves
+// every change it acknowledged in the feed, in order, none twice; and
+// the next writer's changes follow without a gap.
+func TestChangesWriterKilled(t *testing.T) {
+	if os.Getenv(feedChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	skipUnderInvariants(t)
+	path := newPath(t)
+	if !onPostgres {
+		// The child opens the file itself; create it with the feed here.
+		db := openAt(t, path)
+		if _, err := db.Docs("feed", storh.WithChangeFeed(1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	cmd, lines := feedChild(t, path+"|write 1000000")
+	var acked []uuidv7.UUID
+	for line := range lines {
+		if id, ok := strings.CutPrefix(line, "ack "); ok {
+			acked = append(acked, uuidv7.MustParse(id))
+		}
+		if len(acked) == 300 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines { // what it acknowledged before it died
+		if id, ok := strings.CutPrefix(line, "ack "); ok {
+			acked = append(acked, uuidv7.MustParse(id))
+		}
+	}
+	cmd.Wait()
+	if len(acked) < 300 {
+		t.Fatalf("the child acknowledged %d writes", len(acked))
+	}
+	db := openAt(t, path)
+	docs, err := db.Docs("feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := docs.LastSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last < uint64(len(acked)) {
+		t.Fatalf("LastSeq %d, yet %d writes were acknowledged", last, len(acked))
+	}
+	changes := readChanges(t, docs.Changes, 0, int(last))
+	pos := map[uuidv7.UUID]int{}
+	for i, c := range changes {
+		if c.seq != uint64(i+1) || c.op != storh.OpPut {
+			t.Fatalf("change %d: %v", i, c)
+		}
+		if _, dup := pos[c.id]; dup {
+			t.Fatalf("%s twice in the feed", c.id)
+		}
+		pos[c.id] = i
+	}
+	for i, id := range acked {
+		// The child writes one record at a time, so its acknowledgements
+		// are in commit order.
+		if p, ok := pos[id]; !ok || p != i {
+			t.Fatalf("acknowledged write %d (%s) is at %d in the feed (found: %v)", i, id, p, ok)
+		}
+	}
+	r, err := docs.Put(storh.Map{"after": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameChanges(t, readChanges(t, docs.Changes, last, 1), []change{{last + 1, storh.OpPut, r.ID, 0}})
+}
