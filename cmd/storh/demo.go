@@ -23,6 +23,7 @@ const (
 	demoEventCount = 3000
 	demoPageCount  = 120
 	demoPageSize   = 3
+	demoFeedKeep   = 1000 // the changes demo_pages' feed keeps
 )
 
 func (a *app) demoCmd() *cobra.Command {
@@ -145,7 +146,9 @@ func (a *app) runDemo(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pages, err := db.Docs(demoPages)
+	// The pages keep a change feed: storh changes shows their writes and
+	// deletes in commit order.
+	pages, err := db.Docs(demoPages, storh.WithChangeFeed(demoFeedKeep))
 	if err != nil {
 		return err
 	}
@@ -284,6 +287,7 @@ func (a *app) runDemo(w io.Writer) error {
 	fmt.Fprintf(w, "  %s aggregate %s --group service --count n --sum total_ms=ms\n", self, demoEvents)
 	fmt.Fprintf(w, "  %s tail %s -n 3\n", self, demoEvents)
 	fmt.Fprintf(w, "  %s export %s demo.jsonl\n", self, demoPages)
+	fmt.Fprintf(w, "  %s changes %s --after 0 | tail -3   # its change feed: every put and delete\n", self, demoPages)
 	if note != "" {
 		fmt.Fprintf(w, "(%s)\n", note)
 	}

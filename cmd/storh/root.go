@@ -162,7 +162,7 @@ $STORH_DB. docs/cli.md describes every command with examples.`,
 		}
 	}
 	add("start", a.demoCmd(), a.versionCmd())
-	add("data", a.putCmd(), a.getCmd(), a.patchCmd(), a.deleteCmd(), a.countCmd(), a.aggregateCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.dropCmd(), a.retainCmd(), a.indexCmd(), a.schemaCmd(), a.queueCmd())
+	add("data", a.putCmd(), a.getCmd(), a.patchCmd(), a.deleteCmd(), a.countCmd(), a.aggregateCmd(), a.queryCmd(), a.explainCmd(), a.tailCmd(), a.changesCmd(), a.dropCmd(), a.retainCmd(), a.indexCmd(), a.schemaCmd(), a.queueCmd())
 	add("bulk", a.exportCmd(), a.importCmd(), a.migrateCmd())
 	add("maint", a.statsCmd(), a.verifyCmd(), a.repairCmd(), a.compactCmd(), a.backupCmd())
 	add("ids", a.uuidCmd(), a.objectidCmd())
@@ -209,7 +209,7 @@ func helpTexts(root *cobra.Command) {
 // leading arguments are collections (-1: all); what follows is a file for
 // import and export.
 var collArgs = map[string]int{
-	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "explain": 1, "tail": 1, "export": 1, "import": 1,
+	"put": 1, "get": 1, "delete": 1, "count": 1, "query": 1, "explain": 1, "tail": 1, "changes": 1, "export": 1, "import": 1,
 	"drop": -1, "stats": 1, "verify": -1, "repair": -1, "retain": 1,
 }
 

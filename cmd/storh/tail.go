@@ -45,7 +45,14 @@ up at the next poll.
 With --url (or $STORH_URL), tail reads a running program's storh/web handler
 or a storh serve instead: -f then follows the server's live tail, which
 sends each record as it commits, and --interval is the wait before it
-reconnects after the stream drops.`,
+reconnects after the stream drops.
+
+A collection with a change feed (a program opened it with
+storh.WithChangeFeed) is followed through its feed instead, on PostgreSQL
+and with --url: no polling, and every put shows, in commit order, a Docs
+record written again and records with older ids included, across dropped
+connections. Its deletes show with 'storh changes -f'. On a file, -f polls
+by id as above.`,
 		Example: `  storh tail events
   storh tail events -n 50
   storh tail events -f --interval 250ms
@@ -58,12 +65,33 @@ reconnects after the stream drops.`,
 			if interval <= 0 {
 				return usagef("--interval %v: must be positive", interval)
 			}
-			s, last, err := a.tailLast(args[0], n)
+			// A change feed, followed over HTTP or on PostgreSQL, starts
+			// at the Seq it had before the last records were read.
+			var feedOn bool
+			var tf tailFeed
+			if follow {
+				var err error
+				if feedOn, tf.from, err = a.feedSeq(args[0]); err != nil {
+					return err
+				}
+			}
+			var read func() error
+			if feedOn {
+				read = func() (err error) {
+					_, tf.until, err = a.feedSeq(args[0])
+					return err
+				}
+			}
+			s, last, err := a.tailLastThen(args[0], n, read)
 			if follow && errors.Is(err, storh.ErrLocked) {
 				s, last, err = a.tailLastWhenFree(args[0], n, interval)
 			}
 			if err != nil || !follow || s == nil {
 				return err
+			}
+			if feedOn {
+				tf.last = last
+				return a.followFeed(args[0], tf, interval, a.newPrinter())
 			}
 			return s.follow(a.ctx, args[0], last, interval, a.newPrinter())
 		},
@@ -78,15 +106,28 @@ reconnects after the stream drops.`,
 // collection (zero when empty), where following starts. The store is
 // closed on return: -f does not hold the database open.
 func (a *app) tailLast(name string, n int) (store, uuidv7.UUID, error) {
+	return a.tailLastThen(name, n, nil)
+}
+
+// tailLastThen is tailLast that calls read, if not nil, once it has read
+// the records and before it prints them: tail -f on a change feed takes
+// the feed's Seq there, so that nothing it prints is committed after it.
+func (a *app) tailLastThen(name string, n int, read func() error) (store, uuidv7.UUID, error) {
 	s, cs, err := a.openStoreReader(name)
 	if err != nil {
 		return nil, uuidv7.UUID{}, err
 	}
 	defer s.close()
 	if n == 0 {
-		return s, cs.LastID, nil
+		if read != nil {
+			err = read()
+		}
+		return s, cs.LastID, err
 	}
 	recs, err := s.last(a.ctx, cs.Name, n)
+	if err == nil && read != nil {
+		err = read()
+	}
 	if err != nil {
 		return nil, uuidv7.UUID{}, err
 	}

@@ -104,6 +104,7 @@ var kindErrors = map[string]error{
 	KindConflict:        storh.ErrNotEmpty,
 	KindSchema:          storh.ErrSchema,
 	KindInvalidSchema:   storh.ErrInvalidOption,
+	KindChangesTrimmed:  storh.ErrChangesTrimmed,
 }
 
 // ErrNotAPI is wrapped by the error for an answer that is not one of the

@@ -53,7 +53,16 @@ func (h *handler) collectionStats(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, c := range cs {
 		if c.Name == name {
-			writeJSON(w, http.StatusOK, collectionOf(c))
+			out := collectionOf(c)
+			if c.Kind != "queue" {
+				// Whether it has a change feed: the page follows its
+				// changes, deletes included, rather than its new records.
+				if err := h.feedOf(name, &out); err != nil {
+					writeError(w, err)
+					return
+				}
+			}
+			writeJSON(w, http.StatusOK, out)
 			return
 		}
 	}

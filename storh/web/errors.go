@@ -22,7 +22,7 @@ const (
 	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
 	KindForbidden        = "forbidden"          // 403: a write while writes are off
 	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
-	KindNotFound         = "not_found"          // 404: no such collection, record or endpoint
+	KindNotFound         = "not_found"          // 404: no such collection, record or endpoint; changes of a collection without a feed
 	KindCursorNotFound   = "cursor_not_found"   // 404: an ordered page's cursor names no record (storh.ErrCursorNotFound)
 	KindMethodNotAllowed = "method_not_allowed" // 405: a method the endpoint does not have
 	KindAppendOnly       = "append_only"        // 405: DELETE or PATCH of a log record
@@ -30,6 +30,7 @@ const (
 	KindUniqueViolation  = "unique_violation"   // 409: a unique index holds the value for another record
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
 	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
+	KindChangesTrimmed   = "changes_trimmed"    // 410: changes after the Seq asked for were trimmed from the feed (storh.ErrChangesTrimmed)
 	KindSchema           = "schema_violation"   // 422: a record the collection's JSON Schema refuses, or records a new one would (storh.ErrSchema)
 	KindTooLarge         = "too_large"          // 413: the request body is over the limit
 	KindMisdirected      = "misdirected"        // 421: a Host that WithAllowedHosts does not allow
@@ -79,6 +80,9 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, KindLagged
 	case errors.Is(err, storh.ErrWatchLost):
 		return http.StatusServiceUnavailable, KindWatchLost
+	case errors.Is(err, storh.ErrChangesTrimmed):
+		// Gone for good: asking again cannot bring them back.
+		return http.StatusGone, KindChangesTrimmed
 	case errors.Is(err, storh.ErrCursorNotFound):
 		return http.StatusNotFound, KindCursorNotFound
 	case errors.Is(err, storh.ErrNotFound), errors.Is(err, storh.ErrEmpty):

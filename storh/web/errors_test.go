@@ -58,6 +58,7 @@ func TestClassify(t *testing.T) {
 		{&jsonl.LineError{Line: 3, Err: jsonl.ErrSyntax}, 400, KindBadRequest},
 		{&jsonl.LineError{Line: 3, Err: storh.ErrExists}, 409, KindExists},
 		{storh.ErrLagged, 503, KindLagged},
+		{storh.ErrChangesTrimmed, 410, KindChangesTrimmed},
 		{storh.ErrWatchLost, 503, KindWatchLost},
 		{context.DeadlineExceeded, 503, KindTimeout},
 		{&http.MaxBytesError{Limit: 1}, 413, KindTooLarge},

@@ -91,6 +91,7 @@ func (h *handler) routes() {
 		{path: "/api/collections/{name}/indexes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.indexes}},
 		{path: "/api/collections/{name}/schema", methods: []string{"GET", "PUT", "DELETE"}, serve: []http.HandlerFunc{h.getSchema, h.putSchema, h.deleteSchema}},
 		{path: "/api/collections/{name}/tail", methods: []string{"GET"}, serve: []http.HandlerFunc{h.tail}, tail: true},
+		{path: "/api/collections/{name}/changes", methods: []string{"GET"}, serve: []http.HandlerFunc{h.changes}, tail: true},
 		{path: "/api/collections/{name}/export", methods: []string{"GET"}, serve: []http.HandlerFunc{h.export}},
 		{path: "/api/collections/{name}/import", methods: []string{"POST"}, serve: []http.HandlerFunc{h.importRecords}},
 		{path: "/api/queues/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.queueCounts}},

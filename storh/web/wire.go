@@ -43,6 +43,11 @@ type Collection struct {
 	LastID    string `json:"last_id,omitempty"`
 	FirstTime string `json:"first_time,omitempty"`
 	LastTime  string `json:"last_time,omitempty"`
+	// FeedKeep and LastSeq describe the collection's change feed
+	// (storh.FeedInfo), in api/collections/{name} only: 0 and none
+	// without one, and then api/collections/{name}/changes is 404.
+	FeedKeep int    `json:"feed_keep,omitempty"`
+	LastSeq  uint64 `json:"last_seq,omitempty"`
 }
 
 // Plan is storh.Plan as the API writes it, with its one-line text.

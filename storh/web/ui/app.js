@@ -949,23 +949,29 @@
     $("tail-status").textContent = text;
   }
 
+  // addTailRecord shows one event of the tail: a record, or, from a
+  // collection's change feed, a change ({"seq","op",…}), whose delete
+  // has no data and whose id no longer opens a record.
   function addTailRecord(data, collection) {
     let id = "";
     let time = "";
+    let op = "";
     let body = data;
     try {
       const r = JSON.parse(data);
       id = r.id;
       time = r.time;
-      body = rawMembers(data).get("data") || data;
+      op = r.op || "";
+      body = rawMembers(data).get("data") || (op === "delete" ? "" : data);
     } catch {
       // show what came, as it came
     }
     const list = $("tail-list");
-    list.append(el("li", null,
-      id ? idButton(collection, id) : "",
+    const deleted = op === "delete";
+    list.append(el("li", deleted ? { class: "deleted", dataset: { op, id } } : { dataset: { op } },
+      id && !deleted ? idButton(collection, id) : el("span", { class: "mono" }, id),
       el("span", { class: "time" }, " " + apiTime(time) + " "),
-      el("span", { class: "data mono" }, preview(body))));
+      deleted ? el("span", { class: "op" }, "deleted") : el("span", { class: "data mono" }, preview(body))));
     while (list.children.length > TAIL_KEEP) list.firstElementChild.remove();
   }
 
@@ -977,19 +983,33 @@
     }
   }
 
-  function startTail() {
+  // startTail follows the collection's change feed when it has one (its
+  // puts and deletes, resumed after the last Seq), else its new records.
+  async function startTail() {
     const v = state.view;
     if (!v) return;
     stopTail();
     const collection = v.collection;
-    const url = collectionPath(collection) + "/tail";
     $("tail-start").disabled = true;
     $("tail-stop").disabled = false;
     tailStatus("Connecting…");
+    const starting = { stop: () => {} };
+    tail = starting;
+    let feed = false;
+    try {
+      feed = JSON.parse(await api(collectionPath(collection))).feed_keep > 0;
+    } catch {
+      // An older server, or a failure: the tail says what is wrong.
+    }
+    if (tail !== starting) return; // stopped, or another started, meanwhile
+    const url = collectionPath(collection) + (feed ? "/changes" : "/tail");
+    const live = feed
+      ? "Live: the changes of " + collection + " (its change feed: writes and deletes) appear below."
+      : "Live: new records of " + collection + " appear below.";
     if (!token()) {
       const es = new EventSource(url);
       tail = { stop: () => es.close() };
-      es.onopen = () => tailStatus("Live: new records of " + collection + " appear below.");
+      es.onopen = () => tailStatus(live);
       es.onmessage = (e) => addTailRecord(e.data, collection);
       es.addEventListener("error", (e) => {
         if (typeof e.data === "string") {
@@ -1006,7 +1026,7 @@
     }
     const ctrl = new AbortController();
     tail = { stop: () => ctrl.abort() };
-    fetchTail(url, collection, ctrl.signal).catch((e) => {
+    fetchTail(url, collection, live, ctrl.signal).catch((e) => {
       if (!ctrl.signal.aborted) stopTail("The tail stopped: " + e.message);
     });
   }
@@ -1019,7 +1039,7 @@
     }, { once: true });
   });
 
-  async function fetchTail(url, collection, signal) {
+  async function fetchTail(url, collection, live, signal) {
     let lastId = "";
     while (!signal.aborted) {
       const headers = authHeaders({ Accept: "text/event-stream" });
@@ -1038,7 +1058,7 @@
         stopTail("No live tail: " + (absent(err) ? "this server has no tail endpoint." : err.message));
         return;
       }
-      tailStatus("Live: new records of " + collection + " appear below.");
+      tailStatus(live);
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";
       let ev = { type: "", data: [] };

@@ -579,6 +579,11 @@ func TestBrowser(t *testing.T) {
 		tailRecord(t, p, s)
 	})
 
+	t.Run("feed tail", func(t *testing.T) {
+		p.t = t
+		tailFeed(t, p, s, 1)
+	})
+
 	t.Run("objectid", func(t *testing.T) {
 		p.t = t
 		p.set("oid-count", "100")
@@ -709,6 +714,41 @@ func tailRecord(t *testing.T, p *page, s *store) {
 		`Array.from(document.querySelectorAll("#tail-list li"), li => li.textContent)`)
 	if li := eval[string](p, `document.querySelector("#tail-list li:last-child").textContent`); !strings.Contains(li, `{"n":1000,"tail":true}`) {
 		t.Errorf("the tail shows %q", li)
+	}
+	p.click("tail-stop")
+	p.wait(`document.getElementById("tail-status").textContent === "Stopped."`, `document.getElementById("tail-status").textContent`)
+}
+
+// tailFeed gives docs a change feed, starts its live tail, stores a
+// record and deletes the seeded record del, and waits for the page to
+// show both changes: the tail follows the feed, deletes included.
+func tailFeed(t *testing.T, p *page, s *store, del int) {
+	t.Helper()
+	if _, err := s.db.Docs("docs", storh.WithChangeFeed(100)); err != nil {
+		t.Fatal(err)
+	}
+	p.clickCSS(`button[data-collection="docs"]`)
+	p.wait(`!document.getElementById("tail-start").disabled`, `document.getElementById("tail-status").textContent`)
+	p.click("tail-start")
+	p.wait(`document.getElementById("tail-status").textContent.startsWith("Live: the changes of docs")`, `document.getElementById("tail-status").textContent`)
+	rec, err := s.docs.Put(storh.Map{"n": int64(2000), "feed": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.docs.Delete(s.ids[del]); err != nil {
+		t.Fatal(err)
+	}
+	items := `Array.from(document.querySelectorAll("#tail-list li"), li => li.textContent)`
+	p.wait(fmt.Sprintf(`document.querySelector('#tail-list li.deleted[data-id=%q]') !== null`, s.ids[del]), items)
+	got := eval[[]string](p, items+`.slice(-2)`)
+	if len(got) != 2 || !strings.HasPrefix(got[0], rec.ID.String()) || !strings.Contains(got[0], `{"feed":true,"n":2000}`) ||
+		!strings.HasPrefix(got[1], s.ids[del].String()) || !strings.HasSuffix(got[1], "deleted") {
+		t.Errorf("the tail of the feed shows %q; want the put of %s, then the delete of %s", got, rec.ID, s.ids[del])
+	}
+	// The put's id opens its record; the deleted one's is text.
+	if eval[bool](p, fmt.Sprintf(`document.querySelector('#tail-list button[data-id=%q]') === null`, rec.ID)) ||
+		eval[bool](p, `document.querySelector('#tail-list li.deleted button') !== null`) {
+		t.Errorf("the tail's ids: %q", eval[[]string](p, `Array.from(document.querySelectorAll("#tail-list li"), li => li.innerHTML)`))
 	}
 	p.click("tail-stop")
 	p.wait(`document.getElementById("tail-status").textContent === "Stopped."`, `document.getElementById("tail-status").textContent`)
@@ -961,6 +1001,7 @@ func TestBrowserToken(t *testing.T) {
 	p.clickCSS(`button[data-collection="docs"]`)
 	p.expectIDs(s.ids[0:50])
 	tailRecord(t, p, s)
+	tailFeed(t, p, s, 2)
 
 	p.click("token-forget")
 	if got := eval[bool](p, `sessionStorage.getItem("storh.token") === null`); !got {
