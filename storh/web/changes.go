@@ -1,12 +1,10 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -14,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/jsonv"
 	"github.com/storhdb/storh-go/storh/jsonl"
@@ -351,64 +348,20 @@ func (c *Client) Changes(ctx context.Context, coll, after string, follow bool, e
 		return false, err
 	}
 	defer resp.Body.Close()
-	in := linereader.New(resp.Body, jsonl.MaxLine)
-	var event string
-	var data []byte
-	for {
-		line, _, ok, tooLong, err := in.Next()
-		if tooLong {
-			return true, fmt.Errorf("%w: the changes from %s hold a line longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
-		}
-		if !ok {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return true, err
-		}
-		if len(data)+len(line) > jsonl.MaxLine {
-			return true, fmt.Errorf("%w: the changes from %s hold an event longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
-		}
-		if len(line) > 0 {
-			if line[0] == ':' {
-				continue // a comment: the start, or a heartbeat
-			}
-			field, value, _ := bytes.Cut(line, []byte(":"))
-			value = bytes.TrimPrefix(value, []byte(" "))
-			switch string(field) {
-			case "event":
-				event = string(value)
-			case "data":
-				if len(data) > 0 {
-					data = append(data, '\n')
-				}
-				data = append(data, value...)
-			}
-			continue
-		}
-		// A blank line ends an event.
-		ev, d := event, data
-		event, data = "", data[:0]
+	return true, c.readEvents(resp, "the changes", func(event string, data []byte, more bool) (bool, error) {
 		switch {
-		case ev == "error":
-			var body ErrorResponse
-			if err := json.Unmarshal(d, &body); err != nil || body.Error.Kind == "" {
-				return true, fmt.Errorf("%w: the changes from %s ended with an error event that is not an error of the API", ErrNotAPI, c.base)
-			}
-			return true, errorOfInfo(resp.StatusCode, body.Error)
-		case ev == "end":
+		case event == "end":
 			return true, nil
-		case len(d) == 0:
-			continue
+		case len(data) == 0:
+			return false, nil
 		}
 		var ch Change
-		if err := json.Unmarshal(d, &ch); err != nil || ch.Seq == 0 || (ch.Op != "put" && ch.Op != "delete") {
-			return true, fmt.Errorf("%w: the changes from %s hold an event that is not a change", ErrAnswer, c.base)
+		if err := json.Unmarshal(data, &ch); err != nil || ch.Seq == 0 || (ch.Op != "put" && ch.Op != "delete") {
+			return false, fmt.Errorf("%w: the changes from %s hold an event that is not a change", ErrAnswer, c.base)
 		}
-		line = append(append([]byte(nil), d...), '\n')
-		if err := each(ch, json.RawMessage(line), in.Buffered()); err != nil {
-			return true, err
-		}
-	}
+		line := append(append([]byte(nil), data...), '\n')
+		return false, each(ch, json.RawMessage(line), more)
+	})
 }
 
 // Collection reads the statistics of one collection, with its change

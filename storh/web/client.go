@@ -543,41 +543,51 @@ func (c *Client) Tail(ctx context.Context, coll, from string, lastEventID uuidv7
 		return false, err
 	}
 	defer resp.Body.Close()
-	// An event's data is one record's JSON, which fits a JSON line of an
-	// export: a longer line is not the server's, and is not kept.
+	return true, c.readEvents(resp, "the tail", func(event string, data []byte, more bool) (bool, error) {
+		if len(data) == 0 {
+			return false, nil
+		}
+		return false, each(json.RawMessage(data), more)
+	})
+}
+
+// readEvents reads the Server-Sent Events of a stream (a tail, a change
+// feed) and hands each event's name and data to each, with whether more
+// of the stream is buffered, until each says it is done, the stream ends
+// or an "error" event says why the server ended it. An event's data is
+// one record's JSON, which fits a JSON line of an export: a longer line is
+// not the server's, and is not kept. what names the stream in errors.
+func (c *Client) readEvents(resp *http.Response, what string, each func(event string, data []byte, more bool) (done bool, err error)) error {
 	in := linereader.New(resp.Body, jsonl.MaxLine)
 	var event string
 	var data []byte
 	for {
 		line, _, ok, tooLong, err := in.Next()
 		if tooLong {
-			return true, fmt.Errorf("%w: the tail from %s holds a line longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
+			return fmt.Errorf("%w: %s from %s holds a line longer than %d bytes", ErrAnswer, what, c.base, jsonl.MaxLine)
 		}
 		if !ok {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return true, err
+			return err
 		}
 		if len(data)+len(line) > jsonl.MaxLine {
-			return true, fmt.Errorf("%w: the tail from %s holds an event longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine)
+			return fmt.Errorf("%w: %s from %s holds an event longer than %d bytes", ErrAnswer, what, c.base, jsonl.MaxLine)
 		}
 		if len(line) == 0 {
 			// The end of an event.
 			ev, d := event, data
 			event, data = "", data[:0]
-			switch {
-			case ev == "error":
+			if ev == "error" {
 				var body ErrorResponse
 				if err := json.Unmarshal(d, &body); err != nil || body.Error.Kind == "" {
-					return true, fmt.Errorf("%w: the tail from %s ended with an error event that is not an error of the API", ErrNotAPI, c.base)
+					return fmt.Errorf("%w: %s from %s ended with an error event that is not an error of the API", ErrNotAPI, what, c.base)
 				}
-				return true, errorOfInfo(resp.StatusCode, body.Error)
-			case len(d) == 0:
-				continue
+				return errorOfInfo(resp.StatusCode, body.Error)
 			}
-			if err := each(json.RawMessage(d), in.Buffered()); err != nil {
-				return true, err
+			if done, err := each(ev, d, in.Buffered()); done || err != nil {
+				return err
 			}
 			continue
 		}
