@@ -276,9 +276,8 @@ func (a *app) changesHTTP(name string, from *uint64, follow bool, interval time.
 		}
 		after = strconv.FormatUint(c.LastSeq, 10)
 	}
-	retrying := false
-	for {
-		started, err := s.client.Changes(a.ctx, name, after, follow, func(ch web.Change, line json.RawMessage, more bool) error {
+	return s.reconnecting(a.ctx, "the changes", follow, interval, p.p.flush, func() (bool, error) {
+		return s.client.Changes(a.ctx, name, after, follow, func(ch web.Change, line json.RawMessage, more bool) error {
 			if err := p.print(ch.Seq, ch.Op, ch.ID, ch.Data, line); err != nil {
 				return err
 			}
@@ -288,33 +287,7 @@ func (a *app) changesHTTP(name string, from *uint64, follow bool, interval time.
 			}
 			return nil
 		})
-		if ferr := p.p.flush(); ferr != nil && a.ctx.Err() == nil {
-			return ferr
-		}
-		if a.ctx.Err() != nil {
-			return nil
-		}
-		if err == nil && !follow {
-			return nil
-		}
-		var we *web.Error
-		if !follow || (errors.As(err, &we) && !tailResumable[we.Kind]) {
-			return s.fail(a.ctx, err)
-		}
-		if started {
-			retrying = false
-		}
-		routine := errors.As(err, &we) && we.Kind == web.KindTimeout
-		if !routine && !retrying {
-			a.diag("storh: the changes from %s broke off (%v); connecting again", s.where(), err)
-			retrying = true
-		}
-		select {
-		case <-a.ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
-	}
+	})
 }
 
 // tailFeed is where tail -f follows a collection's change feed: the Seq
@@ -370,9 +343,8 @@ func (a *app) followFeed(name string, tf tailFeed, interval time.Duration, p *re
 		s := a.newHTTPStore()
 		defer s.close()
 		after := tf.from
-		retrying := false
-		for {
-			started, err := s.client.Changes(a.ctx, name, strconv.FormatUint(after, 10), true, func(ch web.Change, _ json.RawMessage, more bool) error {
+		return s.reconnecting(a.ctx, "the changes", true, interval, p.flush, func() (bool, error) {
+			return s.client.Changes(a.ctx, name, strconv.FormatUint(after, 10), true, func(ch web.Change, _ json.RawMessage, more bool) error {
 				after = ch.Seq
 				id, err := uuidv7.Parse(ch.ID)
 				if err != nil {
@@ -397,30 +369,7 @@ func (a *app) followFeed(name string, tf tailFeed, interval time.Duration, p *re
 				}
 				return nil
 			})
-			if ferr := p.flush(); ferr != nil && a.ctx.Err() == nil {
-				return ferr
-			}
-			if a.ctx.Err() != nil {
-				return nil
-			}
-			var we *web.Error
-			if errors.As(err, &we) && !tailResumable[we.Kind] {
-				return s.fail(a.ctx, err)
-			}
-			if started {
-				retrying = false
-			}
-			routine := errors.As(err, &we) && we.Kind == web.KindTimeout
-			if !routine && !retrying {
-				a.diag("storh: the changes from %s broke off (%v); connecting again", s.where(), err)
-				retrying = true
-			}
-			select {
-			case <-a.ctx.Done():
-				return nil
-			case <-time.After(interval):
-			}
-		}
+		})
 	}
 	db, err := a.open(false)
 	if err != nil {

@@ -424,26 +424,41 @@ func (s *httpStore) follow(ctx context.Context, coll string, after uuidv7.UUID, 
 		from = after.String()
 	}
 	last := after
+	return s.reconnecting(ctx, "the tail", true, interval, p.flush, func() (bool, error) {
+		return s.tailOnce(ctx, coll, from, &last, p)
+	})
+}
+
+// reconnecting runs once, one connection of a stream (what: "the tail",
+// "the changes"), until ctx ends; when follow is set it connects again
+// after interval each time the stream breaks off or ends with a resumable
+// error event, as an EventSource would, and once resumes where the last
+// connection stopped. flush writes out what was printed after each
+// connection. It notes a break once, until a connection starts again; the
+// server's tail limit (WithTailLimit) is routine, with no note.
+func (s *httpStore) reconnecting(ctx context.Context, what string, follow bool, interval time.Duration, flush func() error, once func() (started bool, err error)) error {
 	retrying := false
 	for {
-		live, err := s.tailOnce(ctx, coll, from, &last, p)
-		if ferr := p.flush(); ferr != nil && ctx.Err() == nil {
+		started, err := once()
+		if ferr := flush(); ferr != nil && ctx.Err() == nil {
 			return ferr
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err == nil && !follow {
+			return nil
+		}
 		var we *web.Error
-		if errors.As(err, &we) && !tailResumable[we.Kind] {
+		if !follow || (errors.As(err, &we) && !tailResumable[we.Kind]) {
 			return s.fail(ctx, err)
 		}
-		if live {
+		if started {
 			retrying = false
 		}
-		// The server's tail limit (WithTailLimit) is routine: no note.
 		routine := errors.As(err, &we) && we.Kind == web.KindTimeout
 		if !routine && !retrying {
-			s.a.diag("storh: the tail from %s broke off (%v); connecting again", s.where(), err)
+			s.a.diag("storh: %s from %s broke off (%v); connecting again", what, s.where(), err)
 			retrying = true
 		}
 		select {
