@@ -326,22 +326,20 @@ func (s *qumState) drawLease(t *rapid.T) (time.Duration, int64) {
 	return time.Duration(ms) * time.Millisecond, ms
 }
 
+// TestQueueModel runs the model on a file, and in the PostgreSQL pass on
+// PostgreSQL, a fresh schema per run: due times, claims and counts come
+// from the backend's range reads there (LockRange up to the due bound, a
+// walk back over the scheduled).
 func TestQueueModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
 	runQueueModel(t, func() string {
+		if onPostgres {
+			return pgtest.SchemaURL(t)
+		}
 		run++
 		return filepath.Join(dir, fmt.Sprintf("queue-model-%d.db", run))
 	})
-}
-
-// TestQueueModelPostgres runs the model on PostgreSQL, a fresh schema per
-// run: due times, claims and counts come from the backend's range reads
-// there (LockRange up to the due bound, a walk back over the scheduled).
-func TestQueueModelPostgres(t *testing.T) {
-	skipOnPostgresPass(t)
-	pgtest.Require(t)
-	runQueueModel(t, func() string { return pgtest.SchemaURL(t) })
 }
 
 func runQueueModel(t *testing.T, newPath func() string) {
