@@ -21,7 +21,7 @@ func queueOptionsOf(r engine.QueueRule) QueueOptions {
 }
 
 // SetQueueOptions changes the options stored with queue name, creating it
-// if needed, and returns them as stored: each of WithMaxAttempts and
+// if needed: each of WithMaxAttempts and
 // WithBackoff given replaces its value (WithBackoff(0, 0) removes the
 // backoff); what is not given keeps its stored value (or, on a queue that
 // stores none yet, its default). Other options are ErrInvalidOption. It
@@ -31,28 +31,28 @@ func queueOptionsOf(r engine.QueueRule) QueueOptions {
 // apply the new options; a handle opened after with options that differ
 // fails with ErrInvalidOption. A collection of another kind is
 // ErrWrongKind.
-func (db *DB) SetQueueOptions(name string, opts ...CollectionOption) (QueueOptions, error) {
+func (db *DB) SetQueueOptions(name string, opts ...CollectionOption) error {
 	const op = "set queue options"
 	cfg, err := collOptions(engine.KindQueue, opts)
 	if err == nil && (cfg.gen != nil || cfg.indexes != nil || cfg.mustExist) {
 		err = fmt.Errorf("%w: SetQueueOptions takes WithMaxAttempts and WithBackoff only", ErrInvalidOption)
 	}
 	if err != nil {
-		return QueueOptions{}, opErr(op, name, "", -1, err)
+		return opErr(op, name, "", -1, err)
 	}
 	if err := db.eng.Enter(); err != nil {
-		return QueueOptions{}, opErr(op, name, "", -1, err)
+		return opErr(op, name, "", -1, err)
 	}
 	defer db.eng.Exit()
 	if db.eng.Options().ReadOnly {
-		return QueueOptions{}, opErr(op, name, "", -1, ErrReadOnly)
+		return opErr(op, name, "", -1, ErrReadOnly)
 	}
 	h, err := db.eng.OpenHandle(name, engine.KindQueue, false)
 	if err != nil {
-		return QueueOptions{}, opErr(op, name, "", -1, err)
+		return opErr(op, name, "", -1, err)
 	}
 	given := cfg.queueRule()
-	r, err := db.eng.SetQueueRule(h, func(r engine.QueueRule) (engine.QueueRule, error) {
+	_, err = db.eng.SetQueueRule(h, func(r engine.QueueRule) (engine.QueueRule, error) {
 		if given.MaxAttempts != 0 {
 			r.MaxAttempts = given.MaxAttempts
 		}
@@ -61,10 +61,7 @@ func (db *DB) SetQueueOptions(name string, opts ...CollectionOption) (QueueOptio
 		}
 		return r, nil
 	})
-	if err != nil {
-		return QueueOptions{}, opErr(op, name, "", -1, err)
-	}
-	return queueOptionsOf(r), nil
+	return opErr(op, name, "", -1, err)
 }
 
 // QueueOptions returns the options stored with queue name, and false for

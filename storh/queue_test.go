@@ -638,7 +638,7 @@ func TestQueueDefaultMaxAttempts(t *testing.T) {
 	}
 	// The queue may allow more: the count is of the job, the limit of the
 	// queue, and a handle that gives none applies the stored one.
-	if _, err := db.SetQueueOptions("q", storh.WithMaxAttempts(7)); err != nil {
+	if err := db.SetQueueOptions("q", storh.WithMaxAttempts(7)); err != nil {
 		t.Fatal(err)
 	}
 	q7 := qOpen(t, db, "q")
@@ -1724,11 +1724,11 @@ func TestQueueVerifyAfterEveryOperation(t *testing.T) {
 	})
 	clk.Advance(2 * time.Hour)
 	fails("Claim that kills expired claims", storh.ErrEmpty, func() error {
-		if _, err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
+		if err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
 			return err
 		}
 		_, err := q.Claim(time.Hour)
-		if _, err := db.SetQueueOptions("q", storh.WithMaxAttempts(2)); err != nil {
+		if err := db.SetQueueOptions("q", storh.WithMaxAttempts(2)); err != nil {
 			return err
 		}
 		return err
@@ -1882,7 +1882,7 @@ func TestQueueClaimWaitWokenByReleaseAndFail(t *testing.T) {
 				t.Fatalf("claimed %v", j.ID)
 			}
 			if how == "Retry" {
-				if _, err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
+				if err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
 					t.Fatal(err)
 				}
 				if err := q.Fail(id, "dead"); err != nil {
