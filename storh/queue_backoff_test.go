@@ -2,6 +2,8 @@ package storh_test
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -218,5 +220,71 @@ func TestPostgresQueueOptionsAcrossStores(t *testing.T) {
 	}
 	if _, err := a.Queue("jobs", storh.WithMaxAttempts(5)); !errors.Is(err, storh.ErrInvalidOption) || !strings.Contains(err.Error(), "stores max attempts 2") {
 		t.Fatalf("a handle in a with max attempts 5: %v; want ErrInvalidOption naming 2", err)
+	}
+}
+
+// queueOptionsChildEnv gives TestQueueOptionsChild its store and what to
+// set: "<path or URL>|<max attempts>|<backoff min>|<backoff max>".
+const queueOptionsChildEnv = "STORH_QUEUE_OPTIONS_CHILD"
+
+// TestQueueOptionsChild is the second OS process of
+// TestPostgresQueueOptionsAcrossProcesses: it sets the options of queue
+// "jobs" and exits.
+func TestQueueOptionsChild(t *testing.T) {
+	spec := os.Getenv(queueOptionsChildEnv)
+	if spec == "" {
+		t.Skip("run by TestPostgresQueueOptionsAcrossProcesses")
+	}
+	parts := strings.Split(spec, "|")
+	if len(parts) != 4 {
+		t.Fatalf("spec %q", spec)
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err1 := time.ParseDuration(parts[2])
+	hi, err2 := time.ParseDuration(parts[3])
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storh.Open(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.SetQueueOptions("jobs", storh.WithMaxAttempts(n), storh.WithBackoff(lo, hi)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A second OS process's SetQueueOptions applies to this process's next
+// Fail, through a handle opened before it ran.
+func TestPostgresQueueOptionsAcrossProcesses(t *testing.T) {
+	url := pgtest.URL(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	db := openPostgres(t, url, storh.WithClock(func() time.Time { return time.UnixMilli(now.Load()) }))
+	q := qOpen(t, db, "jobs")
+	id := qEnqueue(t, q, storh.Map{"n": 1})
+	qClaim(t, q, time.Minute)
+
+	cmd, in, _ := startChild(t, "TestQueueOptionsChild", queueOptionsChildEnv+"="+url+"|2|30s|30s")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the child: %v", err)
+	}
+	failed := time.UnixMilli(now.Load())
+	if err := q.Fail(id, "first"); err != nil {
+		t.Fatal(err)
+	}
+	due := wantDueIn(t, q, id, failed, 24*time.Second, 36*time.Second)
+	now.Store(due.UnixMilli())
+	qClaim(t, q, time.Minute)
+	if err := q.Fail(id, "second"); err != nil {
+		t.Fatal(err)
+	}
+	if j := qLookup(t, q, id); j.State != storh.JobDead {
+		t.Fatalf("after the 2nd Fail: %v; want dead (the child stored max attempts 2)", j.State)
 	}
 }
