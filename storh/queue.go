@@ -56,7 +56,11 @@ type Queue struct {
 
 // DefaultMaxAttempts is how many claims a job gets when the queue was opened
 // without WithMaxAttempts.
-const DefaultMaxAttempts = engine.DefaultMaxAttempts
+const DefaultMaxAttempts = 5
+
+// The engine fills a stored rule with its own default: the two must agree
+// (a constant that does not fit a uint fails the build).
+const _ = uint(DefaultMaxAttempts-engine.DefaultMaxAttempts) + uint(engine.DefaultMaxAttempts-DefaultMaxAttempts)
 
 // JobState is where a job is in its life: JobPending (waiting to be
 // claimed), JobClaimed (leased to a worker until its lease ends), JobDone
