@@ -54,8 +54,9 @@ type Queue struct {
 	rule engine.QueueRule
 }
 
-// DefaultMaxAttempts is how many claims a job gets when the queue was opened
-// without WithMaxAttempts.
+// DefaultMaxAttempts is how many claims a job gets when the handle that
+// created the queue gave no WithMaxAttempts (and SetQueueOptions set none
+// since).
 const DefaultMaxAttempts = 5
 
 // The engine fills a stored rule with its own default: the two must agree
