@@ -218,7 +218,8 @@ func (db *DB) Log(name string, opts ...CollectionOption) (*Log, error) {
 }
 
 // Queue opens the durable job queue name, creating it if needed. See Queue
-// for its operations; WithMaxAttempts sets how many claims a job gets.
+// for its operations; WithMaxAttempts sets how many claims a job gets and
+// WithBackoff how long a failed one waits, both stored with the queue.
 func (db *DB) Queue(name string, opts ...CollectionOption) (*Queue, error) {
 	c, err := db.open("queue", name, engine.KindQueue, opts)
 	if err != nil {
@@ -241,7 +242,11 @@ func (db *DB) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	h.Indexes, h.Schema, h.Feed = cfg.indexes, cfg.schema, cfg.feed
+	h.Rule, h.BackoffGiven = cfg.queueRule(), cfg.backoff != nil
 	if err := db.eng.CheckHandleSchema(h); err != nil {
+		return coll{}, opErr(op, name, "", -1, err)
+	}
+	if err := db.eng.CheckHandleQueue(h); err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
 	if err := db.eng.EnsureIndexes(h); err != nil {

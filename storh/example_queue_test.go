@@ -312,3 +312,57 @@ func ExampleQueue_CompleteClaim() {
 	// true
 	// <nil>
 }
+
+// A failed job waits before its next attempt: 1s after its first failure,
+// 2s after its second, … capped at a minute, each ±20% so that jobs that
+// failed together spread out. The database's clock decides (WithClock);
+// here it is a fixed one that the example moves on by hand. The options
+// are stored with the queue: every handle and process applies them, and
+// SetQueueOptions changes them.
+func ExampleWithBackoff() {
+	dir, err := os.MkdirTemp("", "storh-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	now := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	db, err := storh.Open(filepath.Join(dir, "app.db"), storh.WithClock(func() time.Time { return now }))
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	jobs, err := db.Queue("webhooks", storh.WithMaxAttempts(3), storh.WithBackoff(time.Second, time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	id, err := jobs.Enqueue(storh.Map{"url": "https://example.com/hook"})
+	if err != nil {
+		panic(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		job, _ := jobs.Claim(time.Minute)
+		jobs.FailClaim(job, "503 from the peer")
+		job, _ = jobs.Lookup(id)
+		wait := job.Due.Sub(now)
+		fmt.Println("attempt", attempt, "failed; waits about", wait.Round(time.Second))
+		_, err := jobs.Claim(time.Minute)
+		fmt.Println("claimable at once:", !errors.Is(err, storh.ErrEmpty))
+		now = job.Due
+	}
+
+	// Another handle gets the stored options; one that differs is refused.
+	_, err = db.Queue("webhooks", storh.WithMaxAttempts(5))
+	fmt.Println(errors.Is(err, storh.ErrInvalidOption))
+	if err := db.SetQueueOptions("webhooks", storh.WithMaxAttempts(5)); err != nil {
+		panic(err)
+	}
+	opts, _, _ := db.QueueOptions("webhooks")
+	fmt.Println(opts.MaxAttempts, opts.BackoffMin, opts.BackoffMax)
+	// Output:
+	// attempt 1 failed; waits about 1s
+	// claimable at once: false
+	// attempt 2 failed; waits about 2s
+	// claimable at once: false
+	// true
+	// 5 1s 1m0s
+}

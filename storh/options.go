@@ -130,6 +130,7 @@ type collConfig struct {
 	indexes     []engine.IndexSpec
 	mustExist   bool
 	maxAttempts int
+	backoff     *[2]time.Duration // WithBackoff; nil: not given
 	retention   time.Duration
 	ttl         *ttlConf // WithTTL; nil: none
 	schema      []byte   // WithSchema; nil: none
@@ -153,7 +154,12 @@ func WithRetention(d time.Duration) CollectionOption {
 
 // WithMaxAttempts sets how many claims a job of the queue gets (n >= 1;
 // default DefaultMaxAttempts): a job that fails, or whose lease ends, on its
-// nth claim is dead. It applies to the operations through this handle.
+// nth claim is dead. It is stored with the queue when the handle's first
+// write creates it, and every handle, process and the CLI then apply the
+// stored value; a handle opened with a value that differs from the stored
+// one fails with ErrInvalidOption (change it with DB.SetQueueOptions). A
+// queue created by a storh from before stores none: the handle's value
+// applies to its operations until SetQueueOptions stores one.
 // Only queues take it: Docs and Log refuse it with ErrInvalidOption.
 func WithMaxAttempts(n int) CollectionOption {
 	return CollectionOption{func(c *collConfig) error {
@@ -163,6 +169,39 @@ func WithMaxAttempts(n int) CollectionOption {
 		c.maxAttempts = n
 		return nil
 	}}
+}
+
+// WithBackoff makes a failed job wait before its next attempt: a Fail (or
+// FailClaim) that leaves the job pending makes it due min·2^(attempts-1)
+// later, by the database's clock (WithClock), capped at max, then scaled by
+// a random factor in [0.8, 1.2) so that jobs failing together do not come
+// back together. A lease that ends is not backed off: the job waited its
+// lease already and is claimable at once. Both are whole milliseconds, min
+// at least 1ms and max at least min; WithBackoff(0, 0) asks for no backoff
+// (the default). Like WithMaxAttempts it is stored with the queue when the
+// handle creates it, and a handle whose backoff differs from the stored one
+// fails with ErrInvalidOption. Only queues take it.
+func WithBackoff(min, max time.Duration) CollectionOption {
+	return CollectionOption{func(c *collConfig) error {
+		switch {
+		case min == 0 && max == 0:
+		case min < time.Millisecond || max < min:
+			return fmt.Errorf("%w: WithBackoff(%v, %v): min must be at least 1ms and max at least min (WithBackoff(0, 0) for none)", ErrInvalidOption, min, max)
+		case min%time.Millisecond != 0 || max%time.Millisecond != 0:
+			return fmt.Errorf("%w: WithBackoff(%v, %v): the backoff is kept in whole milliseconds", ErrInvalidOption, min, max)
+		}
+		c.backoff = &[2]time.Duration{min, max}
+		return nil
+	}}
+}
+
+// queueRule is the rule the options give, zero where they give none.
+func (c collConfig) queueRule() engine.QueueRule {
+	r := engine.QueueRule{MaxAttempts: c.maxAttempts}
+	if c.backoff != nil {
+		r.BackoffMin, r.BackoffMax = c.backoff[0].Milliseconds(), c.backoff[1].Milliseconds()
+	}
+	return r
 }
 
 // WithClock makes the database read the time from now instead of time.Now:
@@ -256,6 +295,9 @@ func collOptions(kind engine.Kind, opts []CollectionOption) (collConfig, error) 
 	}
 	if cfg.maxAttempts != 0 && kind != engine.KindQueue {
 		return cfg, fmt.Errorf("%w: WithMaxAttempts is for queues, not a %s collection", ErrInvalidOption, kind)
+	}
+	if cfg.backoff != nil && kind != engine.KindQueue {
+		return cfg, fmt.Errorf("%w: WithBackoff is for queues, not a %s collection", ErrInvalidOption, kind)
 	}
 	if cfg.schema != nil && kind == engine.KindQueue {
 		return cfg, fmt.Errorf("%w: WithSchema is for docs and logs, not a queue", ErrInvalidOption)

@@ -25,8 +25,9 @@ import (
 //     turn).
 //   - Cancel deletes a job no worker holds; a held claim is ErrClaimed.
 //   - Complete ends a claim in success; Fail ends it in failure, and the job
-//     is pending again, or dead once it has used its attempts
-//     (WithMaxAttempts, default DefaultMaxAttempts). Release gives a claim
+//     is pending again (after a backoff, with WithBackoff), or dead once it
+//     has used its attempts (WithMaxAttempts, default DefaultMaxAttempts).
+//     Both are stored with the queue (SetQueueOptions). Release gives a claim
 //     back without using an attempt; Extend prolongs a lease.
 //   - A claim whose lease ended is pending again at the next Claim (or
 //     RequeueExpired): the jobs of a crashed worker are never lost. A job
@@ -46,13 +47,21 @@ import (
 // forms (CompleteClaim, FailClaim, ExtendClaim) take the Job a claim
 // returned and act only while that claim holds: Job.Token names it.
 type Queue struct {
-	c           coll
-	maxAttempts int
+	c coll
+	// rule is the handle's options' rule, filled: what its operations
+	// apply on a queue that stores none (created before rules were
+	// stored). A stored rule wins, read in each operation's transaction.
+	rule engine.QueueRule
 }
 
-// DefaultMaxAttempts is how many claims a job gets when the queue was opened
-// without WithMaxAttempts.
+// DefaultMaxAttempts is how many claims a job gets when the handle that
+// created the queue gave no WithMaxAttempts (and SetQueueOptions set none
+// since).
 const DefaultMaxAttempts = 5
+
+// The engine fills a stored rule with its own default: the two must agree
+// (a constant that does not fit a uint fails the build).
+const _ = uint(DefaultMaxAttempts-engine.DefaultMaxAttempts) + uint(engine.DefaultMaxAttempts-DefaultMaxAttempts)
 
 // JobState is where a job is in its life: JobPending (waiting to be
 // claimed), JobClaimed (leased to a worker until its lease ends), JobDone
@@ -104,11 +113,7 @@ func newQueue(c coll, opts []CollectionOption) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{c: c, maxAttempts: cfg.maxAttempts}
-	if q.maxAttempts == 0 {
-		q.maxAttempts = DefaultMaxAttempts
-	}
-	return q, nil
+	return &Queue{c: c, rule: cfg.queueRule().Filled()}, nil
 }
 
 func newJob(j engine.Job) Job {
@@ -394,7 +399,7 @@ func (q *Queue) ClaimMany(n int, lease time.Duration) ([]Job, error) {
 	err = q.doMoving("claim", "", ErrEmpty, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
-		claimed, err = etx.Claim(ec, now, ms, n, q.maxAttempts)
+		claimed, err = etx.Claim(ec, now, ms, n, q.rule)
 		return err
 	})
 	if err != nil {
@@ -542,7 +547,12 @@ func (q *Queue) CompleteMany(ids []uuidv7.UUID) (int, error) {
 var errNoQueue = fmt.Errorf("%w: the queue holds no job", ErrNotFound)
 
 // Fail ends a claim in failure, keeping reason as the job's LastError: the
-// job is pending again at its place, or dead if it has used its attempts.
+// job is pending again, or dead if it has used the queue's max attempts.
+// Without a backoff the pending job is back at its place, claimable at
+// once; with one (WithBackoff) it is due after it, by the database's
+// clock, and Job.Due says when. The rule is the queue's stored one, read
+// in the Fail's transaction: a SetQueueOptions that committed before,
+// in any process, applies.
 // LastError is always text: each byte of reason that is not part of a
 // UTF-8 character becomes U+FFFD, and the result is cut at 1 KiB on a
 // character boundary.
@@ -563,7 +573,7 @@ func (q *Queue) fail(id uuidv7.UUID, token uint64, reason string) error {
 	}
 	return q.doMoving("fail", id.String(), noJob(id), func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
-		_, err := etx.Fail(ec, id, token, reason, now, q.maxAttempts)
+		_, err := etx.Fail(ec, id, token, reason, now, q.rule)
 		return err
 	})
 }
@@ -657,7 +667,7 @@ func (q *Queue) RequeueExpired() (int, error) {
 	err := q.doMoving("requeue", "", errNoQueue, func(etx *engine.Tx, ec *engine.Coll) error {
 		now := q.now()
 		var err error
-		n, err = etx.RequeueExpired(ec, now, q.maxAttempts)
+		n, err = etx.RequeueExpired(ec, now, q.rule)
 		return err
 	})
 	if errors.Is(err, errNoQueue) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,16 +47,19 @@ type qumClaim struct {
 }
 
 type qumState struct {
-	path    string
-	clk     *testClock
-	db      *storh.DB
-	q       *storh.Queue
-	max     int
-	jobs    map[uuidv7.UUID]*qumJob
-	used    []uuidv7.UUID // every id ever enqueued, purged ones too
-	nextSeq int
-	nextN   int64
-	claims  []qumClaim // every claim handed out
+	path string
+	clk  *testClock
+	db   *storh.DB
+	q    *storh.Queue
+	max  int
+	// bmin, bmax: the stored backoff (ms; 0: none), as max the stored max
+	// attempts.
+	bmin, bmax int64
+	jobs       map[uuidv7.UUID]*qumJob
+	used       []uuidv7.UUID // every id ever enqueued, purged ones too
+	nextSeq    int
+	nextN      int64
+	claims     []qumClaim // every claim handed out
 }
 
 // claimed notes the tokens of jobs a claim returned, as the model's jobs
@@ -99,12 +103,48 @@ func (s *qumState) open(t *rapid.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	s.db = db
-	if s.q, err = db.Queue("q", storh.WithMaxAttempts(s.max)); err != nil {
+	if s.q, err = db.Queue("q", s.opts()...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *qumState) now() int64 { return s.clk.Ms() }
+
+// opts are the options the model's queue stores.
+func (s *qumState) opts() []storh.CollectionOption {
+	ms := time.Millisecond
+	return []storh.CollectionOption{storh.WithMaxAttempts(s.max), storh.WithBackoff(time.Duration(s.bmin)*ms, time.Duration(s.bmax)*ms)}
+}
+
+// failed moves the model's job j, whose claim a Fail ended, to pending or
+// dead. With a backoff the store draws the jitter: the model checks that
+// the due time the store chose is within ±20% of the doubling, capped
+// delay, and takes it.
+func (s *qumState) failed(t *rapid.T, j *qumJob, reason string) {
+	j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), reason
+	if j.attempts >= s.max {
+		j.state = storh.JobDead
+		return
+	}
+	if s.bmin == 0 {
+		return
+	}
+	d := s.bmax
+	if j.attempts-1 < 40 && s.bmin<<(j.attempts-1) < s.bmax {
+		d = s.bmin << (j.attempts - 1)
+	}
+	lo, hi := int64(math.Round(float64(d)*0.8)), int64(math.Round(float64(d)*1.2))
+	got, err := s.q.Lookup(j.id)
+	if err != nil {
+		t.Fatalf("Lookup after Fail: %v", err)
+	}
+	due := got.Due.UnixMilli()
+	if due < s.now()+lo || due > s.now()+hi {
+		t.Fatalf("job %v failed attempt %d with backoff %d..%d ms: due %d ms after the Fail; want within [%d, %d]",
+			j.id, j.attempts, s.bmin, s.bmax, due-s.now(), lo, hi)
+	}
+	j.due = due
+}
 
 func (s *qumState) clone() map[uuidv7.UUID]*qumJob {
 	out := make(map[uuidv7.UUID]*qumJob, len(s.jobs))
@@ -566,10 +606,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 				j, want := s.expectClaimed(id)
 				qumWant(t, "Fail", s.q.Fail(id, reason), want)
 				if want == nil {
-					j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), qumCut(reason)
-					if j.attempts >= s.max {
-						j.state = storh.JobDead
-					}
+					s.failed(t, j, qumCut(reason))
 				}
 			},
 			"complete claim": func(t *rapid.T) {
@@ -591,10 +628,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 				j, want := s.expectClaim(c)
 				qumWant(t, "FailClaim", s.q.FailClaim(storh.Job{Record: storh.Record{ID: c.id}, Token: c.token}, "token"), want)
 				if want == nil {
-					j.state, j.lease, j.changed, j.reason = storh.JobPending, 0, s.now(), "token"
-					if j.attempts >= s.max {
-						j.state = storh.JobDead
-					}
+					s.failed(t, j, "token")
 				}
 			},
 			"extend claim": func(t *rapid.T) {
@@ -611,6 +645,35 @@ func runQueueModel(t *testing.T, newPath func() string) {
 					if until.UnixMilli() != j.lease {
 						t.Fatalf("ExtendClaim = %v; want %d ms", until, j.lease)
 					}
+				}
+			},
+			"set queue options": func(t *rapid.T) {
+				// Through the DB, as another process would: the handle
+				// opened before applies them from its next Fail on.
+				s.max = rapid.IntRange(1, 4).Draw(t, "max attempts")
+				s.bmin, s.bmax = 0, 0
+				if rapid.Bool().Draw(t, "backoff") {
+					s.bmin = rapid.SampledFrom([]int64{1, 3, 10}).Draw(t, "backoff min ms")
+					s.bmax = s.bmin * rapid.Int64Range(1, 8).Draw(t, "backoff max/min")
+				}
+				if err := s.db.SetQueueOptions("q", s.opts()...); err != nil {
+					t.Fatalf("SetQueueOptions: %v", err)
+				}
+				o, ok, err := s.db.QueueOptions("q")
+				if want := (storh.QueueOptions{MaxAttempts: s.max, BackoffMin: time.Duration(s.bmin) * time.Millisecond,
+					BackoffMax: time.Duration(s.bmax) * time.Millisecond}); err != nil || !ok || o != want {
+					t.Fatalf("QueueOptions = %+v, %v, %v; want %+v", o, ok, err, want)
+				}
+			},
+			"open a handle with other options": func(t *rapid.T) {
+				_, err := s.db.Queue("q", storh.WithMaxAttempts(s.max+1))
+				// Before the first write nothing is stored: any handle goes.
+				if _, stored, _ := s.db.QueueOptions("q"); stored {
+					qumWant(t, "Queue(other max attempts)", err, storh.ErrInvalidOption)
+				}
+				_, err = s.db.Queue("q", storh.WithBackoff(time.Duration(s.bmin+1)*time.Millisecond, time.Duration(s.bmax+10)*time.Millisecond))
+				if _, stored, _ := s.db.QueueOptions("q"); stored {
+					qumWant(t, "Queue(other backoff)", err, storh.ErrInvalidOption)
 				}
 			},
 			"token form without a token": func(t *rapid.T) {
@@ -725,7 +788,7 @@ func runQueueModel(t *testing.T, newPath func() string) {
 				commit := rapid.Bool().Draw(t, "commit")
 				errRollback := errors.New("roll back")
 				err := s.db.Update(func(tx *storh.Tx) error {
-					tq, err := tx.Queue("q", storh.WithMaxAttempts(s.max))
+					tq, err := tx.Queue("q", s.opts()...)
 					if err != nil {
 						return err
 					}

@@ -636,9 +636,12 @@ func TestQueueDefaultMaxAttempts(t *testing.T) {
 		}
 		qWantJob(t, q, id, want, i, fmt.Sprint("failure ", i))
 	}
-	// Another handle on the same queue may allow more: the count is of
-	// the job, the limit of the handle.
-	q7 := qOpen(t, db, "q", storh.WithMaxAttempts(7))
+	// The queue may allow more: the count is of the job, the limit of the
+	// queue, and a handle that gives none applies the stored one.
+	if err := db.SetQueueOptions("q", storh.WithMaxAttempts(7)); err != nil {
+		t.Fatal(err)
+	}
+	q7 := qOpen(t, db, "q")
 	if err := q7.Retry(id); err != nil {
 		t.Fatal(err)
 	}
@@ -1721,8 +1724,13 @@ func TestQueueVerifyAfterEveryOperation(t *testing.T) {
 	})
 	clk.Advance(2 * time.Hour)
 	fails("Claim that kills expired claims", storh.ErrEmpty, func() error {
-		q1 := qOpen(t, db, "q", storh.WithMaxAttempts(1))
-		_, err := q1.Claim(time.Hour)
+		if err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
+			return err
+		}
+		_, err := q.Claim(time.Hour)
+		if err := db.SetQueueOptions("q", storh.WithMaxAttempts(2)); err != nil {
+			return err
+		}
 		return err
 	})
 	step("PurgeDone", func() error { _, err := q.PurgeDone(time.Millisecond); return err })
@@ -1874,8 +1882,10 @@ func TestQueueClaimWaitWokenByReleaseAndFail(t *testing.T) {
 				t.Fatalf("claimed %v", j.ID)
 			}
 			if how == "Retry" {
-				q1 := qOpen(t, db, "q", storh.WithMaxAttempts(1))
-				if err := q1.Fail(id, "dead"); err != nil {
+				if err := db.SetQueueOptions("q", storh.WithMaxAttempts(1)); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Fail(id, "dead"); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -64,6 +64,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	}
 	h := tx.etx.Handle(name, kind)
 	h.Indexes, h.Schema, h.Feed = cfg.indexes, cfg.schema, cfg.feed
+	h.Rule, h.BackoffGiven = cfg.queueRule(), cfg.backoff != nil
 	err = tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
@@ -77,6 +78,9 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		}
 		if err == nil && c != nil {
 			err = tx.etx.CheckHandleSchema(c, h.Schema)
+		}
+		if err == nil && c != nil && kind == engine.KindQueue {
+			err = tx.etx.CheckQueueRule(c, h.Rule, h.BackoffGiven)
 		}
 		if err == nil && c != nil {
 			err = tx.etx.EnsureIndexes(c, h.Indexes)

@@ -120,3 +120,40 @@ func TestPostgresTailFollow(t *testing.T) {
 		t.Errorf("interrupted tail -f exit code %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestPostgresQueueOptions sets a queue's options on PostgreSQL with one
+// storh process and reads them, and is ruled by them, in others: they are
+// stored with the queue, not with a process.
+func TestPostgresQueueOptions(t *testing.T) {
+	url := postgresSchema(t)
+	storh := func(want int, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runStorh(context.Background(), "", append([]string{"--db", url}, args...)...)
+		if code != want {
+			t.Fatalf("storh %s: exit %d, want %d; stderr:\n%s", strings.Join(args, " "), code, want, stderr)
+		}
+		return stdout
+	}
+	id := strings.TrimSpace(storh(0, "queue", "enqueue", "jobs", `{"n":1}`))
+	if got := storh(0, "queue", "options", "jobs"); got != "queue \"jobs\": max attempts 5, no backoff\n" {
+		t.Fatalf("options before: %q", got)
+	}
+	storh(0, "queue", "options", "jobs", "--max-attempts", "2", "--backoff", "1h,2h")
+	if got := storh(0, "--json", "queue", "options", "jobs"); got != `{"queue":"jobs","max_attempts":2,"backoff_min":"1h0m0s","backoff_max":"2h0m0s","stored":true}`+"\n" {
+		t.Fatalf("options after: %q", got)
+	}
+	storh(0, "queue", "claim", "jobs", "--lease", "1h")
+	if got := storh(0, "queue", "fail", "jobs", id); !strings.HasSuffix(got, "is pending after 1 attempt\n") {
+		t.Fatalf("fail: %q", got)
+	}
+	// Backed off for about an hour: nothing to claim.
+	storh(exitError, "queue", "claim", "jobs")
+	storh(0, "queue", "options", "jobs", "--backoff", "none")
+	id2 := strings.TrimSpace(storh(0, "queue", "enqueue", "jobs", `{"n":2}`))
+	for i, want := range []string{"is pending after 1 attempt\n", "is dead after 2 attempts\n"} {
+		storh(0, "queue", "claim", "jobs", "--lease", "1h")
+		if got := storh(0, "queue", "fail", "jobs", id2); !strings.HasSuffix(got, want) {
+			t.Fatalf("fail %d: %q; want …%q", i+1, got, want)
+		}
+	}
+}

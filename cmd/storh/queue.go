@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,10 +15,10 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, release, extend, lookup, stats, purge",
+	cmd := groupCmd("queue", "Work with a durable job queue: enqueue, claim, complete, fail, retry, cancel, release, extend, lookup, stats, options, purge",
 		a.queueEnqueueCmd(), a.queueClaimCmd(), a.queueCompleteCmd(), a.queueFailCmd(),
 		a.queueRetryCmd(), a.queueCancelCmd(), a.queueReleaseCmd(), a.queueExtendCmd(), a.queueLookupCmd(),
-		a.queueJobsCmd(), a.queueStatsCmd(), a.queuePurgeCmd())
+		a.queueJobsCmd(), a.queueStatsCmd(), a.queueOptionsCmd(), a.queuePurgeCmd())
 	cmd.Long = `A queue hands jobs from producers to workers, in the same file as the
 collections. A job is a JSON object and a state: pending, claimed (leased to
 one worker until its lease ends), done, or dead (it failed its last allowed
@@ -36,6 +37,7 @@ for scripts, inspection and repair by hand. See docs/queue.md.`
   storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h
   storh queue lookup emails 0190a4f4-5c3b-7def-8123-456789abcdef
   storh queue stats emails
+  storh queue options emails --max-attempts 8 --backoff 1s,5m
   storh queue purge emails --older-than 168h`
 	for _, sub := range cmd.Commands() {
 		sub.ValidArgsFunction = a.completeColl(1)
@@ -325,8 +327,9 @@ func (a *app) queueFailCmd() *cobra.Command {
 		Use:   "fail QUEUE ID",
 		Short: "End a claim in failure: the job is pending again, or dead",
 		Long: `Fail ends the claim of the job ID in failure, keeping --reason as its last
-error: the job is pending again at its place in the queue, or dead if it has
-used its attempts (5 unless the program that claims set another limit). It
+error: the job is pending again, or dead if it has used the queue's max
+attempts (see queue options). With a backoff the pending job waits for it
+before a claim takes it again; without, it is back at its place at once. It
 prints the job's state afterwards.`,
 		Example: `  storh queue fail emails 0190a4f4-5c3b-7def-8123-456789abcdef --reason "smtp timeout"`,
 		Args:    args(2, 2),
@@ -685,4 +688,112 @@ writes, and 'storh compact' gives them back to the file system.`,
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only jobs completed (or dead) longer ago than this")
 	cmd.Flags().BoolVar(&dead, "dead", false, "purge the dead jobs instead of the done ones")
 	return cmd
+}
+
+func (a *app) queueOptionsCmd() *cobra.Command {
+	var maxAttempts int
+	var backoff string
+	cmd := &cobra.Command{
+		Use:   "options QUEUE [--max-attempts N] [--backoff MIN,MAX]",
+		Short: "Print or set the options stored with a queue: max attempts and backoff",
+		Long: `Options prints the options stored with QUEUE (with --json, one object
+{"queue","max_attempts","backoff_min","backoff_max","stored"}, the backoff in
+Go durations, "0s" for none): how many claims a job gets, and how long a job
+that failed waits before its next claim (MIN·2^(attempts-1), capped at MAX,
+±20%). Every program and process that opens the queue applies them.
+
+With --max-attempts or --backoff it sets them first (creating the queue if
+needed); what is not given keeps its value. --backoff none removes the
+backoff. A queue created by a storh from before options were stored has
+none stored: its programs' own options apply until this sets some.`,
+		Example: `  storh queue options emails
+  storh queue options emails --max-attempts 8
+  storh queue options emails --backoff 1s,5m
+  storh queue options emails --backoff none`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var opts []storh.CollectionOption
+			if cmd.Flags().Changed("max-attempts") {
+				if maxAttempts < 1 {
+					return fmt.Errorf("--max-attempts %d: a job needs at least one attempt", maxAttempts)
+				}
+				opts = append(opts, storh.WithMaxAttempts(maxAttempts))
+			}
+			if cmd.Flags().Changed("backoff") {
+				lo, hi, err := parseBackoff(backoff)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, storh.WithBackoff(lo, hi))
+			}
+			name := args[0]
+			var db *storh.DB
+			var err error
+			if len(opts) > 0 {
+				if err := checkCollNames([]string{name}); err != nil {
+					return err
+				}
+				if db, err = a.open(true); err != nil {
+					return err
+				}
+				defer db.Close()
+				if err := db.SetQueueOptions(name, opts...); err != nil {
+					if errors.Is(err, storh.ErrWrongKind) {
+						return fmt.Errorf("collection %s is not a queue: choose another name", qname(name))
+					}
+					return err
+				}
+			} else {
+				if db, _, err = a.openQueue(name, false, false); err != nil {
+					return err
+				}
+				defer db.Close()
+			}
+			o, stored, err := db.QueueOptions(name)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(struct {
+					Queue       string `json:"queue"`
+					MaxAttempts int    `json:"max_attempts"`
+					BackoffMin  string `json:"backoff_min"`
+					BackoffMax  string `json:"backoff_max"`
+					Stored      bool   `json:"stored"`
+				}{name, o.MaxAttempts, o.BackoffMin.String(), o.BackoffMax.String(), stored})
+			}
+			b := "no backoff"
+			if o.BackoffMin > 0 {
+				b = fmt.Sprintf("backoff %v to %v", o.BackoffMin, o.BackoffMax)
+			}
+			fmt.Fprintf(a.stdout, "queue %s: max attempts %d, %s\n", qname(name), o.MaxAttempts, b)
+			if !stored {
+				fmt.Fprintln(a.stdout, "(none stored: the queue is from an older storh, and each program's own options apply)")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, "how many claims a job gets (at least 1)")
+	cmd.Flags().StringVar(&backoff, "backoff", "", "MIN,MAX: a failed job waits MIN·2^(attempts-1), capped at MAX, ±20% (none: no backoff)")
+	return cmd
+}
+
+// parseBackoff reads --backoff: MIN,MAX as Go durations, or none.
+func parseBackoff(s string) (time.Duration, time.Duration, error) {
+	if s == "none" {
+		return 0, 0, nil
+	}
+	lo, hi, ok := strings.Cut(s, ",")
+	if !ok {
+		return 0, 0, fmt.Errorf("--backoff %q: give MIN,MAX (e.g. 1s,5m) or none", s)
+	}
+	min, err := time.ParseDuration(strings.TrimSpace(lo))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--backoff %q: MIN: %v", s, err)
+	}
+	max, err := time.ParseDuration(strings.TrimSpace(hi))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--backoff %q: MAX: %v", s, err)
+	}
+	return min, max, nil
 }

@@ -32,6 +32,12 @@ type Handle struct {
 	// none asked): given to the collection when its first write creates
 	// it, and set on one that exists (EnsureFeed).
 	Feed int64
+	// Rule is the queue rule the handle's options gave (zero fields: not
+	// given), stored with the queue when its first write creates it, and
+	// refused on one that stores another (CheckQueueRule). BackoffGiven:
+	// the options gave a backoff (or none, explicitly).
+	Rule         QueueRule
+	BackoffGiven bool
 
 	key   []byte    // Name as a bucket key, made once: see ReadRecord
 	roots *rootSlot // the records bucket's root page at the last commit a point read saw (direct.go)
@@ -181,6 +187,11 @@ func (t *Tx) Use(h Handle, write bool) (*Coll, error) {
 	}
 	if err := t.EnsureFeed(c, h.Feed); err != nil {
 		return nil, err
+	}
+	if h.Kind == KindQueue {
+		if err := c.storeQueueRule(h.Rule); err != nil {
+			return nil, err
+		}
 	}
 	if h.Schema != nil {
 		s, err := CompileSchema(h.Schema)

@@ -219,6 +219,10 @@ type Coll struct {
 	announced bool
 
 	feed feedState // the change feed, found on first use (feed.go)
+
+	// rule: the queue's stored rule, read on first use (queue_rule.go).
+	rule              QueueRule
+	hasRule, ruleRead bool
 }
 
 // bound is a cached upper bound of a records bucket's largest key.

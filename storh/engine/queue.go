@@ -384,13 +384,13 @@ func pendingID(c *Coll, k, v []byte) (uuidv7.UUID, error) {
 // those read, and the pending entries are read again. Those first read
 // but not read again stay locked, with their states, until the
 // transaction ends; other claimers pass them by meanwhile.
-func (t *Tx) claimable(c *Coll, j *jobs, now int64, n, maxAttempts int) (ids []uuidv7.UUID, states, payloads [][]byte, err error) {
+func (t *Tx) claimable(c *Coll, j *jobs, now int64, n int, rule QueueRule) (ids []uuidv7.UUID, states, payloads [][]byte, err error) {
 	expired := j.expiredFrom(nil, now)
 	pending := &kv.Read{Bucket: j.pending, Op: kv.LockRange, To: dueBound(now), N: n,
 		Follow: []kv.Follow{{Bucket: j.state, Lock: true}, {Bucket: c.records}}}
 	kv.Pipeline(t.ktx, expired, pending)
 	if len(expired.Found) > 0 {
-		if _, err := t.requeueShared(c, j, now, maxAttempts, expired); err != nil {
+		if _, err := t.requeueShared(c, j, now, rule, expired); err != nil {
 			return nil, nil, nil, err
 		}
 		kv.Pipeline(t.ktx, pending)
@@ -524,7 +524,7 @@ func (t *Tx) Enqueue(c *Coll, id uuidv7.UUID, value []byte, now, due int64) erro
 // now+lease, after returning to pending (or dead) the claims whose lease
 // ended by now. It returns the claimed jobs with their payloads; none
 // pending is ErrEmpty.
-func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error) {
+func (t *Tx) Claim(c *Coll, now, lease int64, n int, rule QueueRule) ([]Job, error) {
 	j, err := c.jobBuckets(false)
 	if err != nil {
 		return nil, err
@@ -539,10 +539,10 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 	)
 	if c.shared {
 		var states [][]byte
-		if ids, states, payloads, err = t.claimable(c, j, now, n, maxAttempts); err == nil {
+		if ids, states, payloads, err = t.claimable(c, j, now, n, rule); err == nil {
 			olds, err = decodeJobs(ids, states)
 		}
-	} else if _, err = t.requeueExpired(c, j, now, maxAttempts); err == nil {
+	} else if _, err = t.requeueExpired(c, j, now, rule); err == nil {
 		if ids, err = j.firstPending(c, now, n); err == nil {
 			olds, err = j.loadMany(ids)
 		}
@@ -594,18 +594,18 @@ func (t *Tx) Claim(c *Coll, now, lease int64, n, maxAttempts int) ([]Job, error)
 }
 
 // RequeueExpired returns to pending every claim whose lease ended by now,
-// or to dead when it has used maxAttempts claims, and says how many.
-func (t *Tx) RequeueExpired(c *Coll, now int64, maxAttempts int) (int, error) {
+// or to dead when it has used the queue's max attempts, and says how many.
+func (t *Tx) RequeueExpired(c *Coll, now int64, rule QueueRule) (int, error) {
 	j, err := c.jobBuckets(false)
 	if err != nil || j == nil {
 		return 0, err
 	}
-	return t.requeueExpired(c, j, now, maxAttempts)
+	return t.requeueExpired(c, j, now, rule)
 }
 
-func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, rule QueueRule) (int, error) {
 	if c.shared {
-		return t.requeueExpiredShared(c, j, now, maxAttempts)
+		return t.requeueExpiredShared(c, j, now, rule)
 	}
 	var ids []uuidv7.UUID
 	cur := j.claimed.Cursor()
@@ -623,7 +623,7 @@ func (t *Tx) requeueExpired(c *Coll, j *jobs, now int64, maxAttempts int) (int, 
 		if err != nil {
 			return 0, err
 		}
-		if err := t.expire(c, j, old, now, maxAttempts); err != nil {
+		if err := t.expire(c, j, old, now, rule); err != nil {
 			return 0, err
 		}
 	}
@@ -643,10 +643,10 @@ func (j *jobs) expiredFrom(from []byte, now int64) *kv.Read {
 }
 
 // requeueExpiredShared is requeueExpired beside other writers.
-func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) (int, error) {
+func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, rule QueueRule) (int, error) {
 	chunk := j.expiredFrom(nil, now)
 	kv.Pipeline(t.ktx, chunk)
-	return t.requeueShared(c, j, now, maxAttempts, chunk)
+	return t.requeueShared(c, j, now, rule, chunk)
 }
 
 // requeueShared takes back, beside other writers, the expired claims of
@@ -654,7 +654,7 @@ func (t *Tx) requeueExpiredShared(c *Coll, j *jobs, now int64, maxAttempts int) 
 // entry and state no one else holds (a worker completing one holds its
 // state; another claimer taking them back holds the entry), and leaves
 // the rest to them.
-func (t *Tx) requeueShared(c *Coll, j *jobs, now int64, maxAttempts int, chunk *kv.Read) (int, error) {
+func (t *Tx) requeueShared(c *Coll, j *jobs, now int64, rule QueueRule, chunk *kv.Read) (int, error) {
 	n := 0
 	for {
 		keys := chunk.Found
@@ -678,7 +678,7 @@ func (t *Tx) requeueShared(c *Coll, j *jobs, now int64, maxAttempts int, chunk *
 				return n, fmt.Errorf("%w: queue %q: job %s is in the claimed index under lease %d, but %s with lease %d",
 					errs.ErrCorrupt, c.Name, old.ID, int64(binary.BigEndian.Uint64(keys[i])), old.State, old.LeaseUntil)
 			}
-			if err := t.expire(c, j, old, now, maxAttempts); err != nil {
+			if err := t.expire(c, j, old, now, rule); err != nil {
 				return n, err
 			}
 			n++
@@ -692,12 +692,18 @@ func (t *Tx) requeueShared(c *Coll, j *jobs, now int64, maxAttempts int, chunk *
 }
 
 // expire takes back job old, whose lease ended: to pending, or to dead
-// once it has used maxAttempts claims.
-func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, maxAttempts int) error {
+// once it has used the queue's max attempts (its stored rule, else rule).
+// An expired lease is not backed off: the job has waited its lease
+// already, and goes back to its place.
+func (t *Tx) expire(c *Coll, j *jobs, old Job, now int64, rule QueueRule) error {
 	job := old
 	job.Changed, job.LeaseUntil, job.Reason = now, 0, "lease expired"
 	job.State = api.JobPending
-	if job.Attempts >= maxAttempts {
+	r, err := t.queueRule(c, rule)
+	if err != nil {
+		return err
+	}
+	if job.Attempts >= r.MaxAttempts {
 		job.State = api.JobDead
 	}
 	return t.move(c, j, old, job)
@@ -816,17 +822,27 @@ func (t *Tx) CompleteMany(c *Coll, ids []uuidv7.UUID, now int64) (int, error) {
 }
 
 // Fail ends a claim in failure: the job goes back to pending, or to dead
-// once it has used maxAttempts claims. It reports whether it died. A token
-// (not 0) limits it to the claim that drew it.
-func (t *Tx) Fail(c *Coll, id uuidv7.UUID, token uint64, reason string, now int64, maxAttempts int) (bool, error) {
+// once it has used the queue's max attempts. The queue's stored rule
+// (else rule) decides, read here, in the Fail's transaction, so that
+// another process's SetQueueOptions applies from its commit on. With a
+// backoff the pending job is due after it (BackoffDelay), by now; without,
+// it goes back to its place. It reports whether it died. A token (not 0)
+// limits it to the claim that drew it.
+func (t *Tx) Fail(c *Coll, id uuidv7.UUID, token uint64, reason string, now int64, rule QueueRule) (bool, error) {
 	j, old, err := t.claimed(c, id, token)
 	if err != nil {
 		return false, err
 	}
 	job := old
 	job.State, job.LeaseUntil, job.Changed, job.Reason = api.JobPending, 0, now, reason
-	if job.Attempts >= maxAttempts {
+	r, err := t.queueRule(c, rule)
+	if err != nil {
+		return false, err
+	}
+	if job.Attempts >= r.MaxAttempts {
 		job.State = api.JobDead
+	} else if r.BackoffMin > 0 {
+		job.Due = now + BackoffDelay(r, job.Attempts, rand.Float64())
 	}
 	return job.State == api.JobDead, t.move(c, j, old, job)
 }

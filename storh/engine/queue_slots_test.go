@@ -79,7 +79,7 @@ func TestQueueCounterSlots(t *testing.T) {
 	// As two workers would leave it: one claim in each of two slots, the
 	// base counters as the enqueues left them.
 	update(func(tx *Tx, c *Coll) error {
-		if _, err := tx.Claim(c, 2000, 60_000, 2, 3); err != nil {
+		if _, err := tx.Claim(c, 2000, 60_000, 2, QueueRule{MaxAttempts: 3}); err != nil {
 			return err
 		}
 		c.jobDelta = [5]int64{}

@@ -116,7 +116,7 @@ func queueRoundTrips(t *testing.T, db *engine.DB, rt *roundTrips, count func(str
 		var jobs []engine.Job
 		submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
 			var err error
-			jobs, err = tx.Claim(c, db.Now().UnixMilli(), 60_000, n, 5)
+			jobs, err = tx.Claim(c, db.Now().UnixMilli(), 60_000, n, engine.QueueRule{MaxAttempts: 5})
 			return err
 		})
 		if len(jobs) != n {
@@ -213,7 +213,7 @@ func TestEngineClaimUnreadablePayload(t *testing.T) {
 	var claimed []engine.Job
 	submit(engine.HoldMoving, func(tx *engine.Tx, c *engine.Coll) error {
 		var err error
-		claimed, err = tx.Claim(c, 2000, 60_000, 3, 5)
+		claimed, err = tx.Claim(c, 2000, 60_000, 3, engine.QueueRule{MaxAttempts: 5})
 		return err
 	})
 	if len(claimed) != 1 || claimed[0].ID != ids[2] {
