@@ -229,7 +229,12 @@ func TestCount(t *testing.T) {
 
 func TestQueueCounts(t *testing.T) {
 	f := newFixture(t, 0, 0)
-	jobs, err := f.db.Queue("jobs", storh.WithMaxAttempts(1))
+	// The fixture made the queue with the default attempts: one attempt
+	// is a change of its stored options.
+	if err := f.db.SetQueueOptions("jobs", storh.WithMaxAttempts(1)); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := f.db.Queue("jobs")
 	if err != nil {
 		t.Fatal(err)
 	}
