@@ -371,13 +371,9 @@ named on stderr; if none was retried the exit code is 1.`,
 		Args: args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.eachJob(args, "retried", func(q *storh.Queue, id uuidv7.UUID) error {
-				err := q.Retry(id)
-				if errors.Is(err, storh.ErrNotDead) {
-					if j, lookupErr := q.Lookup(id); lookupErr == nil {
-						return refusedf("job %s is %s, not dead", id, j.State)
-					}
-				}
-				return err
+				return refusedFor(q, id, q.Retry(id), storh.ErrNotDead, func(j storh.Job) error {
+					return refusedf("job %s is %s, not dead", id, j.State)
+				})
 			})
 		},
 	}
@@ -396,14 +392,10 @@ and named on stderr; if none was cancelled the exit code is 1.`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.eachJob(args, "cancelled", func(q *storh.Queue, id uuidv7.UUID) error {
-				err := q.Cancel(id)
-				if errors.Is(err, storh.ErrClaimed) {
-					if j, lookupErr := q.Lookup(id); lookupErr == nil {
-						return refusedf("job %s is claimed until %s: its worker must complete, fail or release it first",
-							id, j.LeaseUntil.Format(jsonTime))
-					}
-				}
-				return err
+				return refusedFor(q, id, q.Cancel(id), storh.ErrClaimed, func(j storh.Job) error {
+					return refusedf("job %s is claimed until %s: its worker must complete, fail or release it first",
+						id, j.LeaseUntil.Format(jsonTime))
+				})
 			})
 		},
 	}
@@ -423,13 +415,9 @@ no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.eachJob(args, "released", func(q *storh.Queue, id uuidv7.UUID) error {
-				err := q.Release(id)
-				if errors.Is(err, storh.ErrNotClaimed) {
-					if j, lookupErr := q.Lookup(id); lookupErr == nil {
-						return refusedf("job %s is %s, not claimed", id, j.State)
-					}
-				}
-				return err
+				return refusedFor(q, id, q.Release(id), storh.ErrNotClaimed, func(j storh.Job) error {
+					return refusedf("job %s is %s, not claimed", id, j.State)
+				})
 			})
 		},
 	}
@@ -796,4 +784,16 @@ func parseBackoff(s string) (time.Duration, time.Duration, error) {
 		return 0, 0, fmt.Errorf("--backoff %q: MAX: %v", s, err)
 	}
 	return min, max, nil
+}
+
+// refusedFor is err, unless it is want, the queue refusing job id for its
+// state: then it is the refusal say words from the job's state as it is
+// now, or err when the job cannot be looked up.
+func refusedFor(q *storh.Queue, id uuidv7.UUID, err, want error, say func(storh.Job) error) error {
+	if errors.Is(err, want) {
+		if j, lookupErr := q.Lookup(id); lookupErr == nil {
+			return say(j)
+		}
+	}
+	return err
 }
