@@ -117,13 +117,41 @@ func (l *Log) LastSeq() (uint64, error) { return l.coll.lastSeq() }
 var errChangesInTx = fmt.Errorf("%w: Changes waits for commits, which cannot happen inside a transaction; use a DB-level handle", ErrNestedTx)
 
 func (c *coll) lastSeq() (uint64, error) {
+	ctx, cancel := c.db.closingContext()
+	defer cancel()
 	var seq uint64
 	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		var err error
-		seq, err = etx.LastSeq(ec)
+		seq, err = etx.LastSeq(ctx, ec)
 		return err
 	})
 	return seq, opErr(c.opName("last seq"), c.name, "", -1, err)
+}
+
+// settle waits until no writer can still commit a change at or below the
+// Seq it returns (see engine.Tx.SettleFeed).
+func (c *coll) settle(ctx context.Context) (uint64, error) {
+	var seq uint64
+	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+		var err error
+		seq, err = etx.SettleFeed(ctx, ec)
+		return err
+	})
+	return seq, err
+}
+
+// closingContext is a context that ends when the DB closes, for the waits
+// of calls that take none.
+func (db *DB) closingContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-db.eng.Closing():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
@@ -145,6 +173,9 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 			return
 		}
 		defer follower.Stop()
+		// Every seq at or below settled that is not in the feed is gone or
+		// never was (see engine.Tx.ReadChanges).
+		var settled uint64
 		for {
 			if ctx.Err() != nil {
 				fail(ctx.Err())
@@ -157,9 +188,10 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 				return
 			}
 			var got []engine.FeedEntry
+			var gap bool
 			err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 				var err error
-				got, err = etx.ReadChanges(ec, after, changesChunk)
+				got, gap, err = etx.ReadChanges(ec, after, settled, changesChunk)
 				return err
 			})
 			if err != nil {
@@ -177,6 +209,19 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 				if !yield(ev, nil) {
 					return
 				}
+			}
+			if gap {
+				// On PostgreSQL a change numbered before one already read
+				// may still be committing, or never will: wait for the
+				// writers that could still commit it, then read again.
+				if settled, err = c.settle(ctx); err != nil {
+					if ctx.Err() != nil {
+						err = ctx.Err()
+					}
+					fail(err)
+					return
+				}
+				continue
 			}
 			if len(got) == changesChunk {
 				continue // more may be waiting

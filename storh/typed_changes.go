@@ -42,7 +42,9 @@ func (c *coll) feedInfo() (FeedInfo, error) {
 		if !on {
 			return nil
 		}
-		seq, err := etx.LastSeq(ec)
+		ctx, cancel := c.db.closingContext()
+		defer cancel()
+		seq, err := etx.LastSeq(ctx, ec)
 		fi = FeedInfo{Keep: int(keep), LastSeq: seq}
 		return err
 	})

@@ -95,10 +95,10 @@ type DB struct {
 
 	signals signals // per queue: closed when jobs become pending
 	// feedSignals: per collection, closed when a commit records changes
-	// in its feed; feedKeeps caches feeds' keeps by their settings
+	// in its feed; feedConfs caches feeds' settings by their settings
 	// bucket's identity; feedFollowers counts the FeedFollowers (feed.go).
 	feedSignals   signals
-	feedKeeps     sync.Map
+	feedConfs     sync.Map
 	feedFollowers atomic.Int32
 	// queueNotices: other processes' commits that make jobs pending wake
 	// signals too (queue_notify.go).

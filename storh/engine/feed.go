@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -16,8 +17,10 @@ import (
 //	<collection>/
 //	    "f"/        the feed: 8-byte big-endian seq → op ‖ id ‖ stored value
 //	    "m"/
-//	        "feedSeq"   the last seq given (8-byte big-endian)
-//	        "f"/        the feed's settings: "keep" → how many changes to keep
+//	        "feedSeq"   the last seq given (8-byte big-endian); on a store
+//	                    that numbers at commit, the highest seq trimmed
+//	        "f"/        the feed's settings: "keep" → how many changes to
+//	                    keep, "numbered" → 1: the backend numbers them
 //
 // The stored value is the record's, header and checksum included (empty for
 // a delete), so a change reads back checked as its record does. The
@@ -27,12 +30,20 @@ import (
 // it finds a schema.
 //
 // On a file the transaction gives the numbers itself (one writer at a
-// time). On a store whose writers run at once (kv.Sequencer: PostgreSQL)
-// the backend gives them at commit, from the counter row, in the statement
-// that stores the changes and right before the COMMIT: the counter's row
-// lock is held only for the end of the commit, writers of one collection
-// are not serialised before it, and changes become visible in the order
-// of their numbers.
+// time), and they have no gaps. On a store whose writers run at once
+// (kv.Sequencer: PostgreSQL) the backend draws them at commit from a
+// counter of its own (a sequence), in the statement that stores the
+// changes, right before the COMMIT and without a lock, so writers of one
+// collection commit side by side. A change can then become visible after
+// one with a greater number, whose writer committed first, and a rolled
+// back or lost commit leaves its numbers unused: a reader delivers in
+// number order and stops at a gap until it is settled (kv.Settler: the
+// writers that could still fill it have ended), so it never delivers a
+// number after a greater one, nor misses one. Such a feed is "numbered"
+// in its settings, and its counter key holds the trim floor instead, which
+// tells a reader behind the trim (gaps make "the oldest kept" say
+// nothing). A feed made before, on such a store, is numbered by the first
+// writer of this build that records a change in it (numberFeed).
 //
 // Each commit that records changes also trims the feed to keep, deleting at
 // most a bounded number of the oldest changes beyond it (feedTrimStep), so
@@ -42,6 +53,7 @@ var (
 	bucketFeedConf = []byte("f")
 	keyFeedSeq     = []byte("feedSeq")
 	keyFeedKeep    = []byte("keep")
+	keyFeedNumbers = []byte("numbered")
 )
 
 // Operations a change records.
@@ -70,9 +82,15 @@ type feedState struct {
 	read   bool
 	bucket kv.Bucket    // nil: the collection has no feed
 	seqr   kv.Sequencer // the backend numbers changes at commit; nil: this transaction does
-	keep   int64
-	seq    int64 // the last seq given, when seqr is nil (read on first use)
-	n      int   // changes this transaction recorded
+	feedConf
+	seq int64 // the last seq given, when seqr is nil (read on first use)
+	n   int   // changes this transaction recorded
+}
+
+// feedConf are a feed's settings.
+type feedConf struct {
+	keep     int64
+	numbered bool // the backend numbers the changes (kv.Sequencer)
 }
 
 func seqKey(k *[8]byte, seq uint64) []byte {
@@ -91,31 +109,74 @@ func (t *Tx) loadFeed(c *Coll) {
 	if f.bucket == nil {
 		return
 	}
-	f.keep = t.feedKeep(c)
+	f.feedConf = t.readFeedConf(c)
 	if s, ok := f.bucket.(kv.Sequencer); ok && t.ktx.Writable() {
 		f.seqr = s
 	}
 }
 
-// feedKeep reads the keep of c's feed settings, from the DB's cache by
-// the settings bucket's identity where it has one.
-func (t *Tx) feedKeep(c *Coll) int64 {
+// readFeedConf reads c's feed settings, from the DB's cache by the
+// settings bucket's identity where it has one.
+func (t *Tx) readFeedConf(c *Coll) feedConf {
 	conf := c.meta.Bucket(bucketFeedConf)
 	if conf == nil {
-		return 0
+		return feedConf{}
+	}
+	read := func() feedConf {
+		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1}
 	}
 	ider, ok := conf.(kv.Identifier)
 	if !ok || t.db == nil {
-		return getInt(conf, keyFeedKeep)
+		return read()
 	}
-	if k, ok := t.db.feedKeeps.Load(ider.ID()); ok {
-		return k.(int64)
+	if k, ok := t.db.feedConfs.Load(ider.ID()); ok {
+		return k.(feedConf)
 	}
-	keep := getInt(conf, keyFeedKeep)
-	if t.failure() == nil && keep > 0 {
-		t.db.feedKeeps.Store(ider.ID(), keep)
+	fc := read()
+	if t.failure() == nil && fc.keep > 0 {
+		t.db.feedConfs.Store(ider.ID(), fc)
 	}
-	return keep
+	return fc
+}
+
+// writeFeedConf stores c's feed settings in a settings bucket made afresh.
+func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
+	if c.meta.Bucket(bucketFeedConf) != nil {
+		if err := c.meta.DeleteBucket(bucketFeedConf); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	conf, err := c.meta.CreateBucket(bucketFeedConf)
+	if err != nil {
+		return mapStoreErr(err)
+	}
+	if err := putInt(conf, keyFeedKeep, fc.keep); err != nil {
+		return err
+	}
+	if fc.numbered {
+		if err := putInt(conf, keyFeedNumbers, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// numberFeed hands the numbering of c's feed to the backend (see
+// kv.Sequencer), which goes on from the feed's counter, and raises the
+// store's format: a storh from before would number from the counter
+// still, which now holds the trim floor.
+func (t *Tx) numberFeed(c *Coll) error {
+	t.holdAlone(c)
+	if err := c.feed.seqr.StartSequence(c.meta, keyFeedSeq); err != nil {
+		return mapStoreErr(err)
+	}
+	fc := c.feed.feedConf
+	fc.numbered = true
+	if err := t.writeFeedConf(c, fc); err != nil {
+		return err
+	}
+	c.feed.numbered = true
+	return t.needFormat(formatNumbered)
 }
 
 // FeedOn reports whether c has a change feed, and its keep.
@@ -152,6 +213,11 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 		t.shared.Announce(c.Name, c.key[:])
 	}
 	if f.seqr != nil {
+		if !f.numbered {
+			if err := t.numberFeed(c); err != nil {
+				return err
+			}
+		}
 		return mapStoreErr(f.seqr.Sequence(c.meta, keyFeedSeq, v))
 	}
 	if f.seq == 0 {
@@ -218,8 +284,11 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 		return fmt.Errorf("%w: collection %q needs its change feed set to keep %d, and a read-only database cannot", errs.ErrReadOnly, c.Name, keep)
 	}
 	t.holdAlone(c)
+	fc := c.feed.feedConf
+	fc.keep = keep
 	if !on {
-		if _, err := c.root.CreateBucket(bucketFeed); err != nil {
+		b, err := c.root.CreateBucket(bucketFeed)
+		if err != nil {
 			return mapStoreErr(err)
 		}
 		if c.meta.Get(keyFeedSeq) == nil {
@@ -230,17 +299,17 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 		if err := t.needFormat(formatFeed); err != nil {
 			return err
 		}
-	}
-	if c.meta.Bucket(bucketFeedConf) != nil {
-		if err := c.meta.DeleteBucket(bucketFeedConf); err != nil {
-			return mapStoreErr(err)
+		if s, ok := b.(kv.Sequencer); ok {
+			if err := s.StartSequence(c.meta, keyFeedSeq); err != nil {
+				return mapStoreErr(err)
+			}
+			if err := t.needFormat(formatNumbered); err != nil {
+				return err
+			}
+			fc.numbered = true
 		}
 	}
-	conf, err := c.meta.CreateBucket(bucketFeedConf)
-	if err != nil {
-		return mapStoreErr(err)
-	}
-	if err := putInt(conf, keyFeedKeep, keep); err != nil {
+	if err := t.writeFeedConf(c, fc); err != nil {
 		return err
 	}
 	c.feed = feedState{}
@@ -282,53 +351,107 @@ func (db *DB) EnsureFeed(h Handle) error {
 	})
 }
 
-// LastSeq returns the last seq c's feed gave (0 for none, or no feed).
-func (t *Tx) LastSeq(c *Coll) (uint64, error) {
+// LastSeq returns the last seq c's feed gave (0 for none, or no feed):
+// on a numbered feed, read-only, the last once every writer that could
+// still commit one at or below it has ended (SettleFeed), so that a reader
+// that starts after it misses nothing committed later; in a writable
+// transaction, which may hold the collection itself and so cannot wait
+// for its writers, the greatest this transaction sees.
+func (t *Tx) LastSeq(ctx context.Context, c *Coll) (uint64, error) {
 	if c == nil {
 		return 0, nil
 	}
-	n := c.getMeta(keyFeedSeq)
+	t.loadFeed(c)
+	if !c.feed.numbered {
+		n := c.getMeta(keyFeedSeq)
+		return uint64(n), t.failure()
+	}
+	if !t.ktx.Writable() {
+		return t.SettleFeed(ctx, c)
+	}
+	n := c.getMeta(keyFeedSeq) // the floor, when nothing is kept above it
+	if k, _ := c.feed.bucket.Cursor().Last(); len(k) == 8 {
+		n = int64(binary.BigEndian.Uint64(k))
+	}
 	return uint64(n), t.failure()
+}
+
+// SettleFeed waits until no writer can still commit a change of c's
+// numbered feed at or below the seq it returns (kv.Settler), which is
+// the greatest given then. On a feed the transaction numbers itself,
+// every change is visible as it is numbered: it returns the last given.
+func (t *Tx) SettleFeed(ctx context.Context, c *Coll) (uint64, error) {
+	if c == nil {
+		return 0, nil
+	}
+	t.loadFeed(c)
+	s, ok := c.feed.bucket.(kv.Settler)
+	if !c.feed.numbered || !ok {
+		n := c.getMeta(keyFeedSeq)
+		return uint64(n), t.failure()
+	}
+	if err := t.failure(); err != nil {
+		return 0, err
+	}
+	n, err := s.SettleSequence(ctx, c.meta, keyFeedSeq)
+	return n, mapStoreErr(err)
 }
 
 // ReadChanges reads up to max changes of c's feed after seq after, in seq
 // order. It fails with ErrChangesTrimmed when changes after after are no
 // longer kept, and with ErrNotFound when c has no feed. A nil c (a
 // collection not created yet) has none yet.
-func (t *Tx) ReadChanges(c *Coll, after uint64, max int) ([]FeedEntry, error) {
+//
+// On a numbered feed it stops at a gap, a seq missing before one it
+// found, unless the gap is at or below settled (a seq SettleFeed
+// returned: what is missing there was trimmed or never committed), and
+// reports it: the reader settles it, and reads again.
+func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEntry, gap bool, err error) {
 	if c == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	t.loadFeed(c)
 	if c.feed.bucket == nil {
 		if err := t.failure(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, fmt.Errorf("%w: collection %q has no change feed; open it with WithChangeFeed", errs.ErrNotFound, c.Name)
+		return nil, false, fmt.Errorf("%w: collection %q has no change feed; open it with WithChangeFeed", errs.ErrNotFound, c.Name)
 	}
 	cur := c.feed.bucket.Cursor()
 	if ra, ok := cur.(kv.ReadAhead); ok {
 		ra.ReadAhead(max + 1)
 	}
 	var k8 [8]byte
-	// The oldest change kept: past after+1, the changes between were
-	// trimmed (the numbers have no gaps: a rolled-back transaction's
-	// numbers are rolled back with it).
-	if k, _ := cur.First(); k != nil && binary.BigEndian.Uint64(k) > after+1 {
-		if err := t.failure(); err != nil {
-			return nil, err
+	if c.feed.numbered {
+		if floor := uint64(c.getMeta(keyFeedSeq)); after < floor {
+			if err := t.failure(); err != nil {
+				return nil, false, err
+			}
+			return nil, false, fmt.Errorf("%w: changes after %d are gone; the feed is trimmed up to %d", errs.ErrChangesTrimmed, after, floor)
 		}
-		return nil, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, binary.BigEndian.Uint64(k))
+	} else if k, _ := cur.First(); k != nil && binary.BigEndian.Uint64(k) > after+1 {
+		// The oldest change kept: past after+1, the changes between were
+		// trimmed (the numbers have no gaps: a rolled-back transaction's
+		// numbers are rolled back with it).
+		if err := t.failure(); err != nil {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, binary.BigEndian.Uint64(k))
 	}
-	var out []FeedEntry
+	prev := after
 	for k, v := cur.Seek(seqKey(&k8, after+1)); k != nil && len(out) < max; k, v = cur.Next() {
 		e, err := decodeFeedEntry(k, v)
 		if err != nil {
-			return out, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+			return out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+		}
+		if c.feed.numbered && e.Seq != prev+1 && e.Seq > settled {
+			gap = true
+			break
 		}
 		out = append(out, e)
+		prev = e.Seq
 	}
-	return out, t.failure()
+	return out, gap, t.failure()
 }
 
 // decodeFeedEntry checks and decodes one change.

@@ -61,7 +61,8 @@ var (
 // queue raises the marker, and an open for writing raises a store with
 // queues made before, rewriting their pending entries (upgradeQueues); a
 // store without queues stays at its format. A store at formatFeed keeps a
-// change feed (below). This build reads all eight.
+// change feed (below), and a store at formatNumbered a feed numbered by
+// its backend. This build reads all nine.
 const (
 	formatBase    = 1
 	formatBlocked = 2
@@ -84,8 +85,14 @@ const (
 	// write of a record must add to. A storh from before would write
 	// without it, so turning a feed on raises the marker to this; a
 	// store without feeds stays at its format.
-	formatFeed    = formatSchemas + 2
-	formatVersion = formatFeed
+	formatFeed = formatSchemas + 2
+	// formatNumbered: on a store whose writers run at once (PostgreSQL),
+	// a feed's changes are numbered by the backend at commit (feed.go),
+	// and its counter holds the trim floor: a storh from before would
+	// number from that floor again. Only such a store with a feed needs
+	// it; a file's feeds stay at formatFeed.
+	formatNumbered = formatSchemas + 3
+	formatVersion  = formatNumbered
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,

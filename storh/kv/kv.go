@@ -38,7 +38,10 @@
 //     caller can tell a failed read from a missing key at once.
 package kv
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Store is a backend: a source of transactions.
 type Store interface {
@@ -193,37 +196,64 @@ type Adder interface {
 	Add(key, delta []byte) error
 }
 
-// Sequencer is implemented by the buckets of a writable transaction of a
-// store whose writers run at the same time (PostgreSQL), to number values
-// at commit rather than in the transaction: the numbers then follow the
-// order of the commits, and writers hold the counter only for the end of
-// their commit, not from their first write (bbolt, with one writer at a
-// time, needs none of this: the engine numbers the values itself, reading
-// and writing the counter in the transaction).
+// Sequencer is implemented by the buckets of a store whose writers run
+// at the same time (PostgreSQL), to number values at commit from a counter
+// the backend keeps itself, so that writers of one bucket never wait for
+// each other over the numbers (bbolt, with one writer at a time, needs none
+// of this: the engine numbers values itself, reading and writing a counter
+// in the transaction).
 //
-// At commit, after every other write of the transaction, the backend adds
-// the number n of values queued by Sequence to the 8-byte big-endian
-// integer under counterKey in bucket counter (the key must hold one; its
-// row is locked until the commit ends), and stores the values, in the
-// order queued, under the 8-byte big-endian keys last-n+1 … last, where
-// last is the sum. A transaction that does not commit numbers nothing:
-// the counter goes back with it. Then it deletes the bucket's keys at or
-// below last-keep, oldest first, at most max of them, skipping those
-// another transaction holds (TrimSequence; keep 0: none). Keys are never
-// reused while the counter grows, and a transaction that reads the bucket
-// after another committed sees every key that one stored or any below it
-// stored before.
+// StartSequence makes such a counter for counterKey of bucket counter,
+// whose 8-byte big-endian integer is the last number given so far: the
+// backend's counter goes on from it, and the integer becomes the floor,
+// the highest key trimmed from the sequenced bucket (one less than its
+// lowest key now, or the integer itself when it is empty), which the
+// commits that trim raise. It is called once per counter, in a writable
+// transaction that holds the top-level bucket alone, and done when that
+// commits.
+//
+// At commit, after every other write of the transaction, the backend draws
+// a number for each value queued by Sequence, in the order queued, and
+// stores the value under it (an 8-byte big-endian key). Numbers are drawn
+// without a lock, so they increase in the order drawn, not in the order of
+// the commits: a number drawn by a transaction still committing may become
+// visible after a greater one (Settler tells a reader when that can no
+// longer happen), and the numbers of concurrent commits may interleave. A
+// transaction that does not commit leaves its numbers unused. Then, if
+// TrimSequence asked, it deletes the bucket's keys at or below last-keep
+// (last: the greatest number it drew), oldest first, at most max of them,
+// and raises the floor to the greatest key it deleted: unless another
+// commit is trimming the bucket, which it then leaves to it rather than
+// wait. Keys are never reused.
 //
 // Under a shared hold (Locker.BucketShared) a transaction may sequence
-// into buckets of the top-level bucket it holds: the counter is the one
-// row writers take turns over.
+// into buckets of the top-level bucket it holds.
 type Sequencer interface {
+	// StartSequence makes the backend's counter of counterKey in counter
+	// (see above).
+	StartSequence(counter Bucket, counterKey []byte) error
 	// Sequence queues value (kept, not copied) for the commit. All the
-	// values a transaction queues in one bucket must use one counter.
+	// values a transaction queues in one bucket must use one counter,
+	// made by StartSequence.
 	Sequence(counter Bucket, counterKey, value []byte) error
 	// TrimSequence sets how the commit trims the bucket: keep the keys
 	// above last-keep, delete at most max of the others.
 	TrimSequence(keep int64, max int) error
+}
+
+// Settler is implemented by the buckets of any transaction of a store
+// whose buckets are Sequencers.
+type Settler interface {
+	// SettleSequence waits, outside the transaction and without changing
+	// its snapshot, for every transaction that may still store a value
+	// numbered from counter's counterKey (the holders of counter's
+	// top-level bucket when it is called) to end, and returns the greatest
+	// number drawn until then. Every key at or below it that the bucket
+	// will ever hold is then visible to a transaction begun after
+	// SettleSequence returns: one missing there was trimmed, or never
+	// committed. While it waits, new writers of that top-level bucket wait
+	// behind it.
+	SettleSequence(ctx context.Context, counter Bucket, counterKey []byte) (uint64, error)
 }
 
 // Locker is implemented by the writable transactions of a store whose

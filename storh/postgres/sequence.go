@@ -3,56 +3,125 @@ package postgres
 import (
 	"bytes"
 	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
-// Sequenced values (kv.Sequencer). A bucket keeps the values it is given
-// until the commit, where one statement, queued after every other write of
-// the transaction and right before its commit marker and COMMIT, adds their
-// number to the counter row, stores them under the numbers the sum ends
-// at, and trims the bucket:
+// Sequenced values (kv.Sequencer). A counter made by StartSequence is a
+// PostgreSQL sequence, named after the counter's bucket and key and owned
+// by the bucket's table (so it goes when the table does). A bucket keeps
+// the values it is given until the commit, where one statement, queued
+// after every other write of the transaction and right before its commit
+// marker and COMMIT, draws their numbers and stores them, and may trim the
+// bucket:
 //
-//	WITH c AS (UPDATE counter SET v = int8send(v + n) WHERE k = $key RETURNING v),
-//	     ins AS (INSERT INTO bucket SELECT int8send(last - n + ord), val ...),
-//	     del AS (DELETE FROM bucket WHERE k IN (the oldest at or below
-//	             last - keep, at most max, SKIP LOCKED))
+//	WITH n   AS (SELECT nextval(seq), val FROM unnest(values) ...),
+//	     ins AS (INSERT INTO bucket SELECT int8send(n), val FROM n),
+//	     fl  AS (the floor row, FOR UPDATE SKIP LOCKED),
+//	     del AS (DELETE the oldest keys at or below max(n) - keep, at most
+//	             max, if fl was locked),
+//	     up  AS (UPDATE the floor row to the greatest key del deleted)
 //
-// The UPDATE waits for the counter's row lock and then reads the row as
-// last committed (READ COMMITTED), so each writer numbers after every
-// writer that held the lock before it. It holds the lock from this
-// statement to the end of its commit only: writers of one collection run
-// side by side until then. PostgreSQL makes a commit visible before it
-// releases the transaction's locks, so the next writer's numbers become
-// visible after these: a reader never sees a number before a smaller one
-// is visible. A transaction that fails rolls its counter update back with
-// it: no number is lost.
+// nextval takes no lock that lasts: writers of one collection draw numbers
+// side by side and commit side by side, their WAL flushes grouped, where a
+// counter row would hold each writer's lock through its flush and make the
+// commits take turns. The price is on the readers' side: a number drawn by
+// a transaction still committing can become visible after a greater one,
+// and a reader that meets such a gap settles it (SettleSequence) before it
+// passes it. The floor row is locked only by the commit that trims, and a
+// commit that finds it locked leaves the trim to the one that holds it:
+// so it is never waited for either.
 type sequence struct {
 	counter *bucket
 	key     []byte
+	name    string // the PostgreSQL sequence, quoted and schema-qualified
 	vals    byteaArray
 	keep    int64
 	max     int
 }
 
-var _ kv.Sequencer = (*bucket)(nil)
+var (
+	_ kv.Sequencer = (*bucket)(nil)
+	_ kv.Settler   = (*bucket)(nil)
+)
+
+// maxCounterKey bounds a counter's key, which names its sequence (an
+// identifier holds 63 bytes).
+const maxCounterKey = 16
+
+// sequenceName is the sequence of counterKey in the bucket of id.
+func (s *Store) sequenceName(id int64, counterKey []byte) string {
+	return pgx.Identifier{s.schema, "storh_b" + strconv.FormatInt(id, 10) + "_q" + hex.EncodeToString(counterKey)}.Sanitize()
+}
+
+// counterOf checks that counter is a bucket of b's transaction with a key
+// that can name a sequence.
+func (b *bucket) counterOf(op string, counter kv.Bucket, counterKey []byte) (*bucket, error) {
+	cb, ok := counter.(*bucket)
+	switch {
+	case !ok || cb.tx != b.tx:
+		return nil, fmt.Errorf("postgres: %s: %w: the counter is not a bucket of this transaction", op, kv.ErrIncompatibleValue)
+	case len(counterKey) == 0:
+		return nil, fmt.Errorf("postgres: %s: %w", op, kv.ErrKeyRequired)
+	case len(counterKey) > maxCounterKey:
+		return nil, fmt.Errorf("postgres: %s: %w: a counter's key names its sequence, and is limited to %d bytes", op, kv.ErrKeyTooLarge, maxCounterKey)
+	case cb.deleted || b.deleted:
+		return nil, fmt.Errorf("postgres: %s: %w", op, errDeleted)
+	}
+	return cb, nil
+}
+
+// StartSequence makes the sequence of counterKey in counter, going on
+// from the integer there, and turns the integer into b's floor (see
+// kv.Sequencer).
+func (b *bucket) StartSequence(counter kv.Bucket, counterKey []byte) error {
+	if err := b.writable("start sequence"); err != nil {
+		return err
+	}
+	cb, err := b.counterOf("start sequence", counter, counterKey)
+	if err != nil {
+		return err
+	}
+	t := b.tx
+	raw := cb.Get(counterKey)
+	first, _ := b.Cursor().First()
+	if err := t.err; err != nil {
+		return err
+	}
+	if len(raw) != 8 {
+		return fmt.Errorf("postgres: start sequence: %w: the counter holds %d bytes, not an 8-byte integer", kv.ErrIncompatibleValue, len(raw))
+	}
+	last := int64(binary.BigEndian.Uint64(raw))
+	floor := last
+	if len(first) == 8 {
+		floor = int64(binary.BigEndian.Uint64(first)) - 1
+	}
+	create := "CREATE SEQUENCE " + t.s.sequenceName(cb.id, counterKey) + " AS bigint MINVALUE 0 START WITH " +
+		strconv.FormatInt(last+1, 10) + " OWNED BY " + cb.sql.name + ".k"
+	if err := t.trip("start sequence", func(batch *pgx.Batch) { batch.Queue(create) }); err != nil {
+		return err
+	}
+	return cb.Put(counterKey, binary.BigEndian.AppendUint64(nil, uint64(floor)))
+}
 
 // Sequence queues value for the commit (see kv.Sequencer).
 func (b *bucket) Sequence(counter kv.Bucket, counterKey, value []byte) error {
 	if err := b.writable("sequence"); err != nil {
 		return err
 	}
-	cb, ok := counter.(*bucket)
-	switch {
-	case !ok || cb.tx != b.tx:
-		return fmt.Errorf("postgres: sequence: %w: the counter is not a bucket of this transaction", kv.ErrIncompatibleValue)
-	case len(counterKey) == 0:
-		return fmt.Errorf("postgres: sequence: %w", kv.ErrKeyRequired)
-	case len(value) > MaxValueSize:
+	cb, err := b.counterOf("sequence", counter, counterKey)
+	if err != nil {
+		return err
+	}
+	if len(value) > MaxValueSize {
 		return fmt.Errorf("postgres: sequence: %w: %d bytes, the limit is %d", kv.ErrValueTooLarge, len(value), MaxValueSize)
 	}
 	if value == nil {
@@ -60,7 +129,7 @@ func (b *bucket) Sequence(counter kv.Bucket, counterKey, value []byte) error {
 	}
 	s := b.seq
 	if s == nil {
-		s = &sequence{counter: cb, key: b.tx.arena.copy(counterKey)}
+		s = &sequence{counter: cb, key: b.tx.arena.copy(counterKey), name: b.tx.s.sequenceName(cb.id, counterKey)}
 		b.seq = s
 		b.tx.sequenced = append(b.tx.sequenced, b)
 	} else if s.counter != cb || string(s.key) != string(counterKey) {
@@ -90,9 +159,8 @@ func max64(a, b int64) int64 {
 }
 
 // queueSequences queues the statement of each bucket's sequenced values,
-// in the order of their counters' buckets and keys: two transactions that
-// both number in two collections lock the counters in the same order, and
-// never wait for each other in a circle.
+// in the order of their counters' buckets and keys, so that the floors of
+// two collections a commit trims are locked in one order.
 func (t *tx) queueSequences(b *pgx.Batch) {
 	slices.SortFunc(t.sequenced, func(x, y *bucket) int {
 		if c := cmp.Compare(x.seq.counter.id, y.seq.counter.id); c != 0 {
@@ -106,27 +174,64 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 		if bk.deleted || s.counter.deleted || len(s.vals) == 0 {
 			continue
 		}
-		b.Queue(sequenceSQL(s.counter.sql.name, bk.sql.name), s.key, len(s.vals), s.vals, s.keep, s.max)
+		b.Queue(sequenceSQL(s.name, s.counter.sql.name, bk.sql.name), s.vals, s.keep, s.key, s.max)
 	}
 	t.sequenced = nil
 }
 
 // sequenceSQL is the statement of sequenced values (see sequence): $1 the
-// counter's key, $2 how many values, $3 the values, $4 keep (0: no trim),
-// $5 the most keys to trim. A counter row that is missing makes the
-// values' keys NULL, which fails the statement (and the transaction)
-// rather than drop them.
-func sequenceSQL(counter, table string) string {
-	last := beIntAt("c.v", "1")
-	// The trim's bound is a scalar subquery, computed once, so the oldest
-	// keys are found by an index scan from the start that stops at it
-	// (a join with c would read the whole table); NULL, when nothing is
-	// beyond keep, finds none.
-	return "WITH c AS (UPDATE " + counter + " AS o SET v = int8send(" + beIntAt("o.v", "1") + " + $2::bigint) WHERE k = $1 RETURNING v)," +
-		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(" + last + " - $2::bigint + u.ord), u.val" +
-		" FROM unnest($3::bytea[]) WITH ORDINALITY AS u(val, ord) LEFT JOIN c ON true)," +
+// values, $2 keep (0: no trim), $3 the floor's key in counter, $4 the most
+// keys to trim. The numbers are drawn in the order of the values (a
+// function scan keeps its rows' order, and nextval is evaluated row by
+// row). The trim's bound is a scalar subquery, computed once, so the
+// oldest keys are found by an index scan from the start that stops at it;
+// NULL, when nothing is beyond keep, finds none. The floor's update is
+// gated by a one-time filter: a commit that did not lock the floor row
+// does not touch it.
+func sequenceSQL(seq, counter, table string) string {
+	return "WITH n AS (SELECT nextval('" + seq + "') AS s, u.val FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord))," +
+		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(n.s), n.val FROM n)," +
+		" fl AS (SELECT c.k FROM " + counter + " AS c WHERE $2::bigint > 0 AND c.k = $3 FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
-		" WHERE f.k <= (SELECT int8send(" + last + " - $4::bigint) FROM c WHERE $4::bigint > 0 AND " + last + " - $4::bigint > 0)" +
-		" ORDER BY f.k LIMIT $5::int FOR UPDATE OF f SKIP LOCKED))" +
+		" WHERE EXISTS (SELECT FROM fl) AND f.k <= (SELECT int8send(max(n.s) - $2::bigint) FROM n HAVING max(n.s) - $2::bigint > 0)" +
+		" ORDER BY f.k LIMIT $4::int FOR UPDATE OF f SKIP LOCKED) RETURNING k)," +
+		" up AS (UPDATE " + counter + " AS c SET v = int8send(greatest(" + beIntAt("c.v", "1") + "," +
+		" (SELECT " + beIntAt("d.k", "1") + " FROM del AS d ORDER BY d.k DESC LIMIT 1)))" +
+		" WHERE EXISTS (SELECT FROM del) AND c.k = $3)" +
 		" SELECT 1"
+}
+
+// SettleSequence waits for the writers of counter's top-level bucket, and
+// returns the last number drawn from the sequence of counterKey once they
+// have ended (see kv.Settler). It takes the bucket's advisory lock alone,
+// on a connection of its own outside any transaction: every writer of the
+// bucket holds that lock, shared or alone, from its first statement to
+// its end, and draws its numbers at its commit, so once the lock is
+// granted, no number drawn before is still to commit. The lock is held
+// for the one statement: the writers queued behind it go on at once. A
+// store that reads from a standby raises its read floor to where the
+// primary's WAL ended then, so that its next read sees those commits.
+func (b *bucket) SettleSequence(ctx context.Context, counter kv.Bucket, counterKey []byte) (uint64, error) {
+	cb, ok := counter.(*bucket)
+	switch {
+	case !ok || cb.tx != b.tx:
+		return 0, fmt.Errorf("postgres: settle: %w: the counter is not a bucket of this transaction", kv.ErrIncompatibleValue)
+	case cb.top == nil:
+		return 0, fmt.Errorf("postgres: settle: %w: the counter is not in a top-level bucket", kv.ErrIncompatibleValue)
+	}
+	s := b.tx.s
+	q := "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, " +
+		"(CASE WHEN pg_is_in_recovery() THEN '0/0'::pg_lsn ELSE pg_current_wal_insert_lsn() END)::text FROM " +
+		s.sequenceName(cb.id, counterKey) + " WHERE (SELECT pg_advisory_xact_lock($1)) IS NOT NULL"
+	var last int64
+	var lsn string
+	if err := s.pool.QueryRow(ctx, q, s.lockKey([]byte(cb.top.name))).Scan(&last, &lsn); err != nil {
+		return 0, dbErr("settle", err)
+	}
+	if s.standby != nil {
+		if pos, err := parseLSN(lsn); err == nil && pos > 0 {
+			raise(&s.floor, pos)
+		}
+	}
+	return uint64(last), nil
 }

@@ -33,6 +33,7 @@ package kvtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -987,65 +988,99 @@ func testPipeline(t *testing.T, s kv.Store) {
 // the same transaction stores the insert's value; an insert of a key that
 // is present fails the transaction, and commits nothing of it, even when
 // the transaction puts or deletes the key after it.
-// testSequence: values numbered at commit (kv.Sequencer), for a store
-// whose buckets number them; others are skipped (their callers number
-// values in the transaction).
+// testSequence: values numbered at commit (kv.Sequencer, kv.Settler), for
+// a store whose buckets number them; others are skipped (their callers
+// number values in the transaction).
 func testSequence(t *testing.T, s kv.Store) {
 	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	seq := func(n uint64, v string) pair { return pair{be(n), []byte(v)} }
+	// Bucket "f" starts empty with its counter at 0; "g" holds 3 and 4
+	// (1 and 2 trimmed before) with its counter at 4.
 	update(t, s, func(tx kv.Tx) {
 		top, err := tx.CreateBucket([]byte("s"))
 		mustBucket(t, `CreateBucket("s")`, top, err)
-		f, err := top.CreateBucket([]byte("f"))
-		mustBucket(t, `CreateBucket("f")`, f, err)
+		for _, name := range []string{"f", "g"} {
+			b, err := top.CreateBucket([]byte(name))
+			mustBucket(t, "CreateBucket("+name+")", b, err)
+		}
 		must(t, "Put counter", top.Put([]byte("n"), be(0)))
+		must(t, "Put counter", top.Put([]byte("m"), be(4)))
+		g := top.Bucket([]byte("g"))
+		must(t, "Put", g.Put(be(3), []byte("x")))
+		must(t, "Put", g.Put(be(4), []byte("y")))
 	})
-	sequence := func(where string, keep int64, max int, vals ...string) error {
-		t.Helper()
-		tx := begin(t, s, true)
-		defer func() { _ = tx.Rollback() }()
+	counters := map[string]string{"f": "n", "g": "m"}
+	sequencer := func(tx kv.Tx, bucket string) (kv.Bucket, kv.Sequencer) {
 		top := tx.Bucket([]byte("s"))
-		sq, ok := top.Bucket([]byte("f")).(kv.Sequencer)
+		sq, ok := top.Bucket([]byte(bucket)).(kv.Sequencer)
 		if !ok {
 			t.Skip("the store's buckets are not kv.Sequencers")
 		}
+		return top, sq
+	}
+	update(t, s, func(tx kv.Tx) {
+		for _, name := range []string{"f", "g"} {
+			top, sq := sequencer(tx, name)
+			must(t, "StartSequence "+name, sq.StartSequence(top, []byte(counters[name])))
+		}
+	})
+	sequence := func(where, bucket string, keep int64, max int, vals ...string) error {
+		t.Helper()
+		tx := begin(t, s, true)
+		defer func() { _ = tx.Rollback() }()
+		top, sq := sequencer(tx, bucket)
 		for _, v := range vals {
-			must(t, where+": Sequence", sq.Sequence(top, []byte("n"), []byte(v)))
+			must(t, where+": Sequence", sq.Sequence(top, []byte(counters[bucket]), []byte(v)))
 		}
 		must(t, where+": TrimSequence", sq.TrimSequence(keep, max))
 		return tx.Commit()
 	}
-	check := func(where string, counter uint64, feed ...pair) {
+	check := func(where, bucket string, floor uint64, settled uint64, feed ...pair) {
 		t.Helper()
 		view(t, s, func(tx kv.Tx) {
 			top := tx.Bucket([]byte("s"))
-			checkGet(t, where+": counter", top, []byte("n"), be(counter))
-			checkWalk(t, where+": feed", top.Bucket([]byte("f")).Cursor(), feed, false)
+			checkGet(t, where+": floor", top, []byte(counters[bucket]), be(floor))
+			checkWalk(t, where+": feed", top.Bucket([]byte(bucket)).Cursor(), feed, false)
+			st, ok := top.Bucket([]byte(bucket)).(kv.Settler)
+			if !ok {
+				t.Fatalf("%s: the buckets are kv.Sequencers, not kv.Settlers", where)
+			}
+			n, err := st.SettleSequence(context.Background(), top, []byte(counters[bucket]))
+			if err != nil || n != settled {
+				t.Errorf("%s: SettleSequence = %d, %v; want %d", where, n, err, settled)
+			}
 		})
 	}
-	seq := func(n uint64, v string) pair { return pair{be(n), []byte(v)} }
-	must(t, "three values", sequence("three values", 0, 0, "a", "b", "c"))
-	check("three values", 3, seq(1, "a"), seq(2, "b"), seq(3, "c"))
-	// Keep 2: the keys at or below 5-2 go, at most 10 of them.
-	must(t, "two with a trim", sequence("two with a trim", 2, 10, "d", "e"))
-	check("two with a trim", 5, seq(4, "d"), seq(5, "e"))
-	// A rollback numbers nothing: the counter goes back with it.
+	check("started", "f", 0, 0)
+	check("started on kept values", "g", 2, 4, seq(3, "x"), seq(4, "y"))
+	must(t, "three values", sequence("three values", "f", 0, 0, "a", "b", "c"))
+	check("three values", "f", 0, 3, seq(1, "a"), seq(2, "b"), seq(3, "c"))
+	// Keep 2: the keys at or below 5-2 go, at most 10 of them, and the
+	// floor rises to the greatest of them.
+	must(t, "two with a trim", sequence("two with a trim", "f", 2, 10, "d", "e"))
+	check("two with a trim", "f", 3, 5, seq(4, "d"), seq(5, "e"))
+	// A rollback draws no number.
 	tx := begin(t, s, true)
-	top := tx.Bucket([]byte("s"))
-	must(t, "Sequence", top.Bucket([]byte("f")).(kv.Sequencer).Sequence(top, []byte("n"), []byte("lost")))
+	top, sq := sequencer(tx, "f")
+	must(t, "Sequence", sq.Sequence(top, []byte("n"), []byte("lost")))
 	must(t, "Rollback", tx.Rollback())
-	check("after a rollback", 5, seq(4, "d"), seq(5, "e"))
+	check("after a rollback", "f", 3, 5, seq(4, "d"), seq(5, "e"))
 	// A trim deletes at most max keys: keep 1 of 4, 5, 6 bounds it at 5,
 	// and max 1 takes 4 only.
-	must(t, "a bounded trim", sequence("a bounded trim", 1, 1, "f"))
-	check("a bounded trim", 6, seq(5, "e"), seq(6, "f"))
-	// A missing counter fails the commit rather than lose the values.
-	update(t, s, func(tx kv.Tx) { must(t, "Delete counter", tx.Bucket([]byte("s")).Delete([]byte("n"))) })
-	if err := sequence("no counter", 0, 0, "g"); err == nil {
-		t.Fatal("Commit of values sequenced on a missing counter succeeded")
+	must(t, "a bounded trim", sequence("a bounded trim", "f", 1, 1, "f"))
+	check("a bounded trim", "f", 4, 6, seq(5, "e"), seq(6, "f"))
+	// The counter made on kept values goes on after them.
+	must(t, "after kept values", sequence("after kept values", "g", 0, 0, "z"))
+	check("after kept values", "g", 2, 5, seq(3, "x"), seq(4, "y"), seq(5, "z"))
+	// Values sequenced on a counter never started fail the commit rather
+	// than go unnumbered.
+	update(t, s, func(tx kv.Tx) { must(t, "Put counter", tx.Bucket([]byte("s")).Put([]byte("o"), be(0))) })
+	counters["f"] = "o"
+	if err := sequence("no counter", "f", 0, 0, "g"); err == nil {
+		t.Fatal("Commit of values sequenced on a counter never started succeeded")
 	}
-	view(t, s, func(tx kv.Tx) {
-		checkWalk(t, "no counter: feed", tx.Bucket([]byte("s")).Bucket([]byte("f")).Cursor(), []pair{seq(5, "e"), seq(6, "f")}, false)
-	})
+	counters["f"] = "n"
+	check("no counter", "f", 4, 6, seq(5, "e"), seq(6, "f"))
 }
 
 func testInsert(t *testing.T, s kv.Store) {

@@ -1,0 +1,202 @@
+package storh_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// gateLock is the advisory lock a trigger makes one writer's commit wait
+// for, after it drew its change's number (see gateCommits).
+const gateLock = 4242
+
+// gateCommits installs, on the feed table of collection coll, a trigger
+// that makes the commit storing the change of record id wait for the
+// session advisory lock gateLock, which admin takes now: that writer has
+// drawn its number and stays in its commit until admin releases the lock
+// or the writer's backend is ended.
+func gateCommits(t *testing.T, admin *pgx.Conn, coll string, id uuidv7.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	var table int64
+	if err := admin.QueryRow(ctx, `SELECT f.id FROM storh_buckets f JOIN storh_buckets c ON f.parent = c.id
+		WHERE c.parent = 0 AND c.name = $1 AND f.name = 'f'`, []byte(coll)).Scan(&table); err != nil {
+		t.Fatalf("finding the feed's table: %v", err)
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			IF substring(NEW.v FROM 2 FOR 16) = decode('%s', 'hex') THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
+			RETURN NEW; END $$`, hex.EncodeToString(id[:]), gateLock),
+		fmt.Sprintf("CREATE TRIGGER gate BEFORE INSERT ON storh_b%d FOR EACH ROW EXECUTE FUNCTION gate()", table),
+		fmt.Sprintf("SELECT pg_advisory_lock(%d)", gateLock),
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// waitForLockWait waits until some backend of the database waits for an
+// advisory lock: the gated writer (objid gateLock) or a reader settling
+// the feed (exclusive, another key), failing if the reader delivers a
+// change on events meanwhile.
+func waitForLockWait(t *testing.T, admin *pgx.Conn, gated bool, events <-chan storh.ChangeEvent) int {
+	t.Helper()
+	cond := "objid <> " + fmt.Sprint(gateLock) + " AND mode = 'ExclusiveLock'"
+	if gated {
+		cond = "objid = " + fmt.Sprint(gateLock)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case ev := <-events:
+			t.Fatalf("the reader delivered seq %d while seq 2 was still committing", ev.Seq)
+		default:
+		}
+		var pid int
+		err := admin.QueryRow(context.Background(), "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"+
+			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND "+cond+" LIMIT 1").Scan(&pid)
+		if err == nil {
+			return pid
+		}
+		if err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no backend came to wait for an advisory lock (gated writer: %v)", gated)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPostgresChangesGap holds one writer's commit after it drew its
+// change's number, while a writer in another store commits a greater
+// one: a reader must not deliver the greater before the smaller is
+// settled, and LastSeq must not answer below it. Let go, the held commit
+// is delivered first; ended, its number stays unused and the reader goes
+// on past it.
+func TestPostgresChangesGap(t *testing.T) {
+	skipOnPostgresPass(t)
+	for _, outcome := range []string{"commits", "is lost"} {
+		t.Run("the held commit "+outcome, func(t *testing.T) {
+			url := pgtest.URL(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			open := func() *storh.Docs {
+				db, err := storh.Open(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				docs, err := db.Docs("gap", storh.WithChangeFeed(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return docs
+			}
+			held, other := open(), open()
+			admin, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close(context.Background())
+
+			events := make(chan storh.ChangeEvent, 8)
+			go func() {
+				for ev, err := range other.Changes(ctx, 0) {
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("the reader: %v", err)
+						}
+						close(events)
+						return
+					}
+					events <- ev
+				}
+			}()
+			// The reader follows the feed before the held commit begins (a
+			// reader that subscribes meanwhile waits for that commit).
+			first, err := other.Put(storh.Map{"who": "first"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev := <-events; ev.Seq != 1 || ev.ID != first.ID {
+				t.Fatalf("the reader's first change is seq %d %v, want 1 %v", ev.Seq, ev.ID, first.ID)
+			}
+			heldID := uuidv7.New()
+			gateCommits(t, admin, "gap", heldID)
+			heldDone := make(chan error, 1)
+			go func() {
+				_, err := held.PutWithID(heldID, storh.Map{"who": "held"})
+				heldDone <- err
+			}()
+			heldPid := waitForLockWait(t, admin, true, nil)
+			// Seq 2 is drawn and not committed; the other store commits 3.
+			otherRec, err := other.Put(storh.Map{"who": "other"})
+			if err != nil {
+				t.Fatalf("a writer beside the held commit: %v", err)
+			}
+
+			// The reader finds 3 past a gap at 2, and must wait for the
+			// writers that could still fill it, delivering nothing.
+			waitForLockWait(t, admin, false, events)
+			lastSeq := make(chan uint64, 1)
+			go func() {
+				n, err := held.LastSeq()
+				if err != nil {
+					t.Error(err)
+				}
+				lastSeq <- n
+			}()
+
+			var want []storh.ChangeEvent
+			if outcome == "commits" {
+				if _, err := admin.Exec(ctx, fmt.Sprintf("SELECT pg_advisory_unlock(%d)", gateLock)); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-heldDone; err != nil {
+					t.Fatalf("the held writer: %v", err)
+				}
+				want = append(want, storh.ChangeEvent{Seq: 2, ID: heldID})
+			} else {
+				if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", heldPid); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-heldDone; err == nil {
+					t.Fatal("the writer whose backend was ended reported its put done")
+				}
+			}
+			want = append(want, storh.ChangeEvent{Seq: 3, ID: otherRec.ID})
+			if n := <-lastSeq; n != 3 {
+				t.Errorf("LastSeq during the held commit = %d, want 3", n)
+			}
+			// One more write: the reader goes on past whatever the gap was.
+			next, err := held.Put(storh.Map{"who": "next"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, storh.ChangeEvent{Seq: 4, ID: next.ID})
+			for _, w := range want {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						t.Fatal("the reader ended")
+					}
+					if ev.Seq != w.Seq || ev.ID != w.ID || ev.Op != storh.OpPut {
+						t.Fatalf("the reader delivered seq %d %s %v, want seq %d put %v", ev.Seq, ev.Op, ev.ID, w.Seq, w.ID)
+					}
+				case <-ctx.Done():
+					t.Fatalf("the reader never delivered seq %d", w.Seq)
+				}
+			}
+		})
+	}
+}
