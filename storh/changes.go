@@ -102,7 +102,11 @@ func (d *Docs) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 // LastSeq returns the Seq of the collection's last change (0 before its
 // first, or without a feed). A reader that resyncs after
 // ErrChangesTrimmed takes it before it reads the collection, then follows
-// Changes from it.
+// Changes from it: it misses no change committed after LastSeq returned.
+// On PostgreSQL, where a commit still in flight may have drawn a smaller
+// Seq than one already committed, LastSeq first waits for the
+// collection's writers in flight to end (their commits); inside an Update
+// there it cannot wait, and returns the last change the transaction sees.
 func (d *Docs) LastSeq() (uint64, error) { return d.coll.lastSeq() }
 
 // Changes is Docs.Changes of a log: its changes are its appends and the
@@ -117,15 +121,27 @@ func (l *Log) LastSeq() (uint64, error) { return l.coll.lastSeq() }
 var errChangesInTx = fmt.Errorf("%w: Changes waits for commits, which cannot happen inside a transaction; use a DB-level handle", ErrNestedTx)
 
 func (c *coll) lastSeq() (uint64, error) {
+	seq, err := c.settledLastSeq()
+	return seq, opErr(c.opName("last seq"), c.name, "", -1, err)
+}
+
+// settledLastSeq is LastSeq: on PostgreSQL the Seq of the last change
+// once the writers that could still commit one before it have ended, read
+// in a transaction begun after they did.
+func (c *coll) settledLastSeq() (uint64, error) {
 	ctx, cancel := c.db.closingContext()
 	defer cancel()
+	settled, err := c.settle(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var seq uint64
-	err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+	err = c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		var err error
-		seq, err = etx.LastSeq(ctx, ec)
+		seq, err = etx.LastSeq(ec, settled)
 		return err
 	})
-	return seq, opErr(c.opName("last seq"), c.name, "", -1, err)
+	return seq, err
 }
 
 // settle waits until no writer can still commit a change at or below the

@@ -2,6 +2,7 @@ package storh_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"testing"
@@ -18,12 +19,15 @@ import (
 // for, after it drew its change's number (see gateCommits).
 const gateLock = 4242
 
+// gateMark marks the records whose commits gateCommits holds.
+const gateMark = "gate-me-please"
+
 // gateCommits installs, on the feed table of collection coll, a trigger
-// that makes the commit storing the change of record id wait for the
-// session advisory lock gateLock, which admin takes now: that writer has
-// drawn its number and stays in its commit until admin releases the lock
-// or the writer's backend is ended.
-func gateCommits(t *testing.T, admin *pgx.Conn, coll string, id uuidv7.UUID) {
+// that makes a commit storing a change of a record that holds the text
+// gateMark wait for the session advisory lock gateLock, which admin takes
+// now: that writer has drawn its number and stays in its commit until
+// admin releases the lock or the writer's backend is ended.
+func gateCommits(t *testing.T, admin *pgx.Conn, coll string) {
 	t.Helper()
 	ctx := context.Background()
 	var table int64
@@ -33,8 +37,8 @@ func gateCommits(t *testing.T, admin *pgx.Conn, coll string, id uuidv7.UUID) {
 	}
 	for _, q := range []string{
 		fmt.Sprintf(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-			IF substring(NEW.v FROM 2 FOR 16) = decode('%s', 'hex') THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
-			RETURN NEW; END $$`, hex.EncodeToString(id[:]), gateLock),
+			IF position(convert_to('%s', 'UTF8') IN NEW.v) > 0 THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
+			RETURN NEW; END $$`, gateMark, gateLock),
 		fmt.Sprintf("CREATE TRIGGER gate BEFORE INSERT ON storh_b%d FOR EACH ROW EXECUTE FUNCTION gate()", table),
 		fmt.Sprintf("SELECT pg_advisory_lock(%d)", gateLock),
 	} {
@@ -132,10 +136,10 @@ func TestPostgresChangesGap(t *testing.T) {
 				t.Fatalf("the reader's first change is seq %d %v, want 1 %v", ev.Seq, ev.ID, first.ID)
 			}
 			heldID := uuidv7.New()
-			gateCommits(t, admin, "gap", heldID)
+			gateCommits(t, admin, "gap")
 			heldDone := make(chan error, 1)
 			go func() {
-				_, err := held.PutWithID(heldID, storh.Map{"who": "held"})
+				_, err := held.PutWithID(heldID, storh.Map{"who": gateMark})
 				heldDone <- err
 			}()
 			heldPid := waitForLockWait(t, admin, true, nil)
@@ -197,6 +201,134 @@ func TestPostgresChangesGap(t *testing.T) {
 					t.Fatalf("the reader never delivered seq %d", w.Seq)
 				}
 			}
+			if outcome == "commits" {
+				return
+			}
+			// A lost commit that drew the last number: LastSeq and Feed
+			// answer the last change there is, 4, where a stream that
+			// stops at them ends, not 5, which never comes.
+			go func() {
+				_, err := held.Put(storh.Map{"who": gateMark})
+				heldDone <- err
+			}()
+			heldPid = waitForLockWait(t, admin, true, events)
+			if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", heldPid); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-heldDone; err == nil {
+				t.Fatal("the writer whose backend was ended reported its put done")
+			}
+			if n, err := other.LastSeq(); err != nil || n != 4 {
+				t.Errorf("LastSeq after a lost commit drew 5 = %d, %v; want 4", n, err)
+			}
+			if fi, err := held.Feed(); err != nil || fi.LastSeq != 4 {
+				t.Errorf("Feed after a lost commit drew 5 = %+v, %v; want LastSeq 4", fi, err)
+			}
 		})
+	}
+}
+
+// TestPostgresFeedNumberingUpgrade turns a feed numbered by this build
+// back into the layout of the build before (the counter row holds the
+// last seq given, no sequence, no "numbered" setting, format 8), as that
+// build left it, and opens it again: the first write numbers the feed
+// from its last seq, a reader from 0 gets every change once, in order,
+// and the store's format rises to 9.
+func TestPostgresFeedNumberingUpgrade(t *testing.T) {
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	db, err := storh.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := db.Docs("old", storh.WithChangeFeed(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uuidv7.UUID
+	for i := range 5 {
+		r, err := docs.Put(storh.Map{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	db.Close()
+
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	table := func(path ...string) (id int64) {
+		t.Helper()
+		for _, name := range path {
+			if err := admin.QueryRow(ctx, "SELECT id FROM storh_buckets WHERE parent = $1 AND name = $2", id, []byte(name)).Scan(&id); err != nil {
+				t.Fatalf("bucket %q of %v: %v", name, path, err)
+			}
+		}
+		return id
+	}
+	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	format := func() uint64 {
+		t.Helper()
+		var v []byte
+		if err := admin.QueryRow(ctx, fmt.Sprintf("SELECT v FROM storh_b%d WHERE k = 'format'", table("\x00storh"))).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return binary.BigEndian.Uint64(v)
+	}
+	if f := format(); f != 9 {
+		t.Fatalf("a store with a numbered feed is at format %d, want 9", f)
+	}
+	meta, conf := table("old", "m"), table("old", "m", "f")
+	for _, q := range []string{
+		fmt.Sprintf(`DROP SEQUENCE storh_b%d_q%s`, meta, hex.EncodeToString([]byte("feedSeq"))),
+		fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'feedSeq'`, meta, be(5)),
+		fmt.Sprintf(`DELETE FROM storh_b%d WHERE k = 'numbered'`, conf),
+		fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'format'`, table("\x00storh"), be(8)),
+	} {
+		if tag, err := admin.Exec(ctx, q); err != nil || tag.RowsAffected() != 1 && !tag.Select() && tag.String() != "DROP SEQUENCE" {
+			t.Fatalf("%s: %v %v", q, tag, err)
+		}
+	}
+
+	db, err = storh.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	docs, err = db.Docs("old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, err := docs.LastSeq(); err != nil || last != 5 {
+		t.Fatalf("LastSeq of the old feed = %d, %v; want 5", last, err)
+	}
+	r, err := docs.Put(storh.Map{"i": 5})
+	if err != nil {
+		t.Fatalf("the first write after the upgrade: %v", err)
+	}
+	ids = append(ids, r.ID)
+	if f := format(); f != 9 {
+		t.Errorf("after the first write the format is %d, want 9", f)
+	}
+	if last, err := docs.LastSeq(); err != nil || last != 6 {
+		t.Errorf("LastSeq after the upgrade = %d, %v; want 6", last, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n := 0
+	for ev, err := range docs.Changes(cctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != uint64(n+1) || ev.ID != ids[n] {
+			t.Fatalf("change %d: seq %d %v, want seq %d %v", n, ev.Seq, ev.ID, n+1, ids[n])
+		}
+		if n++; n == len(ids) {
+			break
+		}
 	}
 }

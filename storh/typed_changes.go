@@ -16,12 +16,15 @@ type FeedInfo struct {
 	// (WithChangeFeed), which its first write gives it.
 	Keep int
 	// LastSeq is the Seq of the collection's last change (0 before its
-	// first). Changes after it yields only changes to come.
+	// first), as Docs.LastSeq. Changes after it yields only changes to
+	// come, and a reader that stops at it has read every change committed
+	// before Feed returned.
 	LastSeq uint64
 }
 
 // Feed reports whether the collection has a change feed, what it keeps
-// and its last Seq, read together. A surface that offers the feed when
+// and its last Seq (as LastSeq, which on PostgreSQL waits for the
+// collection's commits in flight). A surface that offers the feed when
 // there is one and falls back to Watch otherwise (storh tail -f, the web
 // page's live tail) asks it first, since Changes of a collection with a
 // feed and nothing new blocks.
@@ -42,12 +45,12 @@ func (c *coll) feedInfo() (FeedInfo, error) {
 		if !on {
 			return nil
 		}
-		ctx, cancel := c.db.closingContext()
-		defer cancel()
-		seq, err := etx.LastSeq(ctx, ec)
-		fi = FeedInfo{Keep: int(keep), LastSeq: seq}
-		return err
+		fi = FeedInfo{Keep: int(keep)}
+		return nil
 	})
+	if err == nil && fi.Keep > 0 {
+		fi.LastSeq, err = c.settledLastSeq()
+	}
 	return fi, opErr(c.opName("feed"), c.name, "", -1, err)
 }
 

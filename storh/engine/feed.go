@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -351,44 +352,59 @@ func (db *DB) EnsureFeed(h Handle) error {
 	})
 }
 
-// LastSeq returns the last seq c's feed gave (0 for none, or no feed):
-// on a numbered feed, read-only, the last once every writer that could
-// still commit one at or below it has ended (SettleFeed), so that a reader
-// that starts after it misses nothing committed later; in a writable
-// transaction, which may hold the collection itself and so cannot wait
-// for its writers, the greatest this transaction sees.
-func (t *Tx) LastSeq(ctx context.Context, c *Coll) (uint64, error) {
+// LastSeq returns the seq of c's last change (0 for none, or no feed).
+// On a numbered feed that is the greatest seq at or below settled that
+// the feed holds (the floor, when it holds none): given a settled seq
+// (SettleFeed, in a transaction begun before this one), no change at or
+// below it can commit after, so a reader that starts from the answer
+// misses nothing committed later, and a reader that stops at it has read
+// every change committed before.
+func (t *Tx) LastSeq(c *Coll, settled uint64) (uint64, error) {
 	if c == nil {
 		return 0, nil
 	}
 	t.loadFeed(c)
+	n := uint64(c.getMeta(keyFeedSeq))
 	if !c.feed.numbered {
-		n := c.getMeta(keyFeedSeq)
-		return uint64(n), t.failure()
+		return n, t.failure()
 	}
-	if !t.ktx.Writable() {
-		return t.SettleFeed(ctx, c)
+	cur := c.feed.bucket.Cursor()
+	var k []byte
+	if settled == math.MaxUint64 {
+		k, _ = cur.Last()
+	} else {
+		var k8 [8]byte
+		if k, _ = cur.Seek(seqKey(&k8, settled+1)); k != nil {
+			k, _ = cur.Prev()
+		} else {
+			k, _ = cur.Last()
+		}
 	}
-	n := c.getMeta(keyFeedSeq) // the floor, when nothing is kept above it
-	if k, _ := c.feed.bucket.Cursor().Last(); len(k) == 8 {
-		n = int64(binary.BigEndian.Uint64(k))
+	if len(k) == 8 && binary.BigEndian.Uint64(k) > n {
+		n = binary.BigEndian.Uint64(k)
 	}
-	return uint64(n), t.failure()
+	return n, t.failure()
 }
 
 // SettleFeed waits until no writer can still commit a change of c's
-// numbered feed at or below the seq it returns (kv.Settler), which is
-// the greatest given then. On a feed the transaction numbers itself,
-// every change is visible as it is numbered: it returns the last given.
+// numbered feed at or below the seq it returns (kv.Settler), which is the
+// greatest given then. A writable transaction, which may hold the
+// collection itself, cannot wait for its writers: it returns
+// math.MaxUint64 (everything it sees is all it can know). On a feed the
+// transaction numbers itself every change is visible as it is numbered:
+// it returns the last given.
 func (t *Tx) SettleFeed(ctx context.Context, c *Coll) (uint64, error) {
 	if c == nil {
 		return 0, nil
 	}
 	t.loadFeed(c)
 	s, ok := c.feed.bucket.(kv.Settler)
-	if !c.feed.numbered || !ok {
+	switch {
+	case !c.feed.numbered || !ok:
 		n := c.getMeta(keyFeedSeq)
 		return uint64(n), t.failure()
+	case t.ktx.Writable():
+		return math.MaxUint64, t.failure()
 	}
 	if err := t.failure(); err != nil {
 		return 0, err
