@@ -19,6 +19,8 @@
 //	               gen bigint, unique (parent, name))    the registry of buckets
 //	storh_b<id>   (k bytea primary key, v bytea)   one table per bucket
 //	storh_commits (token bytea primary key, xid xid8)   commit markers
+//	storh_b<id>_q<hex key>   a sequence: the counter of key in bucket id
+//	                         (kv.Sequencer), owned by that bucket's table
 //
 // The top level is bucket 0 (storh_b0), which has no registry row. A
 // nested bucket is a registry row, its own table, and a row (name, NULL)

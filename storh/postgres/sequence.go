@@ -183,15 +183,17 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 // values, $2 keep (0: no trim), $3 the floor's key in counter, $4 the most
 // keys to trim. The numbers are drawn in the order of the values (a
 // function scan keeps its rows' order, and nextval is evaluated row by
-// row). The trim's bound is a scalar subquery, computed once, so the
-// oldest keys are found by an index scan from the start that stops at it;
-// NULL, when nothing is beyond keep, finds none. The floor's update is
-// gated by a one-time filter: a commit that did not lock the floor row
-// does not touch it.
+// row). The floor row is locked only when the floor is below the trim's
+// bound, so a feed not yet past its keep takes no lock at all. The trim's
+// bound is a scalar subquery, computed once, so the oldest keys are found
+// by an index scan from the start that stops at it; NULL, when nothing is
+// beyond keep, finds none. The floor's update is gated by a one-time
+// filter: a commit that did not lock the floor row does not touch it.
 func sequenceSQL(seq, counter, table string) string {
 	return "WITH n AS (SELECT nextval('" + seq + "') AS s, u.val FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord))," +
 		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(n.s), n.val FROM n)," +
-		" fl AS (SELECT c.k FROM " + counter + " AS c WHERE $2::bigint > 0 AND c.k = $3 FOR UPDATE SKIP LOCKED)," +
+		" fl AS (SELECT c.k FROM " + counter + " AS c WHERE $2::bigint > 0 AND c.k = $3" +
+		" AND " + beIntAt("c.v", "1") + " < (SELECT max(n.s) FROM n) - $2::bigint FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
 		" WHERE EXISTS (SELECT FROM fl) AND f.k <= (SELECT int8send(max(n.s) - $2::bigint) FROM n HAVING max(n.s) - $2::bigint > 0)" +
 		" ORDER BY f.k LIMIT $4::int FOR UPDATE OF f SKIP LOCKED) RETURNING k)," +
