@@ -38,7 +38,8 @@ import (
 // and a reader that meets such a gap settles it (SettleSequence) before it
 // passes it. The floor row is locked only by the commit that trims, and a
 // commit that finds it locked leaves the trim to the one that holds it:
-// so it is never waited for either.
+// so it is never waited for either, and as one commit at a time trims, the
+// rows it deletes need no locks of their own.
 type sequence struct {
 	counter *bucket
 	key     []byte
@@ -196,7 +197,7 @@ func sequenceSQL(seq, counter, table string) string {
 		" AND " + beIntAt("c.v", "1") + " < (SELECT max(n.s) FROM n) - $2::bigint FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
 		" WHERE EXISTS (SELECT FROM fl) AND f.k <= (SELECT int8send(max(n.s) - $2::bigint) FROM n HAVING max(n.s) - $2::bigint > 0)" +
-		" ORDER BY f.k LIMIT $4::int FOR UPDATE OF f SKIP LOCKED) RETURNING k)," +
+		" ORDER BY f.k LIMIT $4::int) RETURNING k)," +
 		" up AS (UPDATE " + counter + " AS c SET v = int8send(greatest(" + beIntAt("c.v", "1") + "," +
 		" (SELECT " + beIntAt("d.k", "1") + " FROM del AS d ORDER BY d.k DESC LIMIT 1)))" +
 		" WHERE EXISTS (SELECT FROM del) AND c.k = $3)" +
