@@ -93,6 +93,9 @@ const changesChunk = 256
 // The collection must have a feed (WithChangeFeed), else Changes yields
 // ErrNotFound; changes after after that were trimmed are ErrChangesTrimmed.
 // A Changes of a collection not created yet waits for its first change.
+// A collection dropped while Changes follows it ends it with ErrNotFound;
+// one dropped and made again (its feed starts afresh at 1), with
+// ErrChangesTrimmed, as the reader must resync.
 // Changes needs a DB-level handle (inside a transaction it yields
 // ErrNestedTx).
 func (d *Docs) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
@@ -192,6 +195,9 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 		// Every seq at or below settled that is not in the feed is gone or
 		// never was (see engine.Tx.ReadChanges).
 		var settled uint64
+		// The feed followed, once the collection is there: one dropped,
+		// or dropped and made again, ends the reader.
+		followed, feedID := false, uint64(0)
 		for {
 			if ctx.Err() != nil {
 				fail(ctx.Err())
@@ -206,6 +212,14 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 			var got []engine.FeedEntry
 			var gap bool
 			err := c.read(func(etx *engine.Tx, ec *engine.Coll) error {
+				switch id := etx.FeedID(ec); {
+				case ec == nil && followed:
+					return fmt.Errorf("%w: collection %q was dropped while Changes followed it", ErrNotFound, c.name)
+				case ec != nil && followed && id != feedID:
+					return fmt.Errorf("%w: collection %q was dropped and made again while Changes followed it; its feed started afresh", ErrChangesTrimmed, c.name)
+				case ec != nil:
+					followed, feedID = true, id
+				}
 				var err error
 				got, gap, err = etx.ReadChanges(ec, after, settled, changesChunk)
 				return err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -55,6 +56,7 @@ var (
 	keyFeedSeq     = []byte("feedSeq")
 	keyFeedKeep    = []byte("keep")
 	keyFeedNumbers = []byte("numbered")
+	keyFeedID      = []byte("id")
 )
 
 // Operations a change records.
@@ -91,7 +93,8 @@ type feedState struct {
 // feedConf are a feed's settings.
 type feedConf struct {
 	keep     int64
-	numbered bool // the backend numbers the changes (kv.Sequencer)
+	numbered bool   // the backend numbers the changes (kv.Sequencer)
+	id       uint64 // drawn when the feed is made; 0 for a feed made before ids
 }
 
 func seqKey(k *[8]byte, seq uint64) []byte {
@@ -124,7 +127,7 @@ func (t *Tx) readFeedConf(c *Coll) feedConf {
 		return feedConf{}
 	}
 	read := func() feedConf {
-		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1}
+		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1, id: uint64(getInt(conf, keyFeedID))}
 	}
 	ider, ok := conf.(kv.Identifier)
 	if !ok || t.db == nil {
@@ -159,6 +162,11 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 			return err
 		}
 	}
+	if fc.id != 0 {
+		if err := putInt(conf, keyFeedID, int64(fc.id)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -178,6 +186,17 @@ func (t *Tx) numberFeed(c *Coll) error {
 	}
 	c.feed.numbered = true
 	return t.needFormat(formatNumbered)
+}
+
+// FeedID returns the identity of c's feed, drawn when it was made: a
+// collection dropped and made again has a feed of another (0: c is nil,
+// has no feed, or has one made before feeds had identities).
+func (t *Tx) FeedID(c *Coll) uint64 {
+	if c == nil {
+		return 0
+	}
+	t.loadFeed(c)
+	return c.feed.id
 }
 
 // FeedOn reports whether c has a change feed, and its keep.
@@ -291,6 +310,9 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 	fc := c.feed.feedConf
 	fc.keep = keep
 	if !on {
+		// A reader tells this feed from one of a collection dropped and
+		// made again under the same name by it.
+		fc.id = rand.Uint64() | 1
 		b, err := c.root.CreateBucket(bucketFeed)
 		if err != nil {
 			return mapStoreErr(err)

@@ -322,7 +322,7 @@ func (db *DB) DropColl(name string) error {
 	db.colls.mu.Lock()
 	defer db.colls.mu.Unlock()
 	defer db.colls.kinds.Delete(name)
-	return db.UpdateSafe(func(tx *Tx) error {
+	err := db.UpdateSafe(func(tx *Tx) error {
 		if err := tx.DropColl(name); err != nil {
 			return err
 		}
@@ -330,6 +330,14 @@ func (db *DB) DropColl(name string) error {
 		// one commits already sees it.
 		db.colls.drops.Store(name, db.colls.epoch.Add(1))
 		db.blocked.mems.dropColl(name) // caches: lost on a rollback, rebuilt when read
+		if tx.shared != nil {
+			// Readers of its feed in other processes learn it is gone.
+			tx.shared.Announce(name, wakeKey)
+		}
 		return nil
 	})
+	if err == nil {
+		db.feedSignals.wake(name) // and those of this one
+	}
+	return err
 }
