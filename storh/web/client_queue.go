@@ -107,10 +107,11 @@ func payloadJSON(p any) (json.RawMessage, error) {
 }
 
 // Claim leases up to n of the due jobs (the first due first, ties in
-// enqueue order) until lease from now, by the server's clock, and gives
+// enqueue order; the server lowers an n above its page size to it) until
+// lease from now, by the server's clock, and gives
 // them with their data and claim tokens. When none is due it waits up to
-// wait on the server for one (0: no wait; at most half the server's
-// request time limit). None due, after the wait, is an error wrapping
+// wait on the server for one (0: no wait; the server lowers a wait longer
+// than half its request time limit to that, 15s by default). None due, after the wait, is an error wrapping
 // storh.ErrEmpty, as storh.Queue.ClaimMany's.
 func (c *Client) Claim(ctx context.Context, queue string, n int, lease, wait time.Duration) ([]storh.Job, error) {
 	req := ClaimRequest{N: n, Lease: lease.String()}

@@ -234,8 +234,9 @@ func kindOfJSON(b []byte) string {
 }
 
 // claim serves POST api/queues/{name}/claims (WithWrites): up to n of the
-// due jobs, leased until lease from now, each with its data and claim
-// token. With wait, when none is due, it waits up to wait for one
+// due jobs (n above the page size, WithMaxPage, is lowered to it), leased until lease from now, each with its data and claim
+// token. With wait (lowered to maxClaimWait), when none is due, it waits
+// up to wait for one
 // (storh.Queue.ClaimWait) and then claims it and up to n-1 more that are
 // due by then. None due, after the wait, is an empty list: a poll that
 // finds nothing has not failed.
@@ -256,8 +257,9 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(fmt.Sprintf("web: n %d: claim at least 1 job", n)))
 		return
 	case n > h.cfg.maxPage:
-		writeError(w, badRequest(fmt.Sprintf("web: n %d: a claim takes at most %d jobs (the page size, web.WithMaxPage)", n, h.cfg.maxPage)))
-		return
+		// As a page's limit: lowered to the page size, which bounds
+		// the answer held in memory.
+		n = h.cfg.maxPage
 	}
 	lease, err := parseDuration("lease", req.Lease, defaultLease, false)
 	if err != nil {
@@ -265,9 +267,9 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait, err := parseDuration("wait", req.Wait, 0, true)
-	if err == nil && wait > h.maxClaimWait() {
-		err = badRequest(fmt.Sprintf("web: wait %v: a claim waits at most %v, half the request time limit (web.WithTimeout)", wait, h.maxClaimWait()))
-	}
+	// A longer wait is lowered to the bound, as a page's limit is to the
+	// page size: a client that wants to wait longer asks again.
+	wait = min(wait, h.maxClaimWait())
 	if err != nil {
 		writeError(w, err)
 		return

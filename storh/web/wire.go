@@ -264,10 +264,12 @@ type Enqueued struct {
 }
 
 // ClaimRequest is the body of POST api/queues/{name}/claims. N is how
-// many jobs to claim at most (default 1), Lease how long the claims hold
+// many jobs to claim at most (default 1; above the handler's page size,
+// WithMaxPage, it is lowered to it), Lease how long the claims hold
 // (a Go duration, "30s", "5m"; default 5m), and Wait how long to wait for
-// a job when none is due (default 0, no wait; at most half the handler's
-// request time limit).
+// a job when none is due (default 0, no wait; a longer wait than half the
+// handler's request time limit, WithTimeout, is lowered to it: a client
+// that wants to wait longer claims again).
 type ClaimRequest struct {
 	N     int    `json:"n,omitempty"`
 	Lease string `json:"lease,omitempty"`
