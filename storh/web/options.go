@@ -75,7 +75,8 @@ func WithToken(token string) Option {
 }
 
 // WithWrites enables the endpoints that change data (PUT, PATCH and DELETE
-// of a record, import, and PUT and DELETE of a collection's schema). Without it they answer 403: a handler mounted to look at a
+// of a record, import, PUT and DELETE of a collection's schema, and the
+// queue's enqueue, claims, job actions, cancel, purge and options). Without it they answer 403: a handler mounted to look at a
 // store cannot change it by accident.
 func WithWrites() Option {
 	return func(c *config) { c.writes = true }
