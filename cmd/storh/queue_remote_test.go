@@ -59,6 +59,8 @@ func queueTranscript(t *testing.T, flags []string, where string) string {
 		t.Fatalf("enqueue of two lines printed %q", bc)
 	}
 	run("{\"n\":7}\n{\"n\":\n", "queue", "enqueue", "jobs")
+	run("{\"n\":8}\n{\"d\":"+strings.Repeat("[", 70)+strings.Repeat("]", 70)+"}\n", "queue", "enqueue", "jobs")
+	run("{\"n\":9}\n{\"s\":\""+strings.Repeat("x", 1<<20)+"\"}\n", "queue", "enqueue", "jobs")
 	run("", "--json", "queue", "enqueue", "later", `{"x":1}`, "--at", "+1h")
 	run("", "queue", "enqueue", "posts", `{"x":1}`)
 	run("", "queue", "enqueue", "jobs", `[1]`)

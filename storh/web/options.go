@@ -133,9 +133,10 @@ func WithTailLimit(d time.Duration) Option {
 	}
 }
 
-// WithMaxImport sets the largest body an import accepts, in bytes
-// (default DefaultMaxImport). It is apart from WithMaxBody, whose limit
-// is for one record: an import is a whole collection. The body is held in
+// WithMaxImport sets the largest body an import (or a queue's enqueue)
+// accepts, in bytes (default DefaultMaxImport). It is apart from
+// WithMaxBody, whose limit is for one record: an import is a whole
+// collection. The body is held in
 // memory while it is imported (see docs/web.md), so this is also the
 // memory one import may take.
 func WithMaxImport(bytes int64) Option {

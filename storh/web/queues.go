@@ -54,6 +54,11 @@ func (h *handler) readJSONBody(w http.ResponseWriter, r *http.Request, v any) er
 	if err != nil {
 		return err
 	}
+	return decodeJSONBody(body, v)
+}
+
+// decodeJSONBody decodes body as readJSONBody does.
+func decodeJSONBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
@@ -147,15 +152,24 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 }
 
 // enqueue serves POST api/queues/{name}/jobs (WithWrites): the payloads of
-// the body's jobs, in one transaction, all or none. It is the one write
+// the body's jobs, in one transaction, all or none. The body is bounded
+// as an import's (WithMaxImport, and the memory budget of such bodies). It is the one write
 // that creates a missing queue, as storh's first Enqueue does; a failed
 // enqueue creates nothing.
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
 	}
+	// Many jobs in one body, as an import's records: its limit and
+	// memory budget, not a single record's.
+	body, release, err := h.readBulkBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
 	var req EnqueueRequest
-	if err := h.readJSONBody(w, r, &req); err != nil {
+	if err := decodeJSONBody(body, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -201,8 +215,10 @@ func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		var se *storh.Error
-		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(payloads) {
-			err = &itemError{item: se.Index + 1, err: err}
+		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(payloads) && se.Err != nil {
+			// Worded as a payload the handler refuses: the job, and
+			// what storh said of it.
+			err = &itemError{item: se.Index + 1, err: fmt.Errorf("web: enqueue into %q, nothing written: job %d: %w", name, se.Index+1, se.Err)}
 		}
 		writeError(w, queueError(err))
 		return

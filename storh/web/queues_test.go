@@ -205,7 +205,7 @@ func TestQueueEndpoints(t *testing.T) {
 // a typed error and leaves the database as it was.
 func TestQueueEndpointsRefuse(t *testing.T) {
 	f := newFixture(t, 1, 0)
-	c := f.serve(t, web.WithWrites(), web.WithMaxBody(200), web.WithTimeout(2*time.Second))
+	c := f.serve(t, web.WithWrites(), web.WithMaxBody(100), web.WithMaxImport(200), web.WithTimeout(2*time.Second))
 	off := f.serve(t)
 	q, err := f.db.Queue("jobs")
 	if err != nil {
@@ -250,6 +250,7 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 		{c, "POST", "api/queues/jobs/jobs", `{"jobs":[{"a":1}],"at":"tomorrow"}`, 400, "bad_request"},
 		{c, "POST", "api/queues/jobs/jobs", `{"jobs":[{"a":1}]} {}`, 400, "bad_request"},
 		{c, "POST", "api/queues/jobs/jobs", `{"jobs":[{"s":"` + strings.Repeat("x", 200) + `"}]}`, 413, "too_large"},
+		{c, "POST", "api/queues/jobs/claims", `{"lease":"` + strings.Repeat("1", 100) + `s"}`, 413, "too_large"},
 		{c, "POST", "api/queues/new/jobs", `{"jobs":[{"a":1},7]}`, 400, "bad_request"},
 		{c, "POST", "api/queues/posts/jobs", `{"jobs":[{"a":1}]}`, 409, "wrong_kind"},
 		{c, "POST", "api/queues/jobs/jobs?x=1", `{"jobs":[{"a":1}]}`, 400, "bad_request"},
@@ -318,12 +319,23 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 	if r := short.do("POST", "api/queues/idle/claims", []byte(`{"wait":"1h"}`)); r.status != 200 || string(r.body) != `{"jobs":[]}`+"\n" {
 		t.Errorf("a claim waiting an hour on a 100ms limit: %d %s", r.status, r.body)
 	}
-	// A bad job of an enqueue is named by its place.
-	r := c.do("POST", "api/queues/jobs/jobs", []byte(`{"jobs":[{"a":1},{"b":2},"x"]}`))
-	var e web.ErrorResponse
-	r.decode(t, &e)
-	if e.Error.Item != 3 {
-		t.Errorf("enqueue of a bad third job: %s, want item 3", r.body)
+	// A bad job of an enqueue is named by its place: one the handler
+	// cannot read, and one storh refuses (nested too deep).
+	before = queueSnapshot(t, f.db, "jobs")
+	for body, item := range map[string]int{
+		`{"jobs":[{"a":1},{"b":2},"x"]}`: 3,
+		`{"jobs":[{"a":1},{"d":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}]}`: 2,
+	} {
+		r := c.do("POST", "api/queues/jobs/jobs", []byte(body))
+		var e web.ErrorResponse
+		r.decode(t, &e)
+		if r.status != 400 || e.Error.Kind != web.KindBadRequest || e.Error.Item != item ||
+			!strings.HasPrefix(e.Error.Message, fmt.Sprintf(`web: enqueue into "jobs", nothing written: job %d: `, item)) {
+			t.Errorf("enqueue of a bad job %d: %s", item, r.body)
+		}
+	}
+	if after := queueSnapshot(t, f.db, "jobs"); after != before {
+		t.Errorf("refused enqueues changed the database:\n%s\n%s", before, after)
 	}
 }
 
