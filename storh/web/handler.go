@@ -133,7 +133,7 @@ func (h *handler) routes() {
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, kind: KindNotFound,
-			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections", r.URL.Path)})
+			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections, api/queues, api/stats and api/verify", r.URL.Path)})
 	})
 }
 
