@@ -27,7 +27,9 @@ one worker until its lease ends), done, or dead (it failed its last allowed
 attempt). Claims take the due jobs, due first, then in enqueue order; a claim whose
 lease ends is pending again at the next claim, so the jobs of a worker that
 died are not lost. Programs use the library (db.Queue); these commands are
-for scripts, inspection and repair by hand. See docs/queue.md.`
+for scripts, inspection and repair by hand, on a database file, on
+PostgreSQL, or over --url through a server's API (storh serve --write).
+See docs/queue.md.`
 	cmd.Example = `  storh queue enqueue emails '{"to":"ann@example.com"}'
   storh queue claim emails --lease 5m
   storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef
@@ -675,16 +677,9 @@ them, claimed ones by lease end, done and dead ones by when they got there.
 				return err
 			}
 			defer q.close()
-			for j, err := range q.jobs(st) {
+			for j, err := range q.jobs(st, withData) {
 				if err != nil {
 					return err
-				}
-				if withData {
-					if j, err = q.lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
-						continue // purged since it was listed
-					} else if err != nil {
-						return err
-					}
 				}
 				out, err := toJobJSON(j, withData)
 				if err != nil {

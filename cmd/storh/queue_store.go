@@ -43,8 +43,10 @@ type jobQueue interface {
 	retry(id uuidv7.UUID) error
 	cancel(id uuidv7.UUID) error
 	release(id uuidv7.UUID) error
-	// jobs lists the jobs in state, without their data.
-	jobs(state storh.JobState) iter.Seq2[storh.Job, error]
+	// jobs lists the jobs in state, with their data when withData (a
+	// job gone between the listing and the read of its data is left
+	// out).
+	jobs(state storh.JobState, withData bool) iter.Seq2[storh.Job, error]
 	purge(dead bool, olderThan time.Duration) (int, error)
 	options() (storh.QueueOptions, bool, error)
 }
@@ -211,7 +213,20 @@ func (l *localQueue) retry(id uuidv7.UUID) error   { return l.q.Retry(id) }
 func (l *localQueue) cancel(id uuidv7.UUID) error  { return l.q.Cancel(id) }
 func (l *localQueue) release(id uuidv7.UUID) error { return l.q.Release(id) }
 
-func (l *localQueue) jobs(state storh.JobState) iter.Seq2[storh.Job, error] { return l.q.Jobs(state) }
+func (l *localQueue) jobs(state storh.JobState, withData bool) iter.Seq2[storh.Job, error] {
+	return func(yield func(storh.Job, error) bool) {
+		for j, err := range l.q.Jobs(state) {
+			if err == nil && withData {
+				if j, err = l.q.Lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
+					continue // purged since it was listed
+				}
+			}
+			if !yield(j, err) || err != nil {
+				return
+			}
+		}
+	}
+}
 
 func (l *localQueue) purge(dead bool, olderThan time.Duration) (int, error) {
 	if dead {
@@ -383,9 +398,11 @@ func (h *httpQueue) release(id uuidv7.UUID) error {
 	return h.word(err)
 }
 
-func (h *httpQueue) jobs(state storh.JobState) iter.Seq2[storh.Job, error] {
+// jobs reads the list with the data in it (data=1): the server reads each
+// job's data as it lists, where a lookup per job would be a request each.
+func (h *httpQueue) jobs(state storh.JobState, withData bool) iter.Seq2[storh.Job, error] {
 	return func(yield func(storh.Job, error) bool) {
-		for j, err := range h.c().Jobs(h.s.a.ctx, h.name, state, false) {
+		for j, err := range h.c().Jobs(h.s.a.ctx, h.name, state, withData) {
 			if !yield(j, h.word(err)) || err != nil {
 				return
 			}
