@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -152,8 +153,7 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 }
 
 // enqueue serves POST api/queues/{name}/jobs (WithWrites): the payloads of
-// the body's jobs, in one transaction, all or none. The body is bounded
-// as an import's (WithMaxImport, and the memory budget of such bodies). It is the one write
+// the body's jobs, in one transaction, all or none. It is the one write
 // that creates a missing queue, as storh's first Enqueue does; a failed
 // enqueue creates nothing.
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
@@ -250,12 +250,14 @@ func kindOfJSON(b []byte) string {
 }
 
 // claim serves POST api/queues/{name}/claims (WithWrites): up to n of the
-// due jobs (n above the page size, WithMaxPage, is lowered to it), leased until lease from now, each with its data and claim
-// token. With wait (lowered to maxClaimWait), when none is due, it waits
-// up to wait for one
-// (storh.Queue.ClaimWait) and then claims it and up to n-1 more that are
-// due by then. None due, after the wait, is an empty list: a poll that
-// finds nothing has not failed.
+// due jobs (n above the page size, WithMaxPage, is lowered to it), leased
+// until lease from now, each with its data and claim token. With wait
+// (lowered to maxClaimWait), when none is due, it waits up to wait for
+// one (storh.Queue.ClaimWait) and then claims it and up to n-1 more that
+// are due by then. None due, after the wait, is an empty list: a poll
+// that finds nothing has not failed. Claims whose answer never reaches
+// the client hold their jobs until their leases end, as a worker that
+// died does.
 func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
@@ -318,7 +320,7 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// maxClaimWait is the longest wait a claim may ask for: half the request
+// maxClaimWait is the longest a claim waits: half the request
 // time limit, so that a claim made at the end of its wait has the other
 // half to commit and answer.
 func (h *handler) maxClaimWait() time.Duration {
@@ -471,7 +473,8 @@ func (h *handler) jobAction(action string) http.HandlerFunc {
 		}
 		after, err := q.Lookup(id)
 		if err != nil {
-			// Gone already: what the action did is all there is to say.
+			// Gone already (or unreadable): the action is done, and
+			// failing the request would say it was not.
 			out := Job{ID: id.String(), Time: id.Time().UTC().Format(jsonl.TimeLayout)}
 			if !until.IsZero() {
 				out.LeaseUntil = until.UTC().Format(jsonl.TimeLayout)
@@ -499,11 +502,7 @@ func checkAction(action string, req JobAction) error {
 		if !f.set {
 			continue
 		}
-		ok := false
-		for _, t := range takes {
-			ok = ok || t == f.name
-		}
-		if !ok {
+		if !slices.Contains(takes, f.name) {
 			return badRequest(fmt.Sprintf("web: %s takes no %s", action, f.name))
 		}
 	}
