@@ -86,7 +86,9 @@ func parseDuration(field, s string, def time.Duration, zeroOK bool) (time.Durati
 	case err != nil:
 		return 0, badRequest(fmt.Sprintf("web: %s %q: use a Go duration (30s, 5m, 1h30m)", field, s))
 	case d < 0 || (d == 0 && !zeroOK):
-		return 0, badRequest(fmt.Sprintf("web: %s %q: the duration must be positive", field, s))
+		// As storh refuses a lease that is not positive.
+		return 0, &apiError{status: http.StatusBadRequest, kind: KindInvalidOption, err: storh.ErrInvalidOption,
+			msg: fmt.Sprintf("web: %s %q: the duration must be positive", field, s)}
 	}
 	return d, nil
 }

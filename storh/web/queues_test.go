@@ -256,9 +256,9 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 		{c, "POST", "api/queues/jobs/jobs?x=1", `{"jobs":[{"a":1}]}`, 400, "bad_request"},
 		{off, "POST", "api/queues/jobs/jobs", `{"jobs":[{"a":1}]}`, 403, "forbidden"},
 		{c, "POST", "api/queues/jobs/claims", `{"n":-1}`, 400, "bad_request"},
-		{c, "POST", "api/queues/jobs/claims", `{"lease":"0s"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/claims", `{"lease":"0s"}`, 400, "invalid_option"},
 		{c, "POST", "api/queues/jobs/claims", `{"lease":"soon"}`, 400, "bad_request"},
-		{c, "POST", "api/queues/jobs/claims", `{"wait":"-2s"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/claims", `{"wait":"-2s"}`, 400, "invalid_option"},
 		{c, "POST", "api/queues/jobs/claims", `{"n":"1"}`, 400, "bad_request"},
 		{c, "POST", "api/queues/nope/claims", `{}`, 404, "not_found"},
 		{c, "POST", "api/queues/posts/claims", `{}`, 409, "wrong_kind"},
@@ -271,7 +271,7 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 		{c, "POST", "api/queues/jobs/jobs/" + p + "/complete", ``, 409, "not_claimed"},
 		{c, "POST", "api/queues/jobs/jobs/" + p + "/fail", `{"reason":"x"}`, 409, "not_claimed"},
 		{c, "POST", "api/queues/jobs/jobs/" + p + "/extend", `{}`, 409, "not_claimed"},
-		{c, "POST", "api/queues/jobs/jobs/" + h + "/extend", `{"lease":"-1m"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/jobs/" + h + "/extend", `{"lease":"-1m"}`, 400, "invalid_option"},
 		{c, "POST", "api/queues/jobs/jobs/" + h + "/extend", `{"lease":"1m","reason":"x"}`, 400, "bad_request"},
 		{c, "POST", "api/queues/jobs/jobs/" + p + "/release", ``, 409, "not_claimed"},
 		{c, "POST", "api/queues/jobs/jobs/" + p + "/retry", ``, 409, "not_dead"},
@@ -289,7 +289,7 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 		{c, "GET", "api/queues/jobs/jobs?sort=1", ``, 400, "bad_request"},
 		{c, "GET", "api/queues/nope/jobs", ``, 404, "not_found"},
 		{c, "POST", "api/queues/jobs/purge", `{"state":"pending"}`, 400, "bad_request"},
-		{c, "POST", "api/queues/jobs/purge", `{"older_than":"-1h"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/purge", `{"older_than":"-1h"}`, 400, "invalid_option"},
 		{c, "POST", "api/queues/nope/purge", `{}`, 404, "not_found"},
 		{off, "POST", "api/queues/jobs/purge", `{}`, 403, "forbidden"},
 		{c, "PUT", "api/queues/jobs/options", `{"max_attempts":0}`, 400, "invalid_option"},
@@ -430,8 +430,8 @@ func TestClientQueue(t *testing.T) {
 		if _, _, err := c.QueueOptions(ctx, "nope"); !errors.Is(err, storh.ErrNotFound) {
 			t.Errorf("QueueOptions of no queue: %v, want ErrNotFound", err)
 		}
-		if _, err := c.Claim(ctx, "work", 1, 0, 0); !errors.Is(err, storh.ErrInvalidData) {
-			t.Errorf("Claim with no lease: %v, want a bad request", err)
+		if _, err := c.Claim(ctx, "work", 1, 0, 0); !errors.Is(err, storh.ErrInvalidOption) {
+			t.Errorf("Claim with no lease: %v, want ErrInvalidOption, as storh's", err)
 		}
 		if _, _, err := c.SetQueueOptions(ctx, "work", web.QueueOptionsChange{MaxAttempts: ptr(0)}, false); !errors.Is(err, storh.ErrInvalidOption) {
 			t.Errorf("SetQueueOptions(0 attempts): %v, want ErrInvalidOption", err)
