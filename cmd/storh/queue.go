@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/uuidv7"
+	"github.com/storhdb/storh-go/storh/web"
 )
 
 func (a *app) queueCmd() *cobra.Command {
@@ -25,7 +27,9 @@ one worker until its lease ends), done, or dead (it failed its last allowed
 attempt). Claims take the due jobs, due first, then in enqueue order; a claim whose
 lease ends is pending again at the next claim, so the jobs of a worker that
 died are not lost. Programs use the library (db.Queue); these commands are
-for scripts, inspection and repair by hand. See docs/queue.md.`
+for scripts, inspection and repair by hand, on a database file, on
+PostgreSQL, or over --url through a server's API (storh serve --write).
+See docs/queue.md.`
 	cmd.Example = `  storh queue enqueue emails '{"to":"ann@example.com"}'
   storh queue claim emails --lease 5m
   storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef
@@ -109,6 +113,7 @@ type jobJSON struct {
 	State      string          `json:"state"`
 	Attempts   int             `json:"attempts"`
 	LeaseUntil string          `json:"lease_until,omitempty"`
+	Token      string          `json:"token,omitempty"`
 	Due        string          `json:"due,omitempty"`
 	LastError  string          `json:"last_error,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
@@ -120,6 +125,9 @@ func toJobJSON(j storh.Job, withData bool) (jobJSON, error) {
 	out := jobJSON{ID: j.ID.String(), Time: j.Time().UTC().Format(jsonTime), State: j.State.String(), Attempts: j.Attempts, LastError: j.LastError}
 	if !j.LeaseUntil.IsZero() {
 		out.LeaseUntil = j.LeaseUntil.UTC().Format(jsonTime)
+	}
+	if j.Token != 0 {
+		out.Token = strconv.FormatUint(j.Token, 10)
 	}
 	if j.State == storh.JobPending && j.Due.After(time.Now()) {
 		// Scheduled: say when it is due. A job due already, as most
@@ -173,19 +181,14 @@ relative to now: +15m, +2h, +1d); they count as scheduled until then.`,
 			if err != nil {
 				return err
 			}
-			db, q, err := a.openQueue(args[0], true, true)
+			q, err := a.openJobQueue(args[0], true, true)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			var ids []uuidv7.UUID
-			if at != "" {
-				ids, err = q.EnqueueManyAt(due, items)
-			} else {
-				ids, err = q.EnqueueMany(items)
-			}
+			defer q.close()
+			ids, err := q.enqueueMany(due, items)
 			if err != nil {
-				a.removeIfNew(db)
+				q.discard()
 				var e *storh.Error
 				if len(lines) > 0 && errors.As(err, &e) && e.Index >= 0 && e.Index < len(lines) {
 					return fmt.Errorf("stdin line %d: %s (nothing was enqueued)", lines[e.Index], libMsg(e.Err))
@@ -212,7 +215,7 @@ relative to now: +15m, +2h, +1d); they count as scheduled until then.`,
 }
 
 func (a *app) queueClaimCmd() *cobra.Command {
-	var lease time.Duration
+	var lease, wait time.Duration
 	var n int
 	cmd := &cobra.Command{
 		Use:   "claim QUEUE",
@@ -222,9 +225,13 @@ order, until --lease from now (default 5m), and prints each as one JSON
 line: {"id","time","state","attempts","lease_until","last_error","data"}.
 Complete a job with 'storh queue complete', or fail it; a claim whose lease
 ends is pending again at the next claim. No job pending exits with 1 and
-says so on stderr.`,
+says so on stderr; with --wait it first waits up to that long for one to
+be enqueued, released, failed back or come due. The "token" of each job
+names its claim: complete, fail and extend with --token act only while that
+claim holds.`,
 		Example: `  storh queue claim emails
-  storh queue claim emails --n 10 --lease 30s`,
+  storh queue claim emails --n 10 --lease 30s
+  storh queue claim emails --wait 1m`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
@@ -233,12 +240,20 @@ says so on stderr.`,
 			if lease <= 0 {
 				return usagef("--lease must be positive, got %v", lease)
 			}
-			db, q, err := a.openQueue(args[0], true, false)
+			if wait < 0 {
+				return usagef("--wait must not be negative, got %v", wait)
+			}
+			q, err := a.openJobQueue(args[0], true, false)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			jobs, err := q.ClaimMany(n, lease)
+			defer q.close()
+			var jobs []storh.Job
+			if wait > 0 {
+				jobs, err = q.claimWait(n, lease, wait)
+			} else {
+				jobs, err = q.claimMany(n, lease)
+			}
 			if errors.Is(err, storh.ErrEmpty) {
 				return fmt.Errorf("queue %s has no pending job", qname(args[0]))
 			}
@@ -259,6 +274,7 @@ says so on stderr.`,
 	}
 	cmd.Flags().DurationVar(&lease, "lease", 5*time.Minute, "how long the claim holds")
 	cmd.Flags().IntVar(&n, "n", 1, "claim up to `N` jobs")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "when no job is due, wait up to this long for one")
 	return cmd
 }
 
@@ -275,28 +291,57 @@ func parseIDs(args []string) ([]uuidv7.UUID, error) {
 }
 
 func (a *app) queueCompleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "complete QUEUE ID...",
+	var token string
+	cmd := &cobra.Command{
+		Use:   "complete QUEUE ID... [--token TOKEN]",
 		Short: "Mark claimed jobs done",
 		Long: `Complete marks the claimed jobs among the ids done, in one transaction, and
 prints how many it completed. An id that is not claimed (pending, done, dead,
 or not in the queue) is left alone and named on stderr; if none completed
-the exit code is 1.`,
-		Example: `  storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
-		Args:    args(2, -1),
+the exit code is 1.
+
+With --token, the "token" of the job as claim printed it, it completes the
+one job ID only while that claim holds: once the job was released, failed,
+completed, or claimed again after its lease ended, it is left alone and
+named on stderr, as a worker that lost its claim must not complete another's.`,
+		Example: `  storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef
+  storh queue complete emails 0190a4f4-5c3b-7def-8123-456789abcdef --token 8413942094571234817`,
+		Args: args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args[1:])
 			if err != nil {
 				return err
 			}
-			db, q, err := a.openQueue(args[0], true, false)
+			claim, err := claimOf(token, ids)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			q, err := a.openJobQueue(args[0], true, false)
+			if err != nil {
+				return err
+			}
+			defer q.close()
+			if claim.Token != 0 {
+				n := 0
+				switch err := q.complete(claim); {
+				case err == nil:
+					n = 1
+				case errors.Is(err, storh.ErrNotFound):
+					a.diag("storh: job %s is not in queue %s", claim.ID, qname(args[0]))
+				case errors.Is(err, storh.ErrNotClaimed):
+					a.diag("storh: %v", lostClaim(q, claim, token))
+				default:
+					return err
+				}
+				fmt.Fprintf(a.stdout, "completed %d of 1\n", n)
+				if n == 0 {
+					return errors.New("no job completed")
+				}
+				return nil
+			}
 			var claimed []uuidv7.UUID
 			for _, id := range ids {
-				j, err := q.Lookup(id)
+				j, err := q.lookup(id)
 				switch {
 				case errors.Is(err, storh.ErrNotFound):
 					a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
@@ -308,7 +353,7 @@ the exit code is 1.`,
 					claimed = append(claimed, id)
 				}
 			}
-			n, err := q.CompleteMany(claimed)
+			n, err := q.completeMany(claimed)
 			if err != nil {
 				return err
 			}
@@ -319,18 +364,60 @@ the exit code is 1.`,
 			return nil
 		},
 	}
+	addTokenFlag(cmd, &token, "complete")
+	return cmd
+}
+
+// addTokenFlag adds --token, a claim's token, to the command that does
+// what to a claimed job.
+func addTokenFlag(cmd *cobra.Command, token *string, what string) {
+	cmd.Flags().StringVar(token, "token", "", "the claim's token, as claim printed it: "+what+" the job only while that claim holds")
+}
+
+// claimOf is the job of ids[0] as the claim of token names it, or a job
+// without a token when token is "": the form complete, fail and extend
+// take. A token names one claim of one job.
+func claimOf(token string, ids []uuidv7.UUID) (storh.Job, error) {
+	job := storh.Job{Record: storh.Record{ID: ids[0]}}
+	if token == "" {
+		return job, nil
+	}
+	if len(ids) > 1 {
+		return job, usagef("--token names the claim of one job: give one job id, not %d", len(ids))
+	}
+	t, err := strconv.ParseUint(token, 10, 64)
+	if err != nil || t == 0 {
+		return job, usagef("--token %q: give the token of the job as claim printed it (a decimal number)", token)
+	}
+	job.Token = t
+	return job, nil
+}
+
+// lostClaim says why the claim of token on job no longer holds, from the
+// job's state as it is now.
+func lostClaim(q jobQueue, job storh.Job, token string) error {
+	j, err := q.lookup(job.ID)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the claim of token %s on job %s no longer holds: nothing changed", token, job.ID)
+	case j.State == storh.JobClaimed:
+		return fmt.Errorf("the claim of token %s on job %s no longer holds: another claim holds the job now; nothing changed", token, job.ID)
+	}
+	return fmt.Errorf("the claim of token %s on job %s no longer holds: the job is %s; nothing changed", token, job.ID, j.State)
 }
 
 func (a *app) queueFailCmd() *cobra.Command {
-	var reason string
+	var reason, token string
 	cmd := &cobra.Command{
-		Use:   "fail QUEUE ID",
+		Use:   "fail QUEUE ID [--reason TEXT] [--token TOKEN]",
 		Short: "End a claim in failure: the job is pending again, or dead",
 		Long: `Fail ends the claim of the job ID in failure, keeping --reason as its last
 error: the job is pending again, or dead if it has used the queue's max
 attempts (see queue options). With a backoff the pending job waits for it
 before a claim takes it again; without, it is back at its place at once. It
-prints the job's state afterwards.`,
+prints the job's state afterwards. With --token (the "token" claim printed)
+it fails the job only while that claim holds, else exits 1 and changes
+nothing.`,
 		Example: `  storh queue fail emails 0190a4f4-5c3b-7def-8123-456789abcdef --reason "smtp timeout"`,
 		Args:    args(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -338,15 +425,22 @@ prints the job's state afterwards.`,
 			if err != nil {
 				return err
 			}
-			db, q, err := a.openQueue(args[0], true, false)
+			claim, err := claimOf(token, ids)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			if err := q.Fail(ids[0], reason); err != nil {
+			q, err := a.openJobQueue(args[0], true, false)
+			if err != nil {
 				return err
 			}
-			j, err := q.Lookup(ids[0])
+			defer q.close()
+			if err := q.fail(claim, reason); err != nil {
+				if claim.Token != 0 && errors.Is(err, storh.ErrNotClaimed) {
+					return lostClaim(q, claim, token)
+				}
+				return err
+			}
+			j, err := q.lookup(ids[0])
 			if err != nil {
 				return err
 			}
@@ -355,6 +449,7 @@ prints the job's state afterwards.`,
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the job failed (kept as its last error)")
+	addTokenFlag(cmd, &token, "fail")
 	return cmd
 }
 
@@ -370,8 +465,8 @@ named on stderr; if none was retried the exit code is 1.`,
   storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args: args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "retried", func(q *storh.Queue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.Retry(id), storh.ErrNotDead, func(j storh.Job) error {
+			return a.eachJob(args, "retried", func(q jobQueue, id uuidv7.UUID) error {
+				return refusedFor(q, id, q.retry(id), storh.ErrNotDead, func(j storh.Job) error {
 					return refusedf("job %s is %s, not dead", id, j.State)
 				})
 			})
@@ -391,8 +486,8 @@ and named on stderr; if none was cancelled the exit code is 1.`,
 		Example: `  storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "cancelled", func(q *storh.Queue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.Cancel(id), storh.ErrClaimed, func(j storh.Job) error {
+			return a.eachJob(args, "cancelled", func(q jobQueue, id uuidv7.UUID) error {
+				return refusedFor(q, id, q.cancel(id), storh.ErrClaimed, func(j storh.Job) error {
 					return refusedf("job %s is claimed until %s: its worker must complete, fail or release it first",
 						id, j.LeaseUntil.Format(jsonTime))
 				})
@@ -414,8 +509,8 @@ no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
 		Example: `  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "released", func(q *storh.Queue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.Release(id), storh.ErrNotClaimed, func(j storh.Job) error {
+			return a.eachJob(args, "released", func(q jobQueue, id uuidv7.UUID) error {
+				return refusedFor(q, id, q.release(id), storh.ErrNotClaimed, func(j storh.Job) error {
 					return refusedf("job %s is %s, not claimed", id, j.State)
 				})
 			})
@@ -425,12 +520,15 @@ no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
 
 func (a *app) queueExtendCmd() *cobra.Command {
 	var lease time.Duration
+	var token string
 	cmd := &cobra.Command{
-		Use:   "extend QUEUE ID",
+		Use:   "extend QUEUE ID [--lease D] [--token TOKEN]",
 		Short: "Move a claimed job's lease end to --lease from now",
 		Long: `Extend moves the lease end of the claimed job ID to --lease from now
 (default 5m), by the database's clock, and prints the new lease end. A job
-that is not claimed fails with exit code 1.`,
+that is not claimed fails with exit code 1. With --token (the "token" claim
+printed) it extends the lease only while that claim holds: a worker whose
+lease ended and whose job another claim took learns it here.`,
 		Example: `  storh queue extend emails 0190a4f4-5c3b-7def-8123-456789abcdef --lease 1h`,
 		Args:    args(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -438,13 +536,23 @@ that is not claimed fails with exit code 1.`,
 			if err != nil {
 				return err
 			}
-			db, q, err := a.openQueue(args[0], true, false)
+			if lease <= 0 {
+				return usagef("--lease must be positive, got %v", lease)
+			}
+			claim, err := claimOf(token, ids)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			until, err := q.Extend(ids[0], lease)
+			q, err := a.openJobQueue(args[0], true, false)
 			if err != nil {
+				return err
+			}
+			defer q.close()
+			until, err := q.extend(claim, lease)
+			if err != nil {
+				if claim.Token != 0 && errors.Is(err, storh.ErrNotClaimed) {
+					return lostClaim(q, claim, token)
+				}
 				return err
 			}
 			fmt.Fprintf(a.stdout, "job %s is claimed until %s\n", ids[0], until.Format(jsonTime))
@@ -452,6 +560,7 @@ that is not claimed fails with exit code 1.`,
 		},
 	}
 	cmd.Flags().DurationVar(&lease, "lease", 5*time.Minute, "the new lease, from now")
+	addTokenFlag(cmd, &token, "extend")
 	return cmd
 }
 
@@ -469,14 +578,14 @@ if none was found the exit code is 1.`,
 			if err != nil {
 				return err
 			}
-			db, q, err := a.openQueue(args[0], false, false)
+			q, err := a.openJobQueue(args[0], false, false)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer q.close()
 			found := 0
 			for _, id := range ids {
-				j, err := q.Lookup(id)
+				j, err := q.lookup(id)
 				if errors.Is(err, storh.ErrNotFound) {
 					a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
 					continue
@@ -513,16 +622,16 @@ func refusedf(format string, args ...any) error { return refusal{fmt.Sprintf(for
 // own transaction, and prints "<done> N of M". A job not in the queue, or
 // one op refuses, is named on stderr and passed by; if op did none of
 // them the command fails. Any other error stops it.
-func (a *app) eachJob(args []string, done string, op func(*storh.Queue, uuidv7.UUID) error) error {
+func (a *app) eachJob(args []string, done string, op func(jobQueue, uuidv7.UUID) error) error {
 	ids, err := parseIDs(args[1:])
 	if err != nil {
 		return err
 	}
-	db, q, err := a.openQueue(args[0], true, false)
+	q, err := a.openJobQueue(args[0], true, false)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer q.close()
 	n := 0
 	for _, id := range ids {
 		err := op(q, id)
@@ -563,21 +672,14 @@ them, claimed ones by lease end, done and dead ones by when they got there.
 			if !ok {
 				return usagef("--state %q: want pending, claimed, done or dead", state)
 			}
-			db, q, err := a.openQueue(args[0], false, false)
+			q, err := a.openJobQueue(args[0], false, false)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			for j, err := range q.Jobs(st) {
+			defer q.close()
+			for j, err := range q.jobs(st, withData) {
 				if err != nil {
 					return err
-				}
-				if withData {
-					if j, err = q.Lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
-						continue // purged since it was listed
-					} else if err != nil {
-						return err
-					}
 				}
 				out, err := toJobJSON(j, withData)
 				if err != nil {
@@ -656,16 +758,16 @@ writes, and 'storh compact' gives them back to the file system.`,
 			if olderThan < 0 {
 				return usagef("--older-than must not be negative, got %v", olderThan)
 			}
-			db, q, err := a.openQueue(args[0], true, false)
+			q, err := a.openJobQueue(args[0], true, false)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			purge, what := q.PurgeDone, "done job"
+			defer q.close()
+			what := "done job"
 			if dead {
-				purge, what = q.PurgeDead, "dead job"
+				what = "dead job"
 			}
-			n, err := purge(olderThan)
+			n, err := q.purge(dead, olderThan)
 			if err != nil {
 				return err
 			}
@@ -701,11 +803,13 @@ none stored: its programs' own options apply until this sets some.`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var opts []storh.CollectionOption
+			var change web.QueueOptionsChange
 			if cmd.Flags().Changed("max-attempts") {
 				if maxAttempts < 1 {
 					return fmt.Errorf("--max-attempts %d: a job needs at least one attempt", maxAttempts)
 				}
 				opts = append(opts, storh.WithMaxAttempts(maxAttempts))
+				change.MaxAttempts = &maxAttempts
 			}
 			if cmd.Flags().Changed("backoff") {
 				lo, hi, err := parseBackoff(backoff)
@@ -713,31 +817,11 @@ none stored: its programs' own options apply until this sets some.`,
 					return err
 				}
 				opts = append(opts, storh.WithBackoff(lo, hi))
+				los, his := lo.String(), hi.String()
+				change.BackoffMin, change.BackoffMax = &los, &his
 			}
 			name := args[0]
-			var db *storh.DB
-			var err error
-			if len(opts) > 0 {
-				if err := checkCollNames([]string{name}); err != nil {
-					return err
-				}
-				if db, err = a.open(true); err != nil {
-					return err
-				}
-				defer db.Close()
-				if err := db.SetQueueOptions(name, opts...); err != nil {
-					if errors.Is(err, storh.ErrWrongKind) {
-						return fmt.Errorf("collection %s is not a queue: choose another name", qname(name))
-					}
-					return err
-				}
-			} else {
-				if db, _, err = a.openQueue(name, false, false); err != nil {
-					return err
-				}
-				defer db.Close()
-			}
-			o, stored, err := db.QueueOptions(name)
+			o, stored, err := a.queueOptions(name, opts, change)
 			if err != nil {
 				return err
 			}
@@ -766,6 +850,48 @@ none stored: its programs' own options apply until this sets some.`,
 	return cmd
 }
 
+// queueOptions sets the options opts (change, over --url) of queue name,
+// when there are any, creating the queue if needed, and gives them as
+// they then are.
+func (a *app) queueOptions(name string, opts []storh.CollectionOption, change web.QueueOptionsChange) (storh.QueueOptions, bool, error) {
+	wrongKind := func(err error) error {
+		if errors.Is(err, storh.ErrWrongKind) {
+			return fmt.Errorf("collection %s is not a queue: choose another name", qname(name))
+		}
+		return err
+	}
+	if len(opts) == 0 {
+		q, err := a.openJobQueue(name, false, false)
+		if err != nil {
+			return storh.QueueOptions{}, false, err
+		}
+		defer q.close()
+		return q.options()
+	}
+	if err := checkCollNames([]string{name}); err != nil {
+		return storh.QueueOptions{}, false, err
+	}
+	if a.url != "" {
+		s, err := a.openStore(true)
+		if err != nil {
+			return storh.QueueOptions{}, false, err
+		}
+		defer s.close()
+		hs := s.(*httpStore)
+		o, stored, err := hs.client.SetQueueOptions(a.ctx, name, change, true)
+		return o, stored, wrongKind(hs.fail(a.ctx, err))
+	}
+	db, err := a.open(true)
+	if err != nil {
+		return storh.QueueOptions{}, false, err
+	}
+	defer db.Close()
+	if err := db.SetQueueOptions(name, opts...); err != nil {
+		return storh.QueueOptions{}, false, wrongKind(err)
+	}
+	return db.QueueOptions(name)
+}
+
 // parseBackoff reads --backoff: MIN,MAX as Go durations, or none.
 func parseBackoff(s string) (time.Duration, time.Duration, error) {
 	if s == "none" {
@@ -789,9 +915,9 @@ func parseBackoff(s string) (time.Duration, time.Duration, error) {
 // refusedFor is err, unless it is want, the queue refusing job id for its
 // state: then it is the refusal say words from the job's state as it is
 // now, or err when the job cannot be looked up.
-func refusedFor(q *storh.Queue, id uuidv7.UUID, err, want error, say func(storh.Job) error) error {
+func refusedFor(q jobQueue, id uuidv7.UUID, err, want error, say func(storh.Job) error) error {
 	if errors.Is(err, want) {
-		if j, lookupErr := q.Lookup(id); lookupErr == nil {
+		if j, lookupErr := q.lookup(id); lookupErr == nil {
 			return say(j)
 		}
 	}

@@ -56,8 +56,10 @@ requests get 5s to finish, then the database is closed; exit code 0).
 When it listens it prints the address and a curl command on stderr (with
 --json, {"addr":…,"url":…} on stdout instead).
 
-Security: the API is read-only unless --write, which enables PUT, PATCH and
-DELETE of records (never the creation of collections). A token (--token, or
+Security: the API is read-only unless --write, which enables its writes:
+PUT, PATCH and DELETE of records, imports, schemas, and a queue's enqueues,
+claims and job actions (a collection is created only by an import that
+asks for it, or by a queue's first enqueue). A token (--token, or
 $STORH_TOKEN when --token is not given) makes every request send
 Authorization: Bearer TOKEN, compared in constant time; without it, 401.
 An --addr that is not loopback (127.0.0.1, ::1, localhost) needs a token:
@@ -104,7 +106,7 @@ the handler of package storh/web in that program instead. DB must exist; serve n
 	f.StringVar(&c.addr, "addr", defaultServeAddr, "listen on `HOST:PORT` (port 0: any free port, printed)")
 	f.StringVar(&c.token, "token", "", "require this bearer token (default $"+envToken+"); needed off loopback")
 	f.StringArrayVar(&c.allowHosts, "allow-host", nil, "also serve requests for host `NAME` (repeatable); on loopback only localhost and loopback addresses are served without it")
-	f.BoolVar(&c.write, "write", false, "open the database for writing and allow PUT, PATCH and DELETE of records")
+	f.BoolVar(&c.write, "write", false, "open the database for writing and allow the API's writes: records, imports, schemas, queue jobs")
 	f.DurationVar(&c.headerTimeout, "header-timeout", defaultHeaderTimeout, "a client must send a request's headers within `D`")
 	f.DurationVar(&c.requestTimeout, "request-timeout", web.DefaultTimeout, "a request, its body included, must end within `D` (not a live tail)")
 	f.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "close a connection idle for `D`")

@@ -99,7 +99,10 @@ type recLine struct {
 // ("index list").
 var httpCmds = map[string]bool{
 	"aggregate": true, "count": true, "get": true, "put": true, "patch": true, "import": true, "delete": true, "query": true, "export": true, "stats": true,
-	"explain": true, "verify": true, "index list": true, "queue stats": true, "tail": true, "changes": true,
+	"explain": true, "verify": true, "index list": true, "tail": true, "changes": true,
+	"queue enqueue": true, "queue claim": true, "queue complete": true, "queue fail": true, "queue retry": true,
+	"queue cancel": true, "queue release": true, "queue extend": true, "queue lookup": true, "queue jobs": true,
+	"queue stats": true, "queue options": true, "queue purge": true,
 	"schema get": true, "schema set": true, "schema rm": true,
 }
 
@@ -148,7 +151,7 @@ func (a *app) resolveURL(top string, urlGiven bool) error {
 }
 
 func httpCmdList() string {
-	return "aggregate, count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue stats, schema get, schema set, schema rm, stats, tail, changes and verify"
+	return "aggregate, count, delete (by id), explain, export, get, import, index list, patch (by id), put, query, queue (every subcommand), schema get, schema set, schema rm, stats, tail, changes and verify"
 }
 
 // openStore opens the store the command works on: the server of --url, or

@@ -66,7 +66,8 @@ func (c *Client) URL() string { return c.base }
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Error is an error the API answered: its kind (the Kind constants), its
-// message, the line of an import's body at fault, and, in Err, the storh
+// message, the line of an import's body (or the job of an enqueue's) at
+// fault, and, in Err, the storh
 // sentinel the kind stands for (nil for a kind that has none, such as
 // unauthorized).
 type Error struct {
@@ -74,7 +75,9 @@ type Error struct {
 	Kind    string
 	Message string
 	Line    int
-	Err     error
+	// Item is the job of an enqueue at fault, 1-based (0: none).
+	Item int
+	Err  error
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -102,6 +105,10 @@ var kindErrors = map[string]error{
 	KindNoIndex:         storh.ErrNoIndex,
 	KindCursorNotFound:  storh.ErrCursorNotFound,
 	KindConflict:        storh.ErrNotEmpty,
+	KindNotClaimed:      storh.ErrNotClaimed,
+	KindClaimed:         storh.ErrClaimed,
+	KindNotDead:         storh.ErrNotDead,
+	KindInvalidOption:   storh.ErrInvalidOption,
 	KindSchema:          storh.ErrSchema,
 	KindInvalidSchema:   storh.ErrInvalidOption,
 	KindChangesTrimmed:  storh.ErrChangesTrimmed,
@@ -113,7 +120,7 @@ var ErrNotAPI = errors.New("web: not an answer of the storh API")
 
 // errorOfInfo makes the *Error of an error the API sent.
 func errorOfInfo(status int, info ErrorInfo) *Error {
-	return &Error{Status: status, Kind: info.Kind, Message: info.Message, Line: info.Line, Err: kindErrors[info.Kind]}
+	return &Error{Status: status, Kind: info.Kind, Message: info.Message, Line: info.Line, Item: info.Item, Err: kindErrors[info.Kind]}
 }
 
 // answerError reads an error answer.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,13 +17,20 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 	_ "github.com/storhdb/storh-go/storh/postgres"
 	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 	"github.com/storhdb/storh-go/storh/web"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+// TestMain runs the tests with the PostgreSQL server of pgtest, and
+// rapid's property tests at their short size outside the long run.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testkit.ShortRapid()
+	os.Exit(pgtest.Run(m))
+}
 
 // backends runs test on a database file and on PostgreSQL.
 func backends(t *testing.T, test func(t *testing.T, path string)) {

@@ -26,6 +26,9 @@
 //	GET    api/collections/{name}/tail          new records as Server-Sent Events (from, Last-Event-ID)
 //	GET    api/collections/{name}/export        every record a page's parameters select, as JSON lines
 //	GET    api/queues/{name}                    a queue's pending, claimed, done and dead jobs
+//	GET    api/queues/{name}/jobs               the jobs in one state as JSON lines: state, data=1, limit
+//	GET    api/queues/{name}/jobs/{id}          one job, data included
+//	GET    api/queues/{name}/options            the options stored with the queue
 //	GET    api/stats                            the database's statistics and every collection's
 //	POST   api/verify                           storh's Verify as JSON lines (collection=… to narrow it)
 //	PUT    api/collections/{name}/records/{id}  store a record (WithWrites)
@@ -34,6 +37,12 @@
 //	POST   api/collections/{name}/import        JSON lines into the collection, all or nothing (WithWrites)
 //	PUT    api/collections/{name}/schema        set the collection's JSON Schema, checking its records (WithWrites)
 //	DELETE api/collections/{name}/schema        remove the collection's JSON Schema (WithWrites)
+//	POST   api/queues/{name}/jobs               enqueue {"jobs":[…],"at":…}, all or none (WithWrites, as below)
+//	POST   api/queues/{name}/claims             claim {"n","lease","wait"}: each job with its data and token
+//	POST   api/queues/{name}/jobs/{id}/ACTION   complete, fail, extend (by id, or {"token":…}), retry, release
+//	DELETE api/queues/{name}/jobs/{id}          cancel a job no worker holds
+//	POST   api/queues/{name}/purge              delete the done (or dead) jobs {"state","older_than"}
+//	PUT    api/queues/{name}/options            set max attempts and backoff (create=1 makes the queue)
 //
 // A record is written as its line of a JSON lines export (package jsonl):
 // {"id":…,"time":…,"data":{…}}, with the same value mapping ({"$date":…}
@@ -93,7 +102,10 @@
 //     and process, and to web pages that reach it through DNS rebinding;
 //     give it a token when that matters.
 //   - Queues are listed with their counts, but their jobs are not records:
-//     the record endpoints answer 409 wrong_kind for a queue.
+//     the record endpoints answer 409 wrong_kind for a queue, whose jobs
+//     are under api/queues/{name}. A claim's token, sent back with
+//     complete, fail or extend, acts only while that claim holds (else 409
+//     not_claimed).
 //   - Verify on a writable file runs in a write transaction that it rolls
 //     back: the application's writers wait while it runs. An import is
 //     one write transaction too (it is all or nothing), and its body is

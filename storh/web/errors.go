@@ -19,6 +19,7 @@ const (
 	KindNoIndex          = "no_index"           // 400: require_index, and no index serves the query (storh.ErrNoIndex)
 	KindInvalidPatch     = "invalid_patch"      // 400: a PATCH change that cannot apply to the record (storh.ErrInvalidPatch)
 	KindInvalidSchema    = "invalid_schema"     // 400: a PUT schema that is not a valid JSON Schema (storh.ErrInvalidOption)
+	KindInvalidOption    = "invalid_option"     // 400: a queue's lease, time or option that storh refuses (storh.ErrInvalidOption)
 	KindUnauthorized     = "unauthorized"       // 401: no token, or the wrong one
 	KindForbidden        = "forbidden"          // 403: a write while writes are off
 	KindReadOnly         = "read_only"          // 403: a write to a database opened read-only
@@ -30,6 +31,9 @@ const (
 	KindUniqueViolation  = "unique_violation"   // 409: a unique index holds the value for another record
 	KindWrongKind        = "wrong_kind"         // 409: the collection is of another kind (a queue has no records)
 	KindConflict         = "conflict"           // 409: the store is in a state that forbids it
+	KindNotClaimed       = "not_claimed"        // 409: a job that is not claimed, or a claim token whose claim no longer holds (storh.ErrNotClaimed)
+	KindClaimed          = "claimed"            // 409: cancel of a job claimed under a lease that holds (storh.ErrClaimed)
+	KindNotDead          = "not_dead"           // 409: retry of a job that is not dead (storh.ErrNotDead)
 	KindChangesTrimmed   = "changes_trimmed"    // 410: changes after the Seq asked for were trimmed from the feed (storh.ErrChangesTrimmed)
 	KindSchema           = "schema_violation"   // 422: a record the collection's JSON Schema refuses, or records a new one would (storh.ErrSchema)
 	KindTooLarge         = "too_large"          // 413: the request body is over the limit
@@ -57,6 +61,16 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
+
+// itemError is an error about one job of an enqueue's body: item is its
+// place, 1-based, which the answer carries beside the message.
+type itemError struct {
+	item int
+	err  error
+}
+
+func (e *itemError) Error() string { return e.err.Error() }
+func (e *itemError) Unwrap() error { return e.err }
 
 func badRequest(msg string) error {
 	return &apiError{status: http.StatusBadRequest, kind: KindBadRequest, msg: msg}
@@ -112,9 +126,13 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, KindExists
 	case errors.Is(err, storh.ErrWrongKind):
 		return http.StatusConflict, KindWrongKind
-	case errors.Is(err, storh.ErrNotClaimed), errors.Is(err, storh.ErrClaimed),
-		errors.Is(err, storh.ErrNotDead), errors.Is(err, storh.ErrNotEmpty),
-		errors.Is(err, storh.ErrUnfinishedMigration):
+	case errors.Is(err, storh.ErrNotClaimed):
+		return http.StatusConflict, KindNotClaimed
+	case errors.Is(err, storh.ErrClaimed):
+		return http.StatusConflict, KindClaimed
+	case errors.Is(err, storh.ErrNotDead):
+		return http.StatusConflict, KindNotDead
+	case errors.Is(err, storh.ErrNotEmpty), errors.Is(err, storh.ErrUnfinishedMigration):
 		return http.StatusConflict, KindConflict
 	case errors.Is(err, storh.ErrReadOnly):
 		return http.StatusForbidden, KindReadOnly
@@ -156,6 +174,10 @@ func errorOf(err error) (int, ErrorResponse) {
 	var le *jsonl.LineError
 	if errors.As(err, &le) {
 		body.Error.Line = le.Line
+	}
+	var ie *itemError
+	if errors.As(err, &ie) {
+		body.Error.Item = ie.item
 	}
 	return status, body
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/query"
@@ -124,4 +125,51 @@ func ExampleNewClient() {
 	// {"id":"018f3406-9e03-72dd-8cd8-7274d67084ca","time":"2024-05-01T12:00:00.003Z","data":{"level":"error","n":3}}
 	// 2 errors
 	// storh: docs "nope": not found: collection "nope" does not exist
+}
+
+// A worker in another program takes jobs from a queue that an application
+// serves: it claims one, and completes it by the claim's token, which acts
+// only while that claim holds. A second completion by the same token,
+// whose claim is over, is refused with storh.ErrNotClaimed.
+func ExampleClient_Claim() {
+	dir, err := os.MkdirTemp("", "storh-web-queue")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := storh.Open(filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(web.Handler(db, web.WithWrites()))
+	defer srv.Close()
+
+	c, err := web.NewClient(srv.URL, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.EnqueueMany(ctx, "emails", []any{storh.Map{"to": "ann@example.com"}}); err != nil {
+		log.Fatal(err)
+	}
+	// Wait up to 10s on the server when no job is due.
+	jobs, err := c.Claim(ctx, "emails", 1, time.Minute, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	job := jobs[0]
+	fmt.Println(job.State, job.Data()["to"])
+	done, err := c.CompleteClaim(ctx, "emails", job)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.State)
+	if _, err := c.CompleteClaim(ctx, "emails", job); errors.Is(err, storh.ErrNotClaimed) {
+		fmt.Println("refused: the claim is over")
+	}
+	// Output:
+	// claimed ann@example.com
+	// done
+	// refused: the claim is over
 }

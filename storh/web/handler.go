@@ -95,6 +95,16 @@ func (h *handler) routes() {
 		{path: "/api/collections/{name}/export", methods: []string{"GET"}, serve: []http.HandlerFunc{h.export}},
 		{path: "/api/collections/{name}/import", methods: []string{"POST"}, serve: []http.HandlerFunc{h.importRecords}},
 		{path: "/api/queues/{name}", methods: []string{"GET"}, serve: []http.HandlerFunc{h.queueCounts}},
+		{path: "/api/queues/{name}/jobs", methods: []string{"GET", "POST"}, serve: []http.HandlerFunc{h.listJobs, h.enqueue}},
+		{path: "/api/queues/{name}/jobs/{id}", methods: []string{"GET", "DELETE"}, serve: []http.HandlerFunc{h.lookupJob, h.cancelJob}},
+		{path: "/api/queues/{name}/jobs/{id}/complete", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("complete")}},
+		{path: "/api/queues/{name}/jobs/{id}/fail", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("fail")}},
+		{path: "/api/queues/{name}/jobs/{id}/extend", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("extend")}},
+		{path: "/api/queues/{name}/jobs/{id}/retry", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("retry")}},
+		{path: "/api/queues/{name}/jobs/{id}/release", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("release")}},
+		{path: "/api/queues/{name}/claims", methods: []string{"POST"}, serve: []http.HandlerFunc{h.claim}},
+		{path: "/api/queues/{name}/purge", methods: []string{"POST"}, serve: []http.HandlerFunc{h.purgeJobs}},
+		{path: "/api/queues/{name}/options", methods: []string{"GET", "PUT"}, serve: []http.HandlerFunc{h.getQueueOptions, h.putQueueOptions}},
 		{path: "/api/verify", methods: []string{"POST"}, serve: []http.HandlerFunc{h.verify}},
 		{path: "/api/stats", methods: []string{"GET"}, serve: []http.HandlerFunc{h.stats}},
 	} {
@@ -123,7 +133,7 @@ func (h *handler) routes() {
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, kind: KindNotFound,
-			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections", r.URL.Path)})
+			msg: fmt.Sprintf("web: no endpoint %q; the API is under api/collections, api/queues, api/stats and api/verify", r.URL.Path)})
 	})
 }
 

@@ -75,7 +75,8 @@ func WithToken(token string) Option {
 }
 
 // WithWrites enables the endpoints that change data (PUT, PATCH and DELETE
-// of a record, import, and PUT and DELETE of a collection's schema). Without it they answer 403: a handler mounted to look at a
+// of a record, import, PUT and DELETE of a collection's schema, and the
+// queue's enqueue, claims, job actions, cancel, purge and options). Without it they answer 403: a handler mounted to look at a
 // store cannot change it by accident.
 func WithWrites() Option {
 	return func(c *config) { c.writes = true }
@@ -132,9 +133,10 @@ func WithTailLimit(d time.Duration) Option {
 	}
 }
 
-// WithMaxImport sets the largest body an import accepts, in bytes
-// (default DefaultMaxImport). It is apart from WithMaxBody, whose limit
-// is for one record: an import is a whole collection. The body is held in
+// WithMaxImport sets the largest body an import (or a queue's enqueue)
+// accepts, in bytes (default DefaultMaxImport). It is apart from
+// WithMaxBody, whose limit is for one record: an import is a whole
+// collection. The body is held in
 // memory while it is imported (see docs/web.md), so this is also the
 // memory one import may take.
 func WithMaxImport(bytes int64) Option {

@@ -1,12 +1,138 @@
 package web
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/jsonl"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
+
+// defaultLease is the lease of a claim or an extension that gives none,
+// as the CLI's.
+const defaultLease = 5 * time.Minute
+
+// queue opens the existing queue name. WithoutCreate, as for every name
+// from a request: a typo must not make a queue. Only an enqueue, and a PUT
+// of options that asks for it, create one.
+func (h *handler) queue(name string, create bool) (*storh.Queue, error) {
+	var opts []storh.CollectionOption
+	if !create {
+		opts = append(opts, storh.WithoutCreate())
+	}
+	q, err := h.db.Queue(name, opts...)
+	if errors.Is(err, storh.ErrWrongKind) {
+		err = &apiError{status: http.StatusConflict, kind: KindWrongKind, err: err,
+			msg: fmt.Sprintf("web: collection %q is not a queue: its records are under api/collections", name)}
+	}
+	return q, err
+}
+
+// queueError is err as the queue endpoints answer it: storh's
+// ErrInvalidOption is a lease, time or option of the request that storh
+// refused (classify reads it as a schema's, the other endpoint that sends
+// storh an option).
+func queueError(err error) error {
+	var ae *apiError
+	if errors.Is(err, storh.ErrInvalidOption) && !errors.As(err, &ae) {
+		return &apiError{status: http.StatusBadRequest, kind: KindInvalidOption, err: err, msg: err.Error()}
+	}
+	return err
+}
+
+// readJSONBody decodes the body of a queue write into v: a JSON object of
+// v's fields and no others, or nothing at all (every field's default).
+func (h *handler) readJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r, h.cfg.maxBody)
+	if err != nil {
+		return err
+	}
+	return decodeJSONBody(body, v)
+}
+
+// decodeJSONBody decodes body as readJSONBody does.
+func decodeJSONBody(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return &apiError{status: http.StatusBadRequest, kind: KindBadRequest, err: storh.ErrInvalidData,
+			msg: fmt.Sprintf("web: body: %v", err)}
+	}
+	if d.More() {
+		return badRequest("web: body: one JSON object, and nothing after it")
+	}
+	return nil
+}
+
+// parseDuration reads a duration field of a body: a Go duration, def when
+// left out, and positive unless zeroOK (then not negative).
+func parseDuration(field, s string, def time.Duration, zeroOK bool) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, badRequest(fmt.Sprintf("web: %s %q: use a Go duration (30s, 5m, 1h30m)", field, s))
+	case d < 0 || (d == 0 && !zeroOK):
+		// As storh refuses a lease that is not positive.
+		return 0, &apiError{status: http.StatusBadRequest, kind: KindInvalidOption, err: storh.ErrInvalidOption,
+			msg: fmt.Sprintf("web: %s %q: the duration must be positive", field, s)}
+	}
+	return d, nil
+}
+
+// writeJob answers with job as the API writes it.
+func writeJob(w http.ResponseWriter, status int, j storh.Job, withData bool) {
+	out, err := jobOf(j, withData)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, out)
+}
+
+// jobOf is j as the API writes it, with its data when withData.
+func jobOf(j storh.Job, withData bool) (Job, error) {
+	out := Job{ID: j.ID.String(), Time: j.Time().UTC().Format(jsonl.TimeLayout), State: j.State.String(),
+		Attempts: j.Attempts, LastError: j.LastError}
+	for _, t := range []struct {
+		at  time.Time
+		out *string
+	}{{j.LeaseUntil, &out.LeaseUntil}, {j.Due, &out.Due}, {j.Changed, &out.Changed}} {
+		if !t.at.IsZero() {
+			*t.out = t.at.UTC().Format(jsonl.TimeLayout)
+		}
+	}
+	if j.Token != 0 {
+		out.Token = strconv.FormatUint(j.Token, 10)
+	}
+	if withData {
+		line, err := jsonl.AppendRecord(nil, j.ID, j.Raw())
+		if err != nil {
+			return out, err
+		}
+		var rec struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return out, err
+		}
+		out.Data = rec.Data
+	}
+	return out, nil
+}
 
 // queueCounts serves GET api/queues/{name}: the jobs in each state. It
 // reads a counter per state, whatever the queue's size.
@@ -15,13 +141,7 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	// WithoutCreate, as for every name from a request: a typo must not
-	// make a queue.
-	q, err := h.db.Queue(name, storh.WithoutCreate())
-	if errors.Is(err, storh.ErrWrongKind) {
-		err = &apiError{status: http.StatusConflict, kind: KindWrongKind, err: err,
-			msg: fmt.Sprintf("web: collection %q is not a queue: its records are under api/collections", name)}
-	}
+	q, err := h.queue(name, false)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -32,4 +152,587 @@ func (h *handler) queueCounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, QueueCounts{Name: name, Pending: n.Pending, Scheduled: n.Scheduled, Claimed: n.Claimed, Done: n.Done, Dead: n.Dead})
+}
+
+// enqueue serves POST api/queues/{name}/jobs (WithWrites): the payloads of
+// the body's jobs, in one transaction, all or none. It is the one write
+// that creates a missing queue, as storh's first Enqueue does; a failed
+// enqueue creates nothing.
+func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	// Many jobs in one body, as an import's records: its limit and
+	// memory budget, not a single record's.
+	body, release, err := h.readBulkBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	var req EnqueueRequest
+	if err := decodeJSONBody(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(req.Jobs) == 0 {
+		writeError(w, badRequest(`web: body: no jobs: send {"jobs":[{…payload…}, …]}`))
+		return
+	}
+	var at time.Time
+	if req.At != "" {
+		ms, err := parseTimeMs("at", req.At)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		at = time.UnixMilli(ms)
+	}
+	payloads := make([]any, len(req.Jobs))
+	for i, raw := range req.Jobs {
+		v, err := jsonl.DecodeValue(raw)
+		if err == nil {
+			if _, ok := v.(map[string]any); !ok {
+				err = fmt.Errorf("%w: a job's payload is a JSON object, not %s", storh.ErrInvalidData, kindOfJSON(raw))
+			}
+		}
+		if err != nil {
+			writeError(w, &itemError{item: i + 1, err: &apiError{status: http.StatusBadRequest, kind: KindBadRequest,
+				err: storh.ErrInvalidData, msg: fmt.Sprintf("web: enqueue into %q, nothing written: job %d: %v", r.PathValue("name"), i+1, err)}})
+			return
+		}
+		payloads[i] = v
+	}
+	name := r.PathValue("name")
+	q, err := h.queue(name, true)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var ids []uuidv7.UUID
+	if req.At != "" {
+		ids, err = q.EnqueueManyAt(at, payloads)
+	} else {
+		ids, err = q.EnqueueMany(payloads)
+	}
+	if err != nil {
+		var se *storh.Error
+		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(payloads) && se.Err != nil {
+			// Worded as a payload the handler refuses: the job, and
+			// what storh said of it.
+			err = &itemError{item: se.Index + 1, err: fmt.Errorf("web: enqueue into %q, nothing written: job %d: %w", name, se.Index+1, se.Err)}
+		}
+		writeError(w, queueError(err))
+		return
+	}
+	out := Enqueued{IDs: make([]string, len(ids))}
+	for i, id := range ids {
+		out.IDs[i] = id.String()
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// kindOfJSON names the JSON type of b, for a message.
+func kindOfJSON(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// claim serves POST api/queues/{name}/claims (WithWrites): up to n of the
+// due jobs (n above the page size, WithMaxPage, is lowered to it), leased
+// until lease from now, each with its data and claim token. With wait
+// (lowered to maxClaimWait), when none is due, it waits up to wait for
+// one (storh.Queue.ClaimWait) and then claims it and up to n-1 more that
+// are due by then. None due, after the wait, is an empty list: a poll
+// that finds nothing has not failed. Claims whose answer never reaches
+// the client hold their jobs until their leases end, as a worker that
+// died does.
+func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	var req ClaimRequest
+	if err := h.readJSONBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	n := req.N
+	switch {
+	case n == 0:
+		n = 1
+	case n < 0:
+		writeError(w, badRequest(fmt.Sprintf("web: n %d: claim at least 1 job", n)))
+		return
+	case n > h.cfg.maxPage:
+		// As a page's limit: lowered to the page size, which bounds
+		// the answer held in memory.
+		n = h.cfg.maxPage
+	}
+	lease, err := parseDuration("lease", req.Lease, defaultLease, false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wait, err := parseDuration("wait", req.Wait, 0, true)
+	// A longer wait is lowered to the bound, as a page's limit is to the
+	// page size: a client that wants to wait longer asks again.
+	wait = min(wait, h.maxClaimWait())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q, err := h.queue(r.PathValue("name"), false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	jobs, err := q.ClaimMany(n, lease)
+	if errors.Is(err, storh.ErrEmpty) && wait > 0 {
+		jobs, err = claimWaiting(r.Context(), q, n, lease, wait)
+	}
+	if errors.Is(err, storh.ErrEmpty) {
+		jobs, err = nil, nil
+	}
+	if err != nil {
+		writeError(w, queueError(err))
+		return
+	}
+	out := Claimed{Jobs: make([]Job, 0, len(jobs))}
+	for _, j := range jobs {
+		job, err := jobOf(j, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out.Jobs = append(out.Jobs, job)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// maxClaimWait is the longest a claim waits: half the request
+// time limit, so that a claim made at the end of its wait has the other
+// half to commit and answer.
+func (h *handler) maxClaimWait() time.Duration {
+	if h.cfg.timeout <= 0 {
+		return DefaultTimeout / 2
+	}
+	return h.cfg.timeout / 2
+}
+
+// claimWaiting waits up to wait for a job to be due and claims it, then up
+// to n-1 more that are due (storh.ErrEmpty when none came).
+func claimWaiting(ctx context.Context, q *storh.Queue, n int, lease, wait time.Duration) ([]storh.Job, error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	first, err := q.ClaimWait(wctx, lease)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, storh.ErrEmpty
+		}
+		return nil, err
+	}
+	jobs := []storh.Job{first}
+	if n > 1 {
+		more, err := q.ClaimMany(n-1, lease)
+		if err != nil && !errors.Is(err, storh.ErrEmpty) {
+			// The first claim is made: answer with it, and let the
+			// error come at the next claim. Its lease brings it
+			// back if nobody reads this answer.
+			return jobs, nil
+		}
+		jobs = append(jobs, more...)
+	}
+	return jobs, nil
+}
+
+// jobTarget opens the queue and reads the job id a job's path names,
+// answering with the error when it cannot.
+func (h *handler) jobTarget(w http.ResponseWriter, r *http.Request) (*storh.Queue, uuidv7.UUID, bool) {
+	q, err := h.queue(r.PathValue("name"), false)
+	if err == nil {
+		var id uuidv7.UUID
+		if id, err = uuidv7.Parse(r.PathValue("id")); err == nil {
+			return q, id, true
+		}
+		err = &apiError{status: http.StatusBadRequest, kind: KindBadRequest, err: storh.ErrInvalidID,
+			msg: "web: job id: " + err.Error()}
+	}
+	writeError(w, err)
+	return nil, uuidv7.UUID{}, false
+}
+
+// lookupJob serves GET api/queues/{name}/jobs/{id}: the job as it is now,
+// data included.
+func (h *handler) lookupJob(w http.ResponseWriter, r *http.Request) {
+	if !noParams(w, r) {
+		return
+	}
+	q, id, ok := h.jobTarget(w, r)
+	if !ok {
+		return
+	}
+	j, err := q.Lookup(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJob(w, http.StatusOK, j, true)
+}
+
+// cancelJob serves DELETE api/queues/{name}/jobs/{id} (WithWrites):
+// storh.Queue.Cancel, which deletes a job no worker holds and refuses one
+// whose claim holds (409 claimed).
+func (h *handler) cancelJob(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	q, id, ok := h.jobTarget(w, r)
+	if !ok {
+		return
+	}
+	if err := q.Cancel(id); err != nil {
+		writeError(w, queueError(err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// jobAction serves POST api/queues/{name}/jobs/{id}/{action}
+// (WithWrites): complete, fail, extend (each by id, or by the claim's
+// token when the body gives one), retry and release. It answers with the
+// job as it is right after, without its data; a job gone by then (another
+// request cancelled or purged it) is answered with its id alone.
+func (h *handler) jobAction(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.writesOff(w) || !noParams(w, r) {
+			return
+		}
+		var req JobAction
+		if err := h.readJSONBody(w, r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := checkAction(action, req); err != nil {
+			writeError(w, err)
+			return
+		}
+		q, id, ok := h.jobTarget(w, r)
+		if !ok {
+			return
+		}
+		job := storh.Job{Record: storh.Record{ID: id}}
+		if req.Token != "" {
+			t, err := strconv.ParseUint(req.Token, 10, 64)
+			if err != nil || t == 0 {
+				writeError(w, badRequest(fmt.Sprintf("web: token %q: send the token a claim gave, a decimal number", req.Token)))
+				return
+			}
+			job.Token = t
+		}
+		var until time.Time
+		var err error
+		switch action {
+		case "complete":
+			if job.Token != 0 {
+				err = q.CompleteClaim(job)
+			} else {
+				err = q.Complete(id)
+			}
+		case "fail":
+			if job.Token != 0 {
+				err = q.FailClaim(job, req.Reason)
+			} else {
+				err = q.Fail(id, req.Reason)
+			}
+		case "extend":
+			lease, _ := parseDuration("lease", req.Lease, defaultLease, false)
+			if job.Token != 0 {
+				until, err = q.ExtendClaim(job, lease)
+			} else {
+				until, err = q.Extend(id, lease)
+			}
+		case "retry":
+			err = q.Retry(id)
+		case "release":
+			err = q.Release(id)
+		}
+		if err != nil {
+			writeError(w, queueError(err))
+			return
+		}
+		after, err := q.Lookup(id)
+		if err != nil {
+			// Gone already (or unreadable): the action is done, and
+			// failing the request would say it was not.
+			out := Job{ID: id.String(), Time: id.Time().UTC().Format(jsonl.TimeLayout)}
+			if !until.IsZero() {
+				out.LeaseUntil = until.UTC().Format(jsonl.TimeLayout)
+			}
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+		if !until.IsZero() {
+			// The lease the extension set, whatever the lookup raced
+			// with.
+			after.LeaseUntil = until
+		}
+		writeJob(w, http.StatusOK, after, false)
+	}
+}
+
+// checkAction refuses the fields of a JobAction that action does not
+// take, and a bad lease, before anything is written.
+func checkAction(action string, req JobAction) error {
+	takes := map[string][]string{"complete": {"token"}, "fail": {"token", "reason"}, "extend": {"token", "lease"}}[action]
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"token", req.Token != ""}, {"reason", req.Reason != ""}, {"lease", req.Lease != ""}} {
+		if !f.set {
+			continue
+		}
+		if !slices.Contains(takes, f.name) {
+			return badRequest(fmt.Sprintf("web: %s takes no %s", action, f.name))
+		}
+	}
+	if action == "extend" {
+		if _, err := parseDuration("lease", req.Lease, defaultLease, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jobStates are the states a list of jobs names.
+var jobStates = map[string]storh.JobState{"pending": storh.JobPending, "claimed": storh.JobClaimed, "done": storh.JobDone, "dead": storh.JobDead}
+
+// listJobs serves GET api/queues/{name}/jobs: the jobs in state (default
+// pending) as JSON lines, in the order storh.Queue.Jobs gives them, with
+// their data when data=1; up to limit of them when it is given. Like an
+// export it streams: an empty list is an empty body.
+func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
+	vals := r.URL.Query()
+	for k, vs := range vals {
+		if k != "state" && k != "data" && k != "limit" {
+			writeError(w, badRequest(fmt.Sprintf("web: unknown parameter %q; the parameters are state, data and limit", k)))
+			return
+		}
+		if len(vs) > 1 {
+			writeError(w, badRequest(fmt.Sprintf("web: parameter %q is given %d times; give it once", k, len(vs))))
+			return
+		}
+	}
+	state := storh.JobPending
+	if s := vals.Get("state"); s != "" {
+		var ok bool
+		if state, ok = jobStates[s]; !ok {
+			writeError(w, badRequest(fmt.Sprintf("web: parameter state=%q: use pending, claimed, done or dead", s)))
+			return
+		}
+	}
+	withData, err := flag(vals, "data")
+	limit := 0
+	if err == nil && vals.Get("limit") != "" {
+		limit, err = parseLimit(vals.Get("limit"), int(^uint(0)>>1))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q, err := h.queue(r.PathValue("name"), false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sw := &startWriter{w: w}
+	n := 0
+	var line []byte
+	for j, err := range q.Jobs(state) {
+		if err == nil {
+			err = r.Context().Err()
+		}
+		if err == nil && withData {
+			if j, err = q.Lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
+				continue // purged since it was listed
+			}
+		}
+		var out Job
+		if err == nil {
+			out, err = jobOf(j, withData)
+		}
+		if err == nil {
+			line, err = appendJSON(line[:0], out)
+		}
+		if err != nil {
+			if !sw.started {
+				writeError(w, err)
+				return
+			}
+			if errors.Is(r.Context().Err(), context.Canceled) {
+				return // the client went away
+			}
+			// The status is sent: cut the connection, so that the client
+			// sees a broken list, not a short one.
+			panic(http.ErrAbortHandler)
+		}
+		if _, err := sw.Write(line); err != nil {
+			return
+		}
+		if n++; limit > 0 && n == limit {
+			break
+		}
+	}
+	sw.start()
+}
+
+// purgeJobs serves POST api/queues/{name}/purge (WithWrites): the done
+// (or dead) jobs older than older_than, as storh.Queue.PurgeDone and
+// PurgeDead, and answers how many went.
+func (h *handler) purgeJobs(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	var req PurgeRequest
+	if err := h.readJSONBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.State != "" && req.State != "done" && req.State != "dead" {
+		writeError(w, badRequest(fmt.Sprintf("web: state %q: purge done or dead jobs", req.State)))
+		return
+	}
+	older, err := parseDuration("older_than", req.OlderThan, 0, true)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q, err := h.queue(r.PathValue("name"), false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	purge := q.PurgeDone
+	if req.State == "dead" {
+		purge = q.PurgeDead
+	}
+	n, err := purge(older)
+	if err != nil {
+		writeError(w, queueError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, Purged{Purged: n})
+}
+
+// getQueueOptions serves GET api/queues/{name}/options: the options
+// stored with the queue.
+func (h *handler) getQueueOptions(w http.ResponseWriter, r *http.Request) {
+	if !noParams(w, r) {
+		return
+	}
+	h.writeQueueOptions(w, r.PathValue("name"))
+}
+
+func (h *handler) writeQueueOptions(w http.ResponseWriter, name string) {
+	if _, err := h.queue(name, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	o, stored, err := h.db.QueueOptions(name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, QueueOptions{Name: name, MaxAttempts: o.MaxAttempts,
+		BackoffMin: o.BackoffMin.String(), BackoffMax: o.BackoffMax.String(), Stored: stored})
+}
+
+// putQueueOptions serves PUT api/queues/{name}/options (WithWrites):
+// storh.DB.SetQueueOptions with the fields the body gives. A missing
+// queue is 404 unless the parameter create=1 asks to make it, as the
+// CLI's options command makes one on a file.
+func (h *handler) putQueueOptions(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) {
+		return
+	}
+	vals := r.URL.Query()
+	for k, vs := range vals {
+		if k != "create" || len(vs) > 1 {
+			writeError(w, badRequest(fmt.Sprintf("web: parameter %q: the one parameter is create=1, given once", k)))
+			return
+		}
+	}
+	create, err := flag(vals, "create")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req QueueOptionsChange
+	if err := h.readJSONBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, err := optionsOf(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	if !create {
+		if _, err := h.queue(name, false); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if err := h.db.SetQueueOptions(name, opts...); err != nil {
+		if errors.Is(err, storh.ErrWrongKind) {
+			err = &apiError{status: http.StatusConflict, kind: KindWrongKind, err: err,
+				msg: fmt.Sprintf("web: collection %q is not a queue: its records are under api/collections", name)}
+		}
+		writeError(w, queueError(err))
+		return
+	}
+	h.writeQueueOptions(w, name)
+}
+
+// optionsOf reads a change of options into storh's options.
+func optionsOf(req QueueOptionsChange) ([]storh.CollectionOption, error) {
+	var opts []storh.CollectionOption
+	if req.MaxAttempts != nil {
+		if *req.MaxAttempts < 1 {
+			return nil, &apiError{status: http.StatusBadRequest, kind: KindInvalidOption, err: storh.ErrInvalidOption,
+				msg: fmt.Sprintf("web: max_attempts %d: a job needs at least one attempt", *req.MaxAttempts)}
+		}
+		opts = append(opts, storh.WithMaxAttempts(*req.MaxAttempts))
+	}
+	if (req.BackoffMin == nil) != (req.BackoffMax == nil) {
+		return nil, badRequest("web: give backoff_min and backoff_max together (\"0s\" and \"0s\" for no backoff)")
+	}
+	if req.BackoffMin != nil {
+		lo, err := parseDuration("backoff_min", *req.BackoffMin, 0, true)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := parseDuration("backoff_max", *req.BackoffMax, 0, true)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, storh.WithBackoff(lo, hi))
+	}
+	if len(opts) == 0 {
+		return nil, badRequest("web: body: no option to set: give max_attempts, or backoff_min and backoff_max")
+	}
+	return opts, nil
 }

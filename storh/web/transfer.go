@@ -94,21 +94,12 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	held := &heldReader{r: r.Body, held: &h.importBytes, budget: h.importBudget()}
-	defer held.release()
-	r.Body = held
-	body, err := readBody(w, r, h.cfg.maxImport)
-	if errors.Is(err, errImportsBusy) {
-		// The rest of the body is still on its way: it is not read.
-		w.Header().Set("Connection", "close")
-		w.Header().Set("Retry-After", "1")
-		err = &apiError{status: http.StatusServiceUnavailable, kind: KindBusy, err: err,
-			msg: fmt.Sprintf("web: import bodies in memory would pass %d bytes, the most they may hold (twice WithMaxImport): try again once the imports running end", held.budget)}
-	}
+	body, release, err := h.readBulkBody(w, r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	defer release()
 	select {
 	case h.importing <- struct{}{}:
 		defer func() { <-h.importing }()
@@ -146,6 +137,28 @@ func (h *handler) importRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, ImportReport{Collection: name, Kind: kind, Lines: rep.Lines,
 		Imported: rep.Imported, Inserted: rep.Inserted, Replaced: rep.Replaced})
+}
+
+// readBulkBody reads the body of a write of many records or jobs (an
+// import, an enqueue), up to WithMaxImport, counting its bytes against
+// the budget of such bodies in memory while they arrive and until release
+// gives them back; past the budget it is 503 busy.
+func (h *handler) readBulkBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	held := &heldReader{r: r.Body, held: &h.importBytes, budget: h.importBudget()}
+	r.Body = held
+	body, err = readBody(w, r, h.cfg.maxImport)
+	if errors.Is(err, errImportsBusy) {
+		// The rest of the body is still on its way: it is not read.
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		err = &apiError{status: http.StatusServiceUnavailable, kind: KindBusy, err: err,
+			msg: fmt.Sprintf("web: import and enqueue bodies in memory would pass %d bytes, the most they may hold (twice WithMaxImport): try again once the imports running end", held.budget)}
+	}
+	if err != nil {
+		held.release()
+		return nil, nil, err
+	}
+	return body, held.release, nil
 }
 
 // importBudget is the most bytes of import bodies held at once: twice

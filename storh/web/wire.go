@@ -139,6 +139,8 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 	// Line is the line of an import's body at fault, 1-based.
 	Line int `json:"line,omitempty"`
+	// Item is the job of an enqueue's body at fault, 1-based.
+	Item int `json:"item,omitempty"`
 }
 
 // CollectionList is the answer of GET api/collections.
@@ -221,4 +223,108 @@ type AggregateResult struct {
 type AggregateGroup struct {
 	Key    json.RawMessage `json:"key"`
 	Values json.RawMessage `json:"values"`
+}
+
+// Job is a storh.Job as the API writes it: what a claim, a lookup or a
+// list of jobs gives. The times are RFC 3339 in UTC with milliseconds
+// (jsonl.TimeLayout); those a job does not have are left out. Due is
+// written whenever the job has one, past or future, so that a client can
+// tell a scheduled job from a due one by its own clock. Token names the
+// claim while the job is claimed, as a decimal string (it is a 64-bit
+// number, which a JSON number would not carry intact to every language):
+// send it back to complete, fail or extend only while that claim holds.
+// Data is the payload in the mapping of record bodies, present where the
+// endpoint says.
+type Job struct {
+	ID         string          `json:"id"`
+	Time       string          `json:"time"`
+	State      string          `json:"state"`
+	Attempts   int             `json:"attempts"`
+	LeaseUntil string          `json:"lease_until,omitempty"`
+	Due        string          `json:"due,omitempty"`
+	Changed    string          `json:"changed,omitempty"`
+	LastError  string          `json:"last_error,omitempty"`
+	Token      string          `json:"token,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+// EnqueueRequest is the body of POST api/queues/{name}/jobs: the payloads
+// of the jobs (JSON objects in the mapping of record bodies), enqueued in
+// order, all or none, and At, when no claim may take them (RFC 3339 or
+// Unix milliseconds; left out: at once).
+type EnqueueRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+	At   string            `json:"at,omitempty"`
+}
+
+// Enqueued is the answer of POST api/queues/{name}/jobs: the new jobs'
+// ids, in the order of their payloads.
+type Enqueued struct {
+	IDs []string `json:"ids"`
+}
+
+// ClaimRequest is the body of POST api/queues/{name}/claims. N is how
+// many jobs to claim at most (default 1; above the handler's page size,
+// WithMaxPage, it is lowered to it), Lease how long the claims hold
+// (a Go duration, "30s", "5m"; default 5m), and Wait how long to wait for
+// a job when none is due (default 0, no wait; a longer wait than half the
+// handler's request time limit, WithTimeout, is lowered to it: a client
+// that wants to wait longer claims again).
+type ClaimRequest struct {
+	N     int    `json:"n,omitempty"`
+	Lease string `json:"lease,omitempty"`
+	Wait  string `json:"wait,omitempty"`
+}
+
+// Claimed is the answer of POST api/queues/{name}/claims: the jobs
+// claimed, with their data and tokens; none when no job was due.
+type Claimed struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// JobAction is the body of the actions on one job, POST
+// api/queues/{name}/jobs/{id}/complete, fail and extend (retry and
+// release take none): Token, the claim's token as the claim gave it, acts
+// only while that claim holds (else 409 not_claimed); without one the
+// action applies to whatever claim the job has. Reason is a failure's
+// last error, Lease an extension's new lease from now (a Go duration,
+// default 5m).
+type JobAction struct {
+	Token  string `json:"token,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Lease  string `json:"lease,omitempty"`
+}
+
+// PurgeRequest is the body of POST api/queues/{name}/purge: State is
+// "done" (the default) or "dead", OlderThan how long ago the jobs got
+// there at least (a Go duration; default 0, all of them).
+type PurgeRequest struct {
+	State     string `json:"state,omitempty"`
+	OlderThan string `json:"older_than,omitempty"`
+}
+
+// Purged is the answer of POST api/queues/{name}/purge.
+type Purged struct {
+	Purged int `json:"purged"`
+}
+
+// QueueOptions is the answer of GET and PUT api/queues/{name}/options:
+// storh.QueueOptions, the backoff as Go durations ("0s" for none), and
+// Stored, false for a queue from a storh from before options were stored.
+type QueueOptions struct {
+	Name        string `json:"name"`
+	MaxAttempts int    `json:"max_attempts"`
+	BackoffMin  string `json:"backoff_min"`
+	BackoffMax  string `json:"backoff_max"`
+	Stored      bool   `json:"stored"`
+}
+
+// QueueOptionsChange is the body of PUT api/queues/{name}/options: each
+// field given replaces its value, what is left out keeps it, as
+// storh.DB.SetQueueOptions. The backoff is given whole, its MIN and MAX
+// as Go durations; "0s" and "0s" remove it.
+type QueueOptionsChange struct {
+	MaxAttempts *int    `json:"max_attempts,omitempty"`
+	BackoffMin  *string `json:"backoff_min,omitempty"`
+	BackoffMax  *string `json:"backoff_max,omitempty"`
 }
