@@ -409,6 +409,9 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 				}
 			}
 			rep.Quarantined += len(found.bad) + len(found.strays)
+			if err := t.feedQuarantined(name, found.bad); err != nil {
+				return err
+			}
 		}
 		if len(found.bad) > 0 || !found.countersOK {
 			var count, size int64
@@ -445,6 +448,26 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 		}
 	}
 	return nil
+}
+
+// feedQuarantined records in collection name's feed, if it has one, a
+// delete of each record Repair moved out: to a reader of the feed the
+// record is gone, as it is to every read.
+func (t *Tx) feedQuarantined(name string, bad []entry) error {
+	c, err := openColl(t.ktx, name)
+	if err != nil || c == nil {
+		return nil // its layout was checked: nothing to record in
+	}
+	for _, e := range bad {
+		id, err := uuidv7.FromBytes(e.key)
+		if e.bucket || err != nil {
+			continue // not a record's key: no reader saw it as one
+		}
+		if err := t.recordChange(c, FeedDelete, id, nil); err != nil {
+			return err
+		}
+	}
+	return c.flushFeed()
 }
 
 // checkRepairQueue checks a queue's jobs and rebuilds their indexes when
