@@ -126,8 +126,7 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == "HEAD" {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
+		headEvents(w)
 		return
 	}
 
@@ -183,30 +182,16 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{}) // see tail
-	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(tailWriteTimeout))
-		_, err := w.Write(b)
-		return err == nil
-	}
-	send := func(b []byte) bool { return write(b) && rc.Flush() == nil }
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if !send([]byte(": changes after " + strconv.FormatUint(after, 10) + "\n\n")) {
+	stream, ok := startEvents(w, "changes after "+strconv.FormatUint(after, 10))
+	if !ok {
 		return
 	}
+	write, send := stream.write, stream.send
 	buf := make([]byte, 0, 4096)
+	var seq [20]byte // a change's Seq in decimal
 	last := after
 	emit := func(ce changeEvent) bool {
-		buf = append(buf[:0], "id: "...)
-		buf = strconv.AppendUint(buf, ce.seq, 10)
-		buf = append(buf, "\ndata: "...)
-		// One data line: the JSON holds no newline, and ends with one.
-		buf = append(buf, ce.json...)
-		buf = append(buf, '\n')
+		buf = appendEvent(buf[:0], strconv.AppendUint(seq[:0], ce.seq, 10), ce.json)
 		last = ce.seq
 		if len(events) > 0 {
 			return write(buf) // the next one is here: flush after it

@@ -47,10 +47,7 @@ func (h *handler) tail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == "HEAD" {
-		// The mux sends HEAD to GET handlers; a tail without a body would
-		// otherwise run, unseen, until its limit.
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
+		headEvents(w)
 		return
 	}
 
@@ -82,28 +79,11 @@ func (h *handler) tail(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	rc := http.NewResponseController(w)
-	// The server's own read deadline (http.Server.ReadTimeout) would
-	// cancel the request's context mid-tail; the request is read, and
-	// the tail has its own limit. Not every ResponseWriter supports it.
-	_ = rc.SetReadDeadline(time.Time{})
-	send := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(tailWriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	// Proxies such as nginx buffer responses unless told not to.
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	// The first comment tells the client the tail is live: from here on,
-	// no record is missed.
-	if !send([]byte(": tail from " + from.String() + "\n\n")) {
+	stream, ok := startEvents(w, "tail from "+from.String())
+	if !ok {
 		return
 	}
+	send := stream.send
 	beat := time.NewTicker(h.cfg.heartbeat)
 	defer beat.Stop()
 	buf := make([]byte, 0, 4096)
@@ -128,14 +108,7 @@ func (h *handler) tail(w http.ResponseWriter, r *http.Request) {
 				send(tailError(ev.err))
 				return
 			}
-			buf = append(buf[:0], "id: "...)
-			buf = append(buf, ev.id.String()...)
-			buf = append(buf, "\ndata: "...)
-			// The record's JSON holds no newline (JSON escapes them in
-			// strings), so it is one data line; AppendRecord ends it
-			// with one, which ends the line.
-			buf = append(buf, ev.json...)
-			buf = append(buf, '\n')
+			buf = appendEvent(buf[:0], ev.id.String(), ev.json)
 			if !send(buf) {
 				return
 			}
