@@ -18,16 +18,15 @@ import (
 // Sequenced values (kv.Sequencer). A counter made by StartSequence is a
 // PostgreSQL sequence, named after the counter's bucket and key and owned
 // by the bucket's table (so it goes when the table does). A bucket keeps
-// the values it is given until the commit, where one statement, queued
+// the values it is given until the commit, where two statements, queued
 // after every other write of the transaction and right before its commit
-// marker and COMMIT, draws their numbers and stores them, and may trim the
-// bucket:
+// marker and COMMIT, in the same round trip, draw their numbers and store
+// them, then trim the bucket (the second sees what the first stored):
 //
-//	WITH n   AS (SELECT nextval(seq), val FROM unnest(values) ...),
-//	     ins AS (INSERT INTO bucket SELECT int8send(n), val FROM n),
-//	     fl  AS (the floor row, FOR UPDATE SKIP LOCKED),
-//	     del AS (DELETE the oldest keys at or below max(n) - keep, at most
-//	             max, if fl was locked),
+//	INSERT INTO bucket SELECT int8send(nextval(seq)), val FROM unnest(values) ...
+//	WITH fl  AS (the floor row, FOR UPDATE SKIP LOCKED, if below the bound),
+//	     del AS (DELETE the oldest keys at or below currval(seq) - keep,
+//	             at most max, if fl was locked),
 //	     up  AS (UPDATE the floor row to the greatest key del deleted)
 //
 // nextval takes no lock that lasts: writers of one collection draw numbers
@@ -175,32 +174,41 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 		if bk.deleted || s.counter.deleted || len(s.vals) == 0 {
 			continue
 		}
-		b.Queue(sequenceSQL(s.name, s.counter.sql.name, bk.sql.name), s.vals, s.keep, s.key, s.max)
+		b.Queue(sequenceSQL(s.name, bk.sql.name), s.vals)
+		if s.keep > 0 && s.max > 0 {
+			b.Queue(trimSQL(s.name, s.counter.sql.name, bk.sql.name), s.keep, s.key, s.max)
+		}
 	}
 	t.sequenced = nil
 }
 
 // sequenceSQL is the statement of sequenced values (see sequence): $1 the
-// values, $2 keep (0: no trim), $3 the floor's key in counter, $4 the most
-// keys to trim. The numbers are drawn in the order of the values (a
-// function scan keeps its rows' order, and nextval is evaluated row by
-// row). The floor row is locked only when the floor is below the trim's
-// bound, so a feed not yet past its keep takes no lock at all. The trim's
-// bound is a scalar subquery, computed once, so the oldest keys are found
-// by an index scan from the start that stops at it; NULL, when nothing is
-// beyond keep, finds none. The floor's update is gated by a one-time
-// filter: a commit that did not lock the floor row does not touch it.
-func sequenceSQL(seq, counter, table string) string {
-	return "WITH n AS (SELECT nextval('" + seq + "') AS s, u.val FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord))," +
-		" ins AS (INSERT INTO " + table + " (k, v) SELECT int8send(n.s), n.val FROM n)," +
-		" fl AS (SELECT c.k FROM " + counter + " AS c WHERE $2::bigint > 0 AND c.k = $3" +
-		" AND " + beIntAt("c.v", "1") + " < (SELECT max(n.s) FROM n) - $2::bigint FOR UPDATE SKIP LOCKED)," +
+// values. The numbers are drawn in the order of the values (a function
+// scan keeps its rows' order, and nextval is evaluated row by row).
+func sequenceSQL(seq, table string) string {
+	return "INSERT INTO " + table + " (k, v) SELECT int8send(nextval('" + seq + "')), u.val" +
+		" FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord)"
+}
+
+// trimSQL is the trim that follows sequenceSQL in the same transaction,
+// so that it sees the values just stored: $1 keep, $2 the floor's key in
+// counter, $3 the most keys to trim. Its bound is keep below currval, the
+// last number this session drew: the last of those values. The floor row
+// is locked only when the floor is below the bound, so a feed not yet past
+// its keep takes no lock at all; the oldest keys are found by an index
+// scan from the start that stops at the bound. The floor's update is gated
+// by a one-time filter: a commit that did not lock the floor row (or found
+// nothing to delete) does not touch it.
+func trimSQL(seq, counter, table string) string {
+	bound := "(currval('" + seq + "') - $1::bigint)"
+	return "WITH fl AS (SELECT c.k FROM " + counter + " AS c WHERE c.k = $2" +
+		" AND " + beIntAt("c.v", "1") + " < " + bound + " FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
-		" WHERE EXISTS (SELECT FROM fl) AND f.k <= (SELECT int8send(max(n.s) - $2::bigint) FROM n HAVING max(n.s) - $2::bigint > 0)" +
-		" ORDER BY f.k LIMIT $4::int) RETURNING k)," +
+		" WHERE EXISTS (SELECT FROM fl) AND f.k <= int8send(" + bound + ")" +
+		" ORDER BY f.k LIMIT $3::int) RETURNING k)," +
 		" up AS (UPDATE " + counter + " AS c SET v = int8send(greatest(" + beIntAt("c.v", "1") + "," +
 		" (SELECT " + beIntAt("d.k", "1") + " FROM del AS d ORDER BY d.k DESC LIMIT 1)))" +
-		" WHERE EXISTS (SELECT FROM del) AND c.k = $3)" +
+		" WHERE EXISTS (SELECT FROM del) AND c.k = $2)" +
 		" SELECT 1"
 }
 

@@ -351,3 +351,42 @@ func TestClientChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesTrimOvertakesStream: a stream that is following a feed when
+// one commit writes more than the feed keeps, trimming past the stream's
+// last Seq, ends with an error event of kind changes_trimmed (the reader
+// must resync) rather than skip the trimmed changes unannounced.
+func TestChangesTrimOvertakesStream(t *testing.T) {
+	backends(t, func(t *testing.T, path string) {
+		f := newFixtureAt(t, path, 0, 0)
+		notes, err := f.db.Docs("notes", storh.WithChangeFeed(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3 {
+			if _, err := notes.Put(storh.Map{"n": n}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := web.Handler(f.db, web.WithHeartbeat(time.Hour))
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close) // after the stream's own cleanup, which ends it
+		s := openChanges(t, srv.URL+"/api/collections/notes/changes?after=0", nil)
+		for seq := 1; seq <= 3; seq++ {
+			if ev := s.next(); ev.id != strconv.Itoa(seq) {
+				t.Fatalf("event %+v, want change %d", ev, seq)
+			}
+		}
+		// The stream has delivered all there is and waits; one commit of
+		// 20 keeps 19..23 and trims 4..18, which it has not read.
+		many := make([]any, 20)
+		for i := range many {
+			many[i] = storh.Map{"n": 10 + i}
+		}
+		if _, err := notes.PutMany(many); err != nil {
+			t.Fatal(err)
+		}
+		s.end(web.KindChangesTrimmed)
+		waitTails(t, h)
+	})
+}
