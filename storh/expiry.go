@@ -34,10 +34,18 @@ type ttlConf struct {
 // PatchMatching skip them), and are deleted by the database's background
 // sweep (see WithSweepEvery), or by ApplyTTL. Count is the stored count,
 // expired records included until they are deleted. An index on path makes
-// the sweep a seek (a walk in the index's order for a path of one field);
-// without one each sweep reads the whole collection.
-// See docs/retention.md. Only docs take it: Log and Queue refuse it with
-// ErrInvalidOption, as a path that is not a field path.
+// the sweep a seek, a walk in the index's order (for a dotted path, while
+// no record's values there go through a list); without one each sweep
+// reads the whole collection. Watch does not deliver a record that has
+// expired when it reads it.
+//
+// The time to live is the collection's rule, however the handle was
+// opened: one from tx.Docs inside an Update or View asks for the
+// background sweep too. The sweep is for the collection the handle was
+// opened on: once that one is dropped (or dropped and made again, by any
+// process) it stops, and a handle opened with WithTTL on the new one asks
+// again. See docs/retention.md. Only docs take it: Log and Queue refuse
+// it with ErrInvalidOption, as a path that is not a field path.
 func WithTTL(path string) CollectionOption {
 	return CollectionOption{func(c *collConfig) error {
 		p, err := query.Field(path).Path()
@@ -93,12 +101,21 @@ func (c *coll) hidden(id uuidv7.UUID, payload []byte) bool {
 	if !c.expires() {
 		return false
 	}
-	return c.expiredAt(c.db.eng.Now())(id, payload)
+	now := c.db.eng.Now()
+	if c.retention > 0 && id.Time().UnixMilli() < retentionFromMs(now.Add(-c.retention)) {
+		return true
+	}
+	if c.ttl != nil {
+		live, err := plan.NewMatcher(&plan.Cond{Op: plan.OpLive, Path: c.ttl.path, Values: []any{now}}).Match(payload)
+		return err == nil && !live
+	}
+	return false
 }
 
-// expiredAt returns the test of hidden at now, for a read that tests many
-// records at one moment (a Watch's batch of commits): nil when the handle
-// hides nothing.
+// expiredAt returns the test of hidden at now, made once for a read that
+// tests many records at one moment (a Watch's batch of commits): nil when
+// the handle hides nothing. (hidden, for one record, makes nothing it
+// would not use.)
 func (c *coll) expiredAt(now time.Time) func(id uuidv7.UUID, payload []byte) bool {
 	if !c.expires() {
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -373,4 +374,75 @@ func recreateSessionsErr(db *storh.DB, n int) error {
 	}
 	_, err = d.PutMany(items)
 	return err
+}
+
+// TestExpiryRegisterWhileSweeping: handles with a time to live opened in
+// many Updates and on the DB at once, while the sweeper sweeps, leave it
+// sweeping the one collection, and every record written expired is
+// deleted, and no other. Run with -race: registrations meet the sweeper's
+// goroutine (which of them meet depends on timing).
+func TestExpiryRegisterWhileSweeping(t *testing.T) {
+	clk := newTestClock()
+	db := openTemp(t, storh.WithClock(clk.Now), storh.WithSweepEvery(time.Millisecond))
+	rounds := watchSweeps(db)
+	now := clk.Now()
+	const writers, each = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	var mu sync.Mutex
+	var keep []uuidv7.UUID
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				err := db.Update(func(tx *storh.Tx) error {
+					d, err := tx.Docs("sessions", storh.WithTTL("exp"))
+					if err != nil {
+						return err
+					}
+					_, err = d.PutMany([]any{storh.Map{"exp": now.Add(-time.Second)}, storh.Map{"w": w, "i": i}})
+					return err
+				})
+				if err == nil && i%5 == 0 {
+					var d *storh.Docs
+					if d, err = db.Docs("sessions", storh.WithTTL("exp")); err == nil {
+						var r storh.Record
+						if r, err = d.Put(storh.Map{"exp": now.Add(time.Hour)}); err == nil {
+							mu.Lock()
+							keep = append(keep, r.ID)
+							mu.Unlock()
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	fullRound(t, rounds)
+	sessions, err := db.Docs("sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sessions.Find(query.All().Where(query.Field("exp").Exists()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameIDs(sortIDs(ids(got)), sortIDs(keep)) {
+		t.Fatalf("after the sweep %d records with a time are stored, want the %d live ones", len(got), len(keep))
+	}
+	if n := mustCount(t, sessions); n != len(keep)+writers*each {
+		t.Fatalf("after the sweep %d records are stored, want %d", n, len(keep)+writers*each)
+	}
+	if targets := storh.SweepTargets(db); !slices.Equal(targets, []string{"sessions"}) {
+		t.Fatalf("the sweeper sweeps %v, want sessions", targets)
+	}
 }

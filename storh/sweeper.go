@@ -63,7 +63,8 @@ type sweepKey struct {
 // sweep runs transactions of its own), and the collection it is for, once
 // seen: its incarnation (0 on a file, whose drops the handle's epoch
 // tells). Only the sweeper's goroutine changes seen and ident after the
-// target is registered: a new registration replaces the target whole.
+// target is registered, under the sweeper's mu: a new registration
+// replaces the target whole.
 type sweepTarget struct {
 	c     coll
 	seen  bool
@@ -333,7 +334,11 @@ func (s *sweeper) follow(db *DB, t *sweepTarget) (there bool, err error) {
 	case err != nil:
 		return false, opErr("sweep", t.c.name, "", -1, err)
 	case !t.seen:
-		t.seen, t.ident = there, ident
+		if there {
+			s.mu.Lock() // add reads a registered target's fields under mu
+			t.seen, t.ident = true, ident
+			s.mu.Unlock()
+		}
 		return there, nil
 	case !there || ident != t.ident:
 		return false, errSweepGone
