@@ -37,10 +37,14 @@ func (c *coll) deleteMatching(ctx context.Context, op string, q query.Query, dam
 // between two transactions (a background sweep's, so that writers get
 // the database between them), told how long the last one took and how
 // many it deleted, which may change batch for the next; a pause error
-// ends the deletion.
+// ends the deletion. check, if set, runs first in each transaction (ec
+// nil: no collection there), and its error ends the deletion with that
+// transaction rolled back: a sweep's test that the collection is still
+// the one it was asked for.
 type deletePace struct {
 	batch int
 	pause func(took time.Duration, deleted int, batch *int) error
+	check func(etx *engine.Tx, ec *engine.Coll) error
 	// ordered lets a deletion whose query has an order run in batches
 	// too: one that deletes all it selects, which needs no single snapshot
 	// of the order (no Limit picks by it).
@@ -56,6 +60,11 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 	var skipped []engine.Item
 	step := func(etx *engine.Tx, ec *engine.Coll) error {
 		skipped = skipped[:0]
+		if pace.check != nil {
+			if err := pace.check(etx, ec); err != nil {
+				return err
+			}
+		}
 		if ec == nil {
 			r.Done = true
 			return nil

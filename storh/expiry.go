@@ -2,8 +2,8 @@ package storh
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
@@ -34,10 +34,18 @@ type ttlConf struct {
 // PatchMatching skip them), and are deleted by the database's background
 // sweep (see WithSweepEvery), or by ApplyTTL. Count is the stored count,
 // expired records included until they are deleted. An index on path makes
-// the sweep a seek (a walk in the index's order for a path of one field);
-// without one each sweep reads the whole collection.
-// See docs/retention.md. Only docs take it: Log and Queue refuse it with
-// ErrInvalidOption, as a path that is not a field path.
+// the sweep a seek, a walk in the index's order (for a dotted path, while
+// no record's values there go through a list); without one each sweep
+// reads the whole collection. Watch does not deliver a record that has
+// expired when it reads it.
+//
+// The time to live is the collection's rule, however the handle was
+// opened: one from tx.Docs inside an Update or View asks for the
+// background sweep too. The sweep is for the collection the handle was
+// opened on: once that one is dropped (or dropped and made again, by any
+// process) it stops, and a handle opened with WithTTL on the new one asks
+// again. See docs/retention.md. Only docs take it: Log and Queue refuse
+// it with ErrInvalidOption, as a path that is not a field path.
 func WithTTL(path string) CollectionOption {
 	return CollectionOption{func(c *collConfig) error {
 		p, err := query.Field(path).Path()
@@ -104,6 +112,34 @@ func (c *coll) hidden(id uuidv7.UUID, payload []byte) bool {
 	return false
 }
 
+// expiredAt returns the test of hidden at now, made once for a read that
+// tests many records at one moment (a Watch's batch of commits): nil when
+// the handle hides nothing. (hidden, for one record, makes nothing it
+// would not use.)
+func (c *coll) expiredAt(now time.Time) func(id uuidv7.UUID, payload []byte) bool {
+	if !c.expires() {
+		return nil
+	}
+	var fromMs int64
+	if c.retention > 0 {
+		fromMs = retentionFromMs(now.Add(-c.retention))
+	}
+	var live *plan.Matcher
+	if c.ttl != nil {
+		live = plan.NewMatcher(&plan.Cond{Op: plan.OpLive, Path: c.ttl.path, Values: []any{now}})
+	}
+	return func(id uuidv7.UUID, payload []byte) bool {
+		if c.retention > 0 && id.Time().UnixMilli() < fromMs {
+			return true
+		}
+		if live != nil {
+			ok, err := live.Match(payload)
+			return err == nil && !ok
+		}
+		return false
+	}
+}
+
 // retentionFromMs is the first id millisecond a retention whose cutoff is
 // t keeps: DeleteBefore(t) deletes the records of the milliseconds before
 // it.
@@ -121,66 +157,74 @@ func retentionFromMs(t time.Time) int64 {
 // after now (a time up to now written with any offset, at most a day,
 // sorts before it), each checked exactly on the record.
 //
-// With an index that leads with a path of one field, they are two walks of
-// it in its order, which a deletion runs in batches that each read only
-// what they delete; in id order, a seek of the two ranges (for a longer
-// path) gathers and sorts every candidate in its first transaction.
-// Without an index, a read of every record.
+// With an index that leads with the path and can be walked in its order
+// (engine.Coll.WalkableBy), they are two walks of it in that order, which
+// a deletion runs in batches that each read only what they delete.
+// Otherwise, with an index, a seek of the two ranges in id order, which
+// gathers and sorts every candidate in its first transaction (a dotted
+// path that goes through a list in some record has no order to walk);
+// without one, a read of every record.
 func (c *coll) expiredSpecs(now time.Time) (specs []*plan.Spec, ordered bool, err error) {
-	f := query.FieldPath(c.ttl.path...)
-	bound := now.UTC().Add(24*time.Hour + time.Second).Format("2006-01-02T15:04:05")
-	times, texts := f.Lte(now), f.Between("", bound+"~")
-	expired := &plan.Cond{Op: plan.OpExpired, Path: c.ttl.path, Values: []any{now},
-		Text: fmt.Sprintf("%s expired", plan.PathString(c.ttl.path))}
-	and := func(k *plan.Cond) *plan.Cond { return &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{k, expired}} }
-	if ordered, err = c.ttlIndexed(); err != nil {
-		return nil, false, err
-	}
-	if ordered {
-		for _, cond := range []query.Cond{times, texts} {
-			spec, err := plan.Compile(query.All().Where(cond).OrderBy(c.ttl.text, query.Asc))
-			if err != nil {
-				return nil, false, err
-			}
-			spec.Cond = and(spec.Cond)
-			specs = append(specs, spec)
+	if ordered, err = c.ttlIndexed(); err != nil || !ordered {
+		if err == nil {
+			specs, err = c.unorderedSpecs(now)
 		}
-		return specs, true, nil
+		return specs, false, err
 	}
+	times, texts, and := c.expiredConds(now)
+	for _, cond := range []query.Cond{times, texts} {
+		spec, err := plan.Compile(query.All().Where(cond).OrderBy(c.ttl.text, query.Asc))
+		if err != nil {
+			return nil, false, err
+		}
+		spec.Cond = and(spec.Cond)
+		specs = append(specs, spec)
+	}
+	return specs, true, nil
+}
+
+// unorderedSpecs is expiredSpecs in id order: one read of both ranges.
+func (c *coll) unorderedSpecs(now time.Time) ([]*plan.Spec, error) {
+	times, texts, and := c.expiredConds(now)
 	spec, err := plan.Compile(query.All().Where(query.Or(times, texts)))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// The exact test goes into each branch: a condition beside the Or
 	// would keep the planner from serving it as a union of index scans.
 	if spec.Cond.Op != plan.OpOr {
-		return nil, false, fmt.Errorf("the sweep's selection compiled to %s, not an Or", spec.Cond)
+		return nil, fmt.Errorf("the sweep's selection compiled to %s, not an Or", spec.Cond)
 	}
 	for i, k := range spec.Cond.Kids {
 		spec.Cond.Kids[i] = and(k)
 	}
-	return []*plan.Spec{spec}, false, nil
+	return []*plan.Spec{spec}, nil
+}
+
+// expiredConds are the two ranges of expiredSpecs, and and, which adds
+// the exact test of a record to a condition.
+func (c *coll) expiredConds(now time.Time) (times, texts query.Cond, and func(*plan.Cond) *plan.Cond) {
+	f := query.FieldPath(c.ttl.path...)
+	bound := now.UTC().Add(24*time.Hour + time.Second).Format("2006-01-02T15:04:05")
+	expired := &plan.Cond{Op: plan.OpExpired, Path: c.ttl.path, Values: []any{now},
+		Text: fmt.Sprintf("%s expired", plan.PathString(c.ttl.path))}
+	and = func(k *plan.Cond) *plan.Cond { return &plan.Cond{Op: plan.OpAnd, Kids: []*plan.Cond{k, expired}} }
+	return f.Lte(now), f.Between("", bound+"~"), and
 }
 
 // ttlIndexed reports whether the collection has a ready index that leads
-// with the TTL path, which a sweep walks in order. Only for a path of one
-// field: an order by a longer path fails on a record where it goes through
-// a list (a sweep of one then seeks in id order).
+// with the TTL path and can be walked in its order, which a sweep does:
+// for a path of one field, any; for a longer one, while no record's
+// values there go through a list (engine.Coll.WalkableBy).
 func (c *coll) ttlIndexed() (bool, error) {
-	if len(c.ttl.path) != 1 {
-		return false, nil
-	}
 	var ok bool
 	err := c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		ok = false // set on every run: the read may run twice
 		if ec == nil {
 			return nil
 		}
-		infos, err := ec.Indexes()
-		for _, i := range infos {
-			if !i.Building && len(i.Paths) > 0 && slices.Equal(i.Paths[0], c.ttl.path) {
-				ok = true
-			}
-		}
+		var err error
+		ok, err = ec.WalkableBy(c.ttl.path)
 		return err
 	})
 	return ok, err
@@ -208,15 +252,27 @@ func (c *coll) applyTTL(ctx context.Context, pace deletePace) (int, error) {
 	if c.ttl == nil {
 		return 0, nil
 	}
-	specs, ordered, err := c.expiredSpecs(c.db.eng.Now())
+	now := c.db.eng.Now()
+	specs, ordered, err := c.expiredSpecs(now)
 	if err != nil {
 		return 0, opErr("apply ttl", c.name, "", -1, err)
 	}
 	pace.ordered = ordered
 	total := 0
-	for _, spec := range specs {
-		n, err := c.deleteSpec(ctx, "apply ttl", spec, false, pace)
+	for i := 0; i < len(specs); i++ {
+		n, err := c.deleteSpec(ctx, "apply ttl", specs[i], false, pace)
 		total += n
+		if err != nil && ordered && len(c.ttl.path) > 1 && errors.Is(err, ErrInvalidQuery) {
+			// A record written since the walk began has its values at the
+			// dotted path through a list, which has no order: what is left
+			// is sought in id order (the walks so far deleted only what
+			// had expired, and committed).
+			if specs, err = c.unorderedSpecs(now); err != nil {
+				return total, opErr("apply ttl", c.name, "", -1, err)
+			}
+			pace.ordered, ordered, i = false, false, -1
+			continue
+		}
 		if err != nil {
 			return total, err
 		}

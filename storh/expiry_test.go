@@ -547,6 +547,7 @@ func startExpiryChild(t *testing.T, url string) *rowsChild {
 
 // TestExpiryChild is the second process of TestExpiryPostgresProcesses:
 //
+//	recreate N  drop "sessions", make it again without a TTL, with N expired-looking records
 //	hold      take the sweep lock of "sessions" on a store of its own
 //	release   release it
 //	sweep     open a database that sweeps "sessions" in the background
@@ -566,7 +567,20 @@ func TestExpiryChild(t *testing.T) {
 	for in.Scan() {
 		var res []string
 		var err error
-		switch in.Text() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "recreate":
+			// Drop "sessions" and make it again without a TTL, with arg
+			// records whose "exp" passed long ago (TestExpirySweepFollowsCollection).
+			var other *storh.DB
+			if other, err = storh.Open(url, storh.WithoutBackground()); err != nil {
+				break
+			}
+			var n int
+			if n, err = strconv.Atoi(arg); err == nil {
+				err = recreateSessionsErr(other, n)
+			}
+			err = errors.Join(err, other.Close())
 		case "hold":
 			var store *postgres.Store
 			if store, err = postgres.Open(context.Background(), url); err != nil {

@@ -51,3 +51,43 @@ func SetSweepPauseHook(db *DB, fn func()) {
 	db.sweep.onPause = fn
 	db.sweep.mu.Unlock()
 }
+
+// SetSweepForgetHook makes db's sweeper call fn when it stops sweeping a
+// collection that was dropped, or dropped and made again.
+func SetSweepForgetHook(db *DB, fn func(name string)) {
+	db.sweep.mu.Lock()
+	db.sweep.onForget = fn
+	db.sweep.mu.Unlock()
+}
+
+// SweepTargets lists the collections db's sweeper sweeps, one entry per
+// distinct setting.
+func SweepTargets(db *DB) []string {
+	db.sweep.mu.Lock()
+	defer db.sweep.mu.Unlock()
+	var out []string
+	for k := range db.sweep.colls {
+		out = append(out, k.name)
+	}
+	return out
+}
+
+// TTLFirstStep runs the first transaction's read of d's sweep, as a
+// deletion in batches of n does, and reports the index keys and records
+// it read and how many it selected: the work one sweep transaction does
+// before it deletes.
+func TTLFirstStep(d *Docs, n int) (Plan, error) {
+	c := &d.coll
+	specs, _, err := c.expiredSpecs(c.db.eng.Now())
+	if err != nil {
+		return Plan{}, err
+	}
+	var r *engine.Run
+	err = c.read(func(_ *engine.Tx, ec *engine.Coll) error {
+		r = engine.NewRun(specs[0]) // afresh on every run: the read may run twice
+		_, err := r.Next(ec, n, nil)
+		return err
+	})
+	return Plan{Indexes: r.Stats.Indexes, Sorted: r.Stats.Sorted, KeysRead: r.Stats.KeysRead,
+		RecordsRead: r.Stats.RecordsRead, Returned: r.Stats.Returned}, err
+}

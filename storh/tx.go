@@ -65,6 +65,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	h := tx.etx.Handle(name, kind)
 	h.Indexes, h.Schema, h.Feed = cfg.indexes, cfg.schema, cfg.feed
 	h.Rule, h.BackoffGiven = cfg.queueRule(), cfg.backoff != nil
+	var found *engine.Coll
 	err = tx.etx.Protect(func() error {
 		// A collection not in the file yet is created by the first write
 		// through the handle, in this transaction; a View cannot write, so
@@ -73,6 +74,7 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 		// beside other processes' writers (engine.HoldRows) until
 		// something needs more.
 		c, err := tx.etx.UseHold(h, false, engine.HoldRows)
+		found = c
 		if err == nil && c == nil && (!tx.writable || cfg.mustExist) {
 			err = engine.NoColl(name)
 		}
@@ -93,7 +95,11 @@ func (tx *Tx) open(op, name string, kind engine.Kind, opts []CollectionOption) (
 	if err != nil {
 		return coll{}, opErr(op, name, "", -1, err)
 	}
-	return coll{db: tx.db, tx: tx, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention, ttl: cfg.ttl}, nil
+	c := coll{db: tx.db, tx: tx, h: h, name: name, kind: kind, gen: cfg.gen, retention: cfg.retention, ttl: cfg.ttl}
+	// A retention or a time to live is the collection's rule however the
+	// handle was opened: the background sweep applies it too.
+	tx.db.sweep.registerIn(tx.db, c, found)
+	return c, nil
 }
 
 // usable fails once the transaction has ended, and for writes in a View.

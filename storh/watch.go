@@ -49,7 +49,10 @@ const historyChunk = 256
 // and records written with explicit older ids are all delivered, each once,
 // in commit order after the catch-up (a record written several times is
 // delivered for each write, with its data at that write). Deletions are not
-// delivered.
+// delivered. On a handle with a retention (WithRetention) or a time to
+// live (WithTTL), a record that has expired when the watch reads it, by
+// the database's clock, is not delivered, as Get and Find do not return
+// it.
 //
 // Writers never wait for a watcher: each watcher has a backlog of up to
 // 65,536 records (64 MiB); a watcher that falls further behind gets
@@ -120,8 +123,12 @@ func (c *coll) watch(ctx context.Context, from uuidv7.UUID, ready func()) iter.S
 				yield(Record{}, opErr(op, c.name, "", -1, err))
 				return
 			}
+			// What has expired by the handle's retention or time to live
+			// when the watch reads it is not delivered, as Get and Find
+			// do not return it.
+			expired := c.expiredAt(c.db.eng.Now())
 			for _, ch := range changes {
-				if seen.saw(from, ch) {
+				if seen.saw(from, ch) || expired != nil && expired(ch.ID, ch.Payload) {
 					continue
 				}
 				if !yield(Record{ID: ch.ID, payload: ch.Payload}, nil) {
@@ -184,7 +191,11 @@ func (c *coll) catchUp(ctx context.Context, op string, from uuidv7.UUID, yield f
 			end = lastID
 		}
 		cu.snaps, cu.ends = append(cu.snaps, snap), append(cu.ends, end)
+		expired := c.expiredAt(c.db.eng.Now())
 		for _, it := range items {
+			if it.Err == nil && expired != nil && expired(it.ID, it.Payload) {
+				continue
+			}
 			if !yieldItem(c, op, it, yield) {
 				return false
 			}
@@ -316,9 +327,13 @@ func (c *coll) followReplica(ctx context.Context, op string, from uuidv7.UUID, y
 		}
 		last = pos
 		if !c.readChunks(ctx, op, f.start, false, yield, func(_ engine.Snapshot, items []engine.Item, _ bool) bool {
+			expired := c.expiredAt(c.db.eng.Now())
 			for _, it := range items {
 				if it.Err == nil && !f.fresh(it) {
 					continue
+				}
+				if it.Err == nil && expired != nil && expired(it.ID, it.Payload) {
+					continue // seen, and never delivered: it will not come back
 				}
 				if deliver && !yieldItem(c, op, it, yield) {
 					return false
