@@ -1309,19 +1309,33 @@ func feedMarkdown(b *strings.Builder, r ScaleReport, put, fed, read []ScaleCell)
 		}
 		return "–"
 	}
-	// The time ratio is the inverse of the rates'.
+	// The time ratio is the inverse of the rates': that of the medians,
+	// then each round's, whose two cells ran seconds apart and so shared
+	// more of the machine's moods than the medians of different rounds.
 	timeRatio := func(cs []ScaleCell, n int) string {
 		c, ok1 := at(cs, n)
 		p, ok2 := at(put, n)
 		if !ok1 || !ok2 {
 			return "–"
 		}
-		return strconv.FormatFloat(p.RecordsPerSec/c.RecordsPerSec, 'f', 2, 64)
+		out := strconv.FormatFloat(p.RecordsPerSec/c.RecordsPerSec, 'f', 2, 64)
+		var rounds []string
+		for _, cr := range c.Runs {
+			for _, pr := range p.Runs {
+				if pr.Round == cr.Round && cr.RecordsPerSec > 0 {
+					rounds = append(rounds, strconv.FormatFloat(pr.RecordsPerSec/cr.RecordsPerSec, 'f', 2, 64))
+				}
+			}
+		}
+		if len(rounds) > 1 {
+			out += " (" + strings.Join(rounds, ", ") + ")"
+		}
+		return out
 	}
 	fmt.Fprintf(b, "\n## The change feed\n\n"+
 		"storh's single durable Put into a collection opened WithChangeFeed(%d) that held %d changes before the cell, "+
 		"so that every commit also trims one, against its Put without a feed (the table above); time ratios are "+
-		"the rate without the feed over the rate with it. With a reader: the same writers and one more process "+
+		"the rate without the feed over the rate with it, of the medians and (in brackets) of each round's cells. With a reader: the same writers and one more process "+
 		"following Changes from the feed's last change before the cell; it must receive every change of the cell "+
 		"exactly once (the cell fails otherwise). Its changes are summed over the rounds; catch-up is the longest, "+
 		"from the window's end to the last change's arrival.\n\n", r.FeedKeep, r.FeedKeep)

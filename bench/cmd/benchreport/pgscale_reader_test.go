@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,6 +185,14 @@ func TestFeedReaderChecked(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The feed was full: those commits trimmed its first changes,
+			// as every commit of a putfeed cell does.
+			for _, err := range d.Changes(ctx, 0) {
+				if !errors.Is(err, storh.ErrChangesTrimmed) {
+					t.Fatalf("Changes from 0 after the fill and 3 puts: %v, want ErrChangesTrimmed", err)
+				}
+				break
+			}
 			p, err := h.startWorker("putfeed", "reader", name, 0, "-after", strconv.FormatUint(uint64(int64(f.after)+int64(c.shift)), 10))
 			if err != nil {
 				t.Fatal(err)
@@ -211,5 +220,43 @@ func TestFeedReaderChecked(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestFeedMarkdown: the feed's table gives, per process count, the rates,
+// the time ratio of the medians and of each round's pair of cells, and the
+// reader's counts; a failed or missing cell is a dash.
+func TestFeedMarkdown(t *testing.T) {
+	cell := func(workload, contender string, procs int, rates ...float64) ScaleCell {
+		c := ScaleCell{Workload: workload, Contender: contender, Procs: procs}
+		for i, r := range rates {
+			c.Runs = append(c.Runs, ScaleRun{Round: i + 1, RecordsPerSec: r})
+		}
+		c.RecordsPerSec = median(rates)
+		return c
+	}
+	read := cell("putfeed", readerContender, 4, 300, 400, 500)
+	for i := range read.Runs {
+		read.Runs[i].Reader = &ReaderRun{Delivered: 1000, InWindow: 990, CatchUp: time.Duration(i+1) * time.Millisecond}
+	}
+	failed := cell("putfeed", "storh", 1, 700)
+	failed.Runs[0].Errors = []string{"worker 1: boom"}
+	r := ScaleReport{Procs: []int{1, 4}, FeedKeep: 100_000, Cells: []ScaleCell{
+		cell("put", "storh", 1, 600), cell("put", "storh", 4, 900, 1000, 1100), cell("put", "pgx", 4, 2000),
+		failed, cell("putfeed", "storh", 4, 750, 800, 1000), read,
+	}}
+	md := scaleMarkdown(r)
+	for _, want := range []string{
+		"WithChangeFeed(100000) that held 100000 changes",
+		"| 1 | 600 | – | – | – | – | – | – |\n",
+		"| 4 | 1,000 | 800 | 1.25 (1.20, 1.25, 1.10) | 400 | 2.50 (3.00, 2.50, 2.20) | 3,000 / 2,970 | 3ms |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	// putfeed is not in the storh ÷ pgx table.
+	if strings.Contains(md, "| single durable Put, change feed on |") {
+		t.Errorf("putfeed in the pgx table:\n%s", md)
 	}
 }
