@@ -132,6 +132,7 @@ type scaleConfig struct {
 	queueJobs int
 	pageRows  int
 	feedKeep  int
+	feedFill  int // -1: feedKeep
 	quick     bool
 	exe       string // the worker binary: this one
 }
@@ -148,7 +149,10 @@ type ScaleReport struct {
 	Procs    []int       `json:"processes"`
 	// FeedKeep is the putfeed collections' keep, and the changes each
 	// held before its cell.
-	FeedKeep int         `json:"feed_keep,omitempty"`
+	FeedKeep int `json:"feed_keep,omitempty"`
+	// FeedFill is the changes each held before its cell: with FeedKeep,
+	// every commit of the window trims; with 0, none does.
+	FeedFill int         `json:"feed_fill"`
 	Cells    []ScaleCell `json:"cells"`
 	Targets  []Result    `json:"targets"`
 }
@@ -268,7 +272,8 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&workloads, "workloads", "put,putfeed,putmany,queue,page", "`workloads` to run, comma-separated")
 	fs.IntVar(&c.queueJobs, "queue-jobs", 0, "jobs enqueued before each queue cell (0: 1000 + 8000 per second of -duration)")
 	fs.IntVar(&c.pageRows, "page-rows", 20_000, "records of the page workload's collection")
-	fs.IntVar(&c.feedKeep, "feed-keep", 100_000, "the putfeed collections' WithChangeFeed keep, and the changes each holds before its cell: every commit of the window trims")
+	fs.IntVar(&c.feedKeep, "feed-keep", 100_000, "the putfeed collections' WithChangeFeed keep")
+	fs.IntVar(&c.feedFill, "feed-fill", -1, "changes written into each putfeed collection before its cell (-1: -feed-keep's, so that every commit of the window trims; 0: none, so that no commit does while the window writes fewer than -feed-keep)")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -duration 400ms -procs 1,2 -page-rows 1000 -feed-keep 2000 unless given")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: benchreport pgscale [flags]\n\n")
@@ -301,8 +306,11 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 	if c.procs, err = parseProcs(procs); err == nil {
 		c.workloads, err = parseWorkloads(workloads)
 	}
-	if err == nil && (c.rounds < 1 || c.duration <= 0 || c.pageRows <= pageRecords || c.feedKeep < 1) {
-		err = fmt.Errorf("-rounds must be at least 1, -duration positive, -page-rows above %d and -feed-keep at least 1", pageRecords)
+	if c.feedFill == -1 {
+		c.feedFill = c.feedKeep
+	}
+	if err == nil && (c.rounds < 1 || c.duration <= 0 || c.pageRows <= pageRecords || c.feedKeep < 1 || c.feedFill < 0) {
+		err = fmt.Errorf("-rounds must be at least 1, -duration positive, -page-rows above %d, -feed-keep at least 1 and -feed-fill not below -1", pageRecords)
 	}
 	if err == nil {
 		c.exe, err = os.Executable()
@@ -383,7 +391,7 @@ func pgscale(ctx context.Context, c scaleConfig, args []string, stderr io.Writer
 		Procs:    c.procs,
 	}
 	if slices.Contains(c.workloads, "putfeed") {
-		rep.FeedKeep = c.feedKeep
+		rep.FeedKeep, rep.FeedFill = c.feedKeep, c.feedFill
 	}
 	rep.Machine.StartedUTC = start.UTC().Format(time.RFC3339)
 	rep.Machine.LoadBefore = loadavg()
@@ -687,19 +695,19 @@ func (h *scaleRun) prepare(ctx context.Context, workload, contender string, proc
 }
 
 // fillFeed makes a putfeed cell's collection, with its feed, and writes
-// the feed's keep in records (and so in changes) before the window, so
-// that every commit the workers make in it also trims one: the steady
-// state of a feed that has run for a while. The workers open the
+// -feed-fill records (and so changes) before the window: by default the
+// feed's keep, so that every commit the workers make in it also trims
+// one, the steady state of a feed that has run for a while. The workers open the
 // collection without the option; its stored setting applies to them.
 func (h *scaleRun) fillFeed(name string, docs []storh.Map) error {
 	d, err := h.db.Docs(name, storh.WithChangeFeed(h.c.feedKeep))
 	if err != nil {
 		return err
 	}
-	for left := h.c.feedKeep; left > 0; {
+	for left := h.c.feedFill; left > 0; {
 		items := make([]any, min(left, 1000))
 		for i := range items {
-			items[i] = docs[(h.c.feedKeep-left+i)%len(docs)]
+			items[i] = docs[(h.c.feedFill-left+i)%len(docs)]
 		}
 		if _, err := d.PutMany(items); err != nil {
 			return err
@@ -1332,13 +1340,17 @@ func feedMarkdown(b *strings.Builder, r ScaleReport, put, fed, read []ScaleCell)
 		}
 		return out
 	}
+	trims := "so that every commit also trims one"
+	if r.FeedFill < r.FeedKeep {
+		trims = "so that a commit trims only once the feed holds more than its keep"
+	}
 	fmt.Fprintf(b, "\n## The change feed\n\n"+
 		"storh's single durable Put into a collection opened WithChangeFeed(%d) that held %d changes before the cell, "+
-		"so that every commit also trims one, against its Put without a feed (the table above); time ratios are "+
+		"%s, against its Put without a feed (the table above); time ratios are "+
 		"the rate without the feed over the rate with it, of the medians and (in brackets) of each round's cells. With a reader: the same writers and one more process "+
 		"following Changes from the feed's last change before the cell; it must receive every change of the cell "+
 		"exactly once (the cell fails otherwise). Its changes are summed over the rounds; catch-up is the longest, "+
-		"from the window's end to the last change's arrival.\n\n", r.FeedKeep, r.FeedKeep)
+		"from the window's end to the last change's arrival.\n\n", r.FeedKeep, r.FeedFill, trims)
 	b.WriteString("| processes | no feed rec/s | feed rec/s | feed time ÷ no feed | feed + reader: writers rec/s | ÷ no feed (time) | reader: changes received / in the window | reader catch-up |\n" +
 		"|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, n := range r.Procs {

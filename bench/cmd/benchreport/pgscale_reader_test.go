@@ -140,7 +140,7 @@ func TestFeedReaderChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h := &scaleRun{c: scaleConfig{feedKeep: 40, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
+	h := &scaleRun{c: scaleConfig{feedKeep: 40, feedFill: 40, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
 	cleanup, err := h.open(ctx, "readertest_"+strconv.Itoa(os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestFeedMarkdown(t *testing.T) {
 	}
 	failed := cell("putfeed", "storh", 1, 700)
 	failed.Runs[0].Errors = []string{"worker 1: boom"}
-	r := ScaleReport{Procs: []int{1, 4}, FeedKeep: 100_000, Cells: []ScaleCell{
+	r := ScaleReport{Procs: []int{1, 4}, FeedKeep: 100_000, FeedFill: 100_000, Cells: []ScaleCell{
 		cell("put", "storh", 1, 600), cell("put", "storh", 4, 900, 1000, 1100), cell("put", "pgx", 4, 2000),
 		failed, cell("putfeed", "storh", 4, 750, 800, 1000), read,
 	}}

@@ -86,8 +86,8 @@ func TestPGScaleQuick(t *testing.T) {
 			t.Errorf("%s at %d: a reader's account %+v", name, c.Procs, r.Reader)
 		}
 	}
-	if rep.FeedKeep != 2000 {
-		t.Errorf("feed keep %d, want -quick's 2000", rep.FeedKeep)
+	if rep.FeedKeep != 2000 || rep.FeedFill != 2000 {
+		t.Errorf("feed keep %d, fill %d: want -quick's 2000, and the fill the keep", rep.FeedKeep, rep.FeedFill)
 	}
 	judged := map[string]string{}
 	for _, x := range rep.Targets {
