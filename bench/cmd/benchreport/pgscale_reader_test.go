@@ -260,3 +260,14 @@ func TestFeedMarkdown(t *testing.T) {
 		t.Errorf("putfeed in the pgx table:\n%s", md)
 	}
 }
+
+// TestPGScaleFeedFlags: a feed keep below 1 or a fill below -1 is refused
+// before anything starts.
+func TestPGScaleFeedFlags(t *testing.T) {
+	for _, args := range [][]string{{"-feed-keep", "0"}, {"-feed-fill", "-2"}} {
+		var stdout, stderr strings.Builder
+		if code := pgscaleMain(append(args, "-out", t.TempDir()), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-feed-keep at least 1 and -feed-fill not below -1") {
+			t.Errorf("%v: exit %d, want 2 with the rule:\n%s", args, code, stderr.String())
+		}
+	}
+}
