@@ -70,13 +70,16 @@
 // each its own storh.DB on one collection, against hand-written pgx code
 // doing the same work from as many processes, in the same run: durable
 // single Puts, PutMany(100), queue claim + complete (against SKIP LOCKED
-// workers) and cursor pages of 100. Workers are this binary re-executed
+// workers) and cursor pages of 100; and storh's durable Put into a
+// collection with a full change feed against its Put without one, alone
+// and with one more process following the feed, which must receive every
+// change exactly once (putfeed). Workers are this binary re-executed
 // ("pgscale-worker"), started together by one signal. Without -url it
 // starts a private server (Debian's postgresql package, run as root or
 // postgres: a cluster in a temporary directory on a Unix socket, fsync
 // on), whose log also gives the transactions PostgreSQL failed and storh
 // ran again. It writes pgscale-<stamp>.json and .md into -out (results/)
-// and prints the Markdown: the records/s table, issue 29's targets judged
+// and prints the Markdown: the records/s tables, issues 29's and 31's targets judged
 // on ratios from the run, and every cell's counters. -quick (400 ms cells,
 // 1 and 2 processes) is the smoke run CI makes, through the package's
 // tests. docs/benchmarks.md has the flags and what each contender does.

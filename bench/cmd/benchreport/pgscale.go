@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -47,14 +48,70 @@ import (
 // scaleWorkload is one kind of work and the contenders that do it.
 type scaleWorkload struct {
 	name, title string
-	contenders  []string // storh first; the others are pgx variants
+	contenders  []string // storh first; the others are pgx variants or storh's own
+	// baseline is the workload this one is judged against, when that is
+	// storh doing the same work without a feature rather than pgx: where
+	// both run, its cells run beside the baseline's at each process count
+	// (see cellOrder), and the report compares them in a table of their own.
+	baseline string
 }
 
 var scaleWorkloads = []scaleWorkload{
-	{"put", "single durable Put", []string{"storh", "pgx"}},
-	{"putmany", "PutMany(100)", []string{"storh", "pgx"}},
-	{"queue", "queue claim + complete", []string{"storh", "pgx", "pgx-1tx"}},
-	{"page", "page of 100 by cursor", []string{"storh", "pgx"}},
+	{name: "put", title: "single durable Put", contenders: []string{"storh", "pgx"}},
+	// put into a collection with a change feed, its keep already full, so
+	// that every commit of the window also trims: the feed's steady state.
+	// storh+reader adds one process following Changes (see feedReader).
+	{name: "putfeed", title: "single durable Put, change feed on", contenders: []string{"storh", readerContender}, baseline: "put"},
+	{name: "putmany", title: "PutMany(100)", contenders: []string{"storh", "pgx"}},
+	{name: "queue", title: "queue claim + complete", contenders: []string{"storh", "pgx", "pgx-1tx"}},
+	{name: "page", title: "page of 100 by cursor", contenders: []string{"storh", "pgx"}},
+}
+
+// readerContender is the putfeed cell whose writers are followed by one
+// more process reading the feed.
+const readerContender = "storh+reader"
+
+// isStorh tells storh's contenders from the hand-written ones.
+func isStorh(contender string) bool { return strings.HasPrefix(contender, "storh") }
+
+// workloadNames lists the workloads, for messages.
+func workloadNames() string {
+	var names []string
+	for _, w := range scaleWorkloads {
+		names = append(names, w.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// cellStep is one cell of a round at one process count.
+type cellStep struct{ workload, contender string }
+
+// cellOrder is the order of a round's cells at one process count, in
+// groups: a workload with its dependents (those whose baseline it is),
+// which run back to back so that a ratio between them compares cells
+// measured moments apart. Within a group the order alternates from round
+// to round, so that a drift in the machine does not favour one contender.
+func cellOrder(workloads []string, round int) [][]cellStep {
+	selected := func(name string) bool { return slices.Contains(workloads, name) }
+	var groups [][]cellStep
+	for _, w := range scaleWorkloads {
+		if !selected(w.name) || (w.baseline != "" && selected(w.baseline)) {
+			continue // not run, or run in its baseline's group
+		}
+		var g []cellStep
+		for _, x := range scaleWorkloads {
+			if x.name == w.name || (x.baseline == w.name && selected(x.name)) {
+				for _, c := range x.contenders {
+					g = append(g, cellStep{x.name, c})
+				}
+			}
+		}
+		if round%2 == 0 {
+			slices.Reverse(g)
+		}
+		groups = append(groups, g)
+	}
+	return groups
 }
 
 // rerunCodes are the SQLSTATEs storh/postgres turns into kv.ErrConflict,
@@ -74,6 +131,8 @@ type scaleConfig struct {
 	workloads []string
 	queueJobs int
 	pageRows  int
+	feedKeep  int
+	feedFill  int // -1: feedKeep
 	quick     bool
 	exe       string // the worker binary: this one
 }
@@ -88,6 +147,12 @@ type ScaleReport struct {
 	Duration string      `json:"duration_per_cell"`
 	Rounds   int         `json:"rounds"`
 	Procs    []int       `json:"processes"`
+	// FeedKeep is the putfeed collections' keep, and the changes each
+	// held before its cell.
+	FeedKeep int `json:"feed_keep,omitempty"`
+	// FeedFill is the changes each held before its cell: with FeedKeep,
+	// every commit of the window trims; with 0, none does.
+	FeedFill int         `json:"feed_fill"`
 	Cells    []ScaleCell `json:"cells"`
 	Targets  []Result    `json:"targets"`
 }
@@ -127,8 +192,24 @@ type ScaleRun struct {
 	// ServerErrors counts the server log's errors by SQLSTATE; nil (null
 	// in the JSON, where none is {}) without a log to read (--url).
 	ServerErrors map[string]int64 `json:"server_errors"`
-	Load         string           `json:"loadavg_after"`
-	Errors       []string         `json:"errors,omitempty"`
+	// Reader is the feed reader's account, in a storh+reader cell.
+	Reader *ReaderRun `json:"reader,omitempty"`
+	Load   string     `json:"loadavg_after"`
+	Errors []string   `json:"errors,omitempty"`
+}
+
+// ReaderRun is what the process following a putfeed collection's Changes
+// did in one cell. The run checks that it received every change of the
+// cell exactly once (a cell whose reader did not fails).
+type ReaderRun struct {
+	// Delivered: the changes it received, from the cell's first (the
+	// writers' warm-up puts included) to the last.
+	Delivered int64 `json:"delivered"`
+	// InWindow: those it received while the writers were measured.
+	InWindow int64 `json:"in_window"`
+	// CatchUp: from the window's end to the last change's arrival, when
+	// the writers had stopped (0 if it had them all by the end).
+	CatchUp time.Duration `json:"catch_up_ns"`
 }
 
 // reruns is the transactions the server failed with a code storh runs
@@ -188,10 +269,12 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time of each cell")
 	fs.StringVar(&procs, "procs", "1,2,4,8", "process `counts`, comma-separated")
 	fs.IntVar(&c.rounds, "rounds", 1, "sweeps over every cell; a cell reports the median of its rounds")
-	fs.StringVar(&workloads, "workloads", "put,putmany,queue,page", "`workloads` to run, comma-separated")
+	fs.StringVar(&workloads, "workloads", "put,putfeed,putmany,queue,page", "`workloads` to run, comma-separated")
 	fs.IntVar(&c.queueJobs, "queue-jobs", 0, "jobs enqueued before each queue cell (0: 1000 + 8000 per second of -duration)")
 	fs.IntVar(&c.pageRows, "page-rows", 20_000, "records of the page workload's collection")
-	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -duration 400ms -procs 1,2 -page-rows 1000 unless given")
+	fs.IntVar(&c.feedKeep, "feed-keep", 100_000, "the putfeed collections' WithChangeFeed keep")
+	fs.IntVar(&c.feedFill, "feed-fill", -1, "changes written into each putfeed collection before its cell (-1: -feed-keep's, so that every commit of the window trims; 0: none, so that no commit does while the window writes fewer than -feed-keep)")
+	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -duration 400ms -procs 1,2 -page-rows 1000 -feed-keep 2000 unless given")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: benchreport pgscale [flags]\n\n")
 		fs.PrintDefaults()
@@ -215,13 +298,19 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 		if !given["page-rows"] {
 			c.pageRows = 1000
 		}
+		if !given["feed-keep"] {
+			c.feedKeep = 2000
+		}
 	}
 	var err error
 	if c.procs, err = parseProcs(procs); err == nil {
 		c.workloads, err = parseWorkloads(workloads)
 	}
-	if err == nil && (c.rounds < 1 || c.duration <= 0 || c.pageRows <= pageRecords) {
-		err = fmt.Errorf("-rounds must be at least 1, -duration positive and -page-rows above %d", pageRecords)
+	if c.feedFill == -1 {
+		c.feedFill = c.feedKeep
+	}
+	if err == nil && (c.rounds < 1 || c.duration <= 0 || c.pageRows <= pageRecords || c.feedKeep < 1 || c.feedFill < 0) {
+		err = fmt.Errorf("-rounds must be at least 1, -duration positive, -page-rows above %d, -feed-keep at least 1 and -feed-fill not below -1", pageRecords)
 	}
 	if err == nil {
 		c.exe, err = os.Executable()
@@ -269,7 +358,7 @@ func parseWorkloads(s string) ([]string, error) {
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if !slices.ContainsFunc(scaleWorkloads, func(w scaleWorkload) bool { return w.name == f }) {
-			return nil, fmt.Errorf("-workloads: unknown workload %q (put, putmany, queue, page)", f)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (%s)", f, workloadNames())
 		}
 		out = append(out, f)
 	}
@@ -301,6 +390,9 @@ func pgscale(ctx context.Context, c scaleConfig, args []string, stderr io.Writer
 		Rounds:   c.rounds,
 		Procs:    c.procs,
 	}
+	if slices.Contains(c.workloads, "putfeed") {
+		rep.FeedKeep, rep.FeedFill = c.feedKeep, c.feedFill
+	}
 	rep.Machine.StartedUTC = start.UTC().Format(time.RFC3339)
 	rep.Machine.LoadBefore = loadavg()
 	h := &scaleRun{c: c, stderr: stderr}
@@ -323,31 +415,22 @@ func pgscale(ctx context.Context, c scaleConfig, args []string, stderr io.Writer
 	}
 	cells := map[string]*ScaleCell{}
 	for round := 1; round <= c.rounds; round++ {
-		for _, w := range scaleWorkloads {
-			if !slices.Contains(c.workloads, w.name) {
-				continue
-			}
+		for _, group := range cellOrder(c.workloads, round) {
 			for _, n := range c.procs {
-				// Contenders alternate who goes first from round to round,
-				// so that a drift in the machine does not favour one.
-				order := slices.Clone(w.contenders)
-				if round%2 == 0 {
-					slices.Reverse(order)
-				}
-				for _, contender := range order {
-					key := fmt.Sprintf("%s/%s/%d", w.name, contender, n)
+				for _, step := range group {
+					key := fmt.Sprintf("%s/%s/%d", step.workload, step.contender, n)
 					cell := cells[key]
 					if cell == nil {
-						cell = &ScaleCell{Workload: w.name, Contender: contender, Procs: n}
+						cell = &ScaleCell{Workload: step.workload, Contender: step.contender, Procs: n}
 						cells[key] = cell
 					}
-					run, err := h.cell(ctx, w.name, contender, n, round)
+					run, err := h.cell(ctx, step.workload, step.contender, n, round)
 					if err != nil {
 						run.Errors = append(run.Errors, err.Error())
 					}
 					cell.Runs = append(cell.Runs, run)
-					fmt.Fprintf(stderr, "pgscale: round %d %-8s %-8s %d proc: %9.0f records/s%s\n",
-						round, w.name, contender, n, run.RecordsPerSec, runNote(run))
+					fmt.Fprintf(stderr, "pgscale: round %d %-8s %-12s %d proc: %9.0f records/s%s\n",
+						round, step.workload, step.contender, n, run.RecordsPerSec, runNote(run))
 				}
 			}
 		}
@@ -542,8 +625,8 @@ func (h *scaleRun) createTable(ctx context.Context, name string, queue bool) err
 	return err
 }
 
-// prepare makes a cell's collection or table, and fills a queue, and
-// returns its name.
+// prepare makes a cell's collection or table, and fills a queue or a
+// feed, and returns its name.
 func (h *scaleRun) prepare(ctx context.Context, workload, contender string, procs, round int) (string, error) {
 	if workload == "page" {
 		if contender == "storh" {
@@ -555,6 +638,12 @@ func (h *scaleRun) prepare(ctx context.Context, workload, contender string, proc
 	docs, raw, err := benchDocs()
 	if err != nil {
 		return "", err
+	}
+	if workload == "putfeed" {
+		if contender == readerContender {
+			name = "reader_" + name
+		}
+		return name, h.fillFeed(name, docs)
 	}
 	if contender != "storh" {
 		name = strings.ReplaceAll(contender, "-", "") + "_" + name
@@ -605,6 +694,43 @@ func (h *scaleRun) prepare(ctx context.Context, workload, contender string, proc
 	return name, err
 }
 
+// fillFeed makes a putfeed cell's collection, with its feed, and writes
+// -feed-fill records (and so changes) before the window: by default the
+// feed's keep, so that every commit the workers make in it also trims
+// one, the steady state of a feed that has run for a while. The workers open the
+// collection without the option; its stored setting applies to them.
+func (h *scaleRun) fillFeed(name string, docs []storh.Map) error {
+	d, err := h.db.Docs(name, storh.WithChangeFeed(h.c.feedKeep))
+	if err != nil {
+		return err
+	}
+	for left := h.c.feedFill; left > 0; {
+		items := make([]any, min(left, 1000))
+		for i := range items {
+			items[i] = docs[(h.c.feedFill-left+i)%len(docs)]
+		}
+		if _, err := d.PutMany(items); err != nil {
+			return err
+		}
+		left -= len(items)
+	}
+	return nil
+}
+
+// collectionDigest is the digest of the ids of a collection's records.
+func (h *scaleRun) collectionDigest(name string) (idDigest, error) {
+	var dg idDigest
+	d, err := h.db.Docs(name, storh.WithoutCreate())
+	if err != nil {
+		return dg, err
+	}
+	err = d.ScanRaw(query.All(), func(id uuidv7.UUID, _ []byte) error {
+		dg.add(id)
+		return nil
+	})
+	return dg, err
+}
+
 // serverCounters are pg_stat_database's counters of the run's database.
 type serverCounters struct{ commits, rollbacks, deadlocks int64 }
 
@@ -651,7 +777,17 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 	if err != nil {
 		return run, fmt.Errorf("preparing: %w", err)
 	}
-	var ps []*process
+	// A storh+reader cell: the writers are storh's, and one more process
+	// follows the feed from its last change before the cell.
+	writer, reading := contender, contender == readerContender
+	var feed feedCheck
+	if reading {
+		writer = "storh"
+		if feed, err = h.feedBefore(name); err != nil {
+			return run, fmt.Errorf("preparing: %w", err)
+		}
+	}
+	var ps []*process // the writers, then the reader
 	defer func() {
 		// Only on failure are workers left running: end them.
 		for _, p := range ps {
@@ -662,7 +798,14 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 		}
 	}()
 	for i := range procs {
-		p, err := h.startWorker(workload, contender, name, i+1+100*round)
+		p, err := h.startWorker(workload, writer, name, i+1+100*round)
+		if err != nil {
+			return run, err
+		}
+		ps = append(ps, p)
+	}
+	if reading {
+		p, err := h.startWorker(workload, "reader", name, 0, "-after", strconv.FormatUint(feed.after, 10))
 		if err != nil {
 			return run, err
 		}
@@ -671,10 +814,10 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 	for i, p := range ps {
 		line, err := p.next(2 * time.Minute)
 		if err != nil {
-			return run, fmt.Errorf("worker %d: %w", i+1, err)
+			return run, fmt.Errorf("%s: %w", workerName(i, procs), err)
 		}
 		if line != workerReady {
-			return run, fmt.Errorf("worker %d: %s", i+1, workerFailure(line))
+			return run, fmt.Errorf("%s: %s", workerName(i, procs), workerFailure(line))
 		}
 	}
 	before, err := h.counters(ctx)
@@ -693,7 +836,7 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 		}
 	}
 	var errs []string
-	for i, p := range ps {
+	for i, p := range ps[:procs] {
 		line, err := p.next(h.c.duration + 2*time.Minute)
 		if err != nil {
 			return run, fmt.Errorf("worker %d: %w", i+1, err)
@@ -713,10 +856,18 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 		run.Conflicts += res.Conflicts
 		run.Commits += res.Commits
 	}
+	if reading {
+		// The writers have ended: every change of the cell is committed.
+		rd, err := h.readerResult(ps[procs], name, feed)
+		if err != nil {
+			errs = append(errs, "reader: "+err.Error())
+		}
+		run.Reader = rd
+	}
 	for i, p := range ps {
 		p.stdin.Close()
 		if err := p.cmd.Wait(); err != nil {
-			errs = append(errs, fmt.Sprintf("worker %d: %v", i+1, err))
+			errs = append(errs, fmt.Sprintf("%s: %v", workerName(i, procs), err))
 		}
 	}
 	run.Errors = errs
@@ -740,10 +891,90 @@ func (h *scaleRun) cell(ctx context.Context, workload, contender string, procs, 
 	return run, nil
 }
 
-func (h *scaleRun) startWorker(workload, contender, name string, seed int) (*process, error) {
-	cmd := exec.Command(h.c.exe, "pgscale-worker",
+// workerName names the i-th process of a cell of procs writers: the one
+// after them is the feed reader.
+func workerName(i, procs int) string {
+	if i >= procs {
+		return "reader"
+	}
+	return fmt.Sprintf("worker %d", i+1)
+}
+
+// feedCheck is what a storh+reader cell's reader is checked against: the
+// feed's last change before the cell, which the reader follows from, and
+// the records the collection held then.
+type feedCheck struct {
+	after  uint64
+	before idDigest
+}
+
+func (h *scaleRun) feedBefore(name string) (feedCheck, error) {
+	var f feedCheck
+	d, err := h.db.Docs(name, storh.WithoutCreate())
+	if err != nil {
+		return f, err
+	}
+	if f.after, err = d.LastSeq(); err != nil {
+		return f, err
+	}
+	f.before, err = h.collectionDigest(name)
+	return f, err
+}
+
+// readerResult tells the reader where the feed ends now that the writers
+// have, takes its account, and checks it: every record the cell added is
+// an insert, so the changes it received must be exactly those records,
+// each once. The reader checks the order and that no id came twice; the
+// digests check that the ids are the records'.
+func (h *scaleRun) readerResult(p *process, name string, f feedCheck) (*ReaderRun, error) {
+	d, err := h.db.Docs(name, storh.WithoutCreate())
+	if err != nil {
+		return nil, err
+	}
+	last, err := d.LastSeq()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(p.stdin, "%s %d\n", readerEnd, last); err != nil {
+		return nil, err
+	}
+	line, err := p.next(2 * time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	var res workerResult
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		return nil, fmt.Errorf("%q: %w", line, err)
+	}
+	if res.Err != "" {
+		return nil, errors.New(res.Err)
+	}
+	if res.Reader == nil {
+		return nil, fmt.Errorf("no account in %q", line)
+	}
+	after, err := h.collectionDigest(name)
+	if err != nil {
+		return nil, err
+	}
+	rd := &ReaderRun{Delivered: res.Reader.Digest.N, InWindow: res.Reader.InWindow, CatchUp: res.Reader.CatchUp}
+	return rd, checkReader(res.Reader.Digest, after.minus(f.before), f.after, last)
+}
+
+// checkReader compares the changes a reader received with the records its
+// cell added.
+func checkReader(got, want idDigest, after, last uint64) error {
+	if got != want {
+		return fmt.Errorf("received %d changes after seq %d up to %d (id digest %016x), but the cell added %d records (digest %016x): a change was lost, repeated or wrong",
+			got.N, after, last, got.Sum, want.N, want.Sum)
+	}
+	return nil
+}
+
+func (h *scaleRun) startWorker(workload, contender, name string, seed int, extra ...string) (*process, error) {
+	args := append([]string{"pgscale-worker",
 		"-workload", workload, "-contender", contender, "-url", h.workerURL, "-name", name,
-		"-duration", h.c.duration.String(), "-seed", strconv.Itoa(seed))
+		"-duration", h.c.duration.String(), "-seed", strconv.Itoa(seed)}, extra...)
+	cmd := exec.Command(h.c.exe, args...)
 	cmd.Stderr = h.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -851,6 +1082,7 @@ func scaleTargets(cells []ScaleCell) []Result {
 		return r
 	}
 	storh := func(w string) [3]string { return [3]string{w, "storh", "records/s"} }
+	fedRead := [3]string{"putfeed", readerContender, "records/s"}
 	pgxOf := func(w, contender string) [3]string { return [3]string{w, contender, "records/s"} }
 	out := []Result{
 		// A time ratio is the inverse of the rates': pgx's rate over storh's.
@@ -866,13 +1098,18 @@ func scaleTargets(cells []ScaleCell) []Result {
 		ratio("queue claim + complete, 4 processes: storh ÷ pgx SKIP LOCKED one-transaction worker (throughput)", "", 0, storh("queue"), pgxOf("queue", "pgx-1tx"), 4, 4),
 		ratio("page of 100, 1 process: storh time ÷ pgx time", "<=", 1.2, pgxOf("page", "pgx"), storh("page"), 1, 1),
 		ratio("page of 100, 4 processes: storh time ÷ pgx time", "<=", 1.2, pgxOf("page", "pgx"), storh("page"), 4, 4),
+		// Issue 31: what the change feed costs a durable Put, against
+		// storh's own Put without a feed.
+		ratio("single durable Put, 1 process: time with a change feed ÷ without", "<=", 1.10, storh("put"), storh("putfeed"), 1, 1),
+		ratio("single durable Put, 4 processes: time with a change feed ÷ without", "<=", 1.10, storh("put"), storh("putfeed"), 4, 4),
+		ratio("single durable Put, 4 processes and a process following Changes: writers' time ÷ without a feed", "", 0, storh("put"), fedRead, 4, 4),
 	}
 	// Reruns: the worst storh cell, which must stay below 5 per 1,000
 	// transactions.
 	r := Result{What: "reruns per 1,000 transactions, worst storh cell", Op: "<", Limit: 5, Ratio: boolPtr(false)}
 	known, worst := false, ""
 	for _, c := range cells {
-		if c.Contender != "storh" {
+		if !isStorh(c.Contender) {
 			continue
 		}
 		v, ok := c.rerunsPer1k()
@@ -978,6 +1215,9 @@ func scaleMarkdown(r ScaleReport) string {
 	b.WriteString("## Records per second, summed over the processes\n\n")
 	b.WriteString("| work | processes | storh rec/s | pgx rec/s | storh ÷ pgx | storh reruns per 1k tx |\n|---|---|---|---|---|---|\n")
 	for _, w := range scaleWorkloads {
+		if w.baseline != "" {
+			continue // in a table of its own, below
+		}
 		st := of(w.name, "storh")
 		for _, contender := range w.contenders[1:] {
 			px := of(w.name, contender)
@@ -1001,6 +1241,10 @@ func scaleMarkdown(r ScaleReport) string {
 				procs(px, func(c ScaleCell) string { return fmtRate(c.RecordsPerSec) }),
 				ratio, procs(st, fmtReruns))
 		}
+	}
+
+	if put, fed, read := of("put", "storh"), of("putfeed", "storh"), of("putfeed", readerContender); len(fed) > 0 || len(read) > 0 {
+		feedMarkdown(&b, r, put, fed, read)
 	}
 
 	b.WriteString("\n## Targets\n\n| Target | Measured | Limit | Result | Rates |\n|---|---:|---:|---|---|\n")
@@ -1053,6 +1297,79 @@ func scaleMarkdown(r ScaleReport) string {
 		"in a second transaction, as storh's Claim and Complete do; pgx-1tx holds the job's row lock in one transaction " +
 		"(SELECT … FOR UPDATE SKIP LOCKED, DELETE, COMMIT).\n")
 	return b.String()
+}
+
+// feedMarkdown writes the change feed's table: storh's Put into a fed
+// collection, with and without a process following it, against its Put
+// without a feed, a row per process count.
+func feedMarkdown(b *strings.Builder, r ScaleReport, put, fed, read []ScaleCell) {
+	at := func(cs []ScaleCell, n int) (ScaleCell, bool) {
+		for _, c := range cs {
+			if c.Procs == n && len(c.errors()) == 0 && c.RecordsPerSec > 0 {
+				return c, true
+			}
+		}
+		return ScaleCell{}, false
+	}
+	rate := func(cs []ScaleCell, n int) string {
+		if c, ok := at(cs, n); ok {
+			return fmtRate(c.RecordsPerSec)
+		}
+		return "–"
+	}
+	// The time ratio is the inverse of the rates': that of the medians,
+	// then each round's, whose two cells ran seconds apart and so shared
+	// more of the machine's moods than the medians of different rounds.
+	timeRatio := func(cs []ScaleCell, n int) string {
+		c, ok1 := at(cs, n)
+		p, ok2 := at(put, n)
+		if !ok1 || !ok2 {
+			return "–"
+		}
+		out := strconv.FormatFloat(p.RecordsPerSec/c.RecordsPerSec, 'f', 2, 64)
+		var rounds []string
+		for _, cr := range c.Runs {
+			for _, pr := range p.Runs {
+				if pr.Round == cr.Round && cr.RecordsPerSec > 0 {
+					rounds = append(rounds, strconv.FormatFloat(pr.RecordsPerSec/cr.RecordsPerSec, 'f', 2, 64))
+				}
+			}
+		}
+		if len(rounds) > 1 {
+			out += " (" + strings.Join(rounds, ", ") + ")"
+		}
+		return out
+	}
+	trims := "so that every commit also trims one"
+	if r.FeedFill < r.FeedKeep {
+		trims = "so that a commit trims only once the feed holds more than its keep"
+	}
+	fmt.Fprintf(b, "\n## The change feed\n\n"+
+		"storh's single durable Put into a collection opened WithChangeFeed(%d) that held %d changes before the cell, "+
+		"%s, against its Put without a feed (the table above); time ratios are "+
+		"the rate without the feed over the rate with it, of the medians and (in brackets) of each round's cells. With a reader: the same writers and one more process "+
+		"following Changes from the feed's last change before the cell; it must receive every change of the cell "+
+		"exactly once (the cell fails otherwise). Its changes are summed over the rounds; catch-up is the longest, "+
+		"from the window's end to the last change's arrival.\n\n", r.FeedKeep, r.FeedFill, trims)
+	b.WriteString("| processes | no feed rec/s | feed rec/s | feed time ÷ no feed | feed + reader: writers rec/s | ÷ no feed (time) | reader: changes received / in the window | reader catch-up |\n" +
+		"|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, n := range r.Procs {
+		received, catchUp := "–", "–"
+		if c, ok := at(read, n); ok {
+			var all, in int64
+			var longest time.Duration
+			for _, run := range c.Runs {
+				if run.Reader != nil {
+					all, in = all+run.Reader.Delivered, in+run.Reader.InWindow
+					longest = max(longest, run.Reader.CatchUp)
+				}
+			}
+			received = addThousands(strconv.FormatInt(all, 10)) + " / " + addThousands(strconv.FormatInt(in, 10))
+			catchUp = longest.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", n, rate(put, n), rate(fed, n), timeRatio(fed, n),
+			rate(read, n), timeRatio(read, n), received, catchUp)
+	}
 }
 
 func contenderTitle(workload, contender string) string {

@@ -76,6 +76,18 @@ func TestPGScaleQuick(t *testing.T) {
 		if c.Workload != "page" && (r.Commits == 0 || r.ServerCommits < r.Commits) {
 			t.Errorf("%s at %d: %d commits by the workers, %d by the server", name, c.Procs, r.Commits, r.ServerCommits)
 		}
+		// The feed reader received every change: the writers' records in
+		// the window, and their warm-up puts.
+		if c.Contender == readerContender {
+			if r.Reader == nil || r.Reader.Delivered != r.Records+int64(c.Procs) || r.Reader.InWindow > r.Reader.Delivered {
+				t.Errorf("%s at %d: reader %+v after %d records from %d writers", name, c.Procs, r.Reader, r.Records, c.Procs)
+			}
+		} else if r.Reader != nil {
+			t.Errorf("%s at %d: a reader's account %+v", name, c.Procs, r.Reader)
+		}
+	}
+	if rep.FeedKeep != 2000 || rep.FeedFill != 2000 {
+		t.Errorf("feed keep %d, fill %d: want -quick's 2000, and the fill the keep", rep.FeedKeep, rep.FeedFill)
 	}
 	judged := map[string]string{}
 	for _, x := range rep.Targets {
@@ -85,6 +97,7 @@ func TestPGScaleQuick(t *testing.T) {
 		"single durable Put, 1 process: storh time ÷ pgx time",
 		"PutMany(100), 1 process: storh ÷ pgx (throughput)",
 		"page of 100, 1 process: storh time ÷ pgx time",
+		"single durable Put, 1 process: time with a change feed ÷ without",
 		"reruns per 1,000 transactions, worst storh cell",
 	} {
 		if s := judged[what]; s != "met" && s != "not met" {
@@ -95,7 +108,8 @@ func TestPGScaleQuick(t *testing.T) {
 		t.Errorf("a 4-process target with -procs 1,2: %q, want not run", s)
 	}
 	md := stdout.String()
-	for _, want := range []string{"| single durable Put | 1 / 2 |", "| queue claim + complete (pgx: one transaction per job) | 1 / 2 |", "## Targets", "## Every cell"} {
+	for _, want := range []string{"| single durable Put | 1 / 2 |", "| queue claim + complete (pgx: one transaction per job) | 1 / 2 |",
+		"## The change feed", "WithChangeFeed(2000)", "| 2 | ", "## Targets", "## Every cell"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -191,6 +205,8 @@ func TestScaleTargets(t *testing.T) {
 		withReruns(cell("queue", "storh", 4, 800), map[string]int64{"40P01": 3, "23505": 1, "XX000": 7}, 990, 10),
 		cell("queue", "pgx", 4, 1000), cell("queue", "pgx-1tx", 4, 1600),
 		cell("page", "storh", 1, 100_000), cell("page", "pgx", 1, 110_000),
+		cell("putfeed", "storh", 1, 550), cell("putfeed", "storh", 4, 1500),
+		cell("putfeed", readerContender, 4, 1200),
 	}
 	got := map[string]Result{}
 	for _, r := range scaleTargets(cells) {
@@ -211,6 +227,10 @@ func TestScaleTargets(t *testing.T) {
 		{"queue claim + complete, 4 processes: storh ÷ pgx SKIP LOCKED one-transaction worker (throughput)", 0.5, "info"},
 		{"page of 100, 1 process: storh time ÷ pgx time", 1.1, "met"},
 		{"page of 100, 4 processes: storh time ÷ pgx time", 0, "not run"},
+		// The feed's cost: storh's Put without it over with it.
+		{"single durable Put, 1 process: time with a change feed ÷ without", 600.0 / 550, "met"},
+		{"single durable Put, 4 processes: time with a change feed ÷ without", 1.2, "not met"},
+		{"single durable Put, 4 processes and a process following Changes: writers' time ÷ without a feed", 1.5, "info"},
 		// 4 reruns (XX000 is not one) in 1,000 transactions; below 5 is met.
 		{"reruns per 1,000 transactions, worst storh cell", 4, "met"},
 	} {

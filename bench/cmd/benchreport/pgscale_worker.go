@@ -42,6 +42,8 @@ type workerResult struct {
 	Commits int64 `json:"commits"`
 	// Err is the error that stopped the worker early, if one did.
 	Err string `json:"error,omitempty"`
+	// Reader is the feed reader's account (contender "reader" only).
+	Reader *readerAccount `json:"reader,omitempty"`
 }
 
 // The words of the protocol between a run and its workers.
@@ -65,17 +67,23 @@ func workerMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pgscale-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var w worker
-	fs.StringVar(&w.workload, "workload", "", "put, putmany, queue or page")
-	fs.StringVar(&w.contender, "contender", "", "storh, pgx or pgx-1tx")
+	fs.StringVar(&w.workload, "workload", "", "put, putfeed, putmany, queue or page")
+	fs.StringVar(&w.contender, "contender", "", "storh, pgx, pgx-1tx, or reader (follows a putfeed collection's Changes)")
 	fs.StringVar(&w.url, "url", "", "the store's URL")
 	fs.StringVar(&w.name, "name", "", "the collection (storh) or table (pgx)")
 	fs.DurationVar(&w.duration, "duration", 0, "how long to work after the start signal")
 	seed := fs.Uint64("seed", 0, "seeds the choice of pages")
+	after := fs.Uint64("after", 0, "the reader: the Seq it follows Changes from")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	w.rng = rand.New(rand.NewPCG(*seed, 0x9e3779b97f4a7c15))
-	res := w.run(bufio.NewReader(stdin), stdout)
+	var res workerResult
+	if w.contender == "reader" {
+		res = w.follow(bufio.NewReader(stdin), stdout, *after)
+	} else {
+		res = w.run(bufio.NewReader(stdin), stdout)
+	}
 	line, err := json.Marshal(res)
 	if err == nil {
 		_, err = fmt.Fprintf(stdout, "%s\n", line)
@@ -233,7 +241,9 @@ func (w *worker) storhOp() (op, error) {
 		return nil, err
 	}
 	switch w.workload {
-	case "put":
+	case "put", "putfeed":
+		// putfeed's collection has its feed: the stored setting makes
+		// every handle's Put record its change.
 		return func(context.Context) (int, error) {
 			_, err := docs.Put(w.nextDoc())
 			return 1, err
