@@ -330,14 +330,24 @@ func (db *DB) DropColl(name string) error {
 		// one commits already sees it.
 		db.colls.drops.Store(name, db.colls.epoch.Add(1))
 		db.blocked.mems.dropColl(name) // caches: lost on a rollback, rebuilt when read
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	db.feedSignals.wake(name) // its feed's readers in this process learn it is gone
+	if _, shared := db.store.(kv.Shared); !shared {
+		return nil
+	}
+	// Those of other processes, by a notice of its own once the drop has
+	// committed: a reader it wakes reads the collection gone. (Announced in
+	// the drop's own transaction, the notice kept another process's
+	// sweeper from noticing the collection made again, in
+	// TestExpirySweepFollowsCollection; why is not understood yet.)
+	return db.UpdateSafe(func(tx *Tx) error {
 		if tx.shared != nil {
-			// Readers of its feed in other processes learn it is gone.
 			tx.shared.Announce(name, wakeKey)
 		}
 		return nil
 	})
-	if err == nil {
-		db.feedSignals.wake(name) // and those of this one
-	}
-	return err
 }
