@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/storhdb/storh-go/storh/engine"
 	"github.com/storhdb/storh-go/storh/internal/errs"
@@ -81,6 +82,13 @@ func WithChangeFeed(keep int) CollectionOption {
 
 // changesChunk is how many changes one read transaction of Changes reads.
 const changesChunk = 256
+
+// gapPatience is how long a reader of a feed on PostgreSQL waits for a
+// change still committing to fill a gap, woken by commits, before it
+// settles the gap, making the collection's new writers wait behind it for
+// a statement: a commit takes milliseconds, so most gaps fill on their
+// own, and only a commit that was lost (or a slow one) costs a settle.
+const gapPatience = 50 * time.Millisecond
 
 // Changes yields the collection's changes with a Seq greater than after,
 // in Seq order, each once, then waits for new ones until ctx ends (it then
@@ -198,6 +206,10 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 		// The feed followed, once the collection is there: one dropped,
 		// or dropped and made again, ends the reader.
 		followed, feedID := false, uint64(0)
+		// The first missing Seq of the gap the reader waits at, and since
+		// when (see gapPatience).
+		var gapAt uint64
+		var gapSince time.Time
 		for {
 			if ctx.Err() != nil {
 				fail(ctx.Err())
@@ -242,8 +254,32 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 			}
 			if gap {
 				// On PostgreSQL a change numbered before one already read
-				// may still be committing, or never will: wait for the
-				// writers that could still commit it, then read again.
+				// may still be committing, or never will. Most such gaps
+				// fill within a commit, whose notice wakes this reader:
+				// wait for that first, as long as gapPatience. A gap that
+				// outlasts it is settled: wait for the writers that could
+				// still fill it (which makes new writers wait behind, for
+				// a statement), then read again.
+				if after+1 != gapAt {
+					gapAt, gapSince = after+1, time.Now()
+				}
+				if left := gapPatience - time.Since(gapSince); left > 0 {
+					patience := time.NewTimer(left)
+					select {
+					case <-ctx.Done():
+						patience.Stop()
+						fail(ctx.Err())
+						return
+					case <-c.db.eng.Closing():
+						patience.Stop()
+						fail(ErrClosed)
+						return
+					case <-wake:
+					case <-patience.C:
+					}
+					patience.Stop()
+					continue
+				}
 				if settled, err = c.settle(ctx); err != nil {
 					if ctx.Err() != nil {
 						err = ctx.Err()

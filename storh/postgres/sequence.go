@@ -200,7 +200,10 @@ func sequenceSQL(seq, table string) string {
 // by a one-time filter: a commit that did not lock the floor row (or found
 // nothing to delete) does not touch it.
 func trimSQL(seq, counter, table string) string {
-	bound := "(currval('" + seq + "') - $1::bigint)"
+	// A scalar subquery, computed once: currval is volatile, and compared
+	// row by row it would keep the index from finding the oldest keys
+	// (a scan of the whole feed at every commit).
+	bound := "(SELECT currval('" + seq + "') - $1::bigint)"
 	return "WITH fl AS (SELECT c.k FROM " + counter + " AS c WHERE c.k = $2" +
 		" AND " + beIntAt("c.v", "1") + " < " + bound + " FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
