@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	startPostgresPass()
 	os.Exit(pgtest.Run(m))
 }
 
