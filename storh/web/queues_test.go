@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -420,6 +421,12 @@ func TestClientQueue(t *testing.T) {
 		}
 		if !slices.Equal(dead, ids[1:]) {
 			t.Errorf("Jobs(dead) = %v, want %v", dead, ids[1:])
+		}
+		// PurgeDead purges jobs that died more than olderThan ago, to the
+		// millisecond: one that died in this millisecond is not older than
+		// 0 yet. Let the clock pass it (at most a millisecond).
+		for next := time.Now().Truncate(time.Millisecond).Add(time.Millisecond); time.Now().Before(next); {
+			runtime.Gosched()
 		}
 		if n, err := c.PurgeDead(ctx, "work", 0); err != nil || n != 1 {
 			t.Errorf("PurgeDead: %d %v", n, err)
