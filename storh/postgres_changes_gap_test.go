@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -225,6 +226,108 @@ func TestPostgresChangesGap(t *testing.T) {
 				t.Errorf("Feed after a lost commit drew 5 = %+v, %v; want LastSeq 4", fi, err)
 			}
 		})
+	}
+}
+
+// TestPostgresFeedStrayBelowFloor holds one writer's commit after it drew
+// seq 2 of a feed that keeps 1, while another store commits 3 and 4 and
+// trims past 2: the held change, let go, lands below the trim floor,
+// where no reader reads it. The next trim that crosses a multiple of 1024
+// deletes it with the rest, and the feed then holds only what it keeps.
+func TestPostgresFeedStrayBelowFloor(t *testing.T) {
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	open := func() *storh.Docs {
+		db, err := storh.Open(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		docs, err := db.Docs("stray", storh.WithChangeFeed(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return docs
+	}
+	held, other := open(), open()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := other.Put(storh.Map{"who": "first"}); err != nil {
+		t.Fatal(err)
+	}
+	gateCommits(t, admin, "stray")
+	heldDone := make(chan error, 1)
+	go func() {
+		_, err := held.Put(storh.Map{"who": gateMark})
+		heldDone <- err
+	}()
+	waitForLockWait(t, admin, true, nil)
+	for range 2 {
+		if _, err := other.Put(storh.Map{"who": "other"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("SELECT pg_advisory_unlock(%d)", gateLock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-heldDone; err != nil {
+		t.Fatalf("the held writer: %v", err)
+	}
+
+	var table int64
+	if err := admin.QueryRow(ctx, `SELECT f.id FROM storh_buckets f JOIN storh_buckets c ON f.parent = c.id
+		WHERE c.parent = 0 AND c.name = $1 AND f.name = 'f'`, []byte("stray")).Scan(&table); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func() []uint64 {
+		t.Helper()
+		rows, err := admin.Query(ctx, fmt.Sprintf("SELECT k FROM storh_b%d ORDER BY k", table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for rows.Next() {
+			var k []byte
+			if err := rows.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, binary.BigEndian.Uint64(k))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := seqs(); len(got) != 2 || got[0] != 2 || got[1] != 4 {
+		t.Fatalf("the feed holds seqs %v after the held commit; want the stray 2 below the floor 3, and 4", got)
+	}
+	// Readers start at the floor: the stray is never delivered.
+	for ev, err := range other.Changes(ctx, 1) {
+		if !errors.Is(err, storh.ErrChangesTrimmed) {
+			t.Fatalf("a reader after seq 1, below the floor 3, got %+v, %v; want ErrChangesTrimmed", ev, err)
+		}
+		break
+	}
+	for ev, err := range other.Changes(ctx, 3) {
+		if err != nil || ev.Seq != 4 {
+			t.Fatalf("a reader after the floor got seq %d, %v; want seq 4", ev.Seq, err)
+		}
+		break
+	}
+	items := make([]any, 1100)
+	for i := range items {
+		items[i] = storh.Map{"i": i}
+	}
+	if _, err := other.PutMany(items); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqs(); len(got) != 1 || got[0] != 1104 {
+		t.Fatalf("after a trim past seq 1024 the feed holds seqs %v (%d); want only 1104", got[:min(len(got), 5)], len(got))
 	}
 }
 

@@ -190,24 +190,42 @@ func sequenceSQL(seq, table string) string {
 		" FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord)"
 }
 
+// strayEvery: a trim whose range crosses a multiple of it looks for
+// strays from the start of the bucket (see trimSQL).
+const strayEvery = 1024
+
 // trimSQL is the trim that follows sequenceSQL in the same transaction,
 // so that it sees the values just stored: $1 keep, $2 the floor's key in
 // counter, $3 the most keys to trim. Its bound is keep below currval, the
 // last number this session drew: the last of those values. The floor row
 // is locked only when the floor is below the bound, so a feed not yet past
-// its keep takes no lock at all; the oldest keys are found by an index
-// scan from the start that stops at the bound. The floor's update is gated
-// by a one-time filter: a commit that did not lock the floor row (or found
-// nothing to delete) does not touch it.
+// its keep takes no lock at all. The oldest keys are found by an index
+// scan that starts at the floor and stops at the bound: the deleted keys
+// below the floor stay in the index as dead entries until a vacuum, and a
+// scan from the start would step over all of them at every commit (a
+// PutMany of 1000 took 4.5 times as long with a feed as without, against
+// 1.8 times with the scan from the floor).
+//
+// A key can land below the floor: a commit that drew its number, and was
+// still flushing while enough greater numbers were drawn and trimmed past
+// it (more than keep), stores it after the trim that raised the floor
+// over it. No reader ever reads it (readers start at the floor), but it
+// takes room: so a trim whose range crosses a multiple of strayEvery scans
+// from the start instead, once per strayEvery changes, and deletes such
+// strays with the rest. The floor's update is gated by a one-time filter:
+// a commit that did not lock the floor row (or found nothing to delete)
+// does not touch it.
 func trimSQL(seq, counter, table string) string {
 	// A scalar subquery, computed once: currval is volatile, and compared
 	// row by row it would keep the index from finding the oldest keys
 	// (a scan of the whole feed at every commit).
 	bound := "(SELECT currval('" + seq + "') - $1::bigint)"
-	return "WITH fl AS (SELECT c.k FROM " + counter + " AS c WHERE c.k = $2" +
+	return "WITH fl AS (SELECT c.v FROM " + counter + " AS c WHERE c.k = $2" +
 		" AND " + beIntAt("c.v", "1") + " < " + bound + " FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
-		" WHERE EXISTS (SELECT FROM fl) AND f.k <= int8send(" + bound + ")" +
+		" WHERE f.k > (SELECT CASE WHEN " + beIntAt("fl.v", "1") + " / " + strconv.Itoa(strayEvery) +
+		" <> " + bound + " / " + strconv.Itoa(strayEvery) + " THEN ''::bytea ELSE fl.v END FROM fl)" +
+		" AND f.k <= int8send(" + bound + ")" +
 		" ORDER BY f.k LIMIT $3::int) RETURNING k)," +
 		" up AS (UPDATE " + counter + " AS c SET v = int8send(greatest(" + beIntAt("c.v", "1") + "," +
 		" (SELECT " + beIntAt("d.k", "1") + " FROM del AS d ORDER BY d.k DESC LIMIT 1)))" +
