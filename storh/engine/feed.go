@@ -267,21 +267,19 @@ func (c *Coll) flushFeed() error {
 	if bound <= 0 {
 		return nil
 	}
-	// The keys to delete, copied out of the cursor's pages into one
-	// buffer: a commit of n changes trims about n, and a copy each made
+	// Deleted through the one cursor that walks them: a Delete of the
+	// bucket seeks afresh with a cursor of its own, and those cursors were
 	// most of a PutMany's allocations.
-	var old []byte
 	cur := f.bucket.Cursor()
-	for k, _ := cur.First(); k != nil && len(old) < 8*step; k, _ = cur.Next() {
+	k, _ := cur.First()
+	for range step {
 		if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > bound {
 			break
 		}
-		old = append(old, k...)
-	}
-	for i := 0; i < len(old); i += 8 {
-		if err := f.bucket.Delete(old[i : i+8 : i+8]); err != nil {
+		if err := cur.Delete(); err != nil {
 			return mapStoreErr(err)
 		}
+		k, _ = cur.Next()
 	}
 	return nil
 }
