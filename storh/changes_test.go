@@ -233,6 +233,45 @@ func TestChangesTrimmed(t *testing.T) {
 	}
 }
 
+// A feed that keeps 80 is trimmed only once it holds more than a slack of
+// 10 beyond them: after 90 single puts every change is there; the 91st
+// trims the 11 past keep at once. openTemp gives a file, or a schema on
+// the PostgreSQL pass.
+func TestChangesTrimSlack(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d", storh.WithChangeFeed(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := docs.Put(map[string]any{"n": 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	firstAfter := func(after uint64) (uint64, error) {
+		t.Helper()
+		for ev, err := range docs.Changes(context.Background(), after) {
+			return ev.Seq, err
+		}
+		t.Fatal("Changes ended")
+		return 0, nil
+	}
+	put(90)
+	if seq, err := firstAfter(0); err != nil || seq != 1 {
+		t.Fatalf("after 90 puts, keep 80: Changes(0) starts at %d, %v; want 1 (within the slack, nothing trimmed)", seq, err)
+	}
+	put(1)
+	if _, err := firstAfter(10); !errors.Is(err, storh.ErrChangesTrimmed) {
+		t.Fatalf("after 91 puts: Changes(10) = %v; want ErrChangesTrimmed", err)
+	}
+	if seq, err := firstAfter(11); err != nil || seq != 12 {
+		t.Fatalf("after 91 puts: Changes(11) starts at %d, %v; want 12", seq, err)
+	}
+}
+
 // A reader waiting for changes is woken by the commit of a write, and
 // Changes ends with ctx's error when ctx ends.
 func TestChangesWaitAndCancel(t *testing.T) {

@@ -47,9 +47,10 @@ import (
 // nothing). A feed made before, on such a store, is numbered by the first
 // writer of this build that records a change in it (numberFeed).
 //
-// Each commit that records changes also trims the feed to keep, deleting at
-// most a bounded number of the oldest changes beyond it (feedTrimStep), so
-// a lowered keep costs no single commit more than a step.
+// A commit that records changes also trims the feed to keep, once it holds
+// more than a slack beyond it (feedTrimSlack), deleting at most a bounded
+// number of the oldest changes (feedTrimStep), so a lowered keep costs no
+// single commit more than a step.
 var (
 	bucketFeed     = []byte("f")
 	bucketFeedConf = []byte("f")
@@ -68,6 +69,13 @@ const (
 // feedTrimStep bounds, with twice the changes a commit records, how many
 // old changes one commit trims.
 const feedTrimStep = 64
+
+// feedTrimSlack is how many changes past keep a feed holds before a commit
+// trims it: an eighth of keep, at most 4,096. A trim then deletes a step
+// at once where it would delete as many changes as each commit adds, so
+// most commits leave the oldest changes, and on PostgreSQL the floor row,
+// untouched (a single Put rewrote a page of each, or a row, every time).
+func feedTrimSlack(keep int64) int64 { return min(keep/8, 4096) }
 
 // feedEntryHead is the op and the id in front of a change's stored value.
 const feedEntryHead = 1 + 16
@@ -257,14 +265,15 @@ func (c *Coll) flushFeed() error {
 		return nil
 	}
 	step := feedTrimStep + 2*f.n
+	slack := feedTrimSlack(f.keep)
 	if f.seqr != nil {
-		return mapStoreErr(f.seqr.TrimSequence(f.keep, step))
+		return mapStoreErr(f.seqr.TrimSequence(f.keep, slack, step))
 	}
 	if err := c.putMeta(keyFeedSeq, f.seq); err != nil {
 		return err
 	}
 	bound := f.seq - f.keep
-	if bound <= 0 {
+	if bound <= slack {
 		return nil
 	}
 	// Deleted through the one cursor that walks them: a Delete of the
@@ -272,6 +281,9 @@ func (c *Coll) flushFeed() error {
 	// most of a PutMany's allocations.
 	cur := f.bucket.Cursor()
 	k, _ := cur.First()
+	if len(k) == 8 && int64(binary.BigEndian.Uint64(k))-1 >= bound-slack {
+		return nil // no more than slack changes past keep
+	}
 	for range step {
 		if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > bound {
 			break

@@ -220,11 +220,12 @@ type Adder interface {
 // visible after a greater one (Settler tells a reader when that can no
 // longer happen), and the numbers of concurrent commits may interleave. A
 // transaction that does not commit leaves its numbers unused. Then, if
-// TrimSequence asked, it deletes the bucket's keys at or below last-keep
-// (last: the greatest number it drew), oldest first, at most max of them,
-// and raises the floor to the greatest key it deleted: unless another
-// commit is trimming the bucket, which it then leaves to it rather than
-// wait. Keys are never reused.
+// TrimSequence asked, and the floor is more than slack below last-keep
+// (last: the greatest number it drew), it deletes the bucket's keys at or
+// below last-keep, oldest first, at most max of them, and raises the floor
+// to the greatest key it deleted: unless another commit is trimming the
+// bucket, which it then leaves to it rather than wait. Keys are never
+// reused.
 //
 // Under a shared hold (Locker.BucketShared) a transaction may sequence
 // into buckets of the top-level bucket it holds.
@@ -237,8 +238,9 @@ type Sequencer interface {
 	// made by StartSequence.
 	Sequence(counter Bucket, counterKey, value []byte) error
 	// TrimSequence sets how the commit trims the bucket: keep the keys
-	// above last-keep, delete at most max of the others.
-	TrimSequence(keep int64, max int) error
+	// above last-keep, and once more than slack of the others are kept,
+	// delete at most max of them.
+	TrimSequence(keep, slack int64, max int) error
 }
 
 // Settler is implemented by the buckets of any transaction of a store

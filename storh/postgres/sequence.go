@@ -45,6 +45,7 @@ type sequence struct {
 	name    string // the PostgreSQL sequence, quoted and schema-qualified
 	vals    byteaArray
 	keep    int64
+	slack   int64
 	max     int
 }
 
@@ -140,14 +141,14 @@ func (b *bucket) Sequence(counter kv.Bucket, counterKey, value []byte) error {
 }
 
 // TrimSequence sets how the commit trims the bucket (see kv.Sequencer).
-func (b *bucket) TrimSequence(keep int64, max int) error {
+func (b *bucket) TrimSequence(keep, slack int64, max int) error {
 	if err := b.writable("trim"); err != nil {
 		return err
 	}
 	if b.seq == nil {
 		return nil // nothing sequenced: nothing to trim with
 	}
-	b.seq.keep, b.seq.max = max64(keep, 0), max
+	b.seq.keep, b.seq.slack, b.seq.max = max64(keep, 0), max64(slack, 0), max
 	return nil
 }
 
@@ -176,7 +177,7 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 		}
 		b.Queue(sequenceSQL(s.name, bk.sql.name), s.vals)
 		if s.keep > 0 && s.max > 0 {
-			b.Queue(trimSQL(s.name, s.counter.sql.name, bk.sql.name), s.keep, s.key, s.max)
+			b.Queue(trimSQL(s.name, s.counter.sql.name, bk.sql.name), s.keep, s.key, s.max, s.slack)
 		}
 	}
 	t.sequenced = nil
@@ -196,10 +197,11 @@ const strayEvery = 1024
 
 // trimSQL is the trim that follows sequenceSQL in the same transaction,
 // so that it sees the values just stored: $1 keep, $2 the floor's key in
-// counter, $3 the most keys to trim. Its bound is keep below currval, the
-// last number this session drew: the last of those values. The floor row
-// is locked only when the floor is below the bound, so a feed not yet past
-// its keep takes no lock at all. The oldest keys are found by an index
+// counter, $3 the most keys to trim, $4 the slack. Its bound is keep below
+// currval, the last number this session drew: the last of those values.
+// The floor row is locked only when the floor is more than the slack below
+// the bound, so most commits take no lock at all and leave the floor row
+// as it is. The oldest keys are found by an index
 // scan that starts at the floor and stops at the bound: the deleted keys
 // below the floor stay in the index as dead entries until a vacuum, and a
 // scan from the start would step over all of them at every commit (a
@@ -221,7 +223,7 @@ func trimSQL(seq, counter, table string) string {
 	// (a scan of the whole feed at every commit).
 	bound := "(SELECT currval('" + seq + "') - $1::bigint)"
 	return "WITH fl AS (SELECT c.v FROM " + counter + " AS c WHERE c.k = $2" +
-		" AND " + beIntAt("c.v", "1") + " < " + bound + " FOR UPDATE SKIP LOCKED)," +
+		" AND " + beIntAt("c.v", "1") + " < " + bound + " - $4::bigint FOR UPDATE SKIP LOCKED)," +
 		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT f.k FROM " + table + " AS f" +
 		" WHERE f.k > (SELECT CASE WHEN " + beIntAt("fl.v", "1") + " / " + strconv.Itoa(strayEvery) +
 		" <> " + bound + " / " + strconv.Itoa(strayEvery) + " THEN ''::bytea ELSE fl.v END FROM fl)" +

@@ -1024,7 +1024,7 @@ func testSequence(t *testing.T, s kv.Store) {
 			must(t, "StartSequence "+name, sq.StartSequence(top, []byte(counters[name])))
 		}
 	})
-	sequence := func(where, bucket string, keep int64, max int, vals ...string) error {
+	sequence := func(where, bucket string, keep, slack int64, max int, vals ...string) error {
 		t.Helper()
 		tx := begin(t, s, true)
 		defer func() { _ = tx.Rollback() }()
@@ -1032,7 +1032,7 @@ func testSequence(t *testing.T, s kv.Store) {
 		for _, v := range vals {
 			must(t, where+": Sequence", sq.Sequence(top, []byte(counters[bucket]), []byte(v)))
 		}
-		must(t, where+": TrimSequence", sq.TrimSequence(keep, max))
+		must(t, where+": TrimSequence", sq.TrimSequence(keep, slack, max))
 		return tx.Commit()
 	}
 	check := func(where, bucket string, floor uint64, settled uint64, feed ...pair) {
@@ -1053,11 +1053,11 @@ func testSequence(t *testing.T, s kv.Store) {
 	}
 	check("started", "f", 0, 0)
 	check("started on kept values", "g", 2, 4, seq(3, "x"), seq(4, "y"))
-	must(t, "three values", sequence("three values", "f", 0, 0, "a", "b", "c"))
+	must(t, "three values", sequence("three values", "f", 0, 0, 0, "a", "b", "c"))
 	check("three values", "f", 0, 3, seq(1, "a"), seq(2, "b"), seq(3, "c"))
 	// Keep 2: the keys at or below 5-2 go, at most 10 of them, and the
 	// floor rises to the greatest of them.
-	must(t, "two with a trim", sequence("two with a trim", "f", 2, 10, "d", "e"))
+	must(t, "two with a trim", sequence("two with a trim", "f", 2, 0, 10, "d", "e"))
 	check("two with a trim", "f", 3, 5, seq(4, "d"), seq(5, "e"))
 	// A rollback draws no number.
 	tx := begin(t, s, true)
@@ -1067,20 +1067,27 @@ func testSequence(t *testing.T, s kv.Store) {
 	check("after a rollback", "f", 3, 5, seq(4, "d"), seq(5, "e"))
 	// A trim deletes at most max keys: keep 1 of 4, 5, 6 bounds it at 5,
 	// and max 1 takes 4 only.
-	must(t, "a bounded trim", sequence("a bounded trim", "f", 1, 1, "f"))
+	must(t, "a bounded trim", sequence("a bounded trim", "f", 1, 0, 1, "f"))
 	check("a bounded trim", "f", 4, 6, seq(5, "e"), seq(6, "f"))
 	// The counter made on kept values goes on after them.
-	must(t, "after kept values", sequence("after kept values", "g", 0, 0, "z"))
+	must(t, "after kept values", sequence("after kept values", "g", 0, 0, 0, "z"))
 	check("after kept values", "g", 2, 5, seq(3, "x"), seq(4, "y"), seq(5, "z"))
 	// Values sequenced on a counter never started fail the commit rather
 	// than go unnumbered.
 	update(t, s, func(tx kv.Tx) { must(t, "Put counter", tx.Bucket([]byte("s")).Put([]byte("o"), be(0))) })
 	counters["f"] = "o"
-	if err := sequence("no counter", "f", 0, 0, "g"); err == nil {
+	if err := sequence("no counter", "f", 0, 0, 0, "g"); err == nil {
 		t.Fatal("Commit of values sequenced on a counter never started succeeded")
 	}
 	counters["f"] = "n"
 	check("no counter", "f", 4, 6, seq(5, "e"), seq(6, "f"))
+	// Slack 2: keep 1 of 5..7 bounds the trim at 6, 2 keys above the
+	// floor 4: not more than the slack, so nothing goes. One more value
+	// puts 3 keys past it: the trim takes them all (5, 6 and 7).
+	must(t, "within the slack", sequence("within the slack", "f", 1, 2, 10, "g"))
+	check("within the slack", "f", 4, 7, seq(5, "e"), seq(6, "f"), seq(7, "g"))
+	must(t, "past the slack", sequence("past the slack", "f", 1, 2, 10, "h"))
+	check("past the slack", "f", 7, 8, seq(8, "h"))
 }
 
 func testInsert(t *testing.T, s kv.Store) {
