@@ -30,6 +30,7 @@ type Tx struct {
 	woken   map[string]struct{} // queues with jobs made pending: waiters wake on commit
 	changes []collChange        // records written to watched collections
 	fed     map[string]struct{} // collections whose feeds got changes: readers wake on commit
+	feedBuf []byte              // where the changes' keys and values are cut from (feedEntry)
 
 	scratch indexScratch
 
