@@ -3,6 +3,7 @@ package storh_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +23,8 @@ import (
 // "<path or URL>|write <n>" puts n records, one write each, and prints
 // "ack <id>" when each returns; "<path or URL>|read <n>" follows Changes
 // from 0 and prints "c <seq> <op> <id>" for each of the first n changes.
+// A third word, "<path or URL>|write <n> <keep>", opens the feed with that
+// keep instead of 1<<20.
 const feedChildEnv = "STORH_FEED_CHILD"
 
 // TestChangesChild is the child of the tests below.
@@ -32,16 +35,23 @@ func TestChangesChild(t *testing.T) {
 	}
 	path, part, _ := strings.Cut(spec, "|")
 	verb, arg, _ := strings.Cut(part, " ")
+	arg, keepArg, _ := strings.Cut(arg, " ")
 	n, err := strconv.Atoi(arg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	keep := 1 << 20
+	if keepArg != "" {
+		if keep, err = strconv.Atoi(keepArg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db, err := storh.Open(path) // durable: the crash test kills it
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	docs, err := db.Docs("feed", storh.WithChangeFeed(1<<20))
+	docs, err := db.Docs("feed", storh.WithChangeFeed(keep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +264,115 @@ func TestPostgresChangesManyWriters(t *testing.T) {
 	check("a reader here", got, seqs)
 	if last, err := d1.LastSeq(); err != nil || last != uint64(total) {
 		t.Fatalf("LastSeq: %d, %v; want %d", last, err, total)
+	}
+}
+
+// Writers in two stores and in a second process put into a feed that
+// keeps 64, so that their commits trim it all the time, side by side: the
+// feed then holds every change above its floor, Seqs without a gap up to
+// the last, each the acknowledged write it numbers; and one commit past
+// the slack, alone, leaves exactly keep changes.
+func TestPostgresChangesTrimManyWriters(t *testing.T) {
+	if os.Getenv(feedChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	skipUnderInvariants(t)
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	const keep, perWriter = 64, 200
+	db1, db2 := openPostgres(t, url), openPostgres(t, url)
+	d1, err := db1.Docs("feed", storh.WithChangeFeed(keep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := db2.Docs("feed", storh.WithChangeFeed(keep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, writerLines := feedChild(t, url+"|write "+strconv.Itoa(perWriter)+" "+strconv.Itoa(keep))
+	var mu sync.Mutex
+	acked := map[uuidv7.UUID]bool{}
+	var wg sync.WaitGroup
+	for _, d := range []*storh.Docs{d1, d2} {
+		wg.Go(func() {
+			for i := range perWriter {
+				ids := []any{storh.Map{"i": i}}
+				if i%4 == 0 { // some commits of several changes
+					ids = append(ids, storh.Map{"i": i, "n": 2}, storh.Map{"i": i, "n": 3})
+				}
+				recs, err := d.PutMany(ids)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, r := range recs {
+					acked[r.ID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	deadline := time.After(2 * time.Minute)
+	for childAcked := 0; childAcked < perWriter; {
+		select {
+		case line, ok := <-writerLines:
+			if !ok {
+				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
+			}
+			if id, found := strings.CutPrefix(line, "ack "); found {
+				mu.Lock()
+				acked[uuidv7.MustParse(id)] = true
+				mu.Unlock()
+				childAcked++
+			}
+		case <-deadline:
+			t.Fatal("the writing child did not finish")
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// One commit of more changes than the slack, alone: it trims the feed
+	// to keep exactly (what is past keep is less than its step).
+	final := make([]any, keep/8+1)
+	for i := range final {
+		final[i] = storh.Map{"final": i}
+	}
+	recs, err := d1.PutMany(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		acked[r.ID] = true
+	}
+	last, err := d1.LastSeq()
+	if err != nil || last != uint64(len(acked)) {
+		t.Fatalf("LastSeq = %d, %v; want %d, one per acknowledged put", last, err, len(acked))
+	}
+	// The floor: the greatest after that Changes does not refuse.
+	floor := uint64(0)
+	for ; floor < last; floor++ {
+		var trimmed bool
+		for _, err := range d2.Changes(context.Background(), floor) {
+			trimmed = errors.Is(err, storh.ErrChangesTrimmed)
+			if err != nil && !trimmed {
+				t.Fatal(err)
+			}
+			break
+		}
+		if !trimmed {
+			break
+		}
+	}
+	if kept := last - floor; kept != keep {
+		t.Fatalf("the feed keeps %d changes (%d..%d); want %d", kept, floor+1, last, keep)
+	}
+	for i, c := range readChanges(t, d2.Changes, floor, int(last-floor)) {
+		if c.seq != floor+1+uint64(i) || c.op != storh.OpPut || !acked[c.id] {
+			t.Fatalf("change %d above the floor %d: seq %d %s %v; want seq %d, an acknowledged put", i, floor, c.seq, c.op, c.id, floor+1+uint64(i))
+		}
 	}
 }
 
