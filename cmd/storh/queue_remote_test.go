@@ -119,6 +119,29 @@ func queueTranscript(t *testing.T, flags []string, where string) string {
 	run("", "queue", "options", "fresh", "--max-attempts", "3")
 	run("", "queue", "stats", "fresh")
 	run("", "queue", "jobs", "jobs", "--state", "claimed", "--data")
+	// A queue of more jobs than a page of the server (WithMaxPage(2)):
+	// the lists are the same, and the commands given many ids do them in
+	// one transaction, leaving out (and naming) the ones refused, twice
+	// given or missing.
+	var many strings.Builder
+	for i := range 7 {
+		fmt.Fprintf(&many, "{\"m\":%d}\n", i)
+	}
+	run(many.String(), "queue", "enqueue", "many")
+	run("", "queue", "jobs", "many")
+	run("", "queue", "jobs", "many", "--data")
+	mc := claimed(run("", "queue", "claim", "many", "--n", "3", "--lease", "1h"))
+	if len(mc) != 3 {
+		t.Fatalf("the claim of 3 took %+v", mc)
+	}
+	run("", "queue", "jobs", "many", "--state", "claimed", "--data")
+	run("", "queue", "release", "many", mc[0].ID, mc[0].ID, absent, mc[1].ID)
+	run("", "queue", "cancel", "many", mc[2].ID, mc[1].ID)
+	run("", "queue", "complete", "many", mc[2].ID, mc[2].ID, mc[0].ID)
+	run("", "queue", "retry", "many", mc[2].ID)
+	run("", "queue", "release", "many", mc[0].ID, absent)
+	run("", "queue", "jobs", "many")
+	run("", "queue", "jobs", "many", "--state", "done", "--data")
 	return normQueue(b.String(), where)
 }
 
