@@ -37,7 +37,9 @@ func (q *Queue) JobsPage(state JobState, after string, n int) ([]Job, string, er
 	if err != nil {
 		return nil, "", opErr("queue jobs", q.c.name, "", -1, err)
 	}
-	var jobs []Job
+	// Room for a page of the usual sizes up front: a Job is large, and
+	// growing the slice copied each page about twice.
+	jobs := make([]Job, 0, min(n, 1024))
 	var next []byte
 	err = q.c.read(func(etx *engine.Tx, ec *engine.Coll) error {
 		jobs, next = jobs[:0], nil

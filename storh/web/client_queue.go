@@ -303,6 +303,21 @@ func (c *Client) Cancel(ctx context.Context, queue string, id uuidv7.UUID) error
 // the next page, "" after the last. A cursor the server did not give for
 // state is an *Error wrapping storh.ErrInvalidQuery.
 func (c *Client) JobsPage(ctx context.Context, queue string, state storh.JobState, after string, limit int, withData bool) ([]storh.Job, string, error) {
+	var jobs []storh.Job
+	next, err := c.jobsPage(ctx, queue, state, after, limit, withData, func(j storh.Job) bool {
+		jobs = append(jobs, j)
+		return true
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return jobs, next, nil
+}
+
+// jobsPage reads a page of jobs, passing each to fn as it is decoded
+// (the page is not held), and returns the next page's cursor; fn
+// returning false stops it, with no error.
+func (c *Client) jobsPage(ctx context.Context, queue string, state storh.JobState, after string, limit int, withData bool, fn func(storh.Job) bool) (string, error) {
 	vals := url.Values{"state": {state.String()}}
 	if withData {
 		vals.Set("data", "1")
@@ -313,39 +328,82 @@ func (c *Client) JobsPage(ctx context.Context, queue string, state storh.JobStat
 	if limit > 0 {
 		vals.Set("limit", strconv.Itoa(limit))
 	}
-	var out JobsPage
-	if err := c.getJSON(ctx, queuePath(queue)+"/jobs", vals, &out); err != nil {
-		return nil, "", err
+	resp, err := c.do(ctx, http.MethodGet, queuePath(queue)+"/jobs", vals, nil, nil)
+	if err != nil {
+		return "", err
 	}
-	jobs := make([]storh.Job, len(out.Jobs))
-	for i, j := range out.Jobs {
-		var err error
-		if jobs[i], err = c.jobOfWire(j); err != nil {
-			return nil, "", err
+	defer resp.Body.Close()
+	bad := func(err error) error { return fmt.Errorf("%w of %s: a page of jobs: %v", ErrAnswer, c.base, err) }
+	// {"jobs":[…],"next":"…"}, read a job at a time.
+	d := json.NewDecoder(resp.Body)
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "", bad(fmt.Errorf("not an object (%v)", err))
+	}
+	next := ""
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return "", bad(err)
+		}
+		switch key {
+		case "next":
+			if err := d.Decode(&next); err != nil {
+				return "", bad(err)
+			}
+		case "jobs":
+			if t, err := d.Token(); err != nil || t != json.Delim('[') {
+				return "", bad(fmt.Errorf("jobs is not a list (%v)", err))
+			}
+			for d.More() {
+				var j Job
+				if err := d.Decode(&j); err != nil {
+					return "", bad(err)
+				}
+				job, err := c.jobOfWire(j)
+				if err != nil {
+					return "", err
+				}
+				if !fn(job) {
+					return "", nil
+				}
+			}
+			if _, err := d.Token(); err != nil {
+				return "", bad(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.Decode(&skip); err != nil {
+				return "", bad(err)
+			}
 		}
 	}
-	return jobs, out.Next, nil
+	if _, err := d.Token(); err != nil {
+		return "", bad(err)
+	}
+	return next, nil
 }
 
 // Jobs lists the jobs in state, in the order storh.Queue.Jobs gives them,
-// with their data when withData, a page (a request) at a time. As with
-// storh.Queue.Jobs, a job that stays in state is listed once, and one that
-// changes state meanwhile may be listed twice or not at all.
+// with their data when withData, a page (a request) at a time, each job
+// as it is read. As with storh.Queue.Jobs, a job that stays in state is
+// listed once, and one that changes state meanwhile may be listed twice
+// or not at all.
 func (c *Client) Jobs(ctx context.Context, queue string, state storh.JobState, withData bool) iter.Seq2[storh.Job, error] {
 	return func(yield func(storh.Job, error) bool) {
 		after := ""
 		for {
-			jobs, next, err := c.JobsPage(ctx, queue, state, after, 0, withData)
-			if err != nil {
+			stopped := false
+			next, err := c.jobsPage(ctx, queue, state, after, 0, withData, func(j storh.Job) bool {
+				stopped = !yield(j, nil)
+				return !stopped
+			})
+			switch {
+			case stopped:
+				return
+			case err != nil:
 				yield(storh.Job{}, err)
 				return
-			}
-			for _, j := range jobs {
-				if !yield(j, nil) {
-					return
-				}
-			}
-			if next == "" {
+			case next == "":
 				return
 			}
 			after = next

@@ -563,7 +563,9 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	buf := append(make([]byte, 0, 4096), `{"jobs":[`...)
+	// A job without its data is about 200 bytes of JSON: room for the
+	// page, up to the point where it streams.
+	buf := append(make([]byte, 0, min(streamAfter, 4096+len(jobs)*256)), `{"jobs":[`...)
 	started := false
 	n := 0
 	for _, j := range jobs {
