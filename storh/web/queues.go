@@ -726,12 +726,10 @@ func checkBatch(req BatchRequest) ([]storh.Job, time.Duration, error) {
 	case len(req.Tokens) > 0 && len(req.Tokens) != len(req.IDs):
 		return nil, 0, badRequest(fmt.Sprintf("web: %d tokens for %d ids: give one for each id (\"\" for none), in the same order", len(req.Tokens), len(req.IDs)))
 	}
-	// The single action's checks of reason and lease.
-	if err := checkAction(req.Action, JobAction{Reason: req.Reason, Lease: req.Lease}); req.Action != "cancel" && err != nil {
+	// The single action's checks of reason and lease (cancel takes
+	// neither).
+	if err := checkAction(req.Action, JobAction{Reason: req.Reason, Lease: req.Lease}); err != nil {
 		return nil, 0, err
-	}
-	if req.Action == "cancel" && (req.Reason != "" || req.Lease != "") {
-		return nil, 0, badRequest("web: cancel takes no reason or lease")
 	}
 	lease, _ := parseDuration("lease", req.Lease, defaultLease, false)
 	jobs := make([]storh.Job, len(req.IDs))

@@ -85,7 +85,7 @@ func TestQueueBatch(t *testing.T) {
 			{c, "work", `{"action":"complete","ids":` + ids(A, B) + `,"tokens":["` + tokA + `"]}`, 400, "bad_request", 0, "1 tokens for 2 ids"},
 			{c, "work", `{"action":"complete","ids":` + ids(A, B) + `,"tokens":["` + tokA + `","x"]}`, 400, "bad_request", 2, "token 2"},
 			{c, "work", `{"action":"complete","ids":` + ids(A) + `,"reason":"x"}`, 400, "bad_request", 0, "no reason"},
-			{c, "work", `{"action":"cancel","ids":` + ids(P) + `,"lease":"1m"}`, 400, "bad_request", 0, "no reason or lease"},
+			{c, "work", `{"action":"cancel","ids":` + ids(P) + `,"lease":"1m"}`, 400, "bad_request", 0, "cancel takes no lease"},
 			{c, "work", `{"action":"extend","ids":` + ids(A) + `,"lease":"-1m"}`, 400, "invalid_option", 0, "positive"},
 			{c, "work", `{"action":"complete","ids":` + ids(A) + `,"more":1}`, 400, "bad_request", 0, "more"},
 			{c, "nope", `{"action":"complete","ids":` + ids(A) + `}`, 404, "not_found", 0, "nope"},
