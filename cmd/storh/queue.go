@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -458,17 +459,16 @@ func (a *app) queueRetryCmd() *cobra.Command {
 		Use:   "retry QUEUE ID...",
 		Short: "Make dead jobs pending again, with no attempts used",
 		Long: `Retry makes each dead job among the ids pending again, at its place in the
-queue, with no attempts used, and prints how many it retried. An id that is
-not dead (pending, claimed, done, or not in the queue) is left alone and
-named on stderr; if none was retried the exit code is 1.`,
+queue, with no attempts used, in one transaction, and prints how many it
+retried. An id that is not dead (pending, claimed, done, or not in the queue)
+is left alone and named on stderr; if none was retried the exit code is 1.
+Any other error retries none.`,
 		Example: `  storh queue jobs emails --state dead
   storh queue retry emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args: args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "retried", func(q jobQueue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.retry(id), storh.ErrNotDead, func(j storh.Job) error {
-					return refusedf("job %s is %s, not dead", id, j.State)
-				})
+			return a.eachJob(args, "retry", "retried", storh.ErrNotDead, func(j storh.Job) string {
+				return fmt.Sprintf("job %s is %s, not dead", j.ID, j.State)
 			})
 		},
 	}
@@ -480,17 +480,16 @@ func (a *app) queueCancelCmd() *cobra.Command {
 		Short: "Delete jobs no worker holds: pending, done or dead",
 		Long: `Cancel deletes each job among the ids that no worker holds, data included:
 a pending job (no claim will hand it out), a done or dead one, or a claimed
-one whose lease has ended. It prints how many it cancelled. A job claimed
-under a lease that still holds is left alone, as is an id not in the queue,
-and named on stderr; if none was cancelled the exit code is 1.`,
+one whose lease has ended, in one transaction. It prints how many it
+cancelled. A job claimed under a lease that still holds is left alone, as is
+an id not in the queue, and named on stderr; if none was cancelled the exit
+code is 1. Any other error cancels none.`,
 		Example: `  storh queue cancel emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "cancelled", func(q jobQueue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.cancel(id), storh.ErrClaimed, func(j storh.Job) error {
-					return refusedf("job %s is claimed until %s: its worker must complete, fail or release it first",
-						id, j.LeaseUntil.Format(jsonTime))
-				})
+			return a.eachJob(args, "cancel", "cancelled", storh.ErrClaimed, func(j storh.Job) string {
+				return fmt.Sprintf("job %s is claimed until %s: its worker must complete, fail or release it first",
+					j.ID, j.LeaseUntil.Format(jsonTime))
 			})
 		},
 	}
@@ -500,19 +499,17 @@ func (a *app) queueReleaseCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "release QUEUE ID...",
 		Short: "Give claims back: the jobs are pending again, the claims not counted as attempts",
-		Long: `Release gives back the claim of each job among the ids: the job is pending
-again at its place in the queue, and the claim does not count as an attempt.
-It prints how many it released. An id that is not claimed (pending, done,
+		Long: `Release gives back the claim of each job among the ids, in one transaction:
+the job is pending again at its place in the queue, and the claim does not
+count as an attempt. It prints how many it released. An id that is not claimed (pending, done,
 dead, or not in the queue) is left alone and named on stderr; if none was
 released the exit code is 1. Its worker, if it still runs, finds the job
 no longer claimed (ErrNotClaimed) at its next complete, fail or extend.`,
 		Example: `  storh queue release emails 0190a4f4-5c3b-7def-8123-456789abcdef`,
 		Args:    args(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eachJob(args, "released", func(q jobQueue, id uuidv7.UUID) error {
-				return refusedFor(q, id, q.release(id), storh.ErrNotClaimed, func(j storh.Job) error {
-					return refusedf("job %s is %s, not claimed", id, j.State)
-				})
+			return a.eachJob(args, "release", "released", storh.ErrNotClaimed, func(j storh.Job) string {
+				return fmt.Sprintf("job %s is %s, not claimed", j.ID, j.State)
 			})
 		},
 	}
@@ -610,19 +607,14 @@ if none was found the exit code is 1.`,
 	}
 }
 
-// refusal is a job an eachJob operation leaves alone, saying why: the
-// command names it on stderr and goes on with the other ids.
-type refusal struct{ msg string }
-
-func (r refusal) Error() string { return r.msg }
-
-func refusedf(format string, args ...any) error { return refusal{fmt.Sprintf(format, args...)} }
-
-// eachJob runs op on each job id of args[1:] in queue args[0], each in its
-// own transaction, and prints "<done> N of M". A job not in the queue, or
-// one op refuses, is named on stderr and passed by; if op did none of
-// them the command fails. Any other error stops it.
-func (a *app) eachJob(args []string, done string, op func(jobQueue, uuidv7.UUID) error) error {
+// eachJob runs action (retry, cancel or release) on the jobs of args[1:]
+// in queue args[0], in one transaction, and prints "<done> N of M". A job
+// not in the queue, or one the action refuses (want), is left out, and
+// the others run again in one transaction; those left out are named on
+// stderr afterwards, worded by say from the job's state then. If none was
+// done the command fails. Any other error stops it with nothing written.
+// An id given twice is done once and, like a second call on it, refused.
+func (a *app) eachJob(args []string, action, done string, want error, say func(storh.Job) string) error {
 	ids, err := parseIDs(args[1:])
 	if err != nil {
 		return err
@@ -632,21 +624,47 @@ func (a *app) eachJob(args []string, done string, op func(jobQueue, uuidv7.UUID)
 		return err
 	}
 	defer q.close()
-	n := 0
-	for _, id := range ids {
-		err := op(q, id)
-		var r refusal
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, storh.ErrNotFound):
-			a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
-		case errors.As(err, &r):
-			a.diag("storh: %s", r.msg)
-		default:
+	left := map[int]bool{} // places of the ids left out
+	var rest []int         // places of the ids the batch runs on
+	seen := map[uuidv7.UUID]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			left[i] = true
+			continue
+		}
+		seen[id] = true
+		rest = append(rest, i)
+	}
+	for len(rest) > 0 {
+		batch := make([]uuidv7.UUID, len(rest))
+		for k, i := range rest {
+			batch[k] = ids[i]
+		}
+		err := q.batch(action, batch)
+		if err == nil {
+			break
+		}
+		var be *batchError
+		if !errors.As(err, &be) || !errors.Is(be.err, storh.ErrNotFound) && !errors.Is(be.err, want) {
 			return err
 		}
+		left[rest[be.index]] = true
+		rest = slices.Delete(rest, be.index, be.index+1)
 	}
+	for i, id := range ids {
+		if !left[i] {
+			continue
+		}
+		switch j, err := q.lookup(id); {
+		case errors.Is(err, storh.ErrNotFound):
+			a.diag("storh: job %s is not in queue %s", id, qname(args[0]))
+		case err != nil:
+			return err
+		default:
+			a.diag("storh: %s", say(j))
+		}
+	}
+	n := len(rest)
 	fmt.Fprintf(a.stdout, "%s %d of %d\n", done, n, len(ids))
 	if n == 0 {
 		return fmt.Errorf("no job %s", done)
@@ -910,16 +928,4 @@ func parseBackoff(s string) (time.Duration, time.Duration, error) {
 		return 0, 0, fmt.Errorf("--backoff %q: MAX: %v", s, err)
 	}
 	return min, max, nil
-}
-
-// refusedFor is err, unless it is want, the queue refusing job id for its
-// state: then it is the refusal say words from the job's state as it is
-// now, or err when the job cannot be looked up.
-func refusedFor(q jobQueue, id uuidv7.UUID, err, want error, say func(storh.Job) error) error {
-	if errors.Is(err, want) {
-		if j, lookupErr := q.lookup(id); lookupErr == nil {
-			return say(j)
-		}
-	}
-	return err
 }

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -119,6 +124,29 @@ func queueTranscript(t *testing.T, flags []string, where string) string {
 	run("", "queue", "options", "fresh", "--max-attempts", "3")
 	run("", "queue", "stats", "fresh")
 	run("", "queue", "jobs", "jobs", "--state", "claimed", "--data")
+	// A queue of more jobs than a page of the server (WithMaxPage(2)):
+	// the lists are the same, and the commands given many ids do them in
+	// one transaction, leaving out (and naming) the ones refused, twice
+	// given or missing.
+	var many strings.Builder
+	for i := range 7 {
+		fmt.Fprintf(&many, "{\"m\":%d}\n", i)
+	}
+	run(many.String(), "queue", "enqueue", "many")
+	run("", "queue", "jobs", "many")
+	run("", "queue", "jobs", "many", "--data")
+	mc := claimed(run("", "queue", "claim", "many", "--n", "3", "--lease", "1h"))
+	if len(mc) != 3 {
+		t.Fatalf("the claim of 3 took %+v", mc)
+	}
+	run("", "queue", "jobs", "many", "--state", "claimed", "--data")
+	run("", "queue", "release", "many", mc[0].ID, mc[0].ID, absent, mc[1].ID)
+	run("", "queue", "cancel", "many", mc[2].ID, mc[1].ID)
+	run("", "queue", "complete", "many", mc[2].ID, mc[2].ID, mc[0].ID)
+	run("", "queue", "retry", "many", mc[2].ID)
+	run("", "queue", "release", "many", mc[0].ID, absent)
+	run("", "queue", "jobs", "many")
+	run("", "queue", "jobs", "many", "--state", "done", "--data")
 	return normQueue(b.String(), where)
 }
 
@@ -304,5 +332,149 @@ func TestQueueClaimWait(t *testing.T) {
 				t.Errorf("the waiting claim: exit %d %q %s, want the job %s", r.code, r.out, r.errs, id)
 			}
 		})
+	}
+}
+
+// TestQueuePagesBatchesPurgeAcrossProcesses: on PostgreSQL, a storh serve
+// process serves a queue that this process (a second store on the same
+// schema) writes to. Pages read through the server while this process
+// enqueues and claims between them list no job twice and every job that
+// stayed pending; a batch through the server refused half-way leaves
+// the jobs as this process sees them; the CLI's retry over --url retries
+// the dead job in one batch; a purge through the server goes in steps
+// by one cutoff.
+func TestQueuePagesBatchesPurgeAcrossProcesses(t *testing.T) {
+	url := postgresSchema(t)
+	_, srv, _ := serveProcess(t, url, "--write")
+	db, err := storh.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.SetQueueOptions("work", storh.WithMaxAttempts(1)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := db.Queue("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []uuidv7.UUID
+	enqueue := func(n int) {
+		for range n {
+			id, err := q.Enqueue(storh.Map{"n": len(order)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			order = append(order, id)
+		}
+	}
+	enqueue(20)
+	c, err := web.NewClient(srv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	ctx := context.Background()
+
+	claimed := map[uuidv7.UUID]bool{}
+	seen := map[uuidv7.UUID]bool{}
+	after, pages := "", 0
+	for {
+		jobs, next, err := c.JobsPage(ctx, "work", storh.JobPending, after, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, j := range jobs {
+			if seen[j.ID] {
+				t.Errorf("job %s listed twice", j.ID)
+			}
+			seen[j.ID] = true
+		}
+		if next == "" {
+			break
+		}
+		after = next
+		enqueue(1)
+		j, err := q.Claim(time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed[j.ID] = true
+	}
+	if pages < 5 {
+		t.Errorf("%d pages of 4 for %d jobs", pages, len(order))
+	}
+	for _, id := range order {
+		if !claimed[id] && !seen[id] {
+			t.Errorf("job %s stayed pending and was not listed", id)
+		}
+	}
+
+	// A dead job and a pending one: a batch retry of both is refused at
+	// the second, and the first stays dead.
+	var dead uuidv7.UUID
+	for id := range claimed {
+		dead = id
+		break
+	}
+	if err := q.Fail(dead, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	pending := order[len(order)-1]
+	_, err = c.Batch(ctx, "work", web.JobBatch{Action: "retry", Jobs: []storh.Job{{Record: storh.Record{ID: dead}}, {Record: storh.Record{ID: pending}}}})
+	var we *web.Error
+	if !errors.As(err, &we) || we.Item != 2 || !errors.Is(err, storh.ErrNotDead) {
+		t.Fatalf("batch retry refused at its second job: %v", err)
+	}
+	if j, err := q.Lookup(dead); err != nil || j.State != storh.JobDead {
+		t.Fatalf("after the refused batch, this store sees the dead job %v %v", j.State, err)
+	}
+	out, errs, code := runEnv([]string{"--url", srv, "queue", "retry", "work", dead.String(), pending.String()}, "", nil)
+	if code != 0 || out != "retried 1 of 2\n" || !strings.Contains(errs, pending.String()+" is pending, not dead") {
+		t.Errorf("retry over --url: exit %d %q %s", code, out, errs)
+	}
+	if j, err := q.Lookup(dead); err != nil || j.State != storh.JobPending {
+		t.Errorf("after the CLI's retry, this store sees %v %v", j.State, err)
+	}
+
+	// Five done jobs, purged through the server two at a time.
+	jobs, err := q.ClaimMany(5, time.Hour)
+	if err != nil || len(jobs) != 5 {
+		t.Fatal(len(jobs), err)
+	}
+	for _, j := range jobs {
+		if err := q.Complete(j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for next := time.Now().Truncate(time.Millisecond).Add(time.Millisecond); time.Now().Before(next); {
+		runtime.Gosched() // a purge takes jobs done before its millisecond
+	}
+	purged, steps := 0, 0
+	req := web.PurgeRequest{Limit: 2}
+	for {
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(srv+"/api/queues/work/purge", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var step web.Purged
+		err = json.NewDecoder(resp.Body).Decode(&step)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("purge step: %d %v", resp.StatusCode, err)
+		}
+		purged, steps = purged+step.Purged, steps+1
+		if !step.More {
+			break
+		}
+		req = web.PurgeRequest{Limit: 2, Before: step.Before}
+	}
+	if purged != 5 || steps != 3 {
+		t.Errorf("purged %d in %d steps, want 5 in 3", purged, steps)
+	}
+	if n, err := q.Counts(); err != nil || n.Done != 0 {
+		t.Errorf("done jobs after the purge: %+v %v", n, err)
 	}
 }

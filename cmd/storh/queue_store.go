@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,9 +41,11 @@ type jobQueue interface {
 	complete(job storh.Job) error
 	fail(job storh.Job, reason string) error
 	extend(job storh.Job, lease time.Duration) (time.Time, error)
-	retry(id uuidv7.UUID) error
-	cancel(id uuidv7.UUID) error
-	release(id uuidv7.UUID) error
+	// batch runs action (retry, cancel or release) on each of ids, which
+	// are distinct, in one transaction, all or none. A job the action
+	// refuses, or that is not in the queue, fails it with a *batchError
+	// naming the job's place in ids, and nothing is written.
+	batch(action string, ids []uuidv7.UUID) error
 	// jobs lists the jobs in state, with their data when withData (a
 	// job gone between the listing and the read of its data is left
 	// out).
@@ -209,9 +212,42 @@ func (l *localQueue) extend(job storh.Job, lease time.Duration) (time.Time, erro
 	return l.q.Extend(job.ID, lease)
 }
 
-func (l *localQueue) retry(id uuidv7.UUID) error   { return l.q.Retry(id) }
-func (l *localQueue) cancel(id uuidv7.UUID) error  { return l.q.Cancel(id) }
-func (l *localQueue) release(id uuidv7.UUID) error { return l.q.Release(id) }
+// batchError is a batch refused at one job: index is its place among the
+// ids, err the refusal (storh's sentinels kept).
+type batchError struct {
+	index int
+	err   error
+}
+
+func (e *batchError) Error() string { return e.err.Error() }
+func (e *batchError) Unwrap() error { return e.err }
+
+// batch runs in one storh transaction (DB.Update), through a handle bound
+// to it.
+func (l *localQueue) batch(action string, ids []uuidv7.UUID) error {
+	return l.db.Update(func(tx *storh.Tx) error {
+		q, err := tx.Queue(l.q.Name(), storh.WithoutCreate())
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			switch action {
+			case "retry":
+				err = q.Retry(id)
+			case "cancel":
+				err = q.Cancel(id)
+			case "release":
+				err = q.Release(id)
+			default:
+				err = fmt.Errorf("no batch action %q", action)
+			}
+			if err != nil {
+				return &batchError{index: i, err: err}
+			}
+		}
+		return nil
+	})
+}
 
 func (l *localQueue) jobs(state storh.JobState, withData bool) iter.Seq2[storh.Job, error] {
 	return func(yield func(storh.Job, error) bool) {
@@ -335,22 +371,35 @@ func (h *httpQueue) lookup(id uuidv7.UUID) (storh.Job, error) {
 	return j, h.word(err)
 }
 
-// completeMany completes each id in a request of its own (the API's
-// completion is by job), counting those completed: as CompleteMany on a
-// file, a job that is not claimed, or not there, is left alone.
+// completeMany completes the claimed jobs among ids in one batch request,
+// one transaction on the server, counting them: as CompleteMany on a file,
+// a job that is not claimed, or not there, is left alone. The batch is
+// all or none, so such a job (the command looked them up before, but
+// another worker may have moved one since) is left out and the rest sent
+// again.
 func (h *httpQueue) completeMany(ids []uuidv7.UUID) (int, error) {
-	n := 0
+	rest := make([]storh.Job, 0, len(ids))
+	seen := map[uuidv7.UUID]bool{}
 	for _, id := range ids {
-		_, err := h.c().Complete(h.s.a.ctx, h.name, id)
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, storh.ErrNotClaimed), errors.Is(err, storh.ErrNotFound):
-		default:
-			return n, h.word(err)
+		if !seen[id] { // the second would find it done
+			seen[id] = true
+			rest = append(rest, storh.Job{Record: storh.Record{ID: id}})
 		}
 	}
-	return n, nil
+	for len(rest) > 0 {
+		_, err := h.c().Batch(h.s.a.ctx, h.name, web.JobBatch{Action: "complete", Jobs: rest})
+		var we *web.Error
+		switch {
+		case err == nil:
+			return len(rest), nil
+		case errors.As(err, &we) && we.Item > 0 && we.Item <= len(rest) &&
+			(errors.Is(err, storh.ErrNotClaimed) || errors.Is(err, storh.ErrNotFound)):
+			rest = slices.Delete(rest, we.Item-1, we.Item)
+		default:
+			return 0, h.word(err)
+		}
+	}
+	return 0, nil
 }
 
 func (h *httpQueue) complete(job storh.Job) error {
@@ -384,17 +433,17 @@ func (h *httpQueue) extend(job storh.Job, lease time.Duration) (time.Time, error
 	return j.LeaseUntil, h.word(err)
 }
 
-func (h *httpQueue) retry(id uuidv7.UUID) error {
-	_, err := h.c().Retry(h.s.a.ctx, h.name, id)
-	return h.word(err)
-}
-
-func (h *httpQueue) cancel(id uuidv7.UUID) error {
-	return h.word(h.c().Cancel(h.s.a.ctx, h.name, id))
-}
-
-func (h *httpQueue) release(id uuidv7.UUID) error {
-	_, err := h.c().Release(h.s.a.ctx, h.name, id)
+// batch is one batch request: one transaction on the server.
+func (h *httpQueue) batch(action string, ids []uuidv7.UUID) error {
+	jobs := make([]storh.Job, len(ids))
+	for i, id := range ids {
+		jobs[i] = storh.Job{Record: storh.Record{ID: id}}
+	}
+	_, err := h.c().Batch(h.s.a.ctx, h.name, web.JobBatch{Action: action, Jobs: jobs})
+	var we *web.Error
+	if errors.As(err, &we) && we.Item > 0 && we.Item <= len(ids) {
+		return &batchError{index: we.Item - 1, err: err}
+	}
 	return h.word(err)
 }
 

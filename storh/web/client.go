@@ -28,6 +28,9 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	// purgeStep is the limit a purge asks of each step (0: the server's);
+	// tests lower it to cross steps with few jobs.
+	purgeStep int
 }
 
 // ClientOption configures a Client.

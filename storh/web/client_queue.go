@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/storhdb/storh-go/internal/linereader"
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/jsonl"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -297,52 +296,176 @@ func (c *Client) Cancel(ctx context.Context, queue string, id uuidv7.UUID) error
 	return c.sendJSON(ctx, http.MethodDelete, queuePath(queue)+"/jobs/"+id.String(), nil, nil, nil)
 }
 
+// JobsPage lists a page of the jobs in state, in the order
+// storh.Queue.Jobs gives them, with their data when withData: up to limit
+// of them (0: the server's page size, which also lowers a larger limit),
+// after the cursor after ("" for the first page). It returns the cursor of
+// the next page, "" after the last. A cursor the server did not give for
+// state is an *Error wrapping storh.ErrInvalidQuery.
+func (c *Client) JobsPage(ctx context.Context, queue string, state storh.JobState, after string, limit int, withData bool) ([]storh.Job, string, error) {
+	var jobs []storh.Job
+	next, err := c.jobsPage(ctx, queue, state, after, limit, withData, func(j storh.Job) bool {
+		jobs = append(jobs, j)
+		return true
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return jobs, next, nil
+}
+
+// jobsPage reads a page of jobs, passing each to fn as it is decoded
+// (the page is not held), and returns the next page's cursor; fn
+// returning false stops it, with no error.
+func (c *Client) jobsPage(ctx context.Context, queue string, state storh.JobState, after string, limit int, withData bool, fn func(storh.Job) bool) (string, error) {
+	vals := url.Values{"state": {state.String()}}
+	if withData {
+		vals.Set("data", "1")
+	}
+	if after != "" {
+		vals.Set("after", after)
+	}
+	if limit > 0 {
+		vals.Set("limit", strconv.Itoa(limit))
+	}
+	resp, err := c.do(ctx, http.MethodGet, queuePath(queue)+"/jobs", vals, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	bad := func(err error) error { return fmt.Errorf("%w of %s: a page of jobs: %v", ErrAnswer, c.base, err) }
+	// {"jobs":[…],"next":"…"}, read a job at a time.
+	d := json.NewDecoder(resp.Body)
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "", bad(fmt.Errorf("not an object (%v)", err))
+	}
+	next := ""
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return "", bad(err)
+		}
+		switch key {
+		case "next":
+			if err := d.Decode(&next); err != nil {
+				return "", bad(err)
+			}
+		case "jobs":
+			if t, err := d.Token(); err != nil || t != json.Delim('[') {
+				return "", bad(fmt.Errorf("jobs is not a list (%v)", err))
+			}
+			for d.More() {
+				var j Job
+				if err := d.Decode(&j); err != nil {
+					return "", bad(err)
+				}
+				job, err := c.jobOfWire(j)
+				if err != nil {
+					return "", err
+				}
+				if !fn(job) {
+					return "", nil
+				}
+			}
+			if _, err := d.Token(); err != nil {
+				return "", bad(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.Decode(&skip); err != nil {
+				return "", bad(err)
+			}
+		}
+	}
+	if _, err := d.Token(); err != nil {
+		return "", bad(err)
+	}
+	return next, nil
+}
+
 // Jobs lists the jobs in state, in the order storh.Queue.Jobs gives them,
-// with their data when withData. It reads the list as it streams; a list
-// that breaks off ends in an error.
+// with their data when withData, a page (a request) at a time, each job
+// as it is read. As with storh.Queue.Jobs, a job that stays in state is
+// listed once, and one that changes state meanwhile may be listed twice
+// or not at all.
 func (c *Client) Jobs(ctx context.Context, queue string, state storh.JobState, withData bool) iter.Seq2[storh.Job, error] {
 	return func(yield func(storh.Job, error) bool) {
-		vals := url.Values{"state": {state.String()}}
-		if withData {
-			vals.Set("data", "1")
-		}
-		resp, err := c.do(ctx, http.MethodGet, queuePath(queue)+"/jobs", vals, nil, nil)
-		if err != nil {
-			yield(storh.Job{}, err)
-			return
-		}
-		defer resp.Body.Close()
-		in := linereader.New(resp.Body, jsonl.MaxLine)
+		after := ""
 		for {
-			b, _, ok, tooLong, err := in.Next()
-			if tooLong {
-				yield(storh.Job{}, fmt.Errorf("%w: the jobs from %s hold a line longer than %d bytes", ErrAnswer, c.base, jsonl.MaxLine))
+			stopped := false
+			next, err := c.jobsPage(ctx, queue, state, after, 0, withData, func(j storh.Job) bool {
+				stopped = !yield(j, nil)
+				return !stopped
+			})
+			switch {
+			case stopped:
+				return
+			case err != nil:
+				yield(storh.Job{}, err)
+				return
+			case next == "":
 				return
 			}
-			if !ok {
-				if err != io.EOF {
-					yield(storh.Job{}, fmt.Errorf("the jobs from %s broke off: %w", c.base, err))
-				}
-				return
-			}
-			if len(bytes.TrimSpace(b)) == 0 {
-				continue
-			}
-			var j Job
-			if err := json.Unmarshal(b, &j); err != nil {
-				yield(storh.Job{}, fmt.Errorf("%w: the jobs from %s hold a line that is not a job: %v", ErrAnswer, c.base, err))
-				return
-			}
-			job, err := c.jobOfWire(j)
-			if !yield(job, err) || err != nil {
-				return
-			}
+			after = next
 		}
 	}
 }
 
+// JobBatch is one action on many jobs, for Client.Batch.
+type JobBatch struct {
+	// Action is complete, fail, extend, retry, release or cancel.
+	Action string
+	// Jobs are the jobs, by ID. A Job that carries a claim's Token
+	// (complete, fail, extend) is acted on only while that claim holds.
+	Jobs []storh.Job
+	// Reason is a failure's last error; Lease an extension's new lease
+	// from now (0: the server's default, 5m).
+	Reason string
+	Lease  time.Duration
+}
+
+// Batch runs b's action on each of its jobs in one transaction on the
+// server, all or none, and gives the jobs as they are right after, without
+// their data (a cancelled one by its id alone). A job the action refuses
+// fails the batch and nothing is written: the error is an *Error whose
+// Item is the job's place in b.Jobs (1-based), whose message names its id,
+// and which wraps the refusal's sentinel (storh.ErrNotClaimed,
+// storh.ErrNotDead, storh.ErrClaimed, storh.ErrNotFound). A job given
+// twice is refused before anything is written (kind bad_request), as is a
+// body over the server's limit (WithMaxBody).
+func (c *Client) Batch(ctx context.Context, queue string, b JobBatch) ([]storh.Job, error) {
+	req := BatchRequest{Action: b.Action, Reason: b.Reason, IDs: make([]string, len(b.Jobs))}
+	if b.Lease != 0 {
+		req.Lease = b.Lease.String()
+	}
+	for i, j := range b.Jobs {
+		req.IDs[i] = j.ID.String()
+		if j.Token != 0 {
+			if req.Tokens == nil {
+				req.Tokens = make([]string, len(b.Jobs))
+			}
+			req.Tokens[i] = strconv.FormatUint(j.Token, 10)
+		}
+	}
+	var out Batched
+	if err := c.sendJSON(ctx, http.MethodPost, queuePath(queue)+"/batch", nil, req, &out); err != nil {
+		return nil, err
+	}
+	jobs := make([]storh.Job, len(out.Jobs))
+	for i, j := range out.Jobs {
+		var err error
+		if jobs[i], err = c.jobOfWire(j); err != nil {
+			return nil, err
+		}
+	}
+	return jobs, nil
+}
+
 // PurgeDone deletes the jobs completed more than olderThan ago and says
-// how many; PurgeDead does it for the dead ones.
+// how many; PurgeDead does it for the dead ones. The server purges in
+// bounded steps, a request each, all by the cutoff its first step took
+// from its clock; each step is durable, so an error leaves the jobs of
+// the steps before it purged (the count says how many).
 func (c *Client) PurgeDone(ctx context.Context, queue string, olderThan time.Duration) (int, error) {
 	return c.purge(ctx, queue, "done", olderThan)
 }
@@ -353,9 +476,22 @@ func (c *Client) PurgeDead(ctx context.Context, queue string, olderThan time.Dur
 }
 
 func (c *Client) purge(ctx context.Context, queue, state string, olderThan time.Duration) (int, error) {
-	var out Purged
-	err := c.sendJSON(ctx, http.MethodPost, queuePath(queue)+"/purge", nil, PurgeRequest{State: state, OlderThan: olderThan.String()}, &out)
-	return out.Purged, err
+	req := PurgeRequest{State: state, OlderThan: olderThan.String(), Limit: c.purgeStep}
+	total := 0
+	for {
+		var out Purged
+		if err := c.sendJSON(ctx, http.MethodPost, queuePath(queue)+"/purge", nil, req, &out); err != nil {
+			return total, err
+		}
+		total += out.Purged
+		if !out.More {
+			return total, nil
+		}
+		if out.Before == "" {
+			return total, fmt.Errorf("%w of %s: a purge step with more to do and no cutoff", ErrAnswer, c.base)
+		}
+		req.OlderThan, req.Before = "", out.Before
+	}
 }
 
 // QueueOptions gives the options stored with a queue, and false for a

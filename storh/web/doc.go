@@ -26,7 +26,7 @@
 //	GET    api/collections/{name}/tail          new records as Server-Sent Events (from, Last-Event-ID)
 //	GET    api/collections/{name}/export        every record a page's parameters select, as JSON lines
 //	GET    api/queues/{name}                    a queue's pending, claimed, done and dead jobs
-//	GET    api/queues/{name}/jobs               the jobs in one state as JSON lines: state, data=1, limit
+//	GET    api/queues/{name}/jobs               a page of the jobs in one state: state, data=1, limit, after
 //	GET    api/queues/{name}/jobs/{id}          one job, data included
 //	GET    api/queues/{name}/options            the options stored with the queue
 //	GET    api/stats                            the database's statistics and every collection's
@@ -41,7 +41,8 @@
 //	POST   api/queues/{name}/claims             claim {"n","lease","wait"}: each job with its data and token
 //	POST   api/queues/{name}/jobs/{id}/ACTION   complete, fail, extend (by id, or {"token":…}), retry, release
 //	DELETE api/queues/{name}/jobs/{id}          cancel a job no worker holds
-//	POST   api/queues/{name}/purge              delete the done (or dead) jobs {"state","older_than"}
+//	POST   api/queues/{name}/batch              one action on many jobs {"action","ids",…}, one transaction
+//	POST   api/queues/{name}/purge              a step of a purge {"state","older_than"|"before","limit"}
 //	PUT    api/queues/{name}/options            set max attempts and backoff (create=1 makes the queue)
 //
 // A record is written as its line of a JSON lines export (package jsonl):

@@ -173,3 +173,59 @@ func ExampleClient_Claim() {
 	// done
 	// refused: the claim is over
 }
+
+// Many jobs in one transaction, all or none: a batch whose second job is
+// not claimed is refused, naming that job, and completes neither; without
+// it, the batch completes the first.
+func ExampleClient_Batch() {
+	dir, err := os.MkdirTemp("", "storh-web-batch")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := storh.Open(filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(web.Handler(db, web.WithWrites()))
+	defer srv.Close()
+	c, err := web.NewClient(srv.URL, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.EnqueueMany(ctx, "emails", []any{storh.Map{"to": "ann@example.com"}, storh.Map{"to": "bo@example.com"}}); err != nil {
+		log.Fatal(err)
+	}
+	claimed, err := c.Claim(ctx, "emails", 1, time.Minute, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var pending storh.Job
+	for j, err := range c.Jobs(ctx, "emails", storh.JobPending, false) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		pending = j
+	}
+	_, err = c.Batch(ctx, "emails", web.JobBatch{Action: "complete", Jobs: []storh.Job{claimed[0], pending}})
+	var we *web.Error
+	if errors.As(err, &we) && errors.Is(err, storh.ErrNotClaimed) {
+		fmt.Println("refused at job", we.Item)
+	}
+	jobs, err := c.Batch(ctx, "emails", web.JobBatch{Action: "complete", Jobs: claimed})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(jobs), jobs[0].State)
+	n, err := c.Queue(ctx, "emails")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("pending", n.Pending, "done", n.Done)
+	// Output:
+	// refused at job 2
+	// 1 done
+	// pending 1 done 1
+}

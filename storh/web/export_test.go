@@ -15,3 +15,7 @@ func Tails(h http.Handler) int64 { return h.(*handler).tails.Load() }
 
 // ImportBytes is the bytes of import bodies h holds in memory.
 func ImportBytes(h http.Handler) int64 { return h.(*handler).importBytes.Load() }
+
+// SetPurgeStep makes c's purges ask for steps of n jobs, so that a test
+// crosses steps with few jobs.
+func SetPurgeStep(c *Client, n int) { c.purgeStep = n }

@@ -103,6 +103,7 @@ func (h *handler) routes() {
 		{path: "/api/queues/{name}/jobs/{id}/retry", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("retry")}},
 		{path: "/api/queues/{name}/jobs/{id}/release", methods: []string{"POST"}, serve: []http.HandlerFunc{h.jobAction("release")}},
 		{path: "/api/queues/{name}/claims", methods: []string{"POST"}, serve: []http.HandlerFunc{h.claim}},
+		{path: "/api/queues/{name}/batch", methods: []string{"POST"}, serve: []http.HandlerFunc{h.batchJobs}},
 		{path: "/api/queues/{name}/purge", methods: []string{"POST"}, serve: []http.HandlerFunc{h.purgeJobs}},
 		{path: "/api/queues/{name}/options", methods: []string{"GET", "PUT"}, serve: []http.HandlerFunc{h.getQueueOptions, h.putQueueOptions}},
 		{path: "/api/verify", methods: []string{"POST"}, serve: []http.HandlerFunc{h.verify}},

@@ -519,15 +519,16 @@ func checkAction(action string, req JobAction) error {
 // jobStates are the states a list of jobs names.
 var jobStates = map[string]storh.JobState{"pending": storh.JobPending, "claimed": storh.JobClaimed, "done": storh.JobDone, "dead": storh.JobDead}
 
-// listJobs serves GET api/queues/{name}/jobs: the jobs in state (default
-// pending) as JSON lines, in the order storh.Queue.Jobs gives them, with
-// their data when data=1; up to limit of them when it is given. Like an
-// export it streams: an empty list is an empty body.
+// listJobs serves GET api/queues/{name}/jobs: a page of the jobs in state
+// (default pending), in the order storh.Queue.Jobs gives them, with their
+// data when data=1, and the cursor of the next page, which the after
+// parameter takes (storh.Queue.JobsPage). A page holds limit jobs, lowered
+// to the page size (WithMaxPage), its default.
 func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 	vals := r.URL.Query()
 	for k, vs := range vals {
-		if k != "state" && k != "data" && k != "limit" {
-			writeError(w, badRequest(fmt.Sprintf("web: unknown parameter %q; the parameters are state, data and limit", k)))
+		if k != "state" && k != "data" && k != "limit" && k != "after" {
+			writeError(w, badRequest(fmt.Sprintf("web: unknown parameter %q; the parameters are state, data, limit and after", k)))
 			return
 		}
 		if len(vs) > 1 {
@@ -544,9 +545,9 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	withData, err := flag(vals, "data")
-	limit := 0
+	limit := h.cfg.maxPage
 	if err == nil && vals.Get("limit") != "" {
-		limit, err = parseLimit(vals.Get("limit"), int(^uint(0)>>1))
+		limit, err = parseLimit(vals.Get("limit"), h.cfg.maxPage)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -557,13 +558,18 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sw := &startWriter{w: w}
+	jobs, next, err := q.JobsPage(state, vals.Get("after"), limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// A job without its data is about 200 bytes of JSON: room for the
+	// page, up to the point where it streams.
+	buf := append(make([]byte, 0, min(streamAfter, 4096+len(jobs)*256)), `{"jobs":[`...)
+	started := false
 	n := 0
-	var line []byte
-	for j, err := range q.Jobs(state) {
-		if err == nil {
-			err = r.Context().Err()
-		}
+	for _, j := range jobs {
+		err := r.Context().Err()
 		if err == nil && withData {
 			if j, err = q.Lookup(j.ID); errors.Is(err, storh.ErrNotFound) {
 				continue // purged since it was listed
@@ -574,10 +580,14 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 			out, err = jobOf(j, withData)
 		}
 		if err == nil {
-			line, err = appendJSON(line[:0], out)
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf, err = appendJSON(buf, out)
+			buf = bytes.TrimSuffix(buf, []byte("\n"))
 		}
 		if err != nil {
-			if !sw.started {
+			if !started {
 				writeError(w, err)
 				return
 			}
@@ -585,22 +595,179 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 				return // the client went away
 			}
 			// The status is sent: cut the connection, so that the client
-			// sees a broken list, not a short one.
+			// sees a broken page, not a short one.
 			panic(http.ErrAbortHandler)
 		}
-		if _, err := sw.Write(line); err != nil {
-			return
-		}
-		if n++; limit > 0 && n == limit {
-			break
+		n++
+		if len(buf) >= streamAfter {
+			// A page of big payloads is sent as it is read, not held.
+			if !started {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				started = true
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			buf = buf[:0]
 		}
 	}
-	sw.start()
+	buf = append(buf, `],"next":`...)
+	buf = strconv.AppendQuote(buf, next)
+	buf = append(buf, "}\n"...)
+	if !started {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+	}
+	w.Write(buf)
 }
 
-// purgeJobs serves POST api/queues/{name}/purge (WithWrites): the done
-// (or dead) jobs older than older_than, as storh.Queue.PurgeDone and
-// PurgeDead, and answers how many went.
+// batchActions are the actions a batch takes, and whether each takes a
+// claim's token.
+var batchActions = map[string]bool{"complete": true, "fail": true, "extend": true, "retry": false, "release": false, "cancel": false}
+
+// batchJobs serves POST api/queues/{name}/batch (WithWrites): one action
+// on many jobs in one transaction (storh.DB.Update), all or none. The
+// first job the action refuses (or that is not in the queue) fails the
+// batch with that job's error, its place in the body as the error's item
+// and its id in the message, and nothing is written. The body's limit
+// (WithMaxBody) bounds a batch, some 20 000 ids by default.
+func (h *handler) batchJobs(w http.ResponseWriter, r *http.Request) {
+	if h.writesOff(w) || !noParams(w, r) {
+		return
+	}
+	var req BatchRequest
+	if err := h.readJSONBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	jobs, lease, err := checkBatch(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := h.queue(name, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	out := Batched{Jobs: make([]Job, len(jobs))}
+	err = h.db.Update(func(tx *storh.Tx) error {
+		q, err := tx.Queue(name, storh.WithoutCreate())
+		if err != nil {
+			return err
+		}
+		for i, job := range jobs {
+			var until time.Time
+			switch req.Action {
+			case "complete":
+				if job.Token != 0 {
+					err = q.CompleteClaim(job)
+				} else {
+					err = q.Complete(job.ID)
+				}
+			case "fail":
+				if job.Token != 0 {
+					err = q.FailClaim(job, req.Reason)
+				} else {
+					err = q.Fail(job.ID, req.Reason)
+				}
+			case "extend":
+				if job.Token != 0 {
+					until, err = q.ExtendClaim(job, lease)
+				} else {
+					until, err = q.Extend(job.ID, lease)
+				}
+			case "retry":
+				err = q.Retry(job.ID)
+			case "release":
+				err = q.Release(job.ID)
+			case "cancel":
+				err = q.Cancel(job.ID)
+			}
+			if err != nil {
+				return &itemError{item: i + 1, err: fmt.Errorf("web: %s in queue %q, nothing written: job %d (%s): %w", req.Action, name, i+1, job.ID, err)}
+			}
+			out.Jobs[i] = Job{ID: job.ID.String(), Time: job.ID.Time().UTC().Format(jsonl.TimeLayout)}
+			if req.Action == "cancel" {
+				continue
+			}
+			after, err := q.Lookup(job.ID)
+			if err != nil {
+				return err
+			}
+			if !until.IsZero() {
+				after.LeaseUntil = until
+			}
+			if out.Jobs[i], err = jobOf(after, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, queueError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// checkBatch reads a batch's jobs, and its lease for an extension,
+// refusing what the action does not take before anything is written.
+func checkBatch(req BatchRequest) ([]storh.Job, time.Duration, error) {
+	takesToken, ok := batchActions[req.Action]
+	switch {
+	case !ok:
+		return nil, 0, badRequest(fmt.Sprintf("web: action %q: use complete, fail, extend, retry, release or cancel", req.Action))
+	case len(req.IDs) == 0:
+		return nil, 0, badRequest(`web: body: no ids: send {"action":…,"ids":["…", …]}`)
+	case len(req.Tokens) > 0 && !takesToken:
+		return nil, 0, badRequest(fmt.Sprintf("web: %s takes no tokens", req.Action))
+	case len(req.Tokens) > 0 && len(req.Tokens) != len(req.IDs):
+		return nil, 0, badRequest(fmt.Sprintf("web: %d tokens for %d ids: give one for each id (\"\" for none), in the same order", len(req.Tokens), len(req.IDs)))
+	}
+	// The single action's checks of reason and lease (cancel takes
+	// neither).
+	if err := checkAction(req.Action, JobAction{Reason: req.Reason, Lease: req.Lease}); err != nil {
+		return nil, 0, err
+	}
+	lease, _ := parseDuration("lease", req.Lease, defaultLease, false)
+	jobs := make([]storh.Job, len(req.IDs))
+	seen := make(map[uuidv7.UUID]int, len(req.IDs))
+	for i, s := range req.IDs {
+		id, err := uuidv7.Parse(s)
+		if err != nil {
+			return nil, 0, &itemError{item: i + 1, err: &apiError{status: http.StatusBadRequest, kind: KindBadRequest, err: storh.ErrInvalidID,
+				msg: fmt.Sprintf("web: batch, nothing written: id %d %q: %v", i+1, s, err)}}
+		}
+		if first, ok := seen[id]; ok {
+			return nil, 0, &itemError{item: i + 1, err: badRequest(fmt.Sprintf("web: batch, nothing written: id %d (%s) is id %d again: give each job once", i+1, id, first))}
+		}
+		seen[id] = i + 1
+		jobs[i] = storh.Job{Record: storh.Record{ID: id}}
+		if len(req.Tokens) > 0 && req.Tokens[i] != "" {
+			t, err := strconv.ParseUint(req.Tokens[i], 10, 64)
+			if err != nil || t == 0 {
+				return nil, 0, &itemError{item: i + 1, err: badRequest(fmt.Sprintf("web: batch, nothing written: token %d %q: send the token a claim gave, a decimal number", i+1, req.Tokens[i]))}
+			}
+			jobs[i].Token = t
+		}
+	}
+	return jobs, lease, nil
+}
+
+// purgeLimit is the most jobs one purge request deletes: one transaction
+// of storh's own purge step, which holds the writers for a short time and
+// keeps the request far within its time limit however large the purge.
+const purgeLimit = 5000
+
+// purgeJobs serves POST api/queues/{name}/purge (WithWrites): one bounded
+// step of a purge of the done (or dead) jobs older than older_than (or
+// than before, the cutoff of an earlier step), as
+// storh.Queue.PurgeDoneBefore and PurgeDeadBefore, in one transaction of
+// at most limit jobs (purgeLimit and its default). It answers how many
+// went, whether more remain, and the cutoff, so that a client loops until
+// more is false with every step purging by the same time.
 func (h *handler) purgeJobs(w http.ResponseWriter, r *http.Request) {
 	if h.writesOff(w) || !noParams(w, r) {
 		return
@@ -614,26 +781,50 @@ func (h *handler) purgeJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(fmt.Sprintf("web: state %q: purge done or dead jobs", req.State)))
 		return
 	}
+	if req.OlderThan != "" && req.Before != "" {
+		writeError(w, badRequest("web: give older_than or before, not both: before is the cutoff an earlier step answered"))
+		return
+	}
+	limit := purgeLimit
+	switch {
+	case req.Limit < 0:
+		writeError(w, badRequest(fmt.Sprintf("web: limit %d: purge at least 1 job a step", req.Limit)))
+		return
+	case req.Limit > 0:
+		limit = min(req.Limit, purgeLimit)
+	}
 	older, err := parseDuration("older_than", req.OlderThan, 0, true)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	var before time.Time
+	if req.Before != "" {
+		ms, err := parseTimeMs("before", req.Before)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		before = time.UnixMilli(ms).UTC()
 	}
 	q, err := h.queue(r.PathValue("name"), false)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	purge := q.PurgeDone
-	if req.State == "dead" {
-		purge = q.PurgeDead
+	if before.IsZero() {
+		before = q.Now().Add(-older.Truncate(time.Millisecond))
 	}
-	n, err := purge(older)
+	purge := q.PurgeDoneBefore
+	if req.State == "dead" {
+		purge = q.PurgeDeadBefore
+	}
+	n, more, err := purge(before, limit)
 	if err != nil {
 		writeError(w, queueError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, Purged{Purged: n})
+	writeJSON(w, http.StatusOK, Purged{Purged: n, More: more, Before: before.Format(jsonl.TimeLayout)})
 }
 
 // getQueueOptions serves GET api/queues/{name}/options: the options

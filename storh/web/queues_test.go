@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,20 +181,25 @@ func TestQueueEndpoints(t *testing.T) {
 		}
 
 		// List: the done job, with and without data.
+		var page web.JobsPage
 		r = c.get("api/queues/mail/jobs?state=done&data=1")
-		if r.status != 200 || r.header.Get("Content-Type") != "application/x-ndjson" || strings.Count(string(r.body), "\n") != 1 ||
+		r.decode(t, &page)
+		if r.status != 200 || r.header.Get("Content-Type") != "application/json" || len(page.Jobs) != 1 || page.Next != "" ||
 			!strings.Contains(string(r.body), `"data":{"at":{"$date":`) {
 			t.Errorf("list done: %d %s", r.status, r.body)
 		}
 		if r := c.get("api/queues/mail/jobs?state=done"); strings.Contains(string(r.body), `"data"`) {
 			t.Errorf("list without data: %s", r.body)
 		}
-		if r := c.get("api/queues/mail/jobs?state=pending"); r.status != 200 || strings.Count(string(r.body), "\n") != 1 || !strings.Contains(string(r.body), later.String()) {
+		page = web.JobsPage{}
+		r = c.get("api/queues/mail/jobs?state=pending")
+		if r.decode(t, &page); r.status != 200 || len(page.Jobs) != 1 || page.Jobs[0].ID != later.String() {
 			t.Errorf("list of the pending (the scheduled job): %d %s", r.status, r.body)
 		}
 		// Purge the done job.
+		var purged web.Purged
 		r = c.do("POST", "api/queues/mail/purge", []byte(`{"state":"done"}`))
-		if r.status != 200 || string(r.body) != `{"purged":1}`+"\n" {
+		if r.decode(t, &purged); r.status != 200 || purged.Purged != 1 || purged.More || purged.Before == "" {
 			t.Errorf("purge: %d %s", r.status, r.body)
 		}
 		if r := c.get("api/queues/mail"); string(r.body) != `{"name":"mail","pending":0,"claimed":0,"done":0,"dead":0,"scheduled":1}`+"\n" {
@@ -236,6 +242,8 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 	h, p := held.ID.String(), other.String()
 	tok := strconv.FormatUint(held.Token, 10)
 	missing := uuidv7.New().String()
+	// A cursor of the pending list: a due time and an enqueue order.
+	pendingCursor := base64.RawURLEncoding.EncodeToString(append([]byte{byte(storh.JobPending)}, make([]byte, 16)...))
 	before := queueSnapshot(t, f.db, "jobs")
 	for _, tc := range []struct {
 		c                  *client
@@ -289,6 +297,12 @@ func TestQueueEndpointsRefuse(t *testing.T) {
 		{c, "GET", "api/queues/jobs/jobs?limit=0", ``, 400, "bad_request"},
 		{c, "GET", "api/queues/jobs/jobs?sort=1", ``, 400, "bad_request"},
 		{c, "GET", "api/queues/nope/jobs", ``, 404, "not_found"},
+		{c, "GET", "api/queues/jobs/jobs?after=%21%21", ``, 400, "invalid_query"},
+		{c, "GET", "api/queues/jobs/jobs?state=done&after=" + pendingCursor, ``, 400, "invalid_query"},
+		{c, "GET", "api/queues/jobs/jobs?after=a&after=b", ``, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/purge", `{"older_than":"1h","before":"2024-01-01T00:00:00Z"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/purge", `{"before":"soon"}`, 400, "bad_request"},
+		{c, "POST", "api/queues/jobs/purge", `{"limit":-1}`, 400, "bad_request"},
 		{c, "POST", "api/queues/jobs/purge", `{"state":"pending"}`, 400, "bad_request"},
 		{c, "POST", "api/queues/jobs/purge", `{"older_than":"-1h"}`, 400, "invalid_option"},
 		{c, "POST", "api/queues/nope/purge", `{}`, 404, "not_found"},

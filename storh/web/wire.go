@@ -295,17 +295,56 @@ type JobAction struct {
 	Lease  string `json:"lease,omitempty"`
 }
 
+// BatchRequest is the body of POST api/queues/{name}/batch: one Action
+// (complete, fail, extend, retry, release or cancel) on each job of IDs,
+// in one transaction, all or none. Tokens, when given, holds a claim's
+// token for each id, in the same order ("" for none), and complete, fail
+// and extend then act only while those claims hold; Reason and Lease are
+// as in JobAction, for every job of the batch.
+type BatchRequest struct {
+	Action string   `json:"action"`
+	IDs    []string `json:"ids"`
+	Tokens []string `json:"tokens,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Lease  string   `json:"lease,omitempty"`
+}
+
+// Batched is the answer of POST api/queues/{name}/batch: each job of the
+// batch as it is right after it, in the order of the ids, without its
+// data (a cancelled job by its id alone).
+type Batched struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// JobsPage is the answer of GET api/queues/{name}/jobs: a page of jobs,
+// and the cursor of the next page ("" after the last), which the after
+// parameter takes.
+type JobsPage struct {
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next"`
+}
+
 // PurgeRequest is the body of POST api/queues/{name}/purge: State is
 // "done" (the default) or "dead", OlderThan how long ago the jobs got
-// there at least (a Go duration; default 0, all of them).
+// there at least (a Go duration; default 0, all of them). One request
+// purges a bounded step (at most Limit jobs, lowered to the handler's
+// bound; default that bound) and answers whether more remain: the next
+// request passes Before, the cutoff the first answer gave, instead of
+// OlderThan, so that every step purges by the same time.
 type PurgeRequest struct {
 	State     string `json:"state,omitempty"`
 	OlderThan string `json:"older_than,omitempty"`
+	Before    string `json:"before,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
 }
 
-// Purged is the answer of POST api/queues/{name}/purge.
+// Purged is the answer of POST api/queues/{name}/purge: how many jobs the
+// step purged, whether more jobs older than the cutoff remain, and the
+// cutoff, for the next step's Before.
 type Purged struct {
-	Purged int `json:"purged"`
+	Purged int    `json:"purged"`
+	More   bool   `json:"more"`
+	Before string `json:"before"`
 }
 
 // QueueOptions is the answer of GET and PUT api/queues/{name}/options:
