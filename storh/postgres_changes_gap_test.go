@@ -49,6 +49,33 @@ func gateCommits(t *testing.T, admin *pgx.Conn, coll string) {
 	}
 }
 
+// twoFedStores opens collection coll, with a feed that keeps keep, in two
+// stores on a fresh schema, and a plain connection to it for the test's
+// own SQL; all are closed when t ends.
+func twoFedStores(t *testing.T, ctx context.Context, coll string, keep int) (held, other *storh.Docs, admin *pgx.Conn) {
+	t.Helper()
+	url := pgtest.URL(t)
+	open := func() *storh.Docs {
+		db, err := storh.Open(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		docs, err := db.Docs(coll, storh.WithChangeFeed(keep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return docs
+	}
+	held, other = open(), open()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	return held, other, admin
+}
+
 // waitForLockWait waits until some backend of the database waits for an
 // advisory lock: the gated writer (objid gateLock) or a reader settling
 // the feed (exclusive, another key), failing if the reader delivers a
@@ -92,27 +119,9 @@ func TestPostgresChangesGap(t *testing.T) {
 	skipOnPostgresPass(t)
 	for _, outcome := range []string{"commits", "is lost"} {
 		t.Run("the held commit "+outcome, func(t *testing.T) {
-			url := pgtest.URL(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			open := func() *storh.Docs {
-				db, err := storh.Open(url)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				docs, err := db.Docs("gap", storh.WithChangeFeed(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return docs
-			}
-			held, other := open(), open()
-			admin, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close(context.Background())
+			held, other, admin := twoFedStores(t, ctx, "gap", 100)
 
 			events := make(chan storh.ChangeEvent, 8)
 			go func() {
@@ -236,27 +245,9 @@ func TestPostgresChangesGap(t *testing.T) {
 // deletes it with the rest, and the feed then holds only what it keeps.
 func TestPostgresFeedStrayBelowFloor(t *testing.T) {
 	skipOnPostgresPass(t)
-	url := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	open := func() *storh.Docs {
-		db, err := storh.Open(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		docs, err := db.Docs("stray", storh.WithChangeFeed(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return docs
-	}
-	held, other := open(), open()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	held, other, admin := twoFedStores(t, ctx, "stray", 1)
 	if _, err := other.Put(storh.Map{"who": "first"}); err != nil {
 		t.Fatal(err)
 	}
