@@ -122,7 +122,14 @@ func (t *Tx) loadFeed(c *Coll) {
 		return
 	}
 	f.feedConf = t.readFeedConf(c)
-	if s, ok := f.bucket.(kv.Sequencer); ok && t.ktx.Writable() {
+	if !t.ktx.Writable() {
+		return
+	}
+	// Changes arrive in seq order, at the feed's end: pages packed full,
+	// as the records' are, where bbolt's default split leaves each half
+	// empty and a PutMany wrote twice the pages it needed.
+	f.bucket.SetFillPercent(appendFillPercent)
+	if s, ok := f.bucket.(kv.Sequencer); ok {
 		f.seqr = s
 	}
 }
