@@ -12,6 +12,11 @@ import (
 // that works on either kind, such as an export, an import or an admin page.
 // Writes keep their kind's meaning (a Docs PutWithID replaces, a Log one
 // refuses an id it has); Delete is on *Docs only.
+//
+// It is for using collections, not for implementing them: a release may
+// add methods to it that *Docs and *Log gain. A type of your own that must
+// satisfy it (a test double, a wrapper) embeds a Collection and overrides
+// the methods it changes, so it keeps compiling when one is added.
 type Collection interface {
 	Name() string
 	Kind() string
