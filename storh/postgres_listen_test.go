@@ -3,12 +3,14 @@ package storh_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh"
+	"github.com/storhdb/storh-go/storh/internal/pgtest"
 )
 
 // A DB on PostgreSQL listens for other processes' commits on one
@@ -121,4 +123,107 @@ func TestPostgresOneListener(t *testing.T) {
 	if err := <-readerDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the reader ended with %v, want context.Canceled", err)
 	}
+}
+
+// BenchmarkPostgresNoticeWake: how long another store's commit takes to
+// reach a follower through the DB's listener, on PostgreSQL. op=claim:
+// one op is an Enqueue in one store and its ClaimWait (and Complete) in
+// the other, which also runs an idle Changes reader, so that the queue
+// and the feed share its listener. op=drop: one op is a Drop in one store
+// and the end of a Changes reader of that collection in the other (the
+// collection's re-creation and the reader's start are not timed).
+func BenchmarkPostgresNoticeWake(b *testing.B) {
+	url := pgtest.URL(b)
+	open := func() *storh.DB {
+		db, err := storh.Open(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}
+	follower, writer := open(), open()
+
+	b.Run("op=claim", func(b *testing.B) {
+		// The framework runs this more than once: each run's waiter and
+		// reader end with it, or the next run's jobs could go to them.
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		idle, err := follower.Docs("idle", storh.WithChangeFeed(10))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			for range idle.Changes(ctx, 0) {
+			}
+		})
+		q, err := follower.Queue("jobs")
+		if err != nil {
+			b.Fatal(err)
+		}
+		wq, err := writer.Queue("jobs")
+		if err != nil {
+			b.Fatal(err)
+		}
+		claimed := make(chan error)
+		wg.Go(func() {
+			for {
+				j, err := q.ClaimWait(ctx, time.Minute)
+				if err == nil {
+					err = q.Complete(j.ID)
+				}
+				select {
+				case claimed <- err:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wq.Enqueue(storh.Map{"n": 1}); err != nil {
+				b.Fatal(err)
+			}
+			if err := <-claimed; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("op=drop", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			d, err := follower.Docs("dropped", storh.WithChangeFeed(10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := d.Put(storh.Map{"n": 1}); err != nil {
+				b.Fatal(err)
+			}
+			ended := make(chan error, 1)
+			delivered := make(chan struct{})
+			go func() {
+				for _, err := range d.Changes(ctx, 0) {
+					if err != nil {
+						ended <- err
+						return
+					}
+					close(delivered) // the reader follows the collection
+				}
+			}()
+			<-delivered
+			b.StartTimer()
+			if err := writer.Drop("dropped"); err != nil {
+				b.Fatal(err)
+			}
+			if err := <-ended; !errors.Is(err, storh.ErrNotFound) {
+				b.Fatalf("the reader ended with %v, want ErrNotFound", err)
+			}
+		}
+	})
 }
