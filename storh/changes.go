@@ -103,7 +103,8 @@ const gapPatience = 50 * time.Millisecond
 // A Changes of a collection not created yet waits for its first change.
 // A collection dropped while Changes follows it ends it with ErrNotFound;
 // one dropped and made again (its feed starts afresh at 1), with
-// ErrChangesTrimmed, as the reader must resync.
+// ErrChangesTrimmed, as the reader must resync. The drop wakes it, done
+// by any process (on PostgreSQL, by the drop's notice).
 // Changes needs a DB-level handle (inside a transaction it yields
 // ErrNestedTx).
 func (d *Docs) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {

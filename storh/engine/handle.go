@@ -336,10 +336,7 @@ func (db *DB) DropColl(name string) error {
 		return err
 	}
 	// Its feed's readers in this process learn at once that it is gone;
-	// those of other processes at their next wake. (A notice to them,
-	// sent with the drop or after it, made another process's sweeper miss
-	// the collection made again in TestExpirySweepFollowsCollection under
-	// load, for a reason not found yet.)
+	// those of other processes and stores by the drop's notice (Tx.DropColl).
 	db.feedSignals.wake(name)
 	return nil
 }

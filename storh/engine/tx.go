@@ -332,6 +332,14 @@ func (t *Tx) DropColl(name string) error {
 		return mapStoreErr(err)
 	}
 	delete(t.colls, name)
+	if t.shared != nil {
+		// Readers of its feed in other processes (and other stores of
+		// this one) wait for a notice of the collection: the drop's, sent
+		// with its commit, wakes them, and they read it gone. The
+		// backend drops it when nobody watches the collection. A wake-only
+		// key, as a queue's: a watcher's listener finds no record by it.
+		t.shared.Announce(name, wakeKey)
+	}
 	return nil
 }
 

@@ -24,7 +24,7 @@ import (
 // write transaction also announces the ids it wrote with its commit while
 // some process watches the collection (PostgreSQL then orders those
 // commits one at a time, database-wide, to queue the notices in commit
-// order), and a listener started by the first Subscribe, which watches
+// order), and the DB's listener (listen), which watches
 // each subscribed collection, hears the other processes' announcements
 // and reads those records for the feed: a record deleted before the
 // listener reads it is not delivered, and one written again is read at
@@ -77,7 +77,8 @@ type watchers struct {
 	epoch atomic.Uint64
 
 	// On a kv.Shared store: the listener for other processes' commits,
-	// started by the first Subscribe, stopped by Close or when it fails.
+	// started by the first Subscribe, FollowFeed or WatchQueue, stopped by
+	// Close or when it fails.
 	// Each listener has a generation, so that a failing one can only
 	// forget itself, never a successor.
 	listenMu  sync.Mutex
@@ -282,7 +283,10 @@ func (s Snapshot) Holds(txid int) bool {
 
 // listen starts the listener for other processes' commits on a shared
 // store, if it is not running, and returns it (nil on a store of one
-// process).
+// process). It is the DB's one listener, on one connection of the store:
+// Watch's subscriptions, the readers of change feeds (FeedFollower) and
+// the waiters of queues (WatchQueue) all watch their topics on it, and it
+// wakes each of them on the notices of its topic.
 func (db *DB) listen() (kv.Listener, error) {
 	shared, ok := db.store.(kv.Shared)
 	if !ok {
@@ -300,13 +304,17 @@ func (db *DB) listen() (kv.Listener, error) {
 	l, err := shared.Listen(func(n kv.Notice, err error) bool {
 		if err == nil {
 			db.heardFeed(n.Topic)
+			db.signals.wake(n.Topic) // a queue's waiters (queueNotices)
 		}
 		if err == nil && n.Origin != origin && db.watched(n.Topic) {
 			err = db.fetchForeign(n)
 		}
 		if err != nil {
+			// Forgotten first: whoever the wakes below send to watch
+			// again finds no listener and starts a new one.
 			db.lose(gen, err)
 			db.heardFeed("")
+			db.signals.wakeAll()
 			return false
 		}
 		return true

@@ -318,3 +318,43 @@ func TestSharedWriterQuiet(t *testing.T) {
 		t.Fatalf("notice %+v, want b/heard", got)
 	}
 }
+
+// A transaction that deletes a top-level bucket (a collection's drop)
+// announces under its name as a writer of it does: the notice is dropped
+// while nobody watches the bucket, and sent with the commit while someone
+// does, so a drop costs nothing unless a reader waits on the collection.
+func TestDeleteBucketQuiet(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	fill(t, s, "quiet", 1)
+	fill(t, s, "watched", 1)
+	drop := func(name string) {
+		t.Helper()
+		tx := begin(t, s, true)
+		must(t, tx.DeleteBucket([]byte(name)))
+		tx.(kv.SharedTx).Announce(name, []byte{0})
+		commit(t, tx)
+	}
+
+	raw, err := pgx.Connect(ctx, url)
+	must(t, err)
+	defer raw.Close(ctx)
+	_, err = raw.Exec(ctx, "LISTEN "+pgx.Identifier{channel(s.schema)}.Sanitize())
+	must(t, err)
+	drop("quiet")
+	// A notification after the drop's commit: the drop's would come first.
+	_, err = raw.Exec(ctx, "SELECT pg_notify($1, 'marker')", channel(s.schema))
+	must(t, err)
+	n, err := raw.WaitForNotification(ctx)
+	must(t, err)
+	if n.Payload != "marker" {
+		t.Fatalf("a drop announced with nobody watching: %q", n.Payload)
+	}
+
+	ch, l := listen(t, s)
+	must(t, l.Watch("watched"))
+	drop("watched")
+	if got := next(t, ch); got.Topic != "watched" || !bytes.Equal(got.Keys[0], []byte{0}) {
+		t.Fatalf("notice %+v, want the drop of watched", got)
+	}
+}
