@@ -354,6 +354,9 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 		return dst, err
 	}
 	w.reposition()
+	if c.pipe != nil {
+		return r.nextIndexGrouped(c, w, cur, max, dst)
+	}
 	start := len(dst)
 	taken, size := 0, 0
 	for examined := 0; taken < max && examined < ChunkExamined && size < chunkBytes; examined++ {

@@ -264,7 +264,12 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if !t.ktx.Writable() {
 		return false, errs.ErrReadOnly
 	}
-	old := c.current(id)
+	return t.deleteOld(c, id, c.current(id))
+}
+
+// deleteOld is Delete of id, whose value this transaction acts on is old
+// (nil: not stored), as Coll.current returns it.
+func (t *Tx) deleteOld(c *Coll, id uuidv7.UUID, old []byte) (bool, error) {
 	if old == nil {
 		return false, nil
 	}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"github.com/storhdb/storh-go/storh/internal/errs"
+	"github.com/storhdb/storh-go/storh/kv"
+	"github.com/storhdb/storh-go/storh/uuidv7"
+)
+
+// Reads of many records at once. On a store whose reads are round trips
+// (PostgreSQL), a record read alone costs one: an index walk that reads
+// the record of each entry, or a deletion that reads each record's value
+// before it removes it and its index entries, spent two trips per record,
+// which held a background sweep to a few thousand records a second. Read
+// together, the records of a chunk cost one trip; on a file, where a read
+// is a lookup in the memory map, they are read one by one as before.
+
+// fetchGroup bounds the records one round trip reads: the most a chunk
+// returns (ChunkRecords), so that the bytes read past chunkBytes before
+// the chunk stops are at most one such group's.
+const fetchGroup = ChunkRecords
+
+// storedMany returns the stored values of ids, index by index (nil: not
+// stored), in one round trip where the store pipelines reads. Like
+// stored, it takes no row lock.
+func (c *Coll) storedMany(ids []uuidv7.UUID) [][]byte {
+	if c.pipe == nil {
+		values := make([][]byte, len(ids))
+		for i, id := range ids {
+			values[i] = c.stored(id)
+		}
+		return values
+	}
+	keys := make([][]byte, len(ids))
+	for i := range ids {
+		keys[i] = ids[i][:]
+	}
+	r := &kv.Read{Bucket: c.records, Op: kv.Get, Keys: keys}
+	c.pipe.Pipeline(r)
+	return r.Values
+}
+
+// currentMany is current of each of ids, index by index, reading those it
+// must in one round trip where the store pipelines reads: beside other
+// writers, the rows this transaction has not locked yet, locked together
+// (in key order, as LockKeys takes them) and kept with the transaction.
+func (c *Coll) currentMany(ids []uuidv7.UUID) [][]byte {
+	if !c.shared {
+		return c.storedMany(ids)
+	}
+	var missing [][]byte
+	for i := range ids {
+		if _, ok := c.rows[ids[i]]; !ok {
+			missing = append(missing, ids[i][:])
+		}
+	}
+	if len(missing) > 0 {
+		got := c.records.(kv.RowLocker).LockKeys(missing, true)
+		if c.rows == nil {
+			c.rows = make(map[uuidv7.UUID][]byte, len(missing))
+		}
+		for i, k := range missing {
+			c.rows[uuidv7.UUID(k)] = got[i]
+		}
+	}
+	values := make([][]byte, len(ids))
+	for i, id := range ids {
+		values[i] = c.rows[id]
+	}
+	return values
+}
+
+// DeleteMany is Delete of each of ids in turn, and returns how many were
+// stored: it reads their values, which it needs to remove their index
+// entries, in one round trip where the store pipelines reads, instead of
+// one per record. An id given twice is deleted once, as Delete called
+// twice would. The deletions themselves are buffered as Delete's are.
+func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID) (int, error) {
+	if !t.ktx.Writable() {
+		return 0, errs.ErrReadOnly
+	}
+	n := 0
+	for len(ids) > 0 {
+		group := ids[:min(len(ids), fetchGroup)]
+		ids = ids[len(group):]
+		olds := c.currentMany(group)
+		var seen map[uuidv7.UUID]struct{}
+		if len(group) > 1 {
+			seen = make(map[uuidv7.UUID]struct{}, len(group))
+		}
+		for i, id := range group {
+			old := olds[i]
+			if seen != nil {
+				if _, dup := seen[id]; dup {
+					// Deleted by its first occurrence in the group (or
+					// not stored then either): nothing is left under id.
+					old = nil
+				}
+				seen[id] = struct{}{}
+			}
+			deleted, err := t.deleteOld(c, id, old)
+			if err != nil {
+				return n, err
+			}
+			if deleted {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// nextIndexGrouped is nextIndex on a store that pipelines reads: it
+// walks the index for the keys of up to the records the chunk still has
+// room for, reads those records in one round trip, and goes on while the
+// chunk has room. A group is read whole, so the chunk may pass chunkBytes
+// by one group's records; the walk's position is its last key, as one by
+// one.
+func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst []Item) ([]Item, error) {
+	start := len(dst)
+	taken, size, examined := 0, 0, 0
+	ids := make([]uuidv7.UUID, 0, min(max, fetchGroup))
+	for !r.Done && taken < max && examined < ChunkExamined && size < chunkBytes {
+		ids = ids[:0]
+		for len(ids) < min(max-taken, fetchGroup) && examined < ChunkExamined {
+			k := w.next(cur)
+			if k == nil {
+				r.Done = true
+				break
+			}
+			examined++
+			r.Stats.KeysRead++
+			id := keyID(k)
+			if !r.inIDs(id) || (r.spec.Order != nil && !r.inCursors(w.seqKey(k))) {
+				continue
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		values := c.storedMany(ids)
+		for i, id := range ids {
+			if values[i] == nil {
+				continue // an entry without its record: Verify reports it
+			}
+			r.Stats.RecordsRead++
+			item, keep := readItem(id, id[:], values[i], r.match)
+			if !keep {
+				continue
+			}
+			if item.Err == nil && len(r.spec.Order) > 1 {
+				// As nextIndex: a record written since the plan whose
+				// order path goes through a list fails the query.
+				var err error
+				if r.orderK, err = orderKey(r.orderK[:0], item.Payload, r.spec.Order); err != nil {
+					return dst, err
+				}
+			}
+			dst = append(dst, item)
+			taken++
+			size += len(item.Payload)
+		}
+	}
+	ownPayloads(dst[start:], r.reuse)
+	r.took(dst[len(dst)-taken:])
+	return dst, nil
+}
