@@ -154,7 +154,7 @@ type Coll struct {
 	inserter kv.Inserter // records, where the backend inserts for less
 	// pipe is the transaction on a remote store whose reads are round
 	// trips (kv.Pipeliner): reads of many records go as one (fetch.go).
-	pipe kv.Pipeliner
+	pipe     kv.Pipeliner
 	writable bool
 	// shared: the transaction holds the collection beside other writers
 	// (kv.Locker; HoldRows or HoldMoving); anything else upgrades the hold
