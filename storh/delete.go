@@ -58,6 +58,7 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 	r := engine.NewRun(spec)
 	total := 0
 	var items []engine.Item
+	var del []engine.Item
 	var ids []uuidv7.UUID
 	var skipped []engine.Item
 	step := func(etx *engine.Tx, ec *engine.Coll) error {
@@ -84,7 +85,7 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 			if items, err = r.Next(ec, chunk, items[:0]); err != nil {
 				return err
 			}
-			ids = ids[:0]
+			del = del[:0]
 			for _, it := range items {
 				if it.Err != nil && !damaged {
 					if spec.OnError != nil {
@@ -93,12 +94,25 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 					}
 					return fmt.Errorf("record %s: %w", it.ID, it.Err)
 				}
-				ids = append(ids, it.ID)
+				del = append(del, it)
 			}
-			// The chunk's records are read again, as they stand in this
-			// transaction, to remove them and their index entries: on
-			// PostgreSQL in one round trip for the chunk, not one each.
-			deleted, err := etx.DeleteMany(ec, ids)
+			// Records the run read just now, in this transaction, are
+			// deleted as read. Those a collecting run kept from an
+			// earlier transaction are read again, as they stand now, and
+			// one written since so that it no longer matches (a record
+			// put again with a later time to live) stays. On PostgreSQL
+			// either costs a round trip per chunk at most, not one per
+			// record.
+			var deleted int
+			if r.ReadNow() {
+				deleted, err = etx.DeleteRead(ec, del)
+			} else {
+				ids = ids[:0]
+				for _, it := range del {
+					ids = append(ids, it.ID)
+				}
+				deleted, err = etx.DeleteMany(ec, ids, r.Matches)
+			}
 			if err != nil {
 				return err
 			}

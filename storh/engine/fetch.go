@@ -70,11 +70,15 @@ func (c *Coll) currentMany(ids []uuidv7.UUID) [][]byte {
 }
 
 // DeleteMany is Delete of each of ids in turn, and returns how many were
-// stored: it reads their values, which it needs to remove their index
-// entries, in one round trip where the store pipelines reads, instead of
-// one per record. An id given twice is deleted once, as Delete called
-// twice would. The deletions themselves are buffered as Delete's are.
-func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID) (int, error) {
+// stored and deleted: it reads their values, which it needs to remove
+// their index entries, in one round trip where the store pipelines reads,
+// instead of one per record. With still, it deletes only the records
+// whose payload, as it reads it, still passes it: a deletion of what a
+// condition selected in an earlier transaction leaves a record written
+// since so that it no longer matches (Run.Matches). An id given twice is
+// deleted once, as Delete called twice would. The deletions themselves
+// are buffered as Delete's are.
+func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID, still func(payload []byte) bool) (int, error) {
 	if !t.ktx.Writable() {
 		return 0, errs.ErrReadOnly
 	}
@@ -97,6 +101,11 @@ func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID) (int, error) {
 				}
 				seen[id] = struct{}{}
 			}
+			if old != nil && still != nil {
+				if payload, err := Payload(id[:], old); err != nil || !still(payload) {
+					continue
+				}
+			}
 			deleted, err := t.deleteOld(c, id, old)
 			if err != nil {
 				return n, err
@@ -109,6 +118,17 @@ func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID) (int, error) {
 	return n, nil
 }
 
+// Matches reports whether payload passes the run's condition (a run
+// without one: any payload); a payload the condition cannot read does
+// not.
+func (r *Run) Matches(payload []byte) bool {
+	if r.match == nil {
+		return true
+	}
+	ok, err := r.match(payload)
+	return err == nil && ok
+}
+
 // nextIndexGrouped is nextIndex on a store that pipelines reads: it
 // walks the index for the keys of up to the records the chunk still has
 // room for, reads those records in one round trip, and goes on while the
@@ -116,6 +136,12 @@ func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID) (int, error) {
 // by one group's records; the walk's position is its last key, as one by
 // one.
 func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst []Item) ([]Item, error) {
+	// The walk reads the index ahead by what the chunk may take (and the
+	// key that ends it), not in pages that grow from a few: one trip for
+	// the keys of a chunk whose entries all match, as for its records.
+	if ra, ok := cur.(kv.ReadAhead); ok {
+		ra.ReadAhead(max + 1)
+	}
 	start := len(dst)
 	taken, size, examined := 0, 0, 0
 	ids := make([]uuidv7.UUID, 0, min(max, fetchGroup))
@@ -164,4 +190,51 @@ func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst 
 	ownPayloads(dst[start:], r.reuse)
 	r.took(dst[len(dst)-taken:])
 	return dst, nil
+}
+
+// ReadNow reports whether the items the last Next returned were read by
+// that call, in the transaction it ran in, as they were stored there: a
+// run that streams (by id, or in an index's order) reads each chunk as it
+// returns it, where a collecting run may return payloads it kept from an
+// earlier chunk, read in an earlier transaction (see emit).
+func (r *Run) ReadNow() bool { return r.mode != modeCollect }
+
+// DeleteRead is DeleteMany of the records of items, which Next returned
+// to the caller in this transaction with ReadNow true and which nothing in
+// the transaction has written since: holding the collection alone, the
+// transaction acts on them as they were read, so their payloads serve to
+// remove their index entries, and no read of them is made again (on
+// PostgreSQL, a round trip per chunk). Beside other writers, whose rows a
+// deletion must lock, and for an item that is an unreadable record (Err
+// set), it reads them as DeleteMany does. An id given twice is deleted
+// once.
+func (t *Tx) DeleteRead(c *Coll, items []Item) (int, error) {
+	if !t.ktx.Writable() {
+		return 0, errs.ErrReadOnly
+	}
+	var again []uuidv7.UUID // read as DeleteMany reads them
+	seen := make(map[uuidv7.UUID]struct{}, len(items))
+	n := 0
+	for _, it := range items {
+		if _, dup := seen[it.ID]; dup {
+			continue
+		}
+		seen[it.ID] = struct{}{}
+		if c.shared || it.Err != nil {
+			again = append(again, it.ID)
+			continue
+		}
+		if err := t.deleteStored(c, it.ID, it.Payload, true, int64(HeaderSize+len(it.Payload))); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if len(again) > 0 {
+		more, err := t.DeleteMany(c, again, nil)
+		n += more
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
