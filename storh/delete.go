@@ -78,7 +78,7 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 				return err
 			}
 			var err error
-			chunk := engine.ChunkRecords
+			chunk := ec.DeleteChunk()
 			if c.tx == nil && (spec.Order == nil || pace.ordered) {
 				chunk = min(chunk, pace.batch-n)
 			}

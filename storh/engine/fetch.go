@@ -14,10 +14,39 @@ import (
 // together, the records of a chunk cost one trip; on a file, where a read
 // is a lookup in the memory map, they are read one by one as before.
 
-// fetchGroup bounds the records one round trip reads: the most a chunk
-// returns (ChunkRecords), so that the bytes read past chunkBytes before
-// the chunk stops are at most one such group's.
+// fetchGroup bounds the records one round trip reads where nothing is
+// known of their size yet: the most a chunk returns (ChunkRecords), so
+// that the bytes read past chunkBytes before a chunk stops are at most
+// one such group's. Later groups of a chunk are sized from the records
+// read before them, up to what the chunk may still take.
 const fetchGroup = ChunkRecords
+
+// deleteChunk is the chunk a deletion reads at a time on a store whose
+// reads are round trips: a chunk costs two of them (the index or records
+// walked, the records read), and with ChunkRecords records to a chunk
+// they took about as long as the server's work on its records.
+const deleteChunk = 4 * ChunkRecords
+
+// DeleteChunk is how many records a deletion (DeleteMatching, an expiry
+// sweep) reads per Run.Next in this transaction: more than a read's
+// chunk where each costs round trips, which a deletion's own bound on a
+// transaction's records keeps from growing long.
+func (c *Coll) DeleteChunk() int {
+	if c.pipe != nil {
+		return deleteChunk
+	}
+	return ChunkRecords
+}
+
+// groupFor is how many records the next group of a chunk reads, when the
+// chunk has taken taken records of size bytes and may take left more.
+func groupFor(taken, size, left int) int {
+	if taken == 0 || size == 0 {
+		return min(left, fetchGroup)
+	}
+	avg := size/taken + 1
+	return max(1, min(left, (chunkBytes-size)/avg+1))
+}
 
 // storedMany returns the stored values of ids, index by index (nil: not
 // stored), in one round trip where the store pipelines reads. Like
@@ -84,7 +113,7 @@ func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID, still func(payload []byte) b
 	}
 	n := 0
 	for len(ids) > 0 {
-		group := ids[:min(len(ids), fetchGroup)]
+		group := ids[:min(len(ids), deleteChunk)]
 		ids = ids[len(group):]
 		olds := c.currentMany(group)
 		var seen map[uuidv7.UUID]struct{}
@@ -144,10 +173,10 @@ func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst 
 	}
 	start := len(dst)
 	taken, size, examined := 0, 0, 0
-	ids := make([]uuidv7.UUID, 0, min(max, fetchGroup))
+	ids := make([]uuidv7.UUID, 0, min(max, deleteChunk))
 	for !r.Done && taken < max && examined < ChunkExamined && size < chunkBytes {
 		ids = ids[:0]
-		for len(ids) < min(max-taken, fetchGroup) && examined < ChunkExamined {
+		for group := groupFor(taken, size, max-taken); len(ids) < group && examined < ChunkExamined; {
 			k := w.next(cur)
 			if k == nil {
 				r.Done = true
