@@ -124,8 +124,9 @@ func (t *Tx) DeleteMany(c *Coll, ids []uuidv7.UUID, still func(payload []byte) b
 			old := olds[i]
 			if seen != nil {
 				if _, dup := seen[id]; dup {
-					// Deleted by its first occurrence in the group (or
-					// not stored then either): nothing is left under id.
+					// Its first occurrence in the group deleted it, or
+					// found it absent or no longer matching: this one
+					// has nothing more to do.
 					old = nil
 				}
 				seen[id] = struct{}{}
