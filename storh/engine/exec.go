@@ -454,7 +454,12 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 			return err
 		}
 		w.reposition()
-		for ; budget > 0; budget-- {
+		if c.pipe != nil {
+			if err := r.gatherGrouped(c, w, cur, &budget); err != nil {
+				return err
+			}
+		}
+		for ; budget > 0 && c.pipe == nil; budget-- {
 			k := w.next(cur)
 			if k == nil {
 				break

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
 	"github.com/storhdb/storh-go/storh/uuidv7"
@@ -220,6 +222,57 @@ func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst 
 	ownPayloads(dst[start:], r.reuse)
 	r.took(dst[len(dst)-taken:])
 	return dst, nil
+}
+
+// gatherGrouped is gather's walk of one index scan on a store that
+// pipelines reads: the records of up to fetchGroup new candidates read in
+// one round trip, until the walk ends or *budget keys were examined.
+func (r *Run) gatherGrouped(c *Coll, w *keyWalk, cur kv.Cursor, budget *int) error {
+	if ra, ok := cur.(kv.ReadAhead); ok {
+		ra.ReadAhead(*budget + 1)
+	}
+	ids := make([]uuidv7.UUID, 0, fetchGroup)
+	for ended := false; !ended && *budget > 0; {
+		ids = ids[:0]
+		for ; *budget > 0 && len(ids) < fetchGroup; *budget-- {
+			k := w.next(cur)
+			if k == nil {
+				ended = true
+				break
+			}
+			r.Stats.KeysRead++
+			id := keyID(k)
+			if !r.inIDs(id) {
+				continue
+			}
+			if _, dup := r.seen[id]; dup {
+				continue
+			}
+			r.seen[id] = struct{}{}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		values := c.storedMany(ids)
+		for i, id := range ids {
+			if values[i] == nil {
+				continue // an entry without its record: Verify reports it
+			}
+			r.Stats.RecordsRead++
+			item, keep := readItem(id, id[:], values[i], r.match)
+			if !keep {
+				continue
+			}
+			if item.Err == nil {
+				item.Payload = bytes.Clone(item.Payload)
+			}
+			if err := r.consider(item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ReadNow reports whether the items the last Next returned were read by
