@@ -9,6 +9,7 @@ import (
 	"github.com/storhdb/storh-go/storh/internal/plan"
 	"github.com/storhdb/storh-go/storh/internal/tune"
 	"github.com/storhdb/storh-go/storh/query"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // deleteMatching deletes the records q selects and returns how many. On a
@@ -57,6 +58,8 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 	r := engine.NewRun(spec)
 	total := 0
 	var items []engine.Item
+	var del []engine.Item
+	var ids []uuidv7.UUID
 	var skipped []engine.Item
 	step := func(etx *engine.Tx, ec *engine.Coll) error {
 		skipped = skipped[:0]
@@ -75,13 +78,14 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 				return err
 			}
 			var err error
-			chunk := engine.ChunkRecords
+			chunk := ec.DeleteChunk()
 			if c.tx == nil && (spec.Order == nil || pace.ordered) {
 				chunk = min(chunk, pace.batch-n)
 			}
 			if items, err = r.Next(ec, chunk, items[:0]); err != nil {
 				return err
 			}
+			del = del[:0]
 			for _, it := range items {
 				if it.Err != nil && !damaged {
 					if spec.OnError != nil {
@@ -90,14 +94,29 @@ func (c *coll) deleteSpec(ctx context.Context, op string, spec *plan.Spec, damag
 					}
 					return fmt.Errorf("record %s: %w", it.ID, it.Err)
 				}
-				deleted, err := etx.Delete(ec, it.ID)
-				if err != nil {
-					return err
-				}
-				if deleted {
-					n++
-				}
+				del = append(del, it)
 			}
+			// Records the run read just now, in this transaction, are
+			// deleted as read. Those a collecting run kept from an
+			// earlier transaction are read again, as they stand now, and
+			// one written since so that it no longer matches (a record
+			// put again with a later time to live) stays. On PostgreSQL
+			// either costs a round trip per chunk at most, not one per
+			// record.
+			var deleted int
+			if r.ReadNow() {
+				deleted, err = etx.DeleteRead(ec, del)
+			} else {
+				ids = ids[:0]
+				for _, it := range del {
+					ids = append(ids, it.ID)
+				}
+				deleted, err = etx.DeleteMany(ec, ids, r.Matches)
+			}
+			if err != nil {
+				return err
+			}
+			n += deleted
 		}
 		total += n
 		return nil

@@ -354,6 +354,9 @@ func (r *Run) nextIndex(c *Coll, ix *collIndex, max int, dst []Item) ([]Item, er
 		return dst, err
 	}
 	w.reposition()
+	if c.pipe != nil {
+		return r.nextIndexGrouped(c, w, cur, max, dst)
+	}
 	start := len(dst)
 	taken, size := 0, 0
 	for examined := 0; taken < max && examined < ChunkExamined && size < chunkBytes; examined++ {
@@ -451,7 +454,12 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 			return err
 		}
 		w.reposition()
-		for ; budget > 0; budget-- {
+		if c.pipe != nil {
+			if err := r.gatherGrouped(c, w, cur, &budget); err != nil {
+				return err
+			}
+		}
+		for ; budget > 0 && c.pipe == nil; budget-- {
 			k := w.next(cur)
 			if k == nil {
 				break

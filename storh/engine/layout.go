@@ -152,6 +152,9 @@ type Coll struct {
 	kindRead []byte           // the kind as loadMeta read it
 	records  kv.Bucket
 	inserter kv.Inserter // records, where the backend inserts for less
+	// pipe is the transaction on a remote store whose reads are round
+	// trips (kv.Pipeliner): reads of many records go as one (fetch.go).
+	pipe     kv.Pipeliner
 	writable bool
 	// shared: the transaction holds the collection beside other writers
 	// (kv.Locker; HoldRows or HoldMoving); anything else upgrades the hold
@@ -367,6 +370,7 @@ func openCollIn(tx kv.Tx, root kv.Bucket, name string, kinds *sync.Map) (*Coll, 
 	// A bucket of the file is local: asking its cursor would make one.
 	if _, local := meta.(boltBucket); !local && isRemote(meta.Cursor()) {
 		c.remote = true
+		c.pipe, _ = tx.(kv.Pipeliner)
 		// A kind is written when its collection is created and never
 		// changes, and a bucket's identity is never given to another: a
 		// kind seen once under an identity is the kind for good.

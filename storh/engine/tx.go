@@ -265,27 +265,45 @@ func (t *Tx) Delete(c *Coll, id uuidv7.UUID) (bool, error) {
 	if !t.ktx.Writable() {
 		return false, errs.ErrReadOnly
 	}
-	old := c.current(id)
+	return t.deleteOld(c, id, c.current(id))
+}
+
+// deleteOld is Delete of id, whose value this transaction acts on is old
+// (nil: not stored), as Coll.current returns it.
+func (t *Tx) deleteOld(c *Coll, id uuidv7.UUID, old []byte) (bool, error) {
 	if old == nil {
 		return false, nil
 	}
-	c.key = id
-	n := int64(len(old))
+	var payload []byte
 	if len(old) >= HeaderSize {
-		if err := t.updateIndexes(c, id, old[HeaderSize:], nil); err != nil {
-			return false, err
+		payload = old[HeaderSize:]
+	}
+	if err := t.deleteStored(c, id, payload, len(old) >= HeaderSize, int64(len(old))); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// deleteStored deletes id, stored as size bytes: with payload (if it has
+// one, readable) its index entries, which a damaged record without one
+// leaves for Verify to report and Repair to rebuild.
+func (t *Tx) deleteStored(c *Coll, id uuidv7.UUID, payload []byte, readable bool, size int64) error {
+	c.key = id
+	if readable {
+		if err := t.updateIndexes(c, id, payload, nil); err != nil {
+			return err
 		}
 	}
 	if err := c.records.Delete(c.key[:]); err != nil {
-		return false, mapStoreErr(err)
+		return mapStoreErr(err)
 	}
 	c.wroteRow(id, nil)
 	if err := t.recordChange(c, FeedDelete, id, nil); err != nil {
-		return false, err
+		return err
 	}
 	c.countDelta--
-	c.bytesDelta -= n
-	return true, nil
+	c.bytesDelta -= size
+	return nil
 }
 
 // Get returns the checked payload of id, aliasing the transaction's memory.
