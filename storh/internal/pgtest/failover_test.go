@@ -8,12 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 // A Failover's standby is synchronous, and its URL reaches the primary,
 // then, once the primary is killed and the standby promoted, the standby,
 // which holds every commit the primary acknowledged.
 func TestFailover(t *testing.T) {
+	if !testkit.Long() {
+		t.Skip("the harness's own test: the storh package's failover and standby tests use it in every run; this one runs in the long run (STORH_LONG=1)")
+	}
 	ctx := context.Background()
 	start := time.Now()
 	f := pgtest.NewFailover(t)

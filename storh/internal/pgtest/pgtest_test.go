@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
@@ -51,6 +52,9 @@ func TestURL(t *testing.T) {
 // while its replay is paused; a standby of the test's own can be
 // promoted and then takes writes.
 func TestStandby(t *testing.T) {
+	if !testkit.Long() {
+		t.Skip("the harness's own test: the storh package's failover and standby tests use it in every run; this one runs in the long run (STORH_LONG=1)")
+	}
 	ctx := context.Background()
 	connect := func(url string) *pgx.Conn {
 		t.Helper()
