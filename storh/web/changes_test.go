@@ -390,3 +390,45 @@ func TestChangesTrimOvertakesStream(t *testing.T) {
 		waitTails(t, h)
 	})
 }
+
+// TestChangesStreamCollectionDropped: a stream following a feed whose
+// collection is dropped, by the serving store or (on PostgreSQL) by
+// another store on the schema with nothing written afterwards, ends with
+// an error event of kind not_found rather than wait for changes that
+// cannot come.
+func TestChangesStreamCollectionDropped(t *testing.T) {
+	backends(t, func(t *testing.T, path string) {
+		f := newFixtureAt(t, path, 0, 0)
+		notes, err := f.db.Docs("notes", storh.WithChangeFeed(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := notes.Put(storh.Map{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		h := web.Handler(f.db, web.WithHeartbeat(time.Hour))
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		s := openChanges(t, srv.URL+"/api/collections/notes/changes?after=0", nil)
+		if ev := s.next(); ev.id != "1" {
+			t.Fatalf("event %+v, want change 1", ev)
+		}
+		dropper := f.db
+		if strings.HasPrefix(path, "postgres") {
+			other, err := storh.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			dropper = other
+		}
+		// The stream has read all there is and waits for the next change.
+		stuck := time.AfterFunc(20*time.Second, s.cancel)
+		defer stuck.Stop()
+		if err := dropper.Drop("notes"); err != nil {
+			t.Fatal(err)
+		}
+		s.end(web.KindNotFound)
+		waitTails(t, h)
+	})
+}
