@@ -59,7 +59,8 @@ type scaleWorkload struct {
 var scaleWorkloads = []scaleWorkload{
 	{name: "put", title: "single durable Put", contenders: []string{"storh", "pgx"}},
 	// put into a collection with a change feed, its keep already full, so
-	// that every commit of the window also trims: the feed's steady state.
+	// that the window's commits trim it, a step each time it holds more
+	// than a slack past its keep: the feed's steady state.
 	// storh+reader adds one process following Changes (see feedReader).
 	{name: "putfeed", title: "single durable Put, change feed on", contenders: []string{"storh", readerContender}, baseline: "put"},
 	{name: "putmany", title: "PutMany(100)", contenders: []string{"storh", "pgx"}},
@@ -151,7 +152,8 @@ type ScaleReport struct {
 	// held before its cell.
 	FeedKeep int `json:"feed_keep,omitempty"`
 	// FeedFill is the changes each held before its cell: with FeedKeep,
-	// every commit of the window trims; with 0, none does.
+	// the window's commits trim (a step whenever the feed holds more than
+	// a slack past its keep); with 0, none does.
 	FeedFill int         `json:"feed_fill"`
 	Cells    []ScaleCell `json:"cells"`
 	Targets  []Result    `json:"targets"`
@@ -273,7 +275,7 @@ func pgscaleMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.queueJobs, "queue-jobs", 0, "jobs enqueued before each queue cell (0: 1000 + 8000 per second of -duration)")
 	fs.IntVar(&c.pageRows, "page-rows", 20_000, "records of the page workload's collection")
 	fs.IntVar(&c.feedKeep, "feed-keep", 100_000, "the putfeed collections' WithChangeFeed keep")
-	fs.IntVar(&c.feedFill, "feed-fill", -1, "changes written into each putfeed collection before its cell (-1: -feed-keep's, so that every commit of the window trims; 0: none, so that no commit does while the window writes fewer than -feed-keep)")
+	fs.IntVar(&c.feedFill, "feed-fill", -1, "changes written into each putfeed collection before its cell (-1: -feed-keep's, so that the window's commits trim it as a full feed is trimmed; 0: none, so that no commit does while the window writes fewer than -feed-keep)")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -duration 400ms -procs 1,2 -page-rows 1000 -feed-keep 2000 unless given")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: benchreport pgscale [flags]\n\n")
@@ -696,8 +698,9 @@ func (h *scaleRun) prepare(ctx context.Context, workload, contender string, proc
 
 // fillFeed makes a putfeed cell's collection, with its feed, and writes
 // -feed-fill records (and so changes) before the window: by default the
-// feed's keep, so that every commit the workers make in it also trims
-// one, the steady state of a feed that has run for a while. The workers open the
+// feed's keep, so that the workers' commits trim it (a step whenever it
+// holds more than a slack of keep/8 past keep), the steady state of a feed
+// that has run for a while. The workers open the
 // collection without the option; its stored setting applies to them.
 func (h *scaleRun) fillFeed(name string, docs []storh.Map) error {
 	d, err := h.db.Docs(name, storh.WithChangeFeed(h.c.feedKeep))
@@ -1340,7 +1343,7 @@ func feedMarkdown(b *strings.Builder, r ScaleReport, put, fed, read []ScaleCell)
 		}
 		return out
 	}
-	trims := "so that every commit also trims one"
+	trims := "so that the window's commits trim it, a step whenever it holds more than keep/8 past its keep"
 	if r.FeedFill < r.FeedKeep {
 		trims = "so that a commit trims only once the feed holds more than its keep"
 	}

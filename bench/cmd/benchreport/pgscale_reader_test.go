@@ -140,7 +140,8 @@ func TestFeedReaderChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h := &scaleRun{c: scaleConfig{feedKeep: 40, feedFill: 40, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
+	// A keep below 8 has no slack: every commit past it trims.
+	h := &scaleRun{c: scaleConfig{feedKeep: 7, feedFill: 40, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
 	cleanup, err := h.open(ctx, "readertest_"+strconv.Itoa(os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestFeedReaderChecked(t *testing.T) {
 				}
 			}
 			// The feed was full: those commits trimmed its first changes,
-			// as every commit of a putfeed cell does.
+			// as a putfeed cell's commits do.
 			for _, err := range d.Changes(ctx, 0) {
 				if !errors.Is(err, storh.ErrChangesTrimmed) {
 					t.Fatalf("Changes from 0 after the fill and 3 puts: %v, want ErrChangesTrimmed", err)
