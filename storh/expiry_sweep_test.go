@@ -87,12 +87,14 @@ func TestExpirySweepCollectedKeepsRePut(t *testing.T) {
 // span several), with an index on the TTL path or not: every deletion
 // removes exactly the records that have expired by then, a record put
 // again with a later time lives by it, index lookups find exactly the
-// live records, and Verify finds every index entry and counter exact. In
-// the file pass it also runs on a file, with one store.
+// live records, and Verify finds every index entry and counter exact. It
+// also runs on a file, with one store. The file pass runs both, and the
+// PostgreSQL pass skips it: it would run the PostgreSQL case twice.
 func TestTTLModelStores(t *testing.T) {
+	skipOnPostgresPass(t)
 	defer func(b int) { tune.MatchingBatch = b }(tune.MatchingBatch)
 	tune.MatchingBatch = 7
-	t.Run("here", func(t *testing.T) { testTTLModelStores(t, newPath, onPostgres) })
+	t.Run("file", func(t *testing.T) { testTTLModelStores(t, newPath, false) })
 	t.Run("postgres", func(t *testing.T) {
 		testTTLModelStores(t, func(t testing.TB) string { return pgURL(t.(*testing.T)) }, true)
 	})
@@ -214,9 +216,11 @@ func liveIDsRapid(t *rapid.T, d *storh.Docs) []uuidv7.UUID {
 // puts some of them again with a later time. Each such record is there
 // afterwards with its new value, whether its new write came before or
 // after the sweep reached it; every other expired record is gone; the
-// index and counters stay exact.
+// index and counters stay exact. The file pass runs both, and the
+// PostgreSQL pass skips it: it would add only one store on PostgreSQL.
 func TestExpirySweepConcurrentRePut(t *testing.T) {
-	t.Run("here", func(t *testing.T) { testSweepConcurrentRePut(t, newPath(t), false) })
+	skipOnPostgresPass(t)
+	t.Run("file", func(t *testing.T) { testSweepConcurrentRePut(t, newPath(t), false) })
 	t.Run("postgres", func(t *testing.T) { testSweepConcurrentRePut(t, pgURL(t), true) })
 }
 
