@@ -454,35 +454,8 @@ func (r *Run) gather(c *Coll, ixs []*collIndex) error {
 			return err
 		}
 		w.reposition()
-		if c.pipe != nil {
-			if err := r.gatherGrouped(c, w, cur, &budget); err != nil {
-				return err
-			}
-		}
-		for ; budget > 0 && c.pipe == nil; budget-- {
-			k := w.next(cur)
-			if k == nil {
-				break
-			}
-			r.Stats.KeysRead++
-			id := keyID(k)
-			if !r.inIDs(id) {
-				continue
-			}
-			if _, dup := r.seen[id]; dup {
-				continue
-			}
-			r.seen[id] = struct{}{}
-			item, keep := r.fetch(c, id)
-			if !keep {
-				continue
-			}
-			if item.Err == nil {
-				item.Payload = bytes.Clone(item.Payload)
-			}
-			if err := r.consider(item); err != nil {
-				return err
-			}
+		if err := r.gatherWalk(c, w, cur, &budget); err != nil {
+			return err
 		}
 		if budget == 0 {
 			return nil

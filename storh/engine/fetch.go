@@ -193,30 +193,22 @@ func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst 
 			}
 			ids = append(ids, id)
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		values := c.storedMany(ids)
-		for i, id := range ids {
-			if values[i] == nil {
-				continue // an entry without its record: Verify reports it
-			}
-			r.Stats.RecordsRead++
-			item, keep := readItem(id, id[:], values[i], r.match)
-			if !keep {
-				continue
-			}
+		err := r.readGroup(c, ids, func(item Item) error {
 			if item.Err == nil && len(r.spec.Order) > 1 {
 				// As nextIndex: a record written since the plan whose
 				// order path goes through a list fails the query.
 				var err error
 				if r.orderK, err = orderKey(r.orderK[:0], item.Payload, r.spec.Order); err != nil {
-					return dst, err
+					return err
 				}
 			}
 			dst = append(dst, item)
 			taken++
 			size += len(item.Payload)
+			return nil
+		})
+		if err != nil {
+			return dst, err
 		}
 	}
 	ownPayloads(dst[start:], r.reuse)
@@ -224,10 +216,11 @@ func (r *Run) nextIndexGrouped(c *Coll, w *keyWalk, cur kv.Cursor, max int, dst 
 	return dst, nil
 }
 
-// gatherGrouped is gather's walk of one index scan on a store that
-// pipelines reads: the records of up to fetchGroup new candidates read in
-// one round trip, until the walk ends or *budget keys were examined.
-func (r *Run) gatherGrouped(c *Coll, w *keyWalk, cur kv.Cursor, budget *int) error {
+// gatherWalk is gather's walk of one index scan: the records of up to
+// fetchGroup new candidates read together (in one round trip where the
+// store pipelines reads; one by one from a file's memory map), until the
+// walk ends or *budget keys were examined.
+func (r *Run) gatherWalk(c *Coll, w *keyWalk, cur kv.Cursor, budget *int) error {
 	if ra, ok := cur.(kv.ReadAhead); ok {
 		ra.ReadAhead(*budget + 1)
 	}
@@ -251,23 +244,34 @@ func (r *Run) gatherGrouped(c *Coll, w *keyWalk, cur kv.Cursor, budget *int) err
 			r.seen[id] = struct{}{}
 			ids = append(ids, id)
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		values := c.storedMany(ids)
-		for i, id := range ids {
-			if values[i] == nil {
-				continue // an entry without its record: Verify reports it
-			}
-			r.Stats.RecordsRead++
-			item, keep := readItem(id, id[:], values[i], r.match)
-			if !keep {
-				continue
-			}
+		err := r.readGroup(c, ids, func(item Item) error {
 			if item.Err == nil {
 				item.Payload = bytes.Clone(item.Payload)
 			}
-			if err := r.consider(item); err != nil {
+			return r.consider(item)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readGroup reads the records of ids together (storedMany) and gives each
+// that is stored and passes the run's condition to each, in order; an
+// index entry without its record is passed over (Verify reports it).
+func (r *Run) readGroup(c *Coll, ids []uuidv7.UUID, each func(Item) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	values := c.storedMany(ids)
+	for i, id := range ids {
+		if values[i] == nil {
+			continue
+		}
+		r.Stats.RecordsRead++
+		if item, keep := readItem(id, id[:], values[i], r.match); keep {
+			if err := each(item); err != nil {
 				return err
 			}
 		}
