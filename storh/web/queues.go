@@ -435,40 +435,15 @@ func (h *handler) jobAction(action string) http.HandlerFunc {
 		}
 		job := storh.Job{Record: storh.Record{ID: id}}
 		if req.Token != "" {
-			t, err := strconv.ParseUint(req.Token, 10, 64)
-			if err != nil || t == 0 {
+			t, ok := parseToken(req.Token)
+			if !ok {
 				writeError(w, badRequest(fmt.Sprintf("web: token %q: send the token a claim gave, a decimal number", req.Token)))
 				return
 			}
 			job.Token = t
 		}
-		var until time.Time
-		var err error
-		switch action {
-		case "complete":
-			if job.Token != 0 {
-				err = q.CompleteClaim(job)
-			} else {
-				err = q.Complete(id)
-			}
-		case "fail":
-			if job.Token != 0 {
-				err = q.FailClaim(job, req.Reason)
-			} else {
-				err = q.Fail(id, req.Reason)
-			}
-		case "extend":
-			lease, _ := parseDuration("lease", req.Lease, defaultLease, false)
-			if job.Token != 0 {
-				until, err = q.ExtendClaim(job, lease)
-			} else {
-				until, err = q.Extend(id, lease)
-			}
-		case "retry":
-			err = q.Retry(id)
-		case "release":
-			err = q.Release(id)
-		}
+		lease, _ := parseDuration("lease", req.Lease, defaultLease, false)
+		until, err := actOn(q, action, job, req.Reason, lease)
 		if err != nil {
 			writeError(w, queueError(err))
 			return
@@ -491,6 +466,43 @@ func (h *handler) jobAction(action string) http.HandlerFunc {
 		}
 		writeJob(w, http.StatusOK, after, false)
 	}
+}
+
+// parseToken reads a claim's token as a request gives it: a decimal
+// number, never 0.
+func parseToken(s string) (uint64, bool) {
+	t, err := strconv.ParseUint(s, 10, 64)
+	return t, err == nil && t != 0
+}
+
+// actOn does action (complete, fail, extend, retry, release or cancel) to
+// job in q, by the claim's token where job has one and the action takes
+// it, and returns the lease an extension set.
+func actOn(q *storh.Queue, action string, job storh.Job, reason string, lease time.Duration) (until time.Time, err error) {
+	switch action {
+	case "complete":
+		if job.Token != 0 {
+			return until, q.CompleteClaim(job)
+		}
+		return until, q.Complete(job.ID)
+	case "fail":
+		if job.Token != 0 {
+			return until, q.FailClaim(job, reason)
+		}
+		return until, q.Fail(job.ID, reason)
+	case "extend":
+		if job.Token != 0 {
+			return q.ExtendClaim(job, lease)
+		}
+		return q.Extend(job.ID, lease)
+	case "retry":
+		return until, q.Retry(job.ID)
+	case "release":
+		return until, q.Release(job.ID)
+	case "cancel":
+		return until, q.Cancel(job.ID)
+	}
+	return until, fmt.Errorf("web: unknown job action %q", action)
 }
 
 // checkAction refuses the fields of a JobAction that action does not
@@ -658,33 +670,7 @@ func (h *handler) batchJobs(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		for i, job := range jobs {
-			var until time.Time
-			switch req.Action {
-			case "complete":
-				if job.Token != 0 {
-					err = q.CompleteClaim(job)
-				} else {
-					err = q.Complete(job.ID)
-				}
-			case "fail":
-				if job.Token != 0 {
-					err = q.FailClaim(job, req.Reason)
-				} else {
-					err = q.Fail(job.ID, req.Reason)
-				}
-			case "extend":
-				if job.Token != 0 {
-					until, err = q.ExtendClaim(job, lease)
-				} else {
-					until, err = q.Extend(job.ID, lease)
-				}
-			case "retry":
-				err = q.Retry(job.ID)
-			case "release":
-				err = q.Release(job.ID)
-			case "cancel":
-				err = q.Cancel(job.ID)
-			}
+			until, err := actOn(q, req.Action, job, req.Reason, lease)
 			if err != nil {
 				return &itemError{item: i + 1, err: fmt.Errorf("web: %s in queue %q, nothing written: job %d (%s): %w", req.Action, name, i+1, job.ID, err)}
 			}
@@ -746,8 +732,8 @@ func checkBatch(req BatchRequest) ([]storh.Job, time.Duration, error) {
 		seen[id] = i + 1
 		jobs[i] = storh.Job{Record: storh.Record{ID: id}}
 		if len(req.Tokens) > 0 && req.Tokens[i] != "" {
-			t, err := strconv.ParseUint(req.Tokens[i], 10, 64)
-			if err != nil || t == 0 {
+			t, ok := parseToken(req.Tokens[i])
+			if !ok {
 				return nil, 0, &itemError{item: i + 1, err: badRequest(fmt.Sprintf("web: batch, nothing written: token %d %q: send the token a claim gave, a decimal number", i+1, req.Tokens[i]))}
 			}
 			jobs[i].Token = t
