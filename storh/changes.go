@@ -107,6 +107,11 @@ const gapPatience = 50 * time.Millisecond
 // by any process (on PostgreSQL, by the drop's notice).
 // Changes needs a DB-level handle (inside a transaction it yields
 // ErrNestedTx).
+//
+// A put whose record cannot be read back checked (damaged on disk, or
+// moved out by Repair) is yielded with an error wrapping ErrCorrupt, its
+// Seq, Op and ID, and no Record: a reader can note it and go on, and the
+// changes after it follow if the loop continues.
 func (d *Docs) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent, error] {
 	return d.coll.changes(ctx, after)
 }
@@ -245,11 +250,11 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 				ev := ChangeEvent{Seq: e.Seq, Op: OpPut, ID: e.ID}
 				if e.Op == engine.FeedDelete {
 					ev.Op = OpDelete
-				} else {
+				} else if e.Err == nil {
 					ev.Record = Record{ID: e.ID, payload: e.Payload}
 				}
 				after = e.Seq
-				if !yield(ev, nil) {
+				if !yield(ev, opErr(op, c.name, e.ID.String(), -1, e.Err)) {
 					return
 				}
 			}

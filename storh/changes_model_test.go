@@ -100,12 +100,21 @@ func (m *feedModel) check(t *rapid.T) {
 	sameChanges(m.t, got, m.feed[after:])
 }
 
+// drawKeep draws a feed's keep: mostly small, so that commits trim, and
+// at times past a block of the file's feed (100 changes).
+func drawKeep(t *rapid.T) int {
+	if rapid.IntRange(0, 3).Draw(t, "long feed") == 0 {
+		return rapid.IntRange(90, 320).Draw(t, "keep")
+	}
+	return rapid.IntRange(1, 40).Draw(t, "keep")
+}
+
 func TestChangesModel(t *testing.T) {
 	dir := t.TempDir()
 	run := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
-		m := &feedModel{keep: rapid.IntRange(1, 40).Draw(rt, "keep"), recs: map[uuidv7.UUID]int64{}, t: t, outer: t}
+		m := &feedModel{keep: drawKeep(rt), recs: map[uuidv7.UUID]int64{}, t: t, outer: t}
 		m.path = filepath.Join(dir, fmt.Sprintf("feed-%d.db", run))
 		if onPostgres {
 			m.path = pgtest.SchemaURL(t)
@@ -128,6 +137,24 @@ func TestChangesModel(t *testing.T) {
 					t.Fatal(err)
 				}
 				m.put(id, n)
+			},
+			// Many changes in one commit: on a file a commit's changes
+			// fill the feed's tail and its blocks of 100, which trims
+			// cross.
+			"put many": func(t *rapid.T) {
+				batch := make([]any, rapid.IntRange(1, 250).Draw(t, "batch"))
+				ns := make([]int64, len(batch))
+				for i := range batch {
+					ns[i] = rapid.Int64Range(0, 9).Draw(t, "batch n")
+					batch[i] = storh.Map{"n": ns[i]}
+				}
+				recs, err := m.docs.PutMany(batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range recs {
+					m.put(r.ID, ns[i])
+				}
 			},
 			"patch": func(t *rapid.T) {
 				id := m.drawID(t)
@@ -227,7 +254,7 @@ func TestChangesModel(t *testing.T) {
 				m.open(t)
 			},
 			"keep": func(t *rapid.T) {
-				m.keep = rapid.IntRange(1, 40).Draw(t, "new keep")
+				m.keep = drawKeep(t)
 				m.open(t, storh.WithChangeFeed(m.keep))
 			},
 			"": m.check,

@@ -1,7 +1,11 @@
 package storh_test
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -61,5 +65,28 @@ func TestRepairQuarantineIsAChange(t *testing.T) {
 	}
 	if rep, err := db.Verify(nil); err != nil || rep.Problems != 0 {
 		t.Errorf("Verify after Repair = %+v, %v", rep, err)
+	}
+	// The put of the damaged record reads as damaged, that change alone:
+	// the reader goes on to the changes after it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var seqs []uint64
+	for ev, err := range docs.Changes(ctx, 0) {
+		switch {
+		case ev.Seq == 2:
+			if !errors.Is(err, storh.ErrCorrupt) || ev.ID != damaged || ev.Op != storh.OpPut {
+				t.Fatalf("change 2, the damaged record's put: %+v, %v; want ErrCorrupt", ev, err)
+			}
+		case err != nil:
+			t.Fatalf("change %d: %v", ev.Seq, err)
+		case ev.Op == storh.OpPut && ev.Record.ID != recs[ev.Seq-1].ID:
+			t.Fatalf("change %d put %s, want %s", ev.Seq, ev.Record.ID, recs[ev.Seq-1].ID)
+		}
+		if seqs = append(seqs, ev.Seq); len(seqs) == 5 {
+			break
+		}
+	}
+	if !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) {
+		t.Fatalf("read back changes %v, want 1 to 5", seqs)
 	}
 }

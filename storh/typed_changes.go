@@ -73,15 +73,22 @@ func (ch ChangeOf[T]) Item() Item[T] { return Item[T]{ID: ch.ID, Value: ch.Value
 // decoded into T, as Docs.Changes yields them (same order, waiting and
 // errors). A record that does not fit T is yielded with ErrTypeMismatch
 // and its change's Seq, Op and ID, so a reader can note it and go on:
-// the changes after it follow if the loop continues.
+// the changes after it follow if the loop continues, as they do after a
+// damaged record's (ErrCorrupt).
 func (t typed[T]) Changes(ctx context.Context, after uint64) iter.Seq2[ChangeOf[T], error] {
 	return func(yield func(ChangeOf[T], error) bool) {
 		for ev, err := range t.c.changes(ctx, after) {
-			if err != nil {
-				yield(ChangeOf[T]{}, err)
-				return
-			}
 			ch := ChangeOf[T]{Seq: ev.Seq, Op: ev.Op, ID: ev.ID}
+			if err != nil {
+				if ev.Seq == 0 {
+					yield(ChangeOf[T]{}, err)
+					return
+				}
+				if !yield(ch, err) { // a change whose record is damaged
+					return
+				}
+				continue
+			}
 			if ev.Op == OpPut {
 				if err := t.tc.Decode(ev.Record.payload, &ch.Value); err != nil {
 					var zero T

@@ -17,53 +17,95 @@ import (
 // next number of a counter of the collection:
 //
 //	<collection>/
-//	    "f"/        the feed: 8-byte big-endian seq → op ‖ id ‖ stored value
+//	    "f"/        the feed: 8-byte big-endian seq → changes from seq on
+//	    "b"/        before-images: id ‖ 8-byte big-endian seq → the stored
+//	                value id had before the change seq replaced or
+//	                deleted it
 //	    "m"/
 //	        "feedSeq"   the last seq given (8-byte big-endian); on a store
 //	                    that numbers at commit, the highest seq trimmed
+//	        "feedFloor" on a file, the highest seq trimmed, when a trim
+//	                    ended inside a block or the tail
+//	        "feedTail"  on a file, the newest changes, not yet a block:
+//	                    the seq of the first ‖ op ‖ id each
 //	        "f"/        the feed's settings: "keep" → how many changes to
-//	                    keep, "numbered" → 1: the backend numbers them
-//
-// The stored value is the record's, header and checksum included (empty for
-// a delete), so a change reads back checked as its record does. The
-// settings live in a bucket made afresh when they change, never written in
-// place: on a store whose buckets have an identity (kv.Identifier), a
-// writer finds them in the DB's cache by that identity without a read, as
-// it finds a schema.
+//	                    keep, "numbered" → 1: the backend numbers them,
+//	                    "id" → its identity (see writeFeedConf)
+//	        "feedKeep", "feedID"  on a file, the settings
 //
 // On a file the transaction gives the numbers itself (one writer at a
-// time), and they have no gaps. On a store whose writers run at once
-// (kv.Sequencer: PostgreSQL) the backend draws them at commit from a
-// counter of its own (a sequence), in the statement that stores the
-// changes, right before the COMMIT and without a lock, so writers of one
-// collection commit side by side. A change can then become visible after
-// one with a greater number, whose writer committed first, and a rolled
-// back or lost commit leaves its numbers unused: a reader delivers in
-// number order and stops at a gap until it is settled (kv.Settler: the
-// writers that could still fill it have ended), so it never delivers a
-// number after a greater one, nor misses one. Such a feed is "numbered"
-// in its settings, and its counter key holds the trim floor instead, which
-// tells a reader behind the trim (gaps make "the oldest kept" say
-// nothing). A feed made before, on such a store, is numbered by the first
-// writer of this build that records a change in it (numberFeed).
+// time), and they have no gaps. The changes are op ‖ id each
+// (feedEntryHead), kept in blocks under the seq of their first: the
+// newest in the feed's tail, a key of the metadata, which every commit
+// writes anyway, and once it holds feedTailMax, in blocks of up to
+// feedBlockMax in the feed's bucket (flushTail), each tagged feedBlock.
+// A change holds no record: the change that put a record reads it from
+// the records, and the change that replaces or deletes it later stores
+// the value it overwrites, under id ‖ its own seq, in "b". The value of
+// id as the put numbered s committed it is then the first before-image
+// of id after s, or, when there is none, the record: every change after a
+// put of id replaces or deletes id, and stores one. So an insert, which
+// most writes of an append-oriented store are, costs the feed 17 bytes,
+// no copy and, most of the time, no page: a change each, holding a copy
+// of its record, cost a durable Put 3 pages (12 KiB) more, and a PutMany
+// of 1,000 twice the bytes and 1.8 times the time of one without a feed.
+// A trim deletes a block whole, with the before-images its changes
+// stored (feedHadBefore); every put they served is in that block or an
+// older one. A feed from before blocks holds a change each, op ‖ id ‖
+// stored value, read as they were, and trimmed as blocks of one.
+//
+// On a store whose writers run at once (kv.Sequencer: PostgreSQL) a change
+// is stored each, op ‖ id ‖ the record's stored value (header and
+// checksum included; empty for a delete), so it reads back checked as its
+// record does. The backend draws the numbers at commit from a counter of
+// its own (a sequence), in the statement that stores the changes, right
+// before the COMMIT and without a lock, so writers of one collection
+// commit side by side. A change can then become visible after one with a
+// greater number, whose writer committed first, and a rolled back or lost
+// commit leaves its numbers unused: a reader delivers in number order and
+// stops at a gap until it is settled (kv.Settler: the writers that could
+// still fill it have ended), so it never delivers a number after a
+// greater one, nor misses one. Such a feed is "numbered" in its settings,
+// and its counter key holds the trim floor instead, which tells a reader
+// behind the trim (gaps make "the oldest kept" say nothing). A feed made
+// before, on such a store, is numbered by the first writer of this build
+// that records a change in it (numberFeed).
+//
+// On a store whose buckets have an identity (kv.Identifier), the
+// settings live in a bucket made afresh when they change, never written
+// in place: a writer finds them in the DB's cache by that identity
+// without a read, as it finds a schema. On a file they are keys of the
+// metadata (see writeFeedConf).
 //
 // A commit that records changes also trims the feed to keep, once it holds
 // more than a slack beyond it (feedTrimSlack), deleting at most a bounded
-// number of the oldest changes (feedTrimStep), so a lowered keep costs no
-// single commit more than a step.
+// number of the oldest changes (feedTrimStep, and always a whole block),
+// so a lowered keep costs no single commit more than a step.
 var (
-	bucketFeed     = []byte("f")
-	bucketFeedConf = []byte("f")
-	keyFeedSeq     = []byte("feedSeq")
-	keyFeedKeep    = []byte("keep")
-	keyFeedNumbers = []byte("numbered")
-	keyFeedID      = []byte("id")
+	bucketFeed       = []byte("f")
+	bucketFeedBefore = []byte("b")
+	bucketFeedConf   = []byte("f")
+	keyFeedSeq       = []byte("feedSeq")
+	keyFeedFloor     = []byte("feedFloor")
+	keyFeedTail      = []byte("feedTail")
+	keyFeedKeepMeta  = []byte("feedKeep")
+	keyFeedIDMeta    = []byte("feedID")
+	keyFeedKeep      = []byte("keep")
+	keyFeedNumbers   = []byte("numbered")
+	keyFeedID        = []byte("id")
 )
 
 // Operations a change records.
 const (
 	FeedPut    byte = 1
 	FeedDelete byte = 2
+)
+
+// A block's first byte, and the flag of a change in it that stored a
+// before-image (a replacement or a delete).
+const (
+	feedBlock     byte = 0x80
+	feedHadBefore byte = 0x10
 )
 
 // feedTrimStep bounds, with twice the changes a commit records, how many
@@ -77,7 +119,8 @@ const feedTrimStep = 64
 // untouched (a single Put rewrote a page of each, or a row, every time).
 func feedTrimSlack(keep int64) int64 { return min(keep/8, 4096) }
 
-// feedEntryHead is the op and the id in front of a change's stored value.
+// feedEntryHead is the op and the id of a change: in front of its stored
+// value in a change of its own, and all of it in a block.
 const feedEntryHead = 1 + 16
 
 // FeedEntry is one change read back from a feed.
@@ -86,6 +129,10 @@ type FeedEntry struct {
 	Op      byte
 	ID      uuidv7.UUID
 	Payload []byte // the record's payload (nil for a delete); owned by the caller
+	// Err is set, wrapping ErrCorrupt, when the record of a put cannot be
+	// read back checked (Payload is then nil): the change is there, its
+	// record is not. The changes after it read on.
+	Err error
 }
 
 // feedState is what a transaction knows of one collection's feed.
@@ -94,8 +141,10 @@ type feedState struct {
 	bucket kv.Bucket    // nil: the collection has no feed
 	seqr   kv.Sequencer // the backend numbers changes at commit; nil: this transaction does
 	feedConf
-	seq int64 // the last seq given, when seqr is nil (read on first use)
-	n   int   // changes this transaction recorded
+	seq   int64  // the last seq given, when seqr is nil (read on first use)
+	n     int    // changes this transaction recorded
+	block []byte // when seqr is nil: the changes, op ‖ id each, numbered from first
+	first uint64
 }
 
 // feedConf are a feed's settings.
@@ -139,7 +188,7 @@ func (t *Tx) loadFeed(c *Coll) {
 func (t *Tx) readFeedConf(c *Coll) feedConf {
 	conf := c.meta.Bucket(bucketFeedConf)
 	if conf == nil {
-		return feedConf{}
+		return feedConf{keep: c.getMeta(keyFeedKeepMeta), id: uint64(c.getMeta(keyFeedIDMeta))}
 	}
 	read := func() feedConf {
 		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1, id: uint64(getInt(conf, keyFeedID))}
@@ -158,12 +207,23 @@ func (t *Tx) readFeedConf(c *Coll) feedConf {
 	return fc
 }
 
-// writeFeedConf stores c's feed settings in a settings bucket made afresh.
+// writeFeedConf stores c's feed settings: in a settings bucket made
+// afresh, on a store whose buckets have an identity to cache them by, and
+// on a file as keys of the metadata, replacing a settings bucket a build
+// before made there. A bucket in it would keep the metadata out of its
+// parent's page, where bbolt keeps a small bucket without buckets of its
+// own, which every commit writes anyway: a page more for every Put.
 func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 	if c.meta.Bucket(bucketFeedConf) != nil {
 		if err := c.meta.DeleteBucket(bucketFeedConf); err != nil {
 			return mapStoreErr(err)
 		}
+	}
+	if _, ok := c.meta.(kv.Identifier); !ok && !fc.numbered {
+		if err := c.putMeta(keyFeedKeepMeta, fc.keep); err != nil {
+			return err
+		}
+		return c.putMeta(keyFeedIDMeta, int64(fc.id))
 	}
 	conf, err := c.meta.CreateBucket(bucketFeedConf)
 	if err != nil {
@@ -236,18 +296,16 @@ func (t *Tx) feedEntry(n int) []byte {
 
 // recordChange records a put (stored: the record's stored value) or a
 // delete (stored nil) of id in c's feed, if it has one. Every write of a
-// record goes through here, whoever makes it.
-func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error {
+// record goes through here, whoever makes it. A write that replaces or
+// removes a stored record gives what it overwrites: its stored value old,
+// as read, or, when the caller holds only that, its checked payload
+// oldPayload; an insert gives neither.
+func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored, old, oldPayload []byte) error {
 	t.loadFeed(c)
 	f := &c.feed
 	if f.bucket == nil {
 		return nil
 	}
-	buf := t.feedEntry(8 + feedEntryHead + len(stored))
-	key, v := buf[:8], buf[8:]
-	v[0] = op
-	copy(v[1:], id[:])
-	copy(v[feedEntryHead:], stored)
 	f.n++
 	if t.fed == nil {
 		t.fed = map[string]struct{}{}
@@ -260,6 +318,13 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 		t.shared.Announce(c.Name, c.key[:])
 	}
 	if f.seqr != nil {
+		if op == FeedDelete {
+			stored = nil
+		}
+		v := t.feedEntry(feedEntryHead + len(stored))
+		v[0] = op
+		copy(v[1:], id[:])
+		copy(v[feedEntryHead:], stored)
 		if !f.numbered {
 			if err := t.numberFeed(c); err != nil {
 				return err
@@ -271,13 +336,73 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored []byte) error
 		f.seq = c.getMeta(keyFeedSeq)
 	}
 	f.seq++
-	binary.BigEndian.PutUint64(key, uint64(f.seq))
-	return mapStoreErr(f.bucket.Put(key, v))
+	if f.block == nil {
+		if err := t.needFormat(formatFeedBlocks); err != nil {
+			return err
+		}
+		if c.meta.Bucket(bucketFeedConf) != nil {
+			// Made by a build before: out of the metadata.
+			if err := t.writeFeedConf(c, f.feedConf); err != nil {
+				return err
+			}
+		}
+		f.block = make([]byte, 0, feedEntryHead)
+		f.first = uint64(f.seq)
+	}
+	if old != nil || oldPayload != nil {
+		op |= feedHadBefore
+		if err := t.putBefore(c, id, f.seq, old, oldPayload); err != nil {
+			return err
+		}
+	}
+	f.block = append(append(f.block, op), id[:]...)
+	return nil
 }
 
-// flushFeed writes the counter of the changes this transaction numbered
+// putBefore stores the value id had before the change seq replaced or
+// deleted it: old as it was stored (checked when read back), or a value
+// sealed afresh around oldPayload, which the caller read checked.
+func (t *Tx) putBefore(c *Coll, id uuidv7.UUID, seq int64, old, oldPayload []byte) error {
+	before := c.root.Bucket(bucketFeedBefore)
+	if before == nil {
+		var err error
+		if before, err = c.root.CreateBucket(bucketFeedBefore); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	n := len(old)
+	if old == nil {
+		n = HeaderSize + len(oldPayload)
+	}
+	// A copy of its own: old is the store's memory, which a remap of the
+	// file during this transaction may unmap, and bbolt keeps what it is
+	// given until the commit.
+	buf := t.feedEntry(16 + 8 + n)
+	key, v := buf[:24], buf[24:]
+	copy(key, id[:])
+	binary.BigEndian.PutUint64(key[16:], uint64(seq))
+	if old != nil {
+		copy(v, old)
+	} else {
+		v[0] = valueVersion
+		copy(v[HeaderSize:], oldPayload)
+		sealValue(v, id[:])
+	}
+	return mapStoreErr(before.Put(key, v))
+}
+
+// flushFeed writes the changes this transaction numbered and the counter,
 // and trims the feed by a step; a backend that numbers them at commit is
 // told how to trim instead.
+//
+// On a file the changes join the feed's tail, the newest changes, which
+// the collection's metadata holds: a commit writes that page anyway (its
+// counters), where a page of the feed's own, and the branch above it,
+// cost a single Put a third more bytes. Once the tail holds a block's
+// worth (feedBlockMax), its blocks move into the feed. A block is kept
+// to under half a page: bbolt puts two entries at least on a page, and
+// larger blocks made every commit of many changes rewrite the block
+// beside its own, and every trim the block after the one it deleted.
 func (c *Coll) flushFeed() error {
 	f := &c.feed
 	if f.bucket == nil || f.n == 0 {
@@ -288,6 +413,9 @@ func (c *Coll) flushFeed() error {
 	if f.seqr != nil {
 		return mapStoreErr(f.seqr.TrimSequence(f.keep, slack, step))
 	}
+	if err := c.flushTail(); err != nil {
+		return err
+	}
 	if err := c.putMeta(keyFeedSeq, f.seq); err != nil {
 		return err
 	}
@@ -296,23 +424,150 @@ func (c *Coll) flushFeed() error {
 		return nil
 	}
 	// Deleted through the one cursor that walks them: a Delete of the
-	// bucket seeks afresh with a cursor of its own, and those cursors were
-	// most of a PutMany's allocations.
+	// bucket seeks afresh with a cursor of its own.
 	cur := f.bucket.Cursor()
-	k, _ := cur.First()
-	if len(k) == 8 && int64(binary.BigEndian.Uint64(k))-1 >= bound-slack {
+	k, v := cur.First()
+	if int64(c.blockFloor(k)) >= bound-slack {
 		return nil // no more than slack changes past keep
 	}
-	for range step {
-		if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > bound {
+	var before kv.Bucket
+	for deleted := 0; deleted < step; k, v = cur.Next() {
+		if k == nil {
+			// The rest is the tail: its changes up to bound are gone
+			// to readers, and leave with its blocks.
+			return c.putMeta(keyFeedFloor, bound)
+		}
+		first, n, err := feedSpan(k, v)
+		if err != nil {
+			return fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+		}
+		if int64(first+uint64(n)-1) > bound {
+			// A block that ends past the bound holds changes to keep:
+			// it stays whole, and the ones before the bound are gone to
+			// readers all the same, as a change each would be.
+			if int64(first) <= bound {
+				return c.putMeta(keyFeedFloor, bound)
+			}
 			break
+		}
+		if v[0] == feedBlock {
+			for i := range n {
+				e := v[1+i*feedEntryHead : 1+(i+1)*feedEntryHead]
+				if e[0]&feedHadBefore == 0 {
+					continue
+				}
+				if before == nil {
+					before = c.root.Bucket(bucketFeedBefore)
+				}
+				if before == nil {
+					return fmt.Errorf("%w: collection %q: change %d stored a before-image, and the collection has none", errs.ErrCorrupt, c.Name, first+uint64(i))
+				}
+				var bk [24]byte
+				copy(bk[:], e[1:])
+				binary.BigEndian.PutUint64(bk[16:], first+uint64(i))
+				if err := before.Delete(bk[:]); err != nil {
+					return mapStoreErr(err)
+				}
+			}
 		}
 		if err := cur.Delete(); err != nil {
 			return mapStoreErr(err)
 		}
-		k, _ = cur.Next()
+		deleted += n
 	}
 	return nil
+}
+
+// feedBlockMax is how many changes a block of the feed holds at most:
+// 1,701 bytes, two of them to a 4 KiB page. feedTailMax is how many the
+// tail holds at most: 544 bytes, so that the metadata stays under a
+// quarter page, the most bbolt keeps in its parent's page.
+const (
+	feedBlockMax = 100
+	feedTailMax  = 32
+)
+
+// flushTail adds the changes this transaction numbered to the feed's
+// tail, and once it holds feedTailMax, moves them all into the feed, in
+// blocks of feedBlockMax and one of the rest.
+func (c *Coll) flushTail() error {
+	f := &c.feed
+	first, tail := c.feedTail()
+	if tail == nil {
+		first = f.first
+	}
+	n := (len(tail) + len(f.block)) / feedEntryHead
+	if n < feedTailMax {
+		v := make([]byte, 8, 8+n*feedEntryHead)
+		binary.BigEndian.PutUint64(v, first)
+		v = append(append(v, tail...), f.block...)
+		return mapStoreErr(c.meta.Put(keyFeedTail, v))
+	}
+	// Keys and values of their own, which bbolt keeps to the commit: the
+	// tail's changes, then this transaction's, cut into blocks.
+	blocks := (n + feedBlockMax - 1) / feedBlockMax
+	buf := make([]byte, blocks*(8+1)+len(tail)+len(f.block))
+	all := f.block
+	if tail != nil {
+		all = append(append(make([]byte, 0, len(tail)+len(f.block)), tail...), f.block...)
+	}
+	for i := 0; i < n; i += feedBlockMax {
+		m := min(feedBlockMax, n-i)
+		entry := buf[:8+1+m*feedEntryHead]
+		buf = buf[len(entry):]
+		binary.BigEndian.PutUint64(entry, first+uint64(i))
+		entry[8] = feedBlock
+		copy(entry[9:], all[i*feedEntryHead:(i+m)*feedEntryHead])
+		if err := f.bucket.Put(entry[:8], entry[8:]); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	if tail == nil {
+		return nil
+	}
+	return mapStoreErr(c.meta.Delete(keyFeedTail))
+}
+
+// feedTail returns the seq of the first change of c's feed's tail, and
+// its changes (nil: it holds none), aliasing the store's memory.
+func (c *Coll) feedTail() (first uint64, changes []byte) {
+	v := c.meta.Get(keyFeedTail)
+	if len(v) < 8+feedEntryHead {
+		return 0, nil
+	}
+	return binary.BigEndian.Uint64(v), v[8:]
+}
+
+// blockFloor returns the highest seq trimmed from c's feed, which its
+// transactions number, whose first entry's key is first (nil: it has
+// none, and its oldest change is in the tail, if anywhere): the changes a
+// trim passed inside a block, or in the tail, are trimmed all the same.
+func (c *Coll) blockFloor(first []byte) uint64 {
+	floor := uint64(c.getMeta(keyFeedFloor))
+	if len(first) == 8 {
+		return max(floor, binary.BigEndian.Uint64(first)-1)
+	}
+	if tfirst, tail := c.feedTail(); tail != nil {
+		return max(floor, tfirst-1)
+	}
+	return floor
+}
+
+// feedSpan returns the first seq and the number of changes of one entry
+// of a feed a transaction numbers: a block, or a change from before
+// blocks.
+func feedSpan(k, v []byte) (first uint64, n int, err error) {
+	if len(k) != 8 || len(v) == 0 {
+		return 0, 0, fmt.Errorf("%w: a malformed change (%d-byte key, %d-byte value)", errs.ErrCorrupt, len(k), len(v))
+	}
+	first = binary.BigEndian.Uint64(k)
+	if v[0] != feedBlock {
+		return first, 1, nil
+	}
+	if (len(v)-1)%feedEntryHead != 0 || len(v) == 1 {
+		return 0, 0, fmt.Errorf("%w: a malformed block of changes (%d bytes)", errs.ErrCorrupt, len(v))
+	}
+	return first, (len(v) - 1) / feedEntryHead, nil
 }
 
 // EnsureFeed gives c a change feed that keeps keep changes, or sets the
@@ -499,14 +754,18 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 			}
 			return nil, false, fmt.Errorf("%w: changes after %d are gone; the feed is trimmed up to %d", errs.ErrChangesTrimmed, after, floor)
 		}
-	} else if k, _ := cur.First(); k != nil && binary.BigEndian.Uint64(k) > after+1 {
+	} else if k, _ := cur.First(); c.blockFloor(k) > after {
 		// The oldest change kept: past after+1, the changes between were
 		// trimmed (the numbers have no gaps: a rolled-back transaction's
 		// numbers are rolled back with it).
 		if err := t.failure(); err != nil {
 			return nil, false, err
 		}
-		return nil, false, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, binary.BigEndian.Uint64(k))
+		return nil, false, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, c.blockFloor(k)+1)
+	}
+	if !c.feed.numbered {
+		out, err = t.readBlocks(c, cur, after, max)
+		return out, false, err
 	}
 	prev := after
 	for k, v := cur.Seek(seqKey(&k8, after+1)); k != nil && len(out) < max; k, v = cur.Next() {
@@ -514,7 +773,7 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 		if err != nil {
 			return out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
 		}
-		if c.feed.numbered && e.Seq != prev+1 && e.Seq > settled {
+		if e.Seq != prev+1 && e.Seq > settled {
 			gap = true
 			break
 		}
@@ -522,6 +781,118 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 		prev = e.Seq
 	}
 	return out, gap, t.failure()
+}
+
+// readBlocks reads up to max changes after after of c's feed, which its
+// transactions number (cur walks it): from the block that holds after+1
+// on, then the tail, a put's record as the first before-image of its id
+// after it gives it, or, with none, as stored.
+func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after uint64, max int) ([]FeedEntry, error) {
+	r := blockReader{t: t, c: c, after: after, max: max}
+	var k8 [8]byte
+	k, v := cur.Seek(seqKey(&k8, after+1))
+	if k == nil || binary.BigEndian.Uint64(k) > after+1 {
+		// after+1 may be inside the block before.
+		if k, v = cur.Prev(); k == nil {
+			k, v = cur.First()
+		}
+	}
+	for ; k != nil && len(r.out) < max; k, v = cur.Next() {
+		first, n, err := feedSpan(k, v)
+		if err != nil {
+			return r.out, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+		}
+		switch {
+		case first+uint64(n)-1 <= after: // the block before, which ends at after
+		case v[0] != feedBlock:
+			e, err := decodeFeedEntry(k, v)
+			if err != nil {
+				return r.out, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+			}
+			r.out = append(r.out, e)
+			r.after = e.Seq
+		default:
+			if err := r.block(first, v[1:]); err != nil {
+				return r.out, err
+			}
+		}
+	}
+	if first, tail := c.feedTail(); tail != nil && len(r.out) < max {
+		if err := r.block(first, tail); err != nil {
+			return r.out, err
+		}
+	}
+	return r.out, t.failure()
+}
+
+// blockReader reads changes of a feed a block at a time.
+type blockReader struct {
+	t          *Tx
+	c          *Coll
+	after      uint64
+	max        int
+	out        []FeedEntry
+	before     kv.Cursor // of the before-images, made on the first put
+	beforeRead bool
+}
+
+// block reads the changes of one block, numbered from first, that come
+// after r.after.
+func (r *blockReader) block(first uint64, changes []byte) error {
+	n := len(changes) / feedEntryHead
+	i := 0
+	if r.after >= first {
+		i = int(min(r.after-first+1, uint64(n)))
+	}
+	for ; i < n && len(r.out) < r.max; i++ {
+		b := changes[i*feedEntryHead : (i+1)*feedEntryHead]
+		e := FeedEntry{Seq: first + uint64(i), Op: b[0] &^ feedHadBefore}
+		copy(e.ID[:], b[1:])
+		switch e.Op {
+		case FeedDelete:
+		case FeedPut:
+			if !r.beforeRead {
+				r.beforeRead = true
+				if bb := r.c.root.Bucket(bucketFeedBefore); bb != nil {
+					r.before = bb.Cursor()
+				}
+			}
+			e.Payload, e.Err = r.t.putAsCommitted(r.c, r.before, e.ID, e.Seq)
+		default:
+			return fmt.Errorf("%w: collection %q, change %d: unknown operation %d", errs.ErrCorrupt, r.c.Name, e.Seq, e.Op)
+		}
+		r.out = append(r.out, e)
+		r.after = e.Seq
+	}
+	return nil
+}
+
+// putAsCommitted returns, in a copy of its own, the payload of id as the
+// put numbered seq committed it (before walks the before-images; nil:
+// there are none).
+func (t *Tx) putAsCommitted(c *Coll, before kv.Cursor, id uuidv7.UUID, seq uint64) ([]byte, error) {
+	var stored []byte
+	found, what := false, "its record"
+	if before != nil {
+		var bk [24]byte
+		copy(bk[:], id[:])
+		binary.BigEndian.PutUint64(bk[16:], seq+1)
+		if k, v := before.Seek(bk[:]); len(k) == 24 && [16]byte(k[:16]) == id {
+			stored, found = v, true
+			what = fmt.Sprintf("the value it had before change %d", binary.BigEndian.Uint64(k[16:]))
+		}
+	}
+	if !found {
+		stored = c.records.Get(id[:])
+	}
+	if !found && stored == nil {
+		return nil, fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, seq, id)
+	}
+	payload, err := Payload(id[:], stored)
+	if err != nil {
+		return nil, fmt.Errorf("change %d put %s, and %s does not read back: %w", seq, id, what, err)
+	}
+	return append([]byte(nil), payload...), nil
 }
 
 // decodeFeedEntry checks and decodes one change.

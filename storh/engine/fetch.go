@@ -311,7 +311,7 @@ func (t *Tx) DeleteRead(c *Coll, items []Item) (int, error) {
 			again = append(again, it.ID)
 			continue
 		}
-		if err := t.deleteStored(c, it.ID, it.Payload, true, int64(HeaderSize+len(it.Payload))); err != nil {
+		if err := t.deleteStored(c, it.ID, nil, it.Payload, true, int64(HeaderSize+len(it.Payload))); err != nil {
 			return n, err
 		}
 		n++

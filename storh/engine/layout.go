@@ -62,7 +62,8 @@ var (
 // queues made before, rewriting their pending entries (upgradeQueues); a
 // store without queues stays at its format. A store at formatFeed keeps a
 // change feed (below), and a store at formatNumbered a feed numbered by
-// its backend. This build reads all nine.
+// its backend, and one at formatFeedBlocks a feed in blocks. This build reads
+// all ten.
 const (
 	formatBase    = 1
 	formatBlocked = 2
@@ -92,7 +93,14 @@ const (
 	// number from that floor again. Only such a store with a feed needs
 	// it; a file's feeds stay at formatFeed.
 	formatNumbered = formatSchemas + 3
-	formatVersion  = formatNumbered
+	// formatFeedBlocks: a file's feed stores a commit's changes as one block
+	// of ids, with no copy of the records they put, and the values that
+	// later writes replace or delete beside it (feed.go), where a storh
+	// from before reads a change each with its record. A file whose feed
+	// records a change in this build is raised to it; the changes stored
+	// before read on as they were.
+	formatFeedBlocks = formatSchemas + 4
+	formatVersion    = formatFeedBlocks
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,

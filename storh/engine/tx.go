@@ -248,7 +248,7 @@ func (t *Tx) PutPrechecked(c *Coll, id uuidv7.UUID, value []byte, insertOnly boo
 	c.wroteRow(id, value)
 	c.raiseLast(id)
 	t.noteChange(c, id, value[HeaderSize:])
-	if err := t.recordChange(c, FeedPut, id, value); err != nil {
+	if err := t.recordChange(c, FeedPut, id, value, old, nil); err != nil {
 		return err
 	}
 	if old == nil {
@@ -278,16 +278,17 @@ func (t *Tx) deleteOld(c *Coll, id uuidv7.UUID, old []byte) (bool, error) {
 	if len(old) >= HeaderSize {
 		payload = old[HeaderSize:]
 	}
-	if err := t.deleteStored(c, id, payload, len(old) >= HeaderSize, int64(len(old))); err != nil {
+	if err := t.deleteStored(c, id, old, payload, len(old) >= HeaderSize, int64(len(old))); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
-// deleteStored deletes id, stored as size bytes: with payload (if it has
+// deleteStored deletes id, stored as size bytes (old, when the caller has
+// the stored value and not only the payload): with payload (if it has
 // one, readable) its index entries, which a damaged record without one
 // leaves for Verify to report and Repair to rebuild.
-func (t *Tx) deleteStored(c *Coll, id uuidv7.UUID, payload []byte, readable bool, size int64) error {
+func (t *Tx) deleteStored(c *Coll, id uuidv7.UUID, old, payload []byte, readable bool, size int64) error {
 	c.key = id
 	if readable {
 		if err := t.updateIndexes(c, id, payload, nil); err != nil {
@@ -298,7 +299,10 @@ func (t *Tx) deleteStored(c *Coll, id uuidv7.UUID, payload []byte, readable bool
 		return mapStoreErr(err)
 	}
 	c.wroteRow(id, nil)
-	if err := t.recordChange(c, FeedDelete, id, nil); err != nil {
+	if !readable {
+		payload = nil
+	}
+	if err := t.recordChange(c, FeedDelete, id, nil, old, payload); err != nil {
 		return err
 	}
 	c.countDelta--

@@ -392,6 +392,11 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 			if err != nil {
 				return mapStoreErr(err)
 			}
+			// Recorded first, with the values as they are here: to the
+			// feed, the values a put of them committed.
+			if err := t.feedQuarantined(name, found.bad); err != nil {
+				return err
+			}
 			for _, e := range found.bad {
 				if err := pace.step(0); err != nil {
 					return err
@@ -409,9 +414,6 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 				}
 			}
 			rep.Quarantined += len(found.bad) + len(found.strays)
-			if err := t.feedQuarantined(name, found.bad); err != nil {
-				return err
-			}
 		}
 		if len(found.bad) > 0 || !found.countersOK {
 			var count, size int64
@@ -451,8 +453,9 @@ func (t *Tx) repair(colls []string, emit func(api.Problem), rep *api.VerifyRepor
 }
 
 // feedQuarantined records in collection name's feed, if it has one, a
-// delete of each record Repair moved out: to a reader of the feed the
-// record is gone, as it is to every read.
+// delete of each record Repair moves out: to a reader of the feed the
+// record is gone, as it is to every read. It runs before they are moved:
+// a put of one before reads the value moved out, and reports it damaged.
 func (t *Tx) feedQuarantined(name string, bad []entry) error {
 	c, err := openColl(t.ktx, name)
 	if err != nil || c == nil {
@@ -463,7 +466,7 @@ func (t *Tx) feedQuarantined(name string, bad []entry) error {
 		if e.bucket || err != nil {
 			continue // not a record's key: no reader saw it as one
 		}
-		if err := t.recordChange(c, FeedDelete, id, nil); err != nil {
+		if err := t.recordChange(c, FeedDelete, id, nil, c.records.Get(e.key), nil); err != nil {
 			return err
 		}
 	}
@@ -707,7 +710,8 @@ func checkColl(btx kv.Tx, name string, emit func(api.Problem), pace *pace) (coll
 		isBucket := v == nil
 		own := isBucket && (bytes.Equal(k, bucketMeta) || bytes.Equal(k, bucketRecords) || bytes.Equal(k, bucketQuarantine) ||
 			bytes.Equal(k, bucketIndexDefs) || bytes.Equal(k, bucketIndexEntries) || bytes.Equal(k, bucketIndexJournal) ||
-			bytes.Equal(k, bucketIndexClaims) || bytes.Equal(k, bucketJobs) || bytes.Equal(k, bucketFeed))
+			bytes.Equal(k, bucketIndexClaims) || bytes.Equal(k, bucketJobs) || bytes.Equal(k, bucketFeed) ||
+			bytes.Equal(k, bucketFeedBefore))
 		if own {
 			continue
 		}
