@@ -152,6 +152,7 @@ type feedConf struct {
 	keep     int64
 	numbered bool   // the backend numbers the changes (kv.Sequencer)
 	id       uint64 // drawn when the feed is made; 0 for a feed made before ids
+	inMeta   bool   // read from keys of the metadata: a file's feed of blocks
 }
 
 func seqKey(k *[8]byte, seq uint64) []byte {
@@ -188,7 +189,7 @@ func (t *Tx) loadFeed(c *Coll) {
 func (t *Tx) readFeedConf(c *Coll) feedConf {
 	conf := c.meta.Bucket(bucketFeedConf)
 	if conf == nil {
-		return feedConf{keep: c.getMeta(keyFeedKeepMeta), id: uint64(c.getMeta(keyFeedIDMeta))}
+		return feedConf{keep: c.getMeta(keyFeedKeepMeta), id: uint64(c.getMeta(keyFeedIDMeta)), inMeta: true}
 	}
 	read := func() feedConf {
 		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1, id: uint64(getInt(conf, keyFeedID))}
@@ -249,10 +250,23 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 // kv.Sequencer), which goes on from the feed's counter, and raises the
 // store's format: a storh from before would number from the counter
 // still, which now holds the trim floor.
+//
+// A feed a file wrote, copied here (storh migrate), holds its changes in
+// blocks without copies of their records, which stay exact only while
+// every replacement keeps the value it overwrites: the numbered feed
+// starts after its last change instead, and a reader behind it resyncs
+// (ErrChangesTrimmed). Its blocks below the floor go with the trim's
+// strays, its tail and before-images now.
 func (t *Tx) numberFeed(c *Coll) error {
 	t.holdAlone(c)
+	last := c.getMeta(keyFeedSeq)
 	if err := c.feed.seqr.StartSequence(c.meta, keyFeedSeq); err != nil {
 		return mapStoreErr(err)
+	}
+	if c.feed.inMeta {
+		if err := t.dropFileFeed(c, last); err != nil {
+			return err
+		}
 	}
 	fc := c.feed.feedConf
 	fc.numbered = true
@@ -261,6 +275,46 @@ func (t *Tx) numberFeed(c *Coll) error {
 	}
 	c.feed.numbered = true
 	return t.needFormat(formatNumbered)
+}
+
+// dropFileFeed puts the floor of c's numbered feed, copied from a file,
+// at the file's last change, and deletes what only a file's feed reads.
+func (t *Tx) dropFileFeed(c *Coll, last int64) error {
+	if err := c.putMeta(keyFeedSeq, last); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{keyFeedTail, keyFeedFloor, keyFeedKeepMeta, keyFeedIDMeta} {
+		if err := c.meta.Delete(k); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	if c.root.Bucket(bucketFeedBefore) != nil {
+		if err := c.root.DeleteBucket(bucketFeedBefore); err != nil {
+			return mapStoreErr(err)
+		}
+	}
+	return nil
+}
+
+// adoptNumbered makes c's feed, numbered by another backend and copied
+// to this file (storh migrate), one this transaction numbers: on after
+// its greatest change, with the floor that backend trimmed to. Its
+// changes, a change each with a copy of its record, read on.
+func (t *Tx) adoptNumbered(c *Coll) error {
+	f := &c.feed
+	floor := c.getMeta(keyFeedSeq)
+	last := floor
+	if k, _ := f.bucket.Cursor().Last(); len(k) == 8 {
+		last = max(last, int64(binary.BigEndian.Uint64(k)))
+	}
+	if err := c.putMeta(keyFeedFloor, floor); err != nil {
+		return err
+	}
+	if err := c.putMeta(keyFeedSeq, last); err != nil {
+		return err
+	}
+	f.numbered = false
+	return t.writeFeedConf(c, f.feedConf)
 }
 
 // FeedID returns the identity of c's feed, drawn when it was made: a
@@ -331,6 +385,11 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored, old, oldPayl
 			}
 		}
 		return mapStoreErr(f.seqr.Sequence(c.meta, keyFeedSeq, v))
+	}
+	if f.numbered {
+		if err := t.adoptNumbered(c); err != nil {
+			return err
+		}
 	}
 	if f.seq == 0 {
 		f.seq = c.getMeta(keyFeedSeq)
@@ -709,10 +768,14 @@ func (t *Tx) SettleFeed(ctx context.Context, c *Coll) (uint64, error) {
 	t.loadFeed(c)
 	s, ok := c.feed.bucket.(kv.Settler)
 	switch {
-	case !c.feed.numbered || !ok:
+	case !c.feed.numbered:
 		n := c.getMeta(keyFeedSeq)
 		return uint64(n), t.failure()
-	case t.ktx.Writable():
+	case !ok || t.ktx.Writable():
+		// A writable transaction, which may hold the collection
+		// itself, cannot wait for its writers, and a numbered feed on
+		// a file (copied from PostgreSQL) has none in flight:
+		// everything either sees is all it can know.
 		return math.MaxUint64, t.failure()
 	}
 	if err := t.failure(); err != nil {
