@@ -254,7 +254,11 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 					ev.Record = Record{ID: e.ID, payload: e.Payload}
 				}
 				after = e.Seq
-				if !yield(ev, opErr(op, c.name, e.ID.String(), -1, e.Err)) {
+				var err error
+				if e.Err != nil {
+					err = opErr(op, c.name, e.ID.String(), -1, e.Err)
+				}
+				if !yield(ev, err) {
 					return
 				}
 			}

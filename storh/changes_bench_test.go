@@ -1,6 +1,7 @@
 package storh_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
 // BenchmarkChangeFeed: what a change feed costs a durable write, on the
@@ -143,4 +145,84 @@ func bytesWritten() (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// BenchmarkChangesRead: what reading a feed costs, per change, on the
+// backend STORH_TEST_BACKEND names: a reader of 10,000 changes from the
+// start, made by PutMany batches of inserts (shape=inserts) and by the
+// same inserts, each record then replaced once (shape=replaced: half the
+// puts' records are the values later writes kept as they overwrote them).
+func BenchmarkChangesRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "read.db")
+	if onPostgres {
+		path = pgtest.SchemaURL(b)
+	}
+	db, err := storh.Open(path, storh.WithoutSync())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for _, shape := range []string{"inserts", "replaced"} {
+		d, err := db.Docs("read_"+shape, storh.WithChangeFeed(20_000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		items := make([]any, 1000)
+		for i := range items {
+			items[i] = writeBenchRecord(i)
+		}
+		n := 10_000
+		if shape == "replaced" {
+			n = 5_000
+		}
+		var ids []uuidv7.UUID
+		for len(ids) < n {
+			recs, err := d.PutMany(items)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range recs {
+				ids = append(ids, r.ID)
+			}
+		}
+		if shape == "replaced" {
+			for i := 0; i < len(ids); i += 1000 {
+				err := db.Update(func(tx *storh.Tx) error {
+					td, err := tx.Docs("read_" + shape)
+					if err != nil {
+						return err
+					}
+					for j, id := range ids[i:min(i+1000, len(ids))] {
+						if _, err := td.PutWithID(id, items[j]); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		last, err := d.LastSeq()
+		if err != nil || last != 10_000 {
+			b.Fatalf("LastSeq = %d, %v; want 10,000", last, err)
+		}
+		b.Run("shape="+shape, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithCancel(context.Background())
+				for ev, err := range d.Changes(ctx, 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ev.Seq == last {
+						break
+					}
+				}
+				cancel()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(last), "ns/change")
+		})
+	}
 }

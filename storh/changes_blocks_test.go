@@ -1,11 +1,8 @@
 package storh_test
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -149,14 +146,7 @@ func TestChangesBlocks(t *testing.T) {
 			t.Fatalf("change %d of the last 150: %v, want %v", i, c, w)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, err := range docs.Changes(ctx, last-150-18-1) {
-		if !errors.Is(err, storh.ErrChangesTrimmed) {
-			t.Fatalf("Changes(%d): %v, want ErrChangesTrimmed", last-150-18-1, err)
-		}
-		break
-	}
+	trimmed(t, docs, last-150-18-1)
 	db.Close()
 	_, befores, oldest, oldestBefore := feedLayout(t, path, "d")
 	if oldest > last-150+1 || last-oldest+1 > 150+18+32+66 {
@@ -244,14 +234,7 @@ func TestChangesBlocksAfterOldFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, err := range docs.Changes(ctx, 0) {
-		if !errors.Is(err, storh.ErrChangesTrimmed) {
-			t.Fatalf("Changes(0) after the trim: %v, want ErrChangesTrimmed", err)
-		}
-		break
-	}
+	trimmed(t, docs, 0)
 	sameChanges(t, readChanges(t, docs.Changes, 12, 1), []change{{13, storh.OpPut, ids[2], 27}})
 	db.Close()
 	if got := fileFormat(t, path); got != 10 {

@@ -851,7 +851,7 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 // on, then the tail, a put's record as the first before-image of its id
 // after it gives it, or, with none, as stored.
 func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after uint64, max int) ([]FeedEntry, error) {
-	r := blockReader{t: t, c: c, after: after, max: max}
+	r := blockReader{c: c, after: after, max: max}
 	var k8 [8]byte
 	k, v := cur.Seek(seqKey(&k8, after+1))
 	if k == nil || binary.BigEndian.Uint64(k) > after+1 {
@@ -890,13 +890,14 @@ func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after uint64, max int) ([]FeedEn
 
 // blockReader reads changes of a feed a block at a time.
 type blockReader struct {
-	t          *Tx
-	c          *Coll
-	after      uint64
-	max        int
-	out        []FeedEntry
-	before     kv.Cursor // of the before-images, made on the first put
-	beforeRead bool
+	c      *Coll
+	after  uint64
+	max    int
+	out    []FeedEntry
+	opened bool      // recs and before are made on the first put
+	recs   kv.Cursor // of the records
+	before kv.Cursor // of the before-images (nil: there are none)
+	key    [24]byte
 }
 
 // block reads the changes of one block, numbered from first, that come
@@ -914,13 +915,7 @@ func (r *blockReader) block(first uint64, changes []byte) error {
 		switch e.Op {
 		case FeedDelete:
 		case FeedPut:
-			if !r.beforeRead {
-				r.beforeRead = true
-				if bb := r.c.root.Bucket(bucketFeedBefore); bb != nil {
-					r.before = bb.Cursor()
-				}
-			}
-			e.Payload, e.Err = r.t.putAsCommitted(r.c, r.before, e.ID, e.Seq)
+			e.Payload, e.Err = r.putAsCommitted(&e)
 		default:
 			return fmt.Errorf("%w: collection %q, change %d: unknown operation %d", errs.ErrCorrupt, r.c.Name, e.Seq, e.Op)
 		}
@@ -930,30 +925,43 @@ func (r *blockReader) block(first uint64, changes []byte) error {
 	return nil
 }
 
-// putAsCommitted returns, in a copy of its own, the payload of id as the
-// put numbered seq committed it (before walks the before-images; nil:
-// there are none).
-func (t *Tx) putAsCommitted(c *Coll, before kv.Cursor, id uuidv7.UUID, seq uint64) ([]byte, error) {
+// putAsCommitted returns, in a copy of its own, the payload of e.ID as
+// the put e committed it.
+func (r *blockReader) putAsCommitted(e *FeedEntry) ([]byte, error) {
+	if !r.opened {
+		// One cursor each for all the changes: a Get makes a cursor of
+		// its own, whose path allocates, for every change.
+		r.opened = true
+		r.recs = r.c.records.Cursor()
+		if bb := r.c.root.Bucket(bucketFeedBefore); bb != nil {
+			r.before = bb.Cursor()
+		}
+	}
+	// The keys sought live in r, not on the stack: a slice of a local
+	// passed to a cursor escapes, an allocation per change.
+	copy(r.key[:], e.ID[:])
 	var stored []byte
-	found, what := false, "its record"
-	if before != nil {
-		var bk [24]byte
-		copy(bk[:], id[:])
-		binary.BigEndian.PutUint64(bk[16:], seq+1)
-		if k, v := before.Seek(bk[:]); len(k) == 24 && [16]byte(k[:16]) == id {
-			stored, found = v, true
-			what = fmt.Sprintf("the value it had before change %d", binary.BigEndian.Uint64(k[16:]))
+	found, seq := false, e.Seq
+	if r.before != nil {
+		binary.BigEndian.PutUint64(r.key[16:], seq+1)
+		if k, v := r.before.Seek(r.key[:]); len(k) == 24 && [16]byte(k[:16]) == e.ID {
+			stored, found, seq = v, true, binary.BigEndian.Uint64(k[16:])
 		}
 	}
 	if !found {
-		stored = c.records.Get(id[:])
+		if k, v := r.recs.Seek(r.key[:16]); len(k) == 16 && [16]byte(k) == e.ID {
+			stored = v
+		} else {
+			return nil, fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, e.Seq, e.ID)
+		}
 	}
-	if !found && stored == nil {
-		return nil, fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, seq, id)
-	}
-	payload, err := Payload(id[:], stored)
+	payload, err := Payload(r.key[:16], stored)
 	if err != nil {
-		return nil, fmt.Errorf("change %d put %s, and %s does not read back: %w", seq, id, what, err)
+		what := "its record"
+		if found {
+			what = fmt.Sprintf("the value it had before change %d", seq)
+		}
+		return nil, fmt.Errorf("change %d put %s, and %s does not read back: %w", e.Seq, e.ID, what, err)
 	}
 	return append([]byte(nil), payload...), nil
 }
