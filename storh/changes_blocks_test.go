@@ -241,3 +241,49 @@ func TestChangesBlocksAfterOldFeed(t *testing.T) {
 		t.Fatalf("after this build wrote the feed the file is at format %d, want 10", got)
 	}
 }
+
+// A handle that sets another keep inside an Update, after a write of that
+// Update, changes the feed's settings only: the changes the transaction
+// numbered already are recorded, each once, and a replacement's
+// before-image stays under its own change, so every put reads back its
+// own value.
+func TestChangesKeepSetMidUpdate(t *testing.T) {
+	for _, keep := range []int{50, 100, 200} { // lowered, the same, raised
+		db := openTemp(t)
+		docs, err := db.Docs("d", storh.WithChangeFeed(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := idAt(t, 1000), idAt(t, 2000)
+		if _, err := docs.PutWithID(x, storh.Map{"n": 1}); err != nil { // change 1
+			t.Fatal(err)
+		}
+		err = db.Update(func(tx *storh.Tx) error {
+			d, err := tx.Docs("d")
+			if err != nil {
+				return err
+			}
+			if _, err := d.PutWithID(x, storh.Map{"n": 2}); err != nil { // change 2
+				return err
+			}
+			d2, err := tx.Docs("d", storh.WithChangeFeed(keep))
+			if err != nil {
+				return err
+			}
+			if _, err := d2.PutWithID(x, storh.Map{"n": 3}); err != nil { // change 3
+				return err
+			}
+			_, err = d2.PutWithID(y, storh.Map{"n": 4}) // change 4
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last, err := docs.LastSeq(); err != nil || last != 4 {
+			t.Fatalf("keep %d: LastSeq = %d, %v; want 4", keep, last, err)
+		}
+		sameChanges(t, readChanges(t, docs.Changes, 0, 4), []change{
+			{1, storh.OpPut, x, 1}, {2, storh.OpPut, x, 2}, {3, storh.OpPut, x, 3}, {4, storh.OpPut, y, 4},
+		})
+	}
+}

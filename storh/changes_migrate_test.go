@@ -129,3 +129,89 @@ func trimmed(t *testing.T, docs *storh.Docs, after uint64) {
 		return
 	}
 }
+
+// A file's feed that PostgreSQL took over leaves none of the file's
+// blocks behind: copied back to a file, a trim that reached one would
+// find a change that stored a before-image, with the before-images gone,
+// and fail every commit. On the file again, commits of inserts trim the
+// feed past where PostgreSQL took it over, and the changes kept read.
+func TestMigrateChangeFeedAndBack(t *testing.T) {
+	fileOnly(t) // it runs on both backends itself
+	dir := t.TempDir()
+	first, back := filepath.Join(dir, "first.db"), filepath.Join(dir, "back.db")
+	url := pgtest.URL(t)
+	batch := make([]any, 40)
+	for i := range batch {
+		batch[i] = storh.Map{"n": int64(i)}
+	}
+
+	db := openAt(t, first)
+	docs, err := db.Docs("fed", storh.WithChangeFeed(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := docs.PutMany(batch) // changes 1 to 40, a block
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One commit of a replacement, which stores a before-image, and 40
+	// inserts: a block with a change that stored one.
+	err = db.Update(func(tx *storh.Tx) error {
+		d, err := tx.Docs("fed")
+		if err != nil {
+			return err
+		}
+		if _, err := d.PutWithID(recs[0].ID, storh.Map{"n": 100}); err != nil {
+			return err
+		}
+		_, err = d.PutMany(batch)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	if _, err := storh.Migrate(context.Background(), first, url); err != nil {
+		t.Fatal(err)
+	}
+	pg := openAt(t, url)
+	docs, err = pg.Docs("fed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := docs.Put(storh.Map{"n": 7}) // takes the feed over: change 82
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameChanges(t, readChanges(t, docs.Changes, 81, 1), []change{{82, storh.OpPut, r.ID, 7}})
+	trimmed(t, docs, 80)
+	pg.Close()
+
+	if _, err := storh.Migrate(context.Background(), url, back); err != nil {
+		t.Fatal(err)
+	}
+	db = openAt(t, back)
+	docs, err = db.Docs("fed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 { // past keep and its slack: trims on every commit
+		if _, err := docs.PutMany(batch); err != nil {
+			t.Fatalf("PutMany %d on the file after PostgreSQL: %v", round, err)
+		}
+	}
+	last, err := docs.LastSeq()
+	if err != nil || last != 82+400 {
+		t.Fatalf("LastSeq = %d, %v; want %d", last, err, 82+400)
+	}
+	trimmed(t, docs, 82)
+	got := readChanges(t, docs.Changes, last-40, 40)
+	for i, ev := range got {
+		if ev.seq != last-39+uint64(i) || ev.op != storh.OpPut || ev.n != int64(i) {
+			t.Fatalf("change %d read back as %+v", i, ev)
+		}
+	}
+	db.Close()
+	verifyPath(t, back)
+}

@@ -221,6 +221,11 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 		}
 	}
 	if _, ok := c.meta.(kv.Identifier); !ok && !fc.numbered {
+		// A build before blocks reads the settings from the bucket
+		// only: it would find no feed, and write without one.
+		if err := t.needFormat(formatFeedBlocks); err != nil {
+			return err
+		}
 		if err := c.putMeta(keyFeedKeepMeta, fc.keep); err != nil {
 			return err
 		}
@@ -255,8 +260,7 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 // blocks without copies of their records, which stay exact only while
 // every replacement keeps the value it overwrites: the numbered feed
 // starts after its last change instead, and a reader behind it resyncs
-// (ErrChangesTrimmed). Its blocks below the floor go with the trim's
-// strays, its tail and before-images now.
+// (ErrChangesTrimmed). Its changes, tail and before-images go now.
 func (t *Tx) numberFeed(c *Coll) error {
 	t.holdAlone(c)
 	last := c.getMeta(keyFeedSeq)
@@ -278,10 +282,20 @@ func (t *Tx) numberFeed(c *Coll) error {
 }
 
 // dropFileFeed puts the floor of c's numbered feed, copied from a file,
-// at the file's last change, and deletes what only a file's feed reads.
+// at the file's last change, and deletes the file's changes, which no
+// reader reaches below that floor, and what only a file's feed reads. A
+// block left behind would outlive its before-images: copied back to a
+// file, the trim that reached it would find the changes that stored one
+// without it.
 func (t *Tx) dropFileFeed(c *Coll, last int64) error {
 	if err := c.putMeta(keyFeedSeq, last); err != nil {
 		return err
+	}
+	cur := c.feed.bucket.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if err := cur.Delete(); err != nil {
+			return mapStoreErr(err)
+		}
 	}
 	for _, k := range [][]byte{keyFeedTail, keyFeedFloor, keyFeedKeepMeta, keyFeedIDMeta} {
 		if err := c.meta.Delete(k); err != nil {
@@ -681,7 +695,14 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 	if err := t.writeFeedConf(c, fc); err != nil {
 		return err
 	}
-	c.feed = feedState{}
+	if !on {
+		c.feed = feedState{} // read afresh, with its new bucket
+		return nil
+	}
+	// The changes this transaction recorded already, numbered and not
+	// yet flushed, stay: only the settings change.
+	fc.inMeta = c.meta.Bucket(bucketFeedConf) == nil
+	c.feed.feedConf = fc
 	return nil
 }
 
