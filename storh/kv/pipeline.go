@@ -32,6 +32,11 @@ const (
 	// LockRange locks and reads up to N keys from From on and before To
 	// that no other transaction holds: RowLocker.LockRange(From, To, N).
 	LockRange
+	// After reads, for each of Keys, the first key after it and before
+	// Ends at the same index, and its value: what a cursor's Seek past
+	// the key finds, when it is in bounds. Found and Values answer index
+	// by index with Keys (nil: none in bounds).
+	After
 )
 
 // Read is one read of a Pipeline, and its answer. A read of a bucket that
@@ -41,7 +46,8 @@ const (
 type Read struct {
 	Bucket Bucket
 	Op     ReadOp
-	Keys   [][]byte // Get, LockKeys, TryKeys: the keys to read
+	Keys   [][]byte // Get, LockKeys, TryKeys: the keys to read; After: the keys to read after
+	Ends   [][]byte // After: the bound of each of Keys
 	From   []byte   // LockRange: the first key (nil: the bucket's first)
 	To     []byte   // LockRange: the bound after the last (nil: none)
 	N      int      // LockRange: at most this many keys
@@ -51,7 +57,8 @@ type Read struct {
 	// an index entry's record, a queue's pending entry's job.
 	Follow []Follow
 
-	// Found are the keys a LockRange locked, in key order. Values are the
+	// Found are the keys a LockRange locked, in key order, or those an
+	// After found, index by index with Keys (nil: none). Values are the
 	// values read, index by index with Keys (nil for a key that is
 	// missing, a nested bucket's, or skipped as another's) or with Found
 	// (nil for a nested bucket's). Followed are, for each of Follow, the
@@ -92,6 +99,8 @@ func Pipeline(tx Tx, reads ...*Read) {
 			for i, f := range r.Follow {
 				r.Followed[i] = readKeys(f.Bucket, r.Values, f.Lock, true)
 			}
+		case r.Op == After:
+			r.Found, r.Values = seekAfter(r.Bucket, r.Keys, r.Ends)
 		default:
 			r.Values = readKeys(r.Bucket, r.Keys, r.Op != Get, r.Op == LockKeys)
 		}
@@ -104,10 +113,16 @@ func readKeys(b Bucket, keys [][]byte, lock, wait bool) [][]byte {
 	if locker, ok := b.(RowLocker); ok && lock {
 		return locker.LockKeys(keys, wait)
 	}
+	// One cursor for them all: a Get makes one of its own, which costs
+	// bbolt an allocation each.
 	values := make([][]byte, len(keys))
+	c := b.Cursor()
 	for i, k := range keys {
-		if len(k) > 0 {
-			values[i] = b.Get(k)
+		if len(k) == 0 {
+			continue
+		}
+		if found, v := c.Seek(k); bytes.Equal(found, k) {
+			values[i] = v
 		}
 	}
 	return values
@@ -124,4 +139,20 @@ func walkRange(b Bucket, from, to []byte, n int) (keys, values [][]byte) {
 		keys, values = append(keys, k), append(values, v)
 	}
 	return keys, values
+}
+
+// seekAfter is an After read with a cursor.
+func seekAfter(b Bucket, keys, ends [][]byte) (found, values [][]byte) {
+	found, values = make([][]byte, len(keys)), make([][]byte, len(keys))
+	c := b.Cursor()
+	for i, key := range keys {
+		k, v := c.Seek(key)
+		if k != nil && bytes.Equal(k, key) {
+			k, v = c.Next()
+		}
+		if k != nil && bytes.Compare(k, ends[i]) < 0 {
+			found[i], values[i] = k, v
+		}
+	}
+	return found, values
 }

@@ -20,9 +20,12 @@ var _ kv.Pipeliner = (*tx)(nil)
 func (t *tx) Pipeline(reads ...*kv.Read) {
 	for _, r := range reads {
 		r.Found, r.Values, r.Followed = nil, nil, nil
-		if r.Op == kv.LockRange {
+		switch r.Op {
+		case kv.LockRange:
 			r.Followed = make([][][]byte, len(r.Follow))
-		} else {
+		case kv.After:
+			r.Found, r.Values = make([][]byte, len(r.Keys)), make([][]byte, len(r.Keys))
+		default:
 			r.Values = make([][]byte, len(r.Keys))
 		}
 	}
@@ -70,11 +73,15 @@ func (t *tx) Pipeline(reads ...*kv.Read) {
 	})
 	if err != nil {
 		for _, r := range reads {
-			r.Found = nil
-			if r.Op == kv.LockRange {
-				r.Values = nil
+			switch r.Op {
+			case kv.LockRange:
+				r.Found, r.Values = nil, nil
 				clear(r.Followed)
-			} else {
+			case kv.After:
+				clear(r.Found)
+				clear(r.Values)
+			default:
+				r.Found = nil
 				clear(r.Values)
 			}
 		}
@@ -91,6 +98,8 @@ func (b *bucket) needsTrip(r *kv.Read) bool {
 		return false
 	case r.Op == kv.LockRange:
 		return t.writable && r.N > 0
+	case r.Op == kv.After:
+		return len(r.Keys) > 0
 	case r.Op != kv.Get && !t.writable:
 		return false
 	}
@@ -107,8 +116,12 @@ func (b *bucket) needsTrip(r *kv.Read) bool {
 // builds its batch again.
 func (b *bucket) queueRead(batch *pgx.Batch, r *kv.Read) {
 	t := b.tx
-	if r.Op == kv.LockRange {
+	switch r.Op {
+	case kv.LockRange:
 		b.queueRange(batch, r)
+		return
+	case kv.After:
+		b.queueAfter(batch, r)
 		return
 	}
 	clear(r.Values)
@@ -133,6 +146,37 @@ func (b *bucket) queueRead(batch *pgx.Batch, r *kv.Read) {
 		}
 		for i, k := range r.Keys {
 			r.Values[i] = got[string(k)]
+		}
+		return nil
+	})
+}
+
+// queueAfter queues After read r of b: for each key, an index seek past
+// it, in one statement that answers a row per key, in their order (NULLs
+// where none is in bounds: a stored key is never empty).
+func (b *bucket) queueAfter(batch *pgx.Batch, r *kv.Read) {
+	t := b.tx
+	clear(r.Found)
+	clear(r.Values)
+	stmt := "SELECT x.k, x.v FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS u(lo, hi, o)" +
+		" LEFT JOIN LATERAL (SELECT f.k, f.v FROM " + b.sql.name + " AS f WHERE f.k > u.lo AND f.k < u.hi ORDER BY f.k LIMIT 1) AS x ON true" +
+		" ORDER BY u.o"
+	batch.Queue(stmt, byteaArray(r.Keys), byteaArray(r.Ends)).Query(func(rows pgx.Rows) error {
+		i := 0
+		for ; rows.Next(); i++ {
+			k, v, err := scanRow(rows, &t.arena, true)
+			if err != nil {
+				return err
+			}
+			if i < len(r.Keys) && len(k) > 0 {
+				r.Found[i], r.Values[i] = k, v
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if i != len(r.Keys) {
+			return fmt.Errorf("postgres: after: %d rows for %d keys", i, len(r.Keys))
 		}
 		return nil
 	})

@@ -44,14 +44,24 @@ type sequence struct {
 	key     []byte
 	name    string // the PostgreSQL sequence, quoted and schema-qualified
 	vals    byteaArray
+	runs    []run
 	keep    int64
 	slack   int64
 	max     int
+	shape   *kv.RunShape // TrimRuns: the runs' shape; nil: TrimSequence
+}
+
+// run is a run queued by SequenceRun: its stored value, Tag ‖ entries.
+type run struct {
+	value  []byte
+	shape  kv.RunShape
+	sideOf []int32 // 1-based, as the statement numbers the entries
+	sides  byteaArray
 }
 
 var (
-	_ kv.Sequencer = (*bucket)(nil)
-	_ kv.Settler   = (*bucket)(nil)
+	_ kv.RunSequencer = (*bucket)(nil)
+	_ kv.Settler      = (*bucket)(nil)
 )
 
 // maxCounterKey bounds a counter's key, which names its sequence (an
@@ -128,15 +138,115 @@ func (b *bucket) Sequence(counter kv.Bucket, counterKey, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
+	s, err := b.sequenceOf("sequence", cb, counterKey)
+	if err != nil {
+		return err
+	}
+	s.vals = append(s.vals, value)
+	return nil
+}
+
+// sequenceOf returns what b numbers at commit from counterKey of cb,
+// made on the first value.
+func (b *bucket) sequenceOf(op string, cb *bucket, counterKey []byte) (*sequence, error) {
 	s := b.seq
 	if s == nil {
 		s = &sequence{counter: cb, key: b.tx.arena.copy(counterKey), name: b.tx.s.sequenceName(cb.id, counterKey)}
 		b.seq = s
 		b.tx.sequenced = append(b.tx.sequenced, b)
 	} else if s.counter != cb || string(s.key) != string(counterKey) {
-		return fmt.Errorf("postgres: sequence: %w: a bucket's values take one counter", kv.ErrIncompatibleValue)
+		return nil, fmt.Errorf("postgres: %s: %w: a bucket's values take one counter", op, kv.ErrIncompatibleValue)
 	}
-	s.vals = append(s.vals, value)
+	return s, nil
+}
+
+// SequenceRun queues r for the commit (see kv.RunSequencer).
+func (b *bucket) SequenceRun(counter kv.Bucket, counterKey []byte, r kv.Run) error {
+	if err := b.writable("sequence run"); err != nil {
+		return err
+	}
+	cb, err := b.counterOf("sequence run", counter, counterKey)
+	if err != nil {
+		return err
+	}
+	sh := r.Shape
+	side, err := b.sideOf("sequence run", sh)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(r.Entries) == 0 || len(r.Entries)%sh.Size != 0:
+		return fmt.Errorf("postgres: sequence run: %w: %d bytes of entries of %d bytes each", kv.ErrIncompatibleValue, len(r.Entries), sh.Size)
+	case 1+len(r.Entries) > MaxValueSize:
+		return fmt.Errorf("postgres: sequence run: %w: %d bytes, the limit is %d", kv.ErrValueTooLarge, 1+len(r.Entries), MaxValueSize)
+	case len(r.SideOf) != len(r.Sides):
+		return fmt.Errorf("postgres: sequence run: %w: %d side values for %d entries", kv.ErrIncompatibleValue, len(r.Sides), len(r.SideOf))
+	case len(r.Sides) > 0 && side == nil:
+		return fmt.Errorf("postgres: sequence run: %w: side values without a side bucket", kv.ErrIncompatibleValue)
+	}
+	q := run{shape: sh}
+	n := len(r.Entries) / sh.Size
+	for j, i := range r.SideOf {
+		switch {
+		case i < 0 || i >= n:
+			return fmt.Errorf("postgres: sequence run: %w: a side value of entry %d of %d", kv.ErrIncompatibleValue, i, n)
+		case r.Entries[i*sh.Size]&sh.SideFlag == 0:
+			// The trim finds an entry's side value by the flag alone.
+			return fmt.Errorf("postgres: sequence run: %w: entry %d has a side value and not the flag %#x", kv.ErrIncompatibleValue, i, sh.SideFlag)
+		case len(r.Sides[j]) > MaxValueSize:
+			return fmt.Errorf("postgres: sequence run: %w: a side value of %d bytes, the limit is %d", kv.ErrValueTooLarge, len(r.Sides[j]), MaxValueSize)
+		}
+		q.sideOf = append(q.sideOf, int32(i+1))
+		v := r.Sides[j]
+		if v == nil {
+			v = []byte{}
+		}
+		q.sides = append(q.sides, v)
+	}
+	s, err := b.sequenceOf("sequence run", cb, counterKey)
+	if err != nil {
+		return err
+	}
+	q.value = make([]byte, 1+len(r.Entries))
+	q.value[0] = sh.Tag
+	copy(q.value[1:], r.Entries)
+	s.runs = append(s.runs, q)
+	return nil
+}
+
+// sideOf checks sh, and returns its side bucket (nil: it has none).
+func (b *bucket) sideOf(op string, sh kv.RunShape) (*bucket, error) {
+	if sh.Size < 1 || sh.SideKey < 0 || 1+sh.SideKey > sh.Size {
+		return nil, fmt.Errorf("postgres: %s: %w: entries of %d bytes with side keys of %d", op, kv.ErrIncompatibleValue, sh.Size, sh.SideKey)
+	}
+	if sh.Side == nil {
+		return nil, nil
+	}
+	side, ok := sh.Side.(*bucket)
+	switch {
+	case !ok || side.tx != b.tx:
+		return nil, fmt.Errorf("postgres: %s: %w: the side bucket is not a bucket of this transaction", op, kv.ErrIncompatibleValue)
+	case side.deleted:
+		return nil, fmt.Errorf("postgres: %s: %w", op, errDeleted)
+	case sh.SideFlag == 0:
+		return nil, fmt.Errorf("postgres: %s: %w: a side bucket without a flag to find its values by", op, kv.ErrIncompatibleValue)
+	}
+	return side, nil
+}
+
+// TrimRuns sets how the commit trims the bucket of runs (see
+// kv.RunSequencer).
+func (b *bucket) TrimRuns(keep, slack int64, max int, shape kv.RunShape) error {
+	if err := b.writable("trim"); err != nil {
+		return err
+	}
+	if _, err := b.sideOf("trim", shape); err != nil {
+		return err
+	}
+	if b.seq == nil {
+		return nil
+	}
+	b.seq.keep, b.seq.slack, b.seq.max, b.seq.shape = max64(keep, 0), max64(slack, 0), max, &shape
 	return nil
 }
 
@@ -172,12 +282,28 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 	for _, bk := range t.sequenced {
 		s := bk.seq
 		bk.seq = nil
-		if bk.deleted || s.counter.deleted || len(s.vals) == 0 {
+		if bk.deleted || s.counter.deleted || len(s.vals)+len(s.runs) == 0 {
 			continue
 		}
-		b.Queue(sequenceSQL(s.name, bk.sql.name), s.vals)
-		if s.keep > 0 && s.max > 0 {
+		if len(s.vals) > 0 {
+			b.Queue(sequenceSQL(s.name, bk.sql.name), s.vals)
+		}
+		for _, r := range s.runs {
+			queueRun(b, s.name, bk, r)
+		}
+		switch {
+		case s.keep <= 0 || s.max <= 0:
+		case s.shape == nil:
 			b.Queue(trimSQL(s.name, s.counter.sql.name, bk.sql.name), s.keep, s.key, s.max, s.slack)
+		default:
+			sh := s.shape
+			side, _ := sh.Side.(*bucket)
+			if side == nil || side.deleted {
+				b.Queue(trimRunsSQL(s.name, s.counter.sql.name, bk.sql.name, ""), s.keep, s.key, s.max, s.slack, int32(sh.Tag), sh.Size)
+				continue
+			}
+			b.Queue(trimRunsSQL(s.name, s.counter.sql.name, bk.sql.name, side.sql.name), s.keep, s.key, s.max, s.slack,
+				int32(sh.Tag), sh.Size, int32(sh.SideFlag), sh.SideKey)
 		}
 	}
 	t.sequenced = nil
@@ -189,6 +315,88 @@ func (t *tx) queueSequences(b *pgx.Batch) {
 func sequenceSQL(seq, table string) string {
 	return "INSERT INTO " + table + " (k, v) SELECT int8send(nextval('" + seq + "')), u.val" +
 		" FROM unnest($1::bytea[]) WITH ORDINALITY AS u(val, ord)"
+}
+
+// runRowBytes bounds the stored value of one row of a run: a run is
+// stored in rows of as many entries as fit, so that a row stays in its
+// table's page, under PostgreSQL's threshold for moving values out of line
+// (about 2 KB), where a commit would compress the value and write it to a
+// table of its own, and the trim delete it there.
+const runRowBytes = 1800
+
+// queueRun queues the statement of run r of bucket bk, numbered from
+// sequence seq (see kv.RunSequencer). It draws the numbers one per entry,
+// in order, as sequenceSQL does, and stores the entries in rows of
+// consecutive numbers, each under its first: rows of up to runRowBytes,
+// and, where a concurrent commit drew between two numbers, a row ends
+// there too (the entries whose number less their place is the same are
+// one stretch). A side value goes under the bytes of its entry that lead
+// its key and the entry's number.
+func queueRun(b *pgx.Batch, seq string, bk *bucket, r run) {
+	size := r.shape.Size
+	n := (len(r.value) - 1) / size
+	side, _ := r.shape.Side.(*bucket)
+	if len(r.sides) == 0 || side.deleted {
+		side = nil
+	}
+	if n == 1 {
+		// One number, one row: as plain as a value's statement (a third
+		// less for a single put's commit than the statement that groups).
+		if side == nil {
+			b.Queue("INSERT INTO "+bk.sql.name+" (k, v) SELECT int8send(nextval('"+seq+"')), $1::bytea", r.value)
+			return
+		}
+		b.Queue("WITH d AS (SELECT nextval('"+seq+"') AS v),"+
+			" one AS (INSERT INTO "+bk.sql.name+" (k, v) SELECT int8send(d.v), $1::bytea FROM d)"+
+			" INSERT INTO "+side.sql.name+" (k, v) SELECT substring($1::bytea FROM 3 FOR $2::int) || int8send(d.v), $3::bytea FROM d",
+			r.value, r.shape.SideKey, r.sides[0])
+		return
+	}
+	perRow := max(1, (runRowBytes-1)/size)
+	q := "WITH d AS MATERIALIZED (SELECT nextval('" + seq + "') AS v, o FROM generate_series(1, $2::int) AS o)," +
+		" g AS (SELECT min(d.v) AS v, min(d.o) AS o, count(*)::int AS n FROM d GROUP BY d.v - d.o, (d.o - 1) / $5::int)," +
+		" ins AS (INSERT INTO " + bk.sql.name + " (k, v)" +
+		" SELECT int8send(g.v), $3::bytea || substring($1::bytea FROM 2 + (g.o - 1) * $4::int FOR g.n * $4::int) FROM g)"
+	if side == nil {
+		b.Queue(q+" SELECT 1", r.value, n, []byte{r.shape.Tag}, size, perRow)
+		return
+	}
+	b.Queue(q+" INSERT INTO "+side.sql.name+" (k, v)"+
+		" SELECT substring($1::bytea FROM 3 + (u.o - 1) * $4::int FOR $8::int) || int8send(d.v), u.val"+
+		" FROM unnest($6::int[], $7::bytea[]) AS u(o, val) JOIN d ON d.o = u.o",
+		r.value, n, []byte{r.shape.Tag}, size, perRow, r.sideOf, r.sides, r.shape.SideKey)
+}
+
+// trimRunsSQL is trimSQL of a bucket of runs (see kv.RunSequencer): $5
+// the runs' tag, $6 the size of an entry; with a side table, $7 the flag
+// of an entry with a side value, $8 the bytes of an entry that lead its
+// key. A run is deleted whole once its last number is at or below the
+// bound, the rows found are at most $3, and so are the entries deleted
+// (the first row's always: a run may hold more).
+func trimRunsSQL(seq, counter, table, side string) string {
+	bound := "(SELECT currval('" + seq + "') - $1::bigint)"
+	entries := func(v string) string {
+		return "CASE WHEN get_byte(" + v + ", 0) = $5::int THEN (length(" + v + ") - 1) / $6::int ELSE 1 END"
+	}
+	q := "WITH fl AS (SELECT c.v FROM " + counter + " AS c WHERE c.k = $2" +
+		" AND " + beIntAt("c.v", "1") + " < " + bound + " - $4::bigint FOR UPDATE SKIP LOCKED)," +
+		" found AS (SELECT f.k, " + entries("f.v") + " AS n FROM " + table + " AS f" +
+		" WHERE f.k > (SELECT CASE WHEN " + beIntAt("fl.v", "1") + " / " + strconv.Itoa(strayEvery) +
+		" <> " + bound + " / " + strconv.Itoa(strayEvery) + " THEN ''::bytea ELSE fl.v END FROM fl)" +
+		" AND f.k <= int8send(" + bound + ")" +
+		" ORDER BY f.k LIMIT $3::int)," +
+		" cand AS (SELECT x.k, " + beIntAt("x.k", "1") + " + x.n - 1 AS last, sum(x.n) OVER (ORDER BY x.k) - x.n AS ahead FROM found AS x)," +
+		" del AS (DELETE FROM " + table + " WHERE k IN (SELECT k FROM cand WHERE last <= " + bound + " AND ahead < $3::int)" +
+		" RETURNING k, v, " + beIntAt("k", "1") + " + " + entries("v") + " - 1 AS last),"
+	if side != "" {
+		q += " sd AS (DELETE FROM " + side + " WHERE k IN (SELECT substring(d.v FROM 3 + i * $6::int FOR $8::int) || int8send(" + beIntAt("d.k", "1") + " + i)" +
+			" FROM del AS d, generate_series(0, (length(d.v) - 1) / $6::int - 1) AS i" +
+			" WHERE get_byte(d.v, 0) = $5::int AND (get_byte(d.v, 1 + i * $6::int) & $7::int) <> 0)),"
+	}
+	return q + " up AS (UPDATE " + counter + " AS c SET v = int8send(greatest(" + beIntAt("c.v", "1") + "," +
+		" (SELECT max(d.last) FROM del AS d)))" +
+		" WHERE EXISTS (SELECT FROM del) AND c.k = $2)" +
+		" SELECT 1"
 }
 
 // strayEvery: a trim whose range crosses a multiple of it looks for

@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"LargeValues", testLargeValues},
 		{"Insert", testInsert},
 		{"Sequence", testSequence},
+		{"SequenceRun", testSequenceRun},
 		{"Identity", testIdentity},
 		{"Range", testRange},
 		{"Lasting", testLasting},
@@ -891,7 +892,7 @@ func testPipeline(t *testing.T, s kv.Store) {
 		var where []string
 		for i := range reads {
 			name := rapid.SampledFrom(names).Draw(rt, "bucket")
-			r := &kv.Read{Bucket: buckets[name], Op: rapid.SampledFrom([]kv.ReadOp{kv.Get, kv.LockKeys, kv.TryKeys, kv.LockRange}).Draw(rt, "op")}
+			r := &kv.Read{Bucket: buckets[name], Op: rapid.SampledFrom([]kv.ReadOp{kv.Get, kv.LockKeys, kv.TryKeys, kv.LockRange, kv.After}).Draw(rt, "op")}
 			if r.Op == kv.LockRange {
 				if from := bound.Draw(rt, "from"); from != "" {
 					r.From = []byte(from)
@@ -906,10 +907,16 @@ func testPipeline(t *testing.T, s kv.Store) {
 			} else {
 				for _, k := range rapid.SliceOfN(keyGen, 0, 4).Draw(rt, "keys") {
 					r.Keys = append(r.Keys, []byte(k))
+					if r.Op == kv.After {
+						r.Ends = append(r.Ends, []byte(bound.Draw(rt, "end")+"~"))
+					}
 				}
 			}
 			reads[i] = r
 			what := fmt.Sprintf("keys %q", r.Keys)
+			if r.Op == kv.After {
+				what += fmt.Sprintf(", ends %q", r.Ends)
+			}
 			if r.Op == kv.LockRange {
 				what = fmt.Sprintf("from %q to %q, n %d, %d follows", r.From, r.To, r.N, len(r.Follow))
 			}
@@ -927,6 +934,24 @@ func testPipeline(t *testing.T, s kv.Store) {
 			m := model[names[0]]
 			if r.Bucket == buckets[names[1]] {
 				m = model[names[1]]
+			}
+			if r.Op == kv.After {
+				if len(r.Values) != len(r.Keys) || len(r.Found) != len(r.Keys) {
+					rt.Fatalf("%s: %d values and %d keys found, want %d", where[i], len(r.Values), len(r.Found), len(r.Keys))
+				}
+				for j, k := range r.Keys {
+					want := pair{}
+					for _, mk := range slices.Sorted(maps.Keys(m)) {
+						if mk > string(k) && mk < string(r.Ends[j]) {
+							want = pair{[]byte(mk), m[mk]}
+							break
+						}
+					}
+					if want.k == nil && r.Found[j] != nil || want.k != nil && !samePair(r.Found[j], r.Values[j], want) {
+						rt.Errorf("%s: after %s finds %s, want %s", where[i], fmtKey(k), gotPair(r.Found[j], r.Values[j]), want)
+					}
+				}
+				continue
 			}
 			if r.Op != kv.LockRange {
 				if len(r.Values) != len(r.Keys) || r.Found != nil {
@@ -1088,6 +1113,149 @@ func testSequence(t *testing.T, s kv.Store) {
 	check("within the slack", "f", 4, 7, seq(5, "e"), seq(6, "f"), seq(7, "g"))
 	must(t, "past the slack", sequence("past the slack", "f", 1, 2, 10, "h"))
 	check("past the slack", "f", 7, 8, seq(8, "h"))
+}
+
+// testSequenceRun: runs of entries numbered at commit
+// (kv.RunSequencer), each stored under its first number, its entries'
+// side values beside it, and the trim of whole runs with their side
+// values; others are skipped. Entries are 3 bytes, a flag and a 2-byte
+// name that leads a side value's key.
+func testSequenceRun(t *testing.T, s kv.Store) {
+	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	const tag, flag = 0x80, 0x10
+	entry := func(flagged bool, name string) string {
+		f := byte(1)
+		if flagged {
+			f |= flag
+		}
+		return string(f) + name
+	}
+	runAt := func(first uint64, entries ...string) pair {
+		return pair{be(first), append([]byte{tag}, strings.Join(entries, "")...)}
+	}
+	sideAt := func(name string, n uint64, v string) pair { return pair{append([]byte(name), be(n)...), []byte(v)} }
+	update(t, s, func(tx kv.Tx) {
+		top, err := tx.CreateBucket([]byte("s"))
+		mustBucket(t, `CreateBucket("s")`, top, err)
+		for _, name := range []string{"r", "b"} {
+			b, err := top.CreateBucket([]byte(name))
+			mustBucket(t, "CreateBucket("+name+")", b, err)
+		}
+		must(t, "Put counter", top.Put([]byte("n"), be(0)))
+	})
+	runs := func(tx kv.Tx) (top kv.Bucket, rs kv.RunSequencer, shape kv.RunShape) {
+		top = tx.Bucket([]byte("s"))
+		rs, ok := top.Bucket([]byte("r")).(kv.RunSequencer)
+		if !ok {
+			t.Skip("the store's buckets are not kv.RunSequencers")
+		}
+		return top, rs, kv.RunShape{Tag: tag, Size: 3, Side: top.Bucket([]byte("b")), SideFlag: flag, SideKey: 2}
+	}
+	update(t, s, func(tx kv.Tx) {
+		top, rs, _ := runs(tx)
+		must(t, "StartSequence", rs.StartSequence(top, []byte("n")))
+	})
+	// commit queues a run of entries (with side values sides, by entry),
+	// then values one each, and trims with keep, slack and max (keep 0:
+	// no trim).
+	commit := func(where string, keep, slack int64, max int, entries []string, sides map[int]string, values ...string) error {
+		t.Helper()
+		tx := begin(t, s, true)
+		defer func() { _ = tx.Rollback() }()
+		top, rs, shape := runs(tx)
+		if len(entries) > 0 {
+			r := kv.Run{Shape: shape, Entries: []byte(strings.Join(entries, ""))}
+			for i := range entries {
+				if v, ok := sides[i]; ok {
+					r.SideOf, r.Sides = append(r.SideOf, i), append(r.Sides, []byte(v))
+				}
+			}
+			must(t, where+": SequenceRun", rs.SequenceRun(top, []byte("n"), r))
+		}
+		for _, v := range values {
+			must(t, where+": Sequence", rs.Sequence(top, []byte("n"), []byte(v)))
+		}
+		if keep > 0 {
+			must(t, where+": TrimRuns", rs.TrimRuns(keep, slack, max, shape))
+		}
+		return tx.Commit()
+	}
+	check := func(where string, floor, settled uint64, feed []pair, sides ...pair) {
+		t.Helper()
+		view(t, s, func(tx kv.Tx) {
+			top := tx.Bucket([]byte("s"))
+			checkGet(t, where+": floor", top, []byte("n"), be(floor))
+			checkWalk(t, where+": runs", top.Bucket([]byte("r")).Cursor(), feed, false)
+			checkWalk(t, where+": side values", top.Bucket([]byte("b")).Cursor(), sides, false)
+			n, err := top.Bucket([]byte("r")).(kv.Settler).SettleSequence(context.Background(), top, []byte("n"))
+			if err != nil || n != settled {
+				t.Errorf("%s: SettleSequence = %d, %v; want %d", where, n, err, settled)
+			}
+		})
+	}
+	a := []string{entry(false, "a0"), entry(true, "a1"), entry(false, "a2")}
+	must(t, "a run", commit("a run", 0, 0, 0, a, map[int]string{1: "A1"}))
+	feed := []pair{runAt(1, a...)}
+	check("a run", 0, 3, feed, sideAt("a1", 2, "A1"))
+	// A run and a value numbered one of its own, in one commit: the
+	// values are numbered first.
+	b := []string{entry(true, "b0"), entry(true, "a1")}
+	must(t, "a run and a value", commit("a run and a value", 0, 0, 0, b, map[int]string{0: "B0", 1: "B1"}, "c"))
+	feed = append(feed, pair{be(4), []byte("c")}, runAt(5, b...))
+	sides := []pair{sideAt("a1", 2, "A1"), sideAt("a1", 6, "B1"), sideAt("b0", 5, "B0")}
+	check("a run and a value", 0, 6, feed, sides...)
+	// A rollback draws no number anyone sees, and stores nothing.
+	tx := begin(t, s, true)
+	top, rs, shape := runs(tx)
+	must(t, "SequenceRun", rs.SequenceRun(top, []byte("n"), kv.Run{Shape: shape, Entries: []byte(entry(true, "zz")), SideOf: []int{0}, Sides: [][]byte{[]byte("Z")}}))
+	must(t, "Rollback", tx.Rollback())
+	check("after a rollback", 0, 6, feed, sides...)
+	// Keep 3 of up to 9: the bound is 6, and the run 1-3, the value 4 and
+	// the run 5-6 go, with their side values; the floor rises to 6.
+	d := []string{entry(false, "d0"), entry(false, "d1"), entry(true, "d2")}
+	must(t, "a trim", commit("a trim", 3, 0, 100, d, map[int]string{2: "D2"}))
+	feed = []pair{runAt(7, d...)}
+	check("a trim", 6, 9, feed, sideAt("d2", 9, "D2"))
+	// Keep 4 of up to 12: the bound, 8, falls inside the run 7-9, which
+	// stays whole.
+	e := []string{entry(false, "e0"), entry(false, "e1"), entry(false, "e2")}
+	must(t, "a run across the bound", commit("a run across the bound", 4, 0, 100, e, nil))
+	feed = append(feed, runAt(10, e...))
+	check("a run across the bound", 6, 12, feed, sideAt("d2", 9, "D2"))
+	// Keep 1, at most 1 entry: the first run found goes (more entries
+	// than max: one run at least), and the next waits.
+	must(t, "a bounded trim", commit("a bounded trim", 1, 0, 1, []string{entry(true, "f0")}, map[int]string{0: "F0"}))
+	feed = append(feed[1:], runAt(13, entry(true, "f0")))
+	check("a bounded trim", 9, 13, feed, sideAt("f0", 13, "F0"))
+	// Slack 4: keep 1 of up to 14 bounds it at 13, 4 past the floor, 9:
+	// no more than the slack, and nothing goes. With slack 3 the next
+	// commit's bound, 14, is 5 past it: every run up to 14 goes.
+	must(t, "within the slack", commit("within the slack", 1, 4, 100, []string{entry(false, "g0")}, nil))
+	feed = append(feed, runAt(14, entry(false, "g0")))
+	check("within the slack", 9, 14, feed, sideAt("f0", 13, "F0"))
+	must(t, "past the slack", commit("past the slack", 1, 3, 100, []string{entry(false, "h0")}, nil))
+	check("past the slack", 14, 15, []pair{runAt(15, entry(false, "h0"))})
+
+	// Refused, and nothing queued: entries not of the shape's size, a
+	// side value of an entry without the flag, or of no entry.
+	tx = begin(t, s, true)
+	defer func() { _ = tx.Rollback() }()
+	top, rs, shape = runs(tx)
+	for _, bad := range []struct {
+		what string
+		run  kv.Run
+	}{
+		{"no entries", kv.Run{Shape: shape}},
+		{"a partial entry", kv.Run{Shape: shape, Entries: []byte("\x01a")}},
+		{"a side value without the flag", kv.Run{Shape: shape, Entries: []byte(entry(false, "x0")), SideOf: []int{0}, Sides: [][]byte{[]byte("X")}}},
+		{"a side value of no entry", kv.Run{Shape: shape, Entries: []byte(entry(true, "x0")), SideOf: []int{1}, Sides: [][]byte{[]byte("X")}}},
+	} {
+		if err := rs.SequenceRun(top, []byte("n"), bad.run); !errors.Is(err, kv.ErrIncompatibleValue) {
+			t.Errorf("SequenceRun of %s: %v, want an error wrapping kv.ErrIncompatibleValue", bad.what, err)
+		}
+	}
+	must(t, "Commit", tx.Commit())
+	check("after refusals", 14, 15, []pair{runAt(15, entry(false, "h0"))})
 }
 
 func testInsert(t *testing.T, s kv.Store) {
