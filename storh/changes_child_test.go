@@ -16,6 +16,7 @@ import (
 
 	"github.com/storhdb/storh-go/storh"
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
+	"github.com/storhdb/storh-go/storh/query"
 	"github.com/storhdb/storh-go/storh/uuidv7"
 )
 
@@ -24,7 +25,9 @@ import (
 // "ack <id>" when each returns; "<path or URL>|read <n>" follows Changes
 // from 0 and prints "c <seq> <op> <id>" for each of the first n changes.
 // A third word, "<path or URL>|write <n> <keep>", opens the feed with that
-// keep instead of 1<<20.
+// keep instead of 1<<20. "<path or URL>|replace <n>" puts n values over
+// the records the collection holds when it starts, in turn, each
+// {"n": 9_000_000 + i}, and prints "ack <id> <n>" when each returns.
 const feedChildEnv = "STORH_FEED_CHILD"
 
 // TestChangesChild is the child of the tests below.
@@ -65,6 +68,23 @@ func TestChangesChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			fmt.Fprintln(out, "ack", r.ID)
+			out.Flush()
+		}
+	case "replace":
+		recs, err := docs.Find(query.All())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uuidv7.UUID
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		for i := range n {
+			v := int64(9_000_000 + i)
+			if _, err := docs.PutWithID(ids[i%len(ids)], storh.Map{"n": v}); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(out, "ack", ids[i%len(ids)], v)
 			out.Flush()
 		}
 	case "read":
@@ -264,6 +284,140 @@ func TestPostgresChangesManyWriters(t *testing.T) {
 	check("a reader here", got, seqs)
 	if last, err := d1.LastSeq(); err != nil || last != uint64(total) {
 		t.Fatalf("LastSeq: %d, %v; want %d", last, err, total)
+	}
+}
+
+// Writers in two stores and in a second process replace and delete the
+// same records at once: on PostgreSQL a put's change holds no copy of its
+// record, and a reader takes it from the record, or from the value the
+// next write of the id overwrote (a before-image, keyed by that write's
+// Seq, drawn at its commit). Every acknowledged write is then read back
+// exactly once, each put with the value that put wrote, in Seq order.
+func TestPostgresChangesReplaceManyWriters(t *testing.T) {
+	if os.Getenv(feedChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	skipUnderInvariants(t)
+	skipOnPostgresPass(t)
+	url := pgtest.URL(t)
+	db1, db2 := openPostgres(t, url), openPostgres(t, url)
+	var stores []*storh.Docs
+	for _, db := range []*storh.DB{db1, db2} {
+		d, err := db.Docs("feed", storh.WithChangeFeed(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, d)
+	}
+	const records, perWriter = 12, 120
+	type write struct {
+		op storh.ChangeOp
+		id uuidv7.UUID
+		n  int64 // -1: a delete
+	}
+	var mu sync.Mutex
+	var acked []write
+	ack := func(w write) {
+		mu.Lock()
+		acked = append(acked, w)
+		mu.Unlock()
+	}
+	items := make([]any, records)
+	for i := range items {
+		items[i] = storh.Map{"n": int64(i)}
+	}
+	recs, err := stores[0].PutMany(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		ack(write{storh.OpPut, r.ID, int64(i)})
+	}
+	_, childLines := feedChild(t, url+"|replace "+strconv.Itoa(perWriter))
+	var wg sync.WaitGroup
+	for w, d := range stores {
+		db := []*storh.DB{db1, db2}[w]
+		wg.Go(func() {
+			for i := range perWriter {
+				id := recs[(i*5+w*3)%records].ID
+				v := int64((w+1)*1_000_000 + i)
+				if i%7 == 3 {
+					// A delete and a put again, in one transaction: every
+					// record is there between transactions, so each delete
+					// deletes one.
+					err := db.Update(func(tx *storh.Tx) error {
+						td, err := tx.Docs("feed")
+						if err != nil {
+							return err
+						}
+						if err := td.Delete(id); err != nil {
+							return err
+						}
+						_, err = td.PutWithID(id, storh.Map{"n": v})
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ack(write{storh.OpDelete, id, -1})
+					ack(write{storh.OpPut, id, v})
+					continue
+				}
+				if _, err := d.PutWithID(id, storh.Map{"n": v}); err != nil {
+					t.Error(err)
+					return
+				}
+				ack(write{storh.OpPut, id, v})
+			}
+		})
+	}
+	deadline := time.After(2 * time.Minute)
+	for childAcked := 0; childAcked < perWriter; {
+		select {
+		case line, ok := <-childLines:
+			if !ok {
+				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
+			}
+			f := strings.Fields(line)
+			if len(f) == 3 && f[0] == "ack" {
+				v, _ := strconv.ParseInt(f[2], 10, 64)
+				ack(write{storh.OpPut, uuidv7.MustParse(f[1]), v})
+				childAcked++
+			}
+		case <-deadline:
+			t.Fatal("the writing child did not finish")
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	want := map[write]int{}
+	for _, w := range acked {
+		want[w]++
+	}
+	last, err := stores[1].LastSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readChanges(t, stores[1].Changes, 0, len(acked))
+	seen := map[write]int{}
+	var prev uint64
+	for _, c := range got {
+		if c.seq <= prev {
+			t.Fatalf("Seq %d after %d", c.seq, prev)
+		}
+		prev = c.seq
+		seen[write{c.op, c.id, c.n}]++
+	}
+	for w, n := range want {
+		if seen[w] != n {
+			t.Errorf("%s %s n=%d read %d times, want %d", w.op, w.id, w.n, seen[w], n)
+		}
+	}
+	if len(got) != len(acked) || prev != last {
+		t.Fatalf("%d changes up to Seq %d, LastSeq %d; want %d", len(got), prev, last, len(acked))
 	}
 }
 

@@ -20,14 +20,22 @@ import (
 // for, after it drew its change's number (see gateCommits).
 const gateLock = 4242
 
-// gateMark marks the records whose commits gateCommits holds.
-const gateMark = "gate-me-please"
+// gateMark ends the ids of the records whose commits gateCommits holds:
+// a change holds its record's id, not its record.
+var gateMark = []byte{0x6a, 0x7e, 0x6a, 0x7e, 0x6a, 0x7e}
+
+// gatedID returns a new id that gateCommits holds the commit of.
+func gatedID() uuidv7.UUID {
+	id := uuidv7.New()
+	copy(id[16-len(gateMark):], gateMark)
+	return id
+}
 
 // gateCommits installs, on the feed table of collection coll, a trigger
-// that makes a commit storing a change of a record that holds the text
-// gateMark wait for the session advisory lock gateLock, which admin takes
-// now: that writer has drawn its number and stays in its commit until
-// admin releases the lock or the writer's backend is ended.
+// that makes a commit storing a change of a record of a gatedID wait for
+// the session advisory lock gateLock, which admin takes now: that writer
+// has drawn its number and stays in its commit until admin releases the
+// lock or the writer's backend is ended.
 func gateCommits(t *testing.T, admin *pgx.Conn, coll string) {
 	t.Helper()
 	ctx := context.Background()
@@ -38,7 +46,7 @@ func gateCommits(t *testing.T, admin *pgx.Conn, coll string) {
 	}
 	for _, q := range []string{
 		fmt.Sprintf(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-			IF position(convert_to('%s', 'UTF8') IN NEW.v) > 0 THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
+			IF position('\x%x'::bytea IN NEW.v) > 0 THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF;
 			RETURN NEW; END $$`, gateMark, gateLock),
 		fmt.Sprintf("CREATE TRIGGER gate BEFORE INSERT ON storh_b%d FOR EACH ROW EXECUTE FUNCTION gate()", table),
 		fmt.Sprintf("SELECT pg_advisory_lock(%d)", gateLock),
@@ -145,11 +153,11 @@ func TestPostgresChangesGap(t *testing.T) {
 			if ev := <-events; ev.Seq != 1 || ev.ID != first.ID {
 				t.Fatalf("the reader's first change is seq %d %v, want 1 %v", ev.Seq, ev.ID, first.ID)
 			}
-			heldID := uuidv7.New()
+			heldID := gatedID()
 			gateCommits(t, admin, "gap")
 			heldDone := make(chan error, 1)
 			go func() {
-				_, err := held.PutWithID(heldID, storh.Map{"who": gateMark})
+				_, err := held.PutWithID(heldID, storh.Map{"who": "held"})
 				heldDone <- err
 			}()
 			heldPid := waitForLockWait(t, admin, true, nil)
@@ -218,7 +226,7 @@ func TestPostgresChangesGap(t *testing.T) {
 			// answer the last change there is, 4, where a stream that
 			// stops at them ends, not 5, which never comes.
 			go func() {
-				_, err := held.Put(storh.Map{"who": gateMark})
+				_, err := held.PutWithID(gatedID(), storh.Map{"who": "held"})
 				heldDone <- err
 			}()
 			heldPid = waitForLockWait(t, admin, true, events)
@@ -254,7 +262,7 @@ func TestPostgresFeedStrayBelowFloor(t *testing.T) {
 	gateCommits(t, admin, "stray")
 	heldDone := make(chan error, 1)
 	go func() {
-		_, err := held.Put(storh.Map{"who": gateMark})
+		_, err := held.PutWithID(gatedID(), storh.Map{"who": "held"})
 		heldDone <- err
 	}()
 	waitForLockWait(t, admin, true, nil)
@@ -317,39 +325,32 @@ func TestPostgresFeedStrayBelowFloor(t *testing.T) {
 	if _, err := other.PutMany(items); err != nil {
 		t.Fatal(err)
 	}
-	if got := seqs(); len(got) != 1 || got[0] != 1104 {
-		t.Fatalf("after a trim past seq 1024 the feed holds seqs %v (%d); want only 1104", got[:min(len(got), 5)], len(got))
+	// The PutMany's changes, 5 to 1104, are rows of a run: the last,
+	// which holds the one change kept, stays whole.
+	if got := seqs(); len(got) != 1 || got[0] <= 1024 {
+		t.Fatalf("after a trim past seq 1024 the feed holds rows from %v (%d); want only the last row of the PutMany's run", got[:min(len(got), 5)], len(got))
 	}
 }
 
-// TestPostgresFeedNumberingUpgrade turns a feed numbered by this build
-// back into the layout of the build before (the counter row holds the
-// last seq given, no sequence, no "numbered" setting, format 8), as that
-// build left it, and opens it again: the first write numbers the feed
-// from its last seq, a reader from 0 gets every change once, in order,
-// and the store's format rises to 9.
+// TestPostgresFeedNumberingUpgrade turns a feed written by this build
+// back into the layout of a build before, as that build left it, and
+// opens it again: a change each, op ‖ id ‖ the record as committed (no
+// before-images, no "runs" setting), either numbered by the backend
+// (format 9 or 10) or, from before that, by the counter row, which holds
+// the last seq given (no sequence, no "numbered" setting, format 8). The
+// first write goes on in runs from the last seq, the format rises to 11,
+// and a reader from 0 gets every change once, in order, each put with its
+// record as that put committed it, the old ones from their copies.
 func TestPostgresFeedNumberingUpgrade(t *testing.T) {
 	skipOnPostgresPass(t)
+	for _, from := range []string{"numbered", "before numbering"} {
+		t.Run("from "+from, func(t *testing.T) { testFeedUpgrade(t, from == "numbered") })
+	}
+}
+
+func testFeedUpgrade(t *testing.T, numbered bool) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	db, err := storh.Open(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := db.Docs("old", storh.WithChangeFeed(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []uuidv7.UUID
-	for i := range 5 {
-		r, err := docs.Put(storh.Map{"i": i})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
-	db.Close()
-
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -373,18 +374,66 @@ func TestPostgresFeedNumberingUpgrade(t *testing.T) {
 		}
 		return binary.BigEndian.Uint64(v)
 	}
-	if f := format(); f != 9 {
-		t.Fatalf("a store with a numbered feed is at format %d, want 9", f)
+
+	db, err := storh.Open(url)
+	if err != nil {
+		t.Fatal(err)
 	}
-	meta, conf := table("old", "m"), table("old", "m", "f")
-	for _, q := range []string{
-		fmt.Sprintf(`DROP SEQUENCE storh_b%d_q%s`, meta, hex.EncodeToString([]byte("feedSeq"))),
-		fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'feedSeq'`, meta, be(5)),
-		fmt.Sprintf(`DELETE FROM storh_b%d WHERE k = 'numbered'`, conf),
-		fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'format'`, table("\x00storh"), be(8)),
-	} {
-		if tag, err := admin.Exec(ctx, q); err != nil || tag.RowsAffected() != 1 && !tag.Select() && tag.String() != "DROP SEQUENCE" {
-			t.Fatalf("%s: %v %v", q, tag, err)
+	docs, err := db.Docs("old", storh.WithChangeFeed(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The changes, and the rows the build before stored for them.
+	var want []change
+	var old [][]byte
+	put := func(d *storh.Docs, id uuidv7.UUID, n int64) uuidv7.UUID {
+		t.Helper()
+		r, err := d.PutWithID(id, storh.Map{"n": n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, change{uint64(len(want) + 1), storh.OpPut, r.ID, n})
+		var stored []byte
+		if err := admin.QueryRow(ctx, fmt.Sprintf("SELECT v FROM storh_b%d WHERE k = $1", table("old", "r")), r.ID[:]).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, append(append([]byte{1}, r.ID[:]...), stored...))
+		return r.ID
+	}
+	a, b, c := put(docs, uuidv7.New(), 0), put(docs, uuidv7.New(), 1), put(docs, uuidv7.New(), 2)
+	put(docs, a, 3)
+	if err := docs.Delete(b); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, change{5, storh.OpDelete, b, -1})
+	old = append(old, append([]byte{2}, b[:]...))
+	db.Close()
+	if f := format(); f != 11 {
+		t.Fatalf("a store with a feed in runs is at format %d, want 11", f)
+	}
+
+	meta, conf, feed, before := table("old", "m"), table("old", "m", "f"), table("old", "f"), table("old", "b")
+	queries := []string{
+		fmt.Sprintf("DELETE FROM storh_b%d", feed),
+		fmt.Sprintf("DELETE FROM storh_b%d", before),
+		fmt.Sprintf("DELETE FROM storh_b%d WHERE k = 'runs'", conf),
+	}
+	for i, v := range old {
+		queries = append(queries, fmt.Sprintf(`INSERT INTO storh_b%d (k, v) VALUES ('\x%x', '\x%x')`, feed, be(uint64(i+1)), v))
+	}
+	if numbered {
+		queries = append(queries, fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'format'`, table("\x00storh"), be(10)))
+	} else {
+		queries = append(queries,
+			fmt.Sprintf(`DROP SEQUENCE storh_b%d_q%s`, meta, hex.EncodeToString([]byte("feedSeq"))),
+			fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'feedSeq'`, meta, be(5)),
+			fmt.Sprintf(`DELETE FROM storh_b%d WHERE k = 'numbered'`, conf),
+			fmt.Sprintf(`UPDATE storh_b%d SET v = '\x%x' WHERE k = 'format'`, table("\x00storh"), be(8)),
+		)
+	}
+	for _, q := range queries {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
 
@@ -400,29 +449,16 @@ func TestPostgresFeedNumberingUpgrade(t *testing.T) {
 	if last, err := docs.LastSeq(); err != nil || last != 5 {
 		t.Fatalf("LastSeq of the old feed = %d, %v; want 5", last, err)
 	}
-	r, err := docs.Put(storh.Map{"i": 5})
-	if err != nil {
-		t.Fatalf("the first write after the upgrade: %v", err)
+	sameChanges(t, readChanges(t, docs.Changes, 0, 5), want)
+	put(docs, uuidv7.New(), 5)
+	put(docs, c, 6) // its old change keeps its copy
+	put(docs, a, 7)
+	if f := format(); f != 11 {
+		t.Errorf("after the first write the format is %d, want 11", f)
 	}
-	ids = append(ids, r.ID)
-	if f := format(); f != 9 {
-		t.Errorf("after the first write the format is %d, want 9", f)
+	if last, err := docs.LastSeq(); err != nil || last != 8 {
+		t.Errorf("LastSeq after the upgrade = %d, %v; want 8", last, err)
 	}
-	if last, err := docs.LastSeq(); err != nil || last != 6 {
-		t.Errorf("LastSeq after the upgrade = %d, %v; want 6", last, err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	n := 0
-	for ev, err := range docs.Changes(cctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Seq != uint64(n+1) || ev.ID != ids[n] {
-			t.Fatalf("change %d: seq %d %v, want seq %d %v", n, ev.Seq, ev.ID, n+1, ids[n])
-		}
-		if n++; n == len(ids) {
-			break
-		}
-	}
+	sameChanges(t, readChanges(t, docs.Changes, 0, len(want)), want)
+	verifyPath(t, url)
 }

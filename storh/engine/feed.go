@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -54,22 +55,27 @@ import (
 // older one. A feed from before blocks holds a change each, op ‖ id ‖
 // stored value, read as they were, and trimmed as blocks of one.
 //
-// On a store whose writers run at once (kv.Sequencer: PostgreSQL) a change
-// is stored each, op ‖ id ‖ the record's stored value (header and
-// checksum included; empty for a delete), so it reads back checked as its
-// record does. The backend draws the numbers at commit from a counter of
-// its own (a sequence), in the statement that stores the changes, right
-// before the COMMIT and without a lock, so writers of one collection
-// commit side by side. A change can then become visible after one with a
-// greater number, whose writer committed first, and a rolled back or lost
-// commit leaves its numbers unused: a reader delivers in number order and
-// stops at a gap until it is settled (kv.Settler: the writers that could
-// still fill it have ended), so it never delivers a number after a
-// greater one, nor misses one. Such a feed is "numbered" in its settings,
-// and its counter key holds the trim floor instead, which tells a reader
-// behind the trim (gaps make "the oldest kept" say nothing). A feed made
-// before, on such a store, is numbered by the first writer of this build
-// that records a change in it (numberFeed).
+// On a store whose writers run at once (kv.RunSequencer: PostgreSQL) a
+// commit's changes are one run of the same entries, with the same
+// before-images, as a file's block; the backend draws their numbers at
+// commit from a counter of its own (a sequence), in the statement that
+// stores them, right before the COMMIT and without a lock, so writers of
+// one collection commit side by side, and keys each before-image by the
+// number its change drew. A change can then become visible after one
+// with a greater number, whose writer committed first, and a rolled back
+// or lost commit leaves its numbers unused: a reader delivers in number
+// order and stops at a gap until it is settled (kv.Settler: the writers
+// that could still fill it have ended), so it never delivers a number
+// after a greater one, nor misses one. A before-image is as exact there
+// as on a file: a writer replaces or deletes a record it read with its
+// row locked (Coll.current), so two writes of one id commit, and draw
+// their numbers, one after the other. Such a feed is "numbered" and holds
+// "runs" in its settings, and its counter key holds the trim floor
+// instead, which tells a reader behind the trim (gaps make "the oldest
+// kept" say nothing). A feed made before, on such a store, a change each
+// with a copy of its record, goes on in runs from the first writer of
+// this build that records a change in it (numberFeed); its changes read
+// on as they were.
 //
 // On a store whose buckets have an identity (kv.Identifier), the
 // settings live in a bucket made afresh when they change, never written
@@ -92,6 +98,7 @@ var (
 	keyFeedIDMeta    = []byte("feedID")
 	keyFeedKeep      = []byte("keep")
 	keyFeedNumbers   = []byte("numbered")
+	keyFeedRuns      = []byte("runs")
 	keyFeedID        = []byte("id")
 )
 
@@ -111,6 +118,11 @@ const (
 // feedTrimStep bounds, with twice the changes a commit records, how many
 // old changes one commit trims.
 const feedTrimStep = 64
+
+// feedTrimEvery: on a store that numbers at commit, a commit of fewer than
+// feedTrimStep/feedTrimEvery changes into a feed whose slack is a step or
+// more trims it one time in feedTrimEvery (see flushFeed).
+const feedTrimEvery = 8
 
 // feedTrimSlack is how many changes past keep a feed holds before a commit
 // trims it: an eighth of keep, at most 4,096. A trim then deletes a step
@@ -138,19 +150,24 @@ type FeedEntry struct {
 // feedState is what a transaction knows of one collection's feed.
 type feedState struct {
 	read   bool
-	bucket kv.Bucket    // nil: the collection has no feed
-	seqr   kv.Sequencer // the backend numbers changes at commit; nil: this transaction does
+	bucket kv.Bucket       // nil: the collection has no feed
+	seqr   kv.RunSequencer // the backend numbers changes at commit; nil: this transaction does
 	feedConf
 	seq   int64  // the last seq given, when seqr is nil (read on first use)
 	n     int    // changes this transaction recorded
-	block []byte // when seqr is nil: the changes, op ‖ id each, numbered from first
+	block []byte // the changes, op ‖ id each, numbered from first (by the backend: from its next)
 	first uint64
+	// With seqr: the values the changes of block that replace or delete
+	// a record overwrite (sides), by place in block (sideOf).
+	sideOf []int
+	sides  [][]byte
 }
 
 // feedConf are a feed's settings.
 type feedConf struct {
 	keep     int64
 	numbered bool   // the backend numbers the changes (kv.Sequencer)
+	runs     bool   // numbered: a commit's changes are a run (kv.RunSequencer), with no copies
 	id       uint64 // drawn when the feed is made; 0 for a feed made before ids
 	inMeta   bool   // read from keys of the metadata: a file's feed of blocks
 }
@@ -179,7 +196,7 @@ func (t *Tx) loadFeed(c *Coll) {
 	// as the records' are, where bbolt's default split leaves each half
 	// empty and a PutMany wrote twice the pages it needed.
 	f.bucket.SetFillPercent(appendFillPercent)
-	if s, ok := f.bucket.(kv.Sequencer); ok {
+	if s, ok := f.bucket.(kv.RunSequencer); ok {
 		f.seqr = s
 	}
 }
@@ -192,7 +209,8 @@ func (t *Tx) readFeedConf(c *Coll) feedConf {
 		return feedConf{keep: c.getMeta(keyFeedKeepMeta), id: uint64(c.getMeta(keyFeedIDMeta)), inMeta: true}
 	}
 	read := func() feedConf {
-		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1, id: uint64(getInt(conf, keyFeedID))}
+		return feedConf{keep: getInt(conf, keyFeedKeep), numbered: getInt(conf, keyFeedNumbers) == 1,
+			runs: getInt(conf, keyFeedRuns) == 1, id: uint64(getInt(conf, keyFeedID))}
 	}
 	ider, ok := conf.(kv.Identifier)
 	if !ok || t.db == nil {
@@ -243,6 +261,11 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 			return err
 		}
 	}
+	if fc.runs {
+		if err := putInt(conf, keyFeedRuns, 1); err != nil {
+			return err
+		}
+	}
 	if fc.id != 0 {
 		if err := putInt(conf, keyFeedID, int64(fc.id)); err != nil {
 			return err
@@ -252,33 +275,55 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 }
 
 // numberFeed hands the numbering of c's feed to the backend (see
-// kv.Sequencer), which goes on from the feed's counter, and raises the
+// kv.RunSequencer), which goes on from the feed's counter, and raises the
 // store's format: a storh from before would number from the counter
-// still, which now holds the trim floor.
+// still, which now holds the trim floor, and one from before runs would
+// misread them. A feed numbered by a build before runs, a change each
+// with a copy of its record, goes on in runs; its changes read on.
 //
 // A feed a file wrote, copied here (storh migrate), holds its changes in
-// blocks without copies of their records, which stay exact only while
-// every replacement keeps the value it overwrites: the numbered feed
-// starts after its last change instead, and a reader behind it resyncs
-// (ErrChangesTrimmed). Its changes, tail and before-images go now.
+// blocks whose newest are in a tail of the metadata, which the backend's
+// runs do not know: the numbered feed starts after its last change
+// instead, and a reader behind it resyncs (ErrChangesTrimmed). Its
+// changes, tail and before-images go now.
 func (t *Tx) numberFeed(c *Coll) error {
 	t.holdAlone(c)
-	last := c.getMeta(keyFeedSeq)
-	if err := c.feed.seqr.StartSequence(c.meta, keyFeedSeq); err != nil {
-		return mapStoreErr(err)
-	}
-	if c.feed.inMeta {
-		if err := t.dropFileFeed(c, last); err != nil {
+	fc := c.feed.feedConf
+	if !fc.numbered {
+		last := c.getMeta(keyFeedSeq)
+		if err := c.feed.seqr.StartSequence(c.meta, keyFeedSeq); err != nil {
+			return mapStoreErr(err)
+		}
+		if fc.inMeta {
+			if err := t.dropFileFeed(c, last); err != nil {
+				return err
+			}
+		}
+		fc.numbered = true
+		if err := t.needFormat(formatNumbered); err != nil {
 			return err
 		}
 	}
-	fc := c.feed.feedConf
-	fc.numbered = true
+	fc.runs = true
+	if err := t.startRuns(c); err != nil {
+		return err
+	}
 	if err := t.writeFeedConf(c, fc); err != nil {
 		return err
 	}
-	c.feed.numbered = true
-	return t.needFormat(formatNumbered)
+	c.feed.numbered, c.feed.runs, c.feed.inMeta = true, true, false
+	return nil
+}
+
+// startRuns readies c's feed, numbered by its backend, for runs: the
+// bucket of the values its changes overwrite, made now, while the
+// transaction holds the collection alone, rather than by whichever
+// writers first replace a record, at once.
+func (t *Tx) startRuns(c *Coll) error {
+	if _, err := c.root.CreateBucketIfNotExists(bucketFeedBefore); err != nil {
+		return mapStoreErr(err)
+	}
+	return t.needFormat(formatRuns)
 }
 
 // dropFileFeed puts the floor of c's numbered feed, copied from a file,
@@ -327,7 +372,7 @@ func (t *Tx) adoptNumbered(c *Coll) error {
 	if err := c.putMeta(keyFeedSeq, last); err != nil {
 		return err
 	}
-	f.numbered = false
+	f.numbered, f.runs = false, false
 	return t.writeFeedConf(c, f.feedConf)
 }
 
@@ -362,13 +407,12 @@ func (t *Tx) feedEntry(n int) []byte {
 	return b
 }
 
-// recordChange records a put (stored: the record's stored value) or a
-// delete (stored nil) of id in c's feed, if it has one. Every write of a
-// record goes through here, whoever makes it. A write that replaces or
-// removes a stored record gives what it overwrites: its stored value old,
-// as read, or, when the caller holds only that, its checked payload
-// oldPayload; an insert gives neither.
-func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored, old, oldPayload []byte) error {
+// recordChange records a put or a delete of id in c's feed, if it has
+// one. Every write of a record goes through here, whoever makes it. A
+// write that replaces or removes a stored record gives what it
+// overwrites: its stored value old, as read, or, when the caller holds
+// only that, its checked payload oldPayload; an insert gives neither.
+func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, old, oldPayload []byte) error {
 	t.loadFeed(c)
 	f := &c.feed
 	if f.bucket == nil {
@@ -386,45 +430,44 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored, old, oldPayl
 		t.shared.Announce(c.Name, c.key[:])
 	}
 	if f.seqr != nil {
-		if op == FeedDelete {
-			stored = nil
-		}
-		v := t.feedEntry(feedEntryHead + len(stored))
-		v[0] = op
-		copy(v[1:], id[:])
-		copy(v[feedEntryHead:], stored)
-		if !f.numbered {
+		if !f.runs {
 			if err := t.numberFeed(c); err != nil {
 				return err
 			}
 		}
-		return mapStoreErr(f.seqr.Sequence(c.meta, keyFeedSeq, v))
-	}
-	if f.numbered {
-		if err := t.adoptNumbered(c); err != nil {
-			return err
-		}
-	}
-	if f.seq == 0 {
-		f.seq = c.getMeta(keyFeedSeq)
-	}
-	f.seq++
-	if f.block == nil {
-		if err := t.needFormat(formatFeedBlocks); err != nil {
-			return err
-		}
-		if c.meta.Bucket(bucketFeedConf) != nil {
-			// Made by a build before: out of the metadata.
-			if err := t.writeFeedConf(c, f.feedConf); err != nil {
+	} else {
+		if f.numbered {
+			if err := t.adoptNumbered(c); err != nil {
 				return err
 			}
 		}
+		if f.seq == 0 {
+			f.seq = c.getMeta(keyFeedSeq)
+		}
+		f.seq++
+	}
+	if f.block == nil {
+		if f.seqr == nil {
+			if err := t.needFormat(formatFeedBlocks); err != nil {
+				return err
+			}
+			if c.meta.Bucket(bucketFeedConf) != nil {
+				// Made by a build before: out of the metadata.
+				if err := t.writeFeedConf(c, f.feedConf); err != nil {
+					return err
+				}
+			}
+			f.first = uint64(f.seq)
+		}
 		f.block = make([]byte, 0, feedEntryHead)
-		f.first = uint64(f.seq)
 	}
 	if old != nil || oldPayload != nil {
 		op |= feedHadBefore
-		if err := t.putBefore(c, id, f.seq, old, oldPayload); err != nil {
+		v := t.beforeValue(id, old, oldPayload)
+		if f.seqr != nil {
+			// Numbered at commit: the backend keys it (kv.Run).
+			f.sideOf, f.sides = append(f.sideOf, len(f.block)/feedEntryHead), append(f.sides, v)
+		} else if err := t.putBefore(c, id, f.seq, v); err != nil {
 			return err
 		}
 	}
@@ -432,10 +475,28 @@ func (t *Tx) recordChange(c *Coll, op byte, id uuidv7.UUID, stored, old, oldPayl
 	return nil
 }
 
-// putBefore stores the value id had before the change seq replaced or
-// deleted it: old as it was stored (checked when read back), or a value
-// sealed afresh around oldPayload, which the caller read checked.
-func (t *Tx) putBefore(c *Coll, id uuidv7.UUID, seq int64, old, oldPayload []byte) error {
+// beforeValue returns, in memory the transaction keeps, the value id had
+// before a change replaced or deleted it: old as it was stored (checked
+// when read back), or a value sealed afresh around oldPayload, which the
+// caller read checked. A copy of its own: old is the store's memory,
+// which a remap of the file during this transaction may unmap, and the
+// store keeps what it is given until the commit.
+func (t *Tx) beforeValue(id uuidv7.UUID, old, oldPayload []byte) []byte {
+	if old != nil {
+		v := t.feedEntry(len(old))
+		copy(v, old)
+		return v
+	}
+	v := t.feedEntry(HeaderSize + len(oldPayload))
+	v[0] = valueVersion
+	copy(v[HeaderSize:], oldPayload)
+	sealValue(v, id[:])
+	return v
+}
+
+// putBefore stores v (beforeValue), the value id had before the change
+// seq replaced or deleted it.
+func (t *Tx) putBefore(c *Coll, id uuidv7.UUID, seq int64, v []byte) error {
 	before := c.root.Bucket(bucketFeedBefore)
 	if before == nil {
 		var err error
@@ -443,24 +504,9 @@ func (t *Tx) putBefore(c *Coll, id uuidv7.UUID, seq int64, old, oldPayload []byt
 			return mapStoreErr(err)
 		}
 	}
-	n := len(old)
-	if old == nil {
-		n = HeaderSize + len(oldPayload)
-	}
-	// A copy of its own: old is the store's memory, which a remap of the
-	// file during this transaction may unmap, and bbolt keeps what it is
-	// given until the commit.
-	buf := t.feedEntry(16 + 8 + n)
-	key, v := buf[:24], buf[24:]
+	key := t.feedEntry(16 + 8)
 	copy(key, id[:])
 	binary.BigEndian.PutUint64(key[16:], uint64(seq))
-	if old != nil {
-		copy(v, old)
-	} else {
-		v[0] = valueVersion
-		copy(v[HeaderSize:], oldPayload)
-		sealValue(v, id[:])
-	}
 	return mapStoreErr(before.Put(key, v))
 }
 
@@ -484,7 +530,20 @@ func (c *Coll) flushFeed() error {
 	step := feedTrimStep + 2*f.n
 	slack := feedTrimSlack(f.keep)
 	if f.seqr != nil {
-		return mapStoreErr(f.seqr.TrimSequence(f.keep, slack, step))
+		shape := c.feedShape()
+		run := kv.Run{Shape: shape, Entries: f.block, SideOf: f.sideOf, Sides: f.sides}
+		if err := f.seqr.SequenceRun(c.meta, keyFeedSeq, run); err != nil {
+			return mapStoreErr(err)
+		}
+		// The trim is a statement of the commit: where the slack is a
+		// step or more, one in feedTrimEvery of the commits of a few
+		// changes asks for it, each then trimming a step that holds many
+		// times what such commits add, and what the others leave waits
+		// within the slack. A small keep is trimmed at every commit.
+		if slack >= feedTrimStep && f.n*feedTrimEvery < feedTrimStep && rand.IntN(feedTrimEvery) != 0 {
+			return nil
+		}
+		return mapStoreErr(f.seqr.TrimRuns(f.keep, slack, step, shape))
 	}
 	if err := c.flushTail(); err != nil {
 		return err
@@ -549,6 +608,18 @@ func (c *Coll) flushFeed() error {
 		deleted += n
 	}
 	return nil
+}
+
+// feedShape is how c's feed, numbered by its backend, stores a commit's
+// changes (kv.RunShape): as a block, each change op ‖ id, those that
+// replaced or deleted a record flagged, with the value it overwrote under
+// id ‖ seq in the before-images, as a file's feed does.
+func (c *Coll) feedShape() kv.RunShape {
+	shape := kv.RunShape{Tag: feedBlock, Size: feedEntryHead, SideFlag: feedHadBefore, SideKey: 16}
+	if b := c.root.Bucket(bucketFeedBefore); b != nil {
+		shape.Side = b
+	}
+	return shape
 }
 
 // feedBlockMax is how many changes a block of the feed holds at most:
@@ -682,14 +753,17 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 		if err := t.needFormat(formatFeed); err != nil {
 			return err
 		}
-		if s, ok := b.(kv.Sequencer); ok {
+		if s, ok := b.(kv.RunSequencer); ok {
 			if err := s.StartSequence(c.meta, keyFeedSeq); err != nil {
 				return mapStoreErr(err)
 			}
 			if err := t.needFormat(formatNumbered); err != nil {
 				return err
 			}
-			fc.numbered = true
+			if err := t.startRuns(c); err != nil {
+				return err
+			}
+			fc.numbered, fc.runs = true, true
 		}
 	}
 	if err := t.writeFeedConf(c, fc); err != nil {
@@ -758,19 +832,24 @@ func (t *Tx) LastSeq(c *Coll, settled uint64) (uint64, error) {
 		return n, t.failure()
 	}
 	cur := c.feed.bucket.Cursor()
-	var k []byte
+	var k, v []byte
 	if settled == math.MaxUint64 {
-		k, _ = cur.Last()
+		k, v = cur.Last()
 	} else {
+		// A commit's run is all at or below settled, or all above.
 		var k8 [8]byte
 		if k, _ = cur.Seek(seqKey(&k8, settled+1)); k != nil {
-			k, _ = cur.Prev()
+			k, v = cur.Prev()
 		} else {
-			k, _ = cur.Last()
+			k, v = cur.Last()
 		}
 	}
-	if len(k) == 8 && binary.BigEndian.Uint64(k) > n {
-		n = binary.BigEndian.Uint64(k)
+	if k != nil {
+		first, m, err := feedSpan(k, v)
+		if err != nil {
+			return 0, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+		}
+		n = max(n, first+uint64(m)-1)
 	}
 	return n, t.failure()
 }
@@ -828,9 +907,9 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 	}
 	cur := c.feed.bucket.Cursor()
 	if ra, ok := cur.(kv.ReadAhead); ok {
-		ra.ReadAhead(max + 1)
+		// Entries of a change each, or blocks of up to a commit's.
+		ra.ReadAhead(min(max+1, 64))
 	}
-	var k8 [8]byte
 	if c.feed.numbered {
 		if floor := uint64(c.getMeta(keyFeedSeq)); after < floor {
 			if err := t.failure(); err != nil {
@@ -848,31 +927,20 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 		return nil, false, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, c.blockFloor(k)+1)
 	}
 	if !c.feed.numbered {
-		out, err = t.readBlocks(c, cur, after, max)
-		return out, false, err
+		settled = math.MaxUint64 // the numbers have no gaps
 	}
-	prev := after
-	for k, v := cur.Seek(seqKey(&k8, after+1)); k != nil && len(out) < max; k, v = cur.Next() {
-		e, err := decodeFeedEntry(k, v)
-		if err != nil {
-			return out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
-		}
-		if e.Seq != prev+1 && e.Seq > settled {
-			gap = true
-			break
-		}
-		out = append(out, e)
-		prev = e.Seq
-	}
-	return out, gap, t.failure()
+	return t.readBlocks(c, cur, after, settled, max)
 }
 
-// readBlocks reads up to max changes after after of c's feed, which its
-// transactions number (cur walks it): from the block that holds after+1
-// on, then the tail, a put's record as the first before-image of its id
-// after it gives it, or, with none, as stored.
-func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after uint64, max int) ([]FeedEntry, error) {
-	r := blockReader{c: c, after: after, max: max}
+// readBlocks reads up to max changes after after of c's feed (cur walks
+// it): from the block that holds after+1 on, then a file's tail, a put's
+// record as the first before-image of its id after it gives it, or, with
+// none, as stored. A block may hold a change each of a build before,
+// with its record. On a feed its backend numbers, it stops at a gap, a
+// seq missing before a block it found, unless the gap is at or below
+// settled, and reports it.
+func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) ([]FeedEntry, bool, error) {
+	r := blockReader{t: t, c: c, after: after, max: max}
 	var k8 [8]byte
 	k, v := cur.Seek(seqKey(&k8, after+1))
 	if k == nil || binary.BigEndian.Uint64(k) > after+1 {
@@ -884,41 +952,45 @@ func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after uint64, max int) ([]FeedEn
 	for ; k != nil && len(r.out) < max; k, v = cur.Next() {
 		first, n, err := feedSpan(k, v)
 		if err != nil {
-			return r.out, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+			return r.out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
 		}
 		switch {
-		case first+uint64(n)-1 <= after: // the block before, which ends at after
+		case first+uint64(n)-1 <= r.after: // the block before, which ends at after
+		case first > r.after+1 && first-1 > settled:
+			return r.out, true, t.failure()
 		case v[0] != feedBlock:
 			e, err := decodeFeedEntry(k, v)
 			if err != nil {
-				return r.out, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
+				return r.out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
 			}
 			r.out = append(r.out, e)
 			r.after = e.Seq
 		default:
 			if err := r.block(first, v[1:]); err != nil {
-				return r.out, err
+				return r.out, false, err
 			}
 		}
 	}
 	if first, tail := c.feedTail(); tail != nil && len(r.out) < max {
 		if err := r.block(first, tail); err != nil {
-			return r.out, err
+			return r.out, false, err
 		}
 	}
-	return r.out, t.failure()
+	return r.out, false, t.failure()
 }
 
 // blockReader reads changes of a feed a block at a time.
 type blockReader struct {
-	c      *Coll
-	after  uint64
-	max    int
-	out    []FeedEntry
-	opened bool      // recs and before are made on the first put
-	recs   kv.Cursor // of the records
-	before kv.Cursor // of the before-images (nil: there are none)
-	key    [24]byte
+	t     *Tx
+	c     *Coll
+	after uint64
+	max   int
+	out   []FeedEntry
+	// The reads of a block's puts, made at once: on PostgreSQL one round
+	// trip for all of them.
+	puts          []int // indexes in out
+	recs, befores kv.Read
+	keys          []byte // the keys read, 16 or 24 bytes each
 }
 
 // block reads the changes of one block, numbered from first, that come
@@ -929,6 +1001,7 @@ func (r *blockReader) block(first uint64, changes []byte) error {
 	if r.after >= first {
 		i = int(min(r.after-first+1, uint64(n)))
 	}
+	r.puts = r.puts[:0]
 	for ; i < n && len(r.out) < r.max; i++ {
 		b := changes[i*feedEntryHead : (i+1)*feedEntryHead]
 		e := FeedEntry{Seq: first + uint64(i), Op: b[0] &^ feedHadBefore}
@@ -936,55 +1009,65 @@ func (r *blockReader) block(first uint64, changes []byte) error {
 		switch e.Op {
 		case FeedDelete:
 		case FeedPut:
-			e.Payload, e.Err = r.putAsCommitted(&e)
+			r.puts = append(r.puts, len(r.out))
 		default:
 			return fmt.Errorf("%w: collection %q, change %d: unknown operation %d", errs.ErrCorrupt, r.c.Name, e.Seq, e.Op)
 		}
 		r.out = append(r.out, e)
 		r.after = e.Seq
 	}
+	if len(r.puts) > 0 {
+		r.readPuts()
+	}
 	return nil
 }
 
-// putAsCommitted returns, in a copy of its own, the payload of e.ID as
-// the put e committed it.
-func (r *blockReader) putAsCommitted(e *FeedEntry) ([]byte, error) {
-	if !r.opened {
-		// One cursor each for all the changes: a Get makes a cursor of
-		// its own, whose path allocates, for every change.
-		r.opened = true
-		r.recs = r.c.records.Cursor()
-		if bb := r.c.root.Bucket(bucketFeedBefore); bb != nil {
-			r.before = bb.Cursor()
+// readPuts gives each put of the block just read the payload of its id
+// as it committed it: the first before-image of the id after it, or, with
+// none, its record.
+func (r *blockReader) readPuts() {
+	n := len(r.puts)
+	r.keys = slices.Grow(r.keys[:0], n*(16+2*24))
+	ids, afters, ends := r.keys[:n*16], r.keys[n*16:n*(16+24)], r.keys[n*(16+24):n*(16+2*24)]
+	r.recs = kv.Read{Bucket: r.c.records, Op: kv.Get, Keys: r.recs.Keys[:0]}
+	reads := []*kv.Read{&r.recs}
+	before := r.c.root.Bucket(bucketFeedBefore)
+	if before != nil {
+		r.befores = kv.Read{Bucket: before, Op: kv.After, Keys: r.befores.Keys[:0], Ends: r.befores.Ends[:0]}
+		reads = append(reads, &r.befores)
+	}
+	for j, i := range r.puts {
+		e := &r.out[i]
+		id := ids[j*16 : (j+1)*16]
+		copy(id, e.ID[:])
+		r.recs.Keys = append(r.recs.Keys, id)
+		if before != nil {
+			a, z := afters[j*24:(j+1)*24], ends[j*24:(j+1)*24]
+			copy(a, id)
+			binary.BigEndian.PutUint64(a[16:], e.Seq)
+			copy(z, id)
+			binary.BigEndian.PutUint64(z[16:], math.MaxUint64)
+			r.befores.Keys, r.befores.Ends = append(r.befores.Keys, a), append(r.befores.Ends, z)
 		}
 	}
-	// The keys sought live in r, not on the stack: a slice of a local
-	// passed to a cursor escapes, an allocation per change.
-	copy(r.key[:], e.ID[:])
-	var stored []byte
-	found, seq := false, e.Seq
-	if r.before != nil {
-		binary.BigEndian.PutUint64(r.key[16:], seq+1)
-		if k, v := r.before.Seek(r.key[:]); len(k) == 24 && [16]byte(k[:16]) == e.ID {
-			stored, found, seq = v, true, binary.BigEndian.Uint64(k[16:])
+	kv.Pipeline(r.t.ktx, reads...)
+	for j, i := range r.puts {
+		e := &r.out[i]
+		stored, what := r.recs.Values[j], "its record"
+		if before != nil && r.befores.Found[j] != nil {
+			stored = r.befores.Values[j]
+			what = fmt.Sprintf("the value it had before change %d", binary.BigEndian.Uint64(r.befores.Found[j][16:]))
+		} else if stored == nil {
+			e.Err = fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, e.Seq, e.ID)
+			continue
 		}
-	}
-	if !found {
-		if k, v := r.recs.Seek(r.key[:16]); len(k) == 16 && [16]byte(k) == e.ID {
-			stored = v
-		} else {
-			return nil, fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, e.Seq, e.ID)
+		payload, err := Payload(e.ID[:], stored)
+		if err != nil {
+			e.Err = fmt.Errorf("change %d put %s, and %s does not read back: %w", e.Seq, e.ID, what, err)
+			continue
 		}
+		e.Payload = append([]byte(nil), payload...)
 	}
-	payload, err := Payload(r.key[:16], stored)
-	if err != nil {
-		what := "its record"
-		if found {
-			what = fmt.Sprintf("the value it had before change %d", seq)
-		}
-		return nil, fmt.Errorf("change %d put %s, and %s does not read back: %w", e.Seq, e.ID, what, err)
-	}
-	return append([]byte(nil), payload...), nil
 }
 
 // decodeFeedEntry checks and decodes one change.

@@ -62,8 +62,8 @@ var (
 // queues made before, rewriting their pending entries (upgradeQueues); a
 // store without queues stays at its format. A store at formatFeed keeps a
 // change feed (below), and a store at formatNumbered a feed numbered by
-// its backend, and one at formatFeedBlocks a feed in blocks. This build reads
-// all ten.
+// its backend, one at formatFeedBlocks a file's feed in blocks, and one at
+// formatRuns a numbered feed in runs. This build reads all eleven.
 const (
 	formatBase    = 1
 	formatBlocked = 2
@@ -100,7 +100,15 @@ const (
 	// records a change in this build is raised to it; the changes stored
 	// before read on as they were.
 	formatFeedBlocks = formatSchemas + 4
-	formatVersion    = formatFeedBlocks
+	// formatRuns: on a store whose writers run at once, a feed numbered by
+	// its backend stores a commit's changes as a run of ids, with no copy
+	// of the records they put, and the values that later writes replace
+	// or delete beside it (feed.go), where a storh from before stores a
+	// change each with its record, and would misread a run. A store whose
+	// numbered feed records a change in this build is raised to it; the
+	// changes stored before read on as they were.
+	formatRuns    = formatSchemas + 5
+	formatVersion = formatRuns
 )
 
 // appendFillPercent packs pages full: records arrive in ascending id order,

@@ -248,7 +248,7 @@ func (t *Tx) PutPrechecked(c *Coll, id uuidv7.UUID, value []byte, insertOnly boo
 	c.wroteRow(id, value)
 	c.raiseLast(id)
 	t.noteChange(c, id, value[HeaderSize:])
-	if err := t.recordChange(c, FeedPut, id, value, old, nil); err != nil {
+	if err := t.recordChange(c, FeedPut, id, old, nil); err != nil {
 		return err
 	}
 	if old == nil {
@@ -302,7 +302,7 @@ func (t *Tx) deleteStored(c *Coll, id uuidv7.UUID, old, payload []byte, readable
 	if !readable {
 		payload = nil
 	}
-	if err := t.recordChange(c, FeedDelete, id, nil, old, payload); err != nil {
+	if err := t.recordChange(c, FeedDelete, id, old, payload); err != nil {
 		return err
 	}
 	c.countDelta--

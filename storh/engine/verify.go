@@ -466,7 +466,7 @@ func (t *Tx) feedQuarantined(name string, bad []entry) error {
 		if e.bucket || err != nil {
 			continue // not a record's key: no reader saw it as one
 		}
-		if err := t.recordChange(c, FeedDelete, id, nil, c.records.Get(e.key), nil); err != nil {
+		if err := t.recordChange(c, FeedDelete, id, c.records.Get(e.key), nil); err != nil {
 			return err
 		}
 	}

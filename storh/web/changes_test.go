@@ -378,8 +378,10 @@ func TestChangesTrimOvertakesStream(t *testing.T) {
 			}
 		}
 		// The stream has delivered all there is and waits; one commit of
-		// 20 keeps 19..23 and trims 4..18, which it has not read.
-		many := make([]any, 20)
+		// 300 keeps the last of them (a file 299..303, PostgreSQL the last
+		// row of the commit's run, a hundred or so) and trims from 4 on,
+		// which the stream has not read.
+		many := make([]any, 300)
 		for i := range many {
 			many[i] = storh.Map{"n": 10 + i}
 		}

@@ -140,8 +140,11 @@ func TestFeedReaderChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// A keep below 8 has no slack: every commit past it trims.
-	h := &scaleRun{c: scaleConfig{feedKeep: 7, feedFill: 40, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
+	// A keep below 8 has no slack: every commit past it trims. The fill,
+	// one commit, is one run, on PostgreSQL in rows of up to 105 changes,
+	// and a trim deletes rows whole: 250 changes make three, and the
+	// first is all trimmed by the cell's first commit.
+	h := &scaleRun{c: scaleConfig{feedKeep: 7, feedFill: 250, duration: 10 * time.Millisecond, exe: exe}, stderr: &lockedWriter{w: os.Stderr}}
 	cleanup, err := h.open(ctx, "readertest_"+strconv.Itoa(os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +176,8 @@ func TestFeedReaderChecked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.before.N != 40 || f.after < 40 {
-				t.Fatalf("before the cell: %+v, want 40 records and a feed at 40 or more", f)
+			if f.before.N != 250 || f.after < 250 {
+				t.Fatalf("before the cell: %+v, want 250 records and a feed at 250 or more", f)
 			}
 			// The cell's writes: three records, from other handles.
 			d, err := h.db.Docs(name, storh.WithoutCreate())
