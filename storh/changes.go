@@ -299,8 +299,8 @@ func (c *coll) changes(ctx context.Context, after uint64) iter.Seq2[ChangeEvent,
 				}
 				continue
 			}
-			if len(got) == changesChunk {
-				continue // more may be waiting
+			if len(got) >= changesChunk {
+				continue // more may be waiting (a read ends with its block)
 			}
 			select {
 			case <-ctx.Done():

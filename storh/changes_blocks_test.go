@@ -287,3 +287,29 @@ func TestChangesKeepSetMidUpdate(t *testing.T) {
 		})
 	}
 }
+
+// A reader of many commits of many changes reads a block whole, past the
+// changes one read asks for (256), and goes on reading without waiting
+// for a commit: every change once, in order, each put with its record.
+func TestChangesReadPastChunks(t *testing.T) {
+	db := openTemp(t)
+	docs, err := db.Docs("d", storh.WithChangeFeed(20_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = storh.Map{"n": int64(i)}
+	}
+	var want []change
+	for range 3 {
+		recs, err := docs.PutMany(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range recs {
+			want = append(want, change{uint64(len(want) + 1), storh.OpPut, r.ID, int64(i)})
+		}
+	}
+	sameChanges(t, readChanges(t, docs.Changes, 0, len(want)), want)
+}

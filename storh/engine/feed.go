@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/storhdb/storh-go/storh/internal/errs"
 	"github.com/storhdb/storh-go/storh/kv"
@@ -885,8 +884,8 @@ func (t *Tx) SettleFeed(ctx context.Context, c *Coll) (uint64, error) {
 	return n, mapStoreErr(err)
 }
 
-// ReadChanges reads up to max changes of c's feed after seq after, in seq
-// order. It fails with ErrChangesTrimmed when changes after after are no
+// ReadChanges reads about max changes of c's feed after seq after, in seq
+// order: fewer at its end, or more, to the end of a block (readBlocks). It fails with ErrChangesTrimmed when changes after after are no
 // longer kept, and with ErrNotFound when c has no feed. A nil c (a
 // collection not created yet) has none yet.
 //
@@ -932,15 +931,18 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 	return t.readBlocks(c, cur, after, settled, max)
 }
 
-// readBlocks reads up to max changes after after of c's feed (cur walks
-// it): from the block that holds after+1 on, then a file's tail, a put's
-// record as the first before-image of its id after it gives it, or, with
-// none, as stored. A block may hold a change each of a build before,
+// readBlocks reads max changes after after of c's feed, or fewer where
+// it ends, or more to the end of the block the max-th is in, so that the
+// next read starts at a block's first change (cur walks it): from the
+// block that holds after+1 on, then a file's tail, a put's record as the
+// first before-image of its id after it gives it, or, with none, as
+// stored, all of them read at once. A block may hold a change each of a build before,
 // with its record. On a feed its backend numbers, it stops at a gap, a
 // seq missing before a block it found, unless the gap is at or below
 // settled, and reports it.
 func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) ([]FeedEntry, bool, error) {
-	r := blockReader{t: t, c: c, after: after, max: max}
+	// Room for the block the max-th change ends, on either backend.
+	r := blockReader{t: t, c: c, after: after, out: make([]FeedEntry, 0, max+128)}
 	var k8 [8]byte
 	k, v := cur.Seek(seqKey(&k8, after+1))
 	if k == nil || binary.BigEndian.Uint64(k) > after+1 {
@@ -949,15 +951,18 @@ func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) 
 			k, v = cur.First()
 		}
 	}
+	gap := false
 	for ; k != nil && len(r.out) < max; k, v = cur.Next() {
 		first, n, err := feedSpan(k, v)
 		if err != nil {
 			return r.out, false, fmt.Errorf("collection %q, change %x: %w", c.Name, k, err)
 		}
+		if first > r.after+1 && first-1 > settled {
+			gap = true
+			break
+		}
 		switch {
 		case first+uint64(n)-1 <= r.after: // the block before, which ends at after
-		case first > r.after+1 && first-1 > settled:
-			return r.out, true, t.failure()
 		case v[0] != feedBlock:
 			e, err := decodeFeedEntry(k, v)
 			if err != nil {
@@ -971,12 +976,15 @@ func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) 
 			}
 		}
 	}
-	if first, tail := c.feedTail(); tail != nil && len(r.out) < max {
+	if first, tail := c.feedTail(); tail != nil && len(r.out) < max && !gap {
 		if err := r.block(first, tail); err != nil {
 			return r.out, false, err
 		}
 	}
-	return r.out, false, t.failure()
+	if len(r.puts) > 0 {
+		r.readPuts()
+	}
+	return r.out, gap, t.failure()
 }
 
 // blockReader reads changes of a feed a block at a time.
@@ -984,25 +992,22 @@ type blockReader struct {
 	t     *Tx
 	c     *Coll
 	after uint64
-	max   int
 	out   []FeedEntry
-	// The reads of a block's puts, made at once: on PostgreSQL one round
-	// trip for all of them.
+	// The reads of the puts' records, made at once: on PostgreSQL one
+	// round trip for all of them.
 	puts          []int // indexes in out
 	recs, befores kv.Read
-	keys          []byte // the keys read, 16 or 24 bytes each
 }
 
 // block reads the changes of one block, numbered from first, that come
-// after r.after.
+// after r.after, the records of its puts left for readPuts.
 func (r *blockReader) block(first uint64, changes []byte) error {
 	n := len(changes) / feedEntryHead
 	i := 0
 	if r.after >= first {
 		i = int(min(r.after-first+1, uint64(n)))
 	}
-	r.puts = r.puts[:0]
-	for ; i < n && len(r.out) < r.max; i++ {
+	for ; i < n; i++ {
 		b := changes[i*feedEntryHead : (i+1)*feedEntryHead]
 		e := FeedEntry{Seq: first + uint64(i), Op: b[0] &^ feedHadBefore}
 		copy(e.ID[:], b[1:])
@@ -1016,24 +1021,25 @@ func (r *blockReader) block(first uint64, changes []byte) error {
 		r.out = append(r.out, e)
 		r.after = e.Seq
 	}
-	if len(r.puts) > 0 {
-		r.readPuts()
-	}
 	return nil
 }
 
-// readPuts gives each put of the block just read the payload of its id
-// as it committed it: the first before-image of the id after it, or, with
-// none, its record.
+// readPuts gives each put of the blocks read the payload of its id as it
+// committed it: the first before-image of the id after it, or, with none,
+// its record.
 func (r *blockReader) readPuts() {
 	n := len(r.puts)
-	r.keys = slices.Grow(r.keys[:0], n*(16+2*24))
-	ids, afters, ends := r.keys[:n*16], r.keys[n*16:n*(16+24)], r.keys[n*(16+24):n*(16+2*24)]
-	r.recs = kv.Read{Bucket: r.c.records, Op: kv.Get, Keys: r.recs.Keys[:0]}
-	reads := []*kv.Read{&r.recs}
 	before := r.c.root.Bucket(bucketFeedBefore)
+	size := 16
 	if before != nil {
-		r.befores = kv.Read{Bucket: before, Op: kv.After, Keys: r.befores.Keys[:0], Ends: r.befores.Ends[:0]}
+		size += 2 * 24
+	}
+	keys := make([]byte, n*size)
+	ids, afters, ends := keys[:n*16], keys[n*16:], keys[min(n*(16+24), len(keys)):]
+	r.recs = kv.Read{Bucket: r.c.records, Op: kv.Get, Keys: make([][]byte, 0, n)}
+	reads := []*kv.Read{&r.recs}
+	if before != nil {
+		r.befores = kv.Read{Bucket: before, Op: kv.After, Keys: make([][]byte, 0, n), Ends: make([][]byte, 0, n)}
 		reads = append(reads, &r.befores)
 	}
 	for j, i := range r.puts {
@@ -1053,16 +1059,19 @@ func (r *blockReader) readPuts() {
 	kv.Pipeline(r.t.ktx, reads...)
 	for j, i := range r.puts {
 		e := &r.out[i]
-		stored, what := r.recs.Values[j], "its record"
-		if before != nil && r.befores.Found[j] != nil {
+		stored, replaced := r.recs.Values[j], before != nil && r.befores.Found[j] != nil
+		if replaced {
 			stored = r.befores.Values[j]
-			what = fmt.Sprintf("the value it had before change %d", binary.BigEndian.Uint64(r.befores.Found[j][16:]))
 		} else if stored == nil {
 			e.Err = fmt.Errorf("%w: change %d put %s, which is neither stored nor kept as replaced", errs.ErrCorrupt, e.Seq, e.ID)
 			continue
 		}
 		payload, err := Payload(e.ID[:], stored)
 		if err != nil {
+			what := "its record"
+			if replaced {
+				what = fmt.Sprintf("the value it had before change %d", binary.BigEndian.Uint64(r.befores.Found[j][16:]))
+			}
 			e.Err = fmt.Errorf("change %d put %s, and %s does not read back: %w", e.Seq, e.ID, what, err)
 			continue
 		}
