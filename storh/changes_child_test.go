@@ -104,6 +104,27 @@ func TestChangesChild(t *testing.T) {
 	fmt.Fprintln(out, "done")
 }
 
+// childAcks reads a writing child's lines until it has acknowledged n
+// writes, handing ack the words after "ack" of each; the child ending
+// first, or deadline, fails t.
+func childAcks(t *testing.T, lines <-chan string, n int, deadline <-chan time.Time, ack func(words []string)) {
+	t.Helper()
+	for got := 0; got < n; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("the writing child ended after %d acknowledged writes", got)
+			}
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "ack" {
+				ack(f[1:])
+				got++
+			}
+		case <-deadline:
+			t.Fatal("the writing child did not finish")
+		}
+	}
+}
+
 // feedChild runs TestChangesChild with spec and returns its lines, one
 // by one, on a channel closed when it ends.
 func feedChild(t *testing.T, spec string) (*exec.Cmd, <-chan string) {
@@ -212,21 +233,9 @@ func TestPostgresChangesManyWriters(t *testing.T) {
 		}()
 	}
 	deadline := time.After(time.Minute)
-	childAcked := 0
-	for childAcked < perWriter {
-		select {
-		case line, ok := <-writerLines:
-			if !ok {
-				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
-			}
-			if id, found := strings.CutPrefix(line, "ack "); found {
-				acked <- write{storh.OpPut, uuidv7.MustParse(id)}
-				childAcked++
-			}
-		case <-deadline:
-			t.Fatal("the writing child did not finish")
-		}
-	}
+	childAcks(t, writerLines, perWriter, deadline, func(f []string) {
+		acked <- write{storh.OpPut, uuidv7.MustParse(f[0])}
+	})
 	wg.Wait()
 	close(acked)
 	want := map[write]int{}
@@ -372,23 +381,10 @@ func TestPostgresChangesReplaceManyWriters(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.After(2 * time.Minute)
-	for childAcked := 0; childAcked < perWriter; {
-		select {
-		case line, ok := <-childLines:
-			if !ok {
-				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
-			}
-			f := strings.Fields(line)
-			if len(f) == 3 && f[0] == "ack" {
-				v, _ := strconv.ParseInt(f[2], 10, 64)
-				ack(write{storh.OpPut, uuidv7.MustParse(f[1]), v})
-				childAcked++
-			}
-		case <-deadline:
-			t.Fatal("the writing child did not finish")
-		}
-	}
+	childAcks(t, childLines, perWriter, time.After(2*time.Minute), func(f []string) {
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		ack(write{storh.OpPut, uuidv7.MustParse(f[0]), v})
+	})
 	wg.Wait()
 	if t.Failed() {
 		return
@@ -467,23 +463,11 @@ func TestPostgresChangesTrimManyWriters(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.After(2 * time.Minute)
-	for childAcked := 0; childAcked < perWriter; {
-		select {
-		case line, ok := <-writerLines:
-			if !ok {
-				t.Fatalf("the writing child ended after %d acknowledged writes", childAcked)
-			}
-			if id, found := strings.CutPrefix(line, "ack "); found {
-				mu.Lock()
-				acked[uuidv7.MustParse(id)] = true
-				mu.Unlock()
-				childAcked++
-			}
-		case <-deadline:
-			t.Fatal("the writing child did not finish")
-		}
-	}
+	childAcks(t, writerLines, perWriter, time.After(2*time.Minute), func(f []string) {
+		mu.Lock()
+		acked[uuidv7.MustParse(f[0])] = true
+		mu.Unlock()
+	})
 	wg.Wait()
 	if t.Failed() {
 		return
