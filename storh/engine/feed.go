@@ -924,8 +924,7 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 			return nil, false, err
 		}
 		return nil, false, fmt.Errorf("%w: changes after %d are gone; the oldest kept is %d", errs.ErrChangesTrimmed, after, c.blockFloor(k)+1)
-	}
-	if !c.feed.numbered {
+	} else {
 		settled = math.MaxUint64 // the numbers have no gaps
 	}
 	return t.readBlocks(c, cur, after, settled, max)
@@ -936,10 +935,10 @@ func (t *Tx) ReadChanges(c *Coll, after, settled uint64, max int) (out []FeedEnt
 // next read starts at a block's first change (cur walks it): from the
 // block that holds after+1 on, then a file's tail, a put's record as the
 // first before-image of its id after it gives it, or, with none, as
-// stored, all of them read at once. A block may hold a change each of a build before,
-// with its record. On a feed its backend numbers, it stops at a gap, a
-// seq missing before a block it found, unless the gap is at or below
-// settled, and reports it.
+// stored, all of them read at once. A block may hold a change each of a
+// build before, with its record. On a feed its backend numbers, which
+// has no tail, it stops at a gap, a seq missing before a block it found,
+// unless the gap is at or below settled, and reports it.
 func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) ([]FeedEntry, bool, error) {
 	// Room for the block the max-th change ends, on either backend.
 	r := blockReader{t: t, c: c, after: after, out: make([]FeedEntry, 0, max+128)}
@@ -976,9 +975,13 @@ func (t *Tx) readBlocks(c *Coll, cur kv.Cursor, after, settled uint64, max int) 
 			}
 		}
 	}
-	if first, tail := c.feedTail(); tail != nil && len(r.out) < max && !gap {
-		if err := r.block(first, tail); err != nil {
-			return r.out, false, err
+	// A numbered feed has no tail: a read of its metadata less, which on
+	// PostgreSQL is a round trip.
+	if len(r.out) < max && !gap && !c.feed.numbered {
+		if first, tail := c.feedTail(); tail != nil {
+			if err := r.block(first, tail); err != nil {
+				return r.out, false, err
+			}
 		}
 	}
 	if len(r.puts) > 0 {
