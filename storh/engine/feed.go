@@ -54,12 +54,13 @@ import (
 // older one. A feed from before blocks holds a change each, op ‖ id ‖
 // stored value, read as they were, and trimmed as blocks of one.
 //
-// On a store whose writers run at once (kv.RunSequencer: PostgreSQL) a
+// On a store whose writers run at once (kv.Sequencer: PostgreSQL) a
 // commit's changes are one run of the same entries, with the same
 // before-images, as a file's block; the backend draws their numbers at
 // commit from a counter of its own (a sequence), in the statement that
-// stores them, right before the COMMIT and without a lock, so writers of
-// one collection commit side by side, and keys each before-image by the
+// stores them, right before the COMMIT, under a lock held for the draw
+// alone, so writers of one collection commit side by side, and keys each
+// before-image by the
 // number its change drew. A change can then become visible after one
 // with a greater number, whose writer committed first, and a rolled back
 // or lost commit leaves its numbers unused: a reader delivers in number
@@ -118,11 +119,6 @@ const (
 // old changes one commit trims.
 const feedTrimStep = 64
 
-// feedTrimEvery: on a store that numbers at commit, a commit of fewer than
-// feedTrimStep/feedTrimEvery changes into a feed whose slack is a step or
-// more trims it one time in feedTrimEvery (see flushFeed).
-const feedTrimEvery = 8
-
 // feedTrimSlack is how many changes past keep a feed holds before a commit
 // trims it: an eighth of keep, at most 4,096. A trim then deletes a step
 // at once where it would delete as many changes as each commit adds, so
@@ -149,8 +145,8 @@ type FeedEntry struct {
 // feedState is what a transaction knows of one collection's feed.
 type feedState struct {
 	read   bool
-	bucket kv.Bucket       // nil: the collection has no feed
-	seqr   kv.RunSequencer // the backend numbers changes at commit; nil: this transaction does
+	bucket kv.Bucket    // nil: the collection has no feed
+	seqr   kv.Sequencer // the backend numbers changes at commit; nil: this transaction does
 	feedConf
 	seq   int64  // the last seq given, when seqr is nil (read on first use)
 	n     int    // changes this transaction recorded
@@ -166,7 +162,7 @@ type feedState struct {
 type feedConf struct {
 	keep     int64
 	numbered bool   // the backend numbers the changes (kv.Sequencer)
-	runs     bool   // numbered: a commit's changes are a run (kv.RunSequencer), with no copies
+	runs     bool   // numbered: a commit's changes are a run (kv.Sequencer), with no copies
 	id       uint64 // drawn when the feed is made; 0 for a feed made before ids
 	inMeta   bool   // read from keys of the metadata: a file's feed of blocks
 }
@@ -195,7 +191,7 @@ func (t *Tx) loadFeed(c *Coll) {
 	// as the records' are, where bbolt's default split leaves each half
 	// empty and a PutMany wrote twice the pages it needed.
 	f.bucket.SetFillPercent(appendFillPercent)
-	if s, ok := f.bucket.(kv.RunSequencer); ok {
+	if s, ok := f.bucket.(kv.Sequencer); ok {
 		f.seqr = s
 	}
 }
@@ -274,7 +270,7 @@ func (t *Tx) writeFeedConf(c *Coll, fc feedConf) error {
 }
 
 // numberFeed hands the numbering of c's feed to the backend (see
-// kv.RunSequencer), which goes on from the feed's counter, and raises the
+// kv.Sequencer), which goes on from the feed's counter, and raises the
 // store's format: a storh from before would number from the counter
 // still, which now holds the trim floor, and one from before runs would
 // misread them. A feed numbered by a build before runs, a change each
@@ -534,14 +530,8 @@ func (c *Coll) flushFeed() error {
 		if err := f.seqr.SequenceRun(c.meta, keyFeedSeq, run); err != nil {
 			return mapStoreErr(err)
 		}
-		// The trim is a statement of the commit: where the slack is a
-		// step or more, one in feedTrimEvery of the commits of a few
-		// changes asks for it, each then trimming a step that holds many
-		// times what such commits add, and what the others leave waits
-		// within the slack. A small keep is trimmed at every commit.
-		if slack >= feedTrimStep && f.n*feedTrimEvery < feedTrimStep && rand.IntN(feedTrimEvery) != 0 {
-			return nil
-		}
+		// The backend queues the trim's statement only when it sees one
+		// is due (kv.Sequencer).
 		return mapStoreErr(f.seqr.TrimRuns(f.keep, slack, step, shape))
 	}
 	if err := c.flushTail(); err != nil {
@@ -752,7 +742,7 @@ func (t *Tx) EnsureFeed(c *Coll, keep int64) error {
 		if err := t.needFormat(formatFeed); err != nil {
 			return err
 		}
-		if s, ok := b.(kv.RunSequencer); ok {
+		if s, ok := b.(kv.Sequencer); ok {
 			if err := s.StartSequence(c.meta, keyFeedSeq); err != nil {
 				return mapStoreErr(err)
 			}

@@ -197,11 +197,11 @@ type Adder interface {
 }
 
 // Sequencer is implemented by the buckets of a store whose writers run
-// at the same time (PostgreSQL), to number values at commit from a counter
-// the backend keeps itself, so that writers of one bucket never wait for
-// each other over the numbers (bbolt, with one writer at a time, needs none
-// of this: the engine numbers values itself, reading and writing a counter
-// in the transaction).
+// at the same time (PostgreSQL), to number runs of entries at commit from
+// a counter the backend keeps itself, so that writers of one bucket never
+// take turns over the numbers through their commits (bbolt, with one
+// writer at a time, needs none of this: the engine numbers entries itself,
+// reading and writing a counter in the transaction).
 //
 // StartSequence makes such a counter for counterKey of bucket counter,
 // whose 8-byte big-endian integer is the last number given so far: the
@@ -212,20 +212,38 @@ type Adder interface {
 // transaction that holds the top-level bucket alone, and done when that
 // commits.
 //
-// At commit, after every other write of the transaction, the backend draws
-// a number for each value queued by Sequence, in the order queued, and
-// stores the value under it (an 8-byte big-endian key). Numbers are drawn
-// without a lock, so they increase in the order drawn, not in the order of
-// the commits: a number drawn by a transaction still committing may become
-// visible after a greater one (Settler tells a reader when that can no
-// longer happen), and the numbers of concurrent commits may interleave. A
-// transaction that does not commit leaves its numbers unused. Then, if
-// TrimSequence asked, and the floor is more than slack below last-keep
-// (last: the greatest number it drew), it deletes the bucket's keys at or
-// below last-keep, oldest first, at most max of them, and raises the floor
-// to the greatest key it deleted: unless another commit is trimming the
-// bucket, which it then leaves to it rather than wait. Keys are never
-// reused.
+// At commit, after every other write of the transaction, the backend
+// draws the numbers of the runs queued by SequenceRun on one counter as
+// one block of consecutive numbers, the runs in the order queued, and
+// stores each run as Shape.Tag ‖ entries under the number of its first
+// entry: one value, or several of consecutive entries, where it bounds
+// its values' size (on PostgreSQL, with 1,000 records of 250 bytes in a
+// durable commit, a value per entry holding its record took the commit
+// twice as long as without, and a run of 17-byte entries 1.0 to 1.2
+// times). A block is drawn under a lock held for the draw alone, not to
+// the commit's end, so the numbers increase in the order drawn, not in
+// the order of the commits: a number drawn by a transaction still
+// committing may become visible after a greater one (Settler tells a
+// reader when that can no longer happen). A transaction that does not
+// commit leaves its numbers unused; numbers are never reused.
+//
+// A side value of entry i is stored in Shape.Side under the entry's bytes
+// [1, 1+Shape.SideKey) followed by its 8-byte big-endian number.
+//
+// Then, if TrimRuns asked, and the floor is more than slack below
+// last-keep (last: the greatest number the commit drew), the commit
+// deletes whole values, oldest first, once their last number is at or
+// below last-keep: a value that starts with shape.Tag holds
+// (len-1)/shape.Size entries, numbered from its key, any other value
+// (stored before the counter started) one; with it go the side values of
+// its entries that have a bit of shape.SideFlag set in their first byte.
+// max bounds the entries one commit deletes (one value at least), and the
+// floor rises to the last number of the values deleted: unless another
+// commit is trimming the bucket, which it then leaves to it rather than
+// wait. The backend may judge whether a trim is due by the numbers and
+// floors its own commits saw, so a commit may leave a trim that is due,
+// by numbers other stores drew since, to a later commit: the bucket holds
+// more than keep for a while, never less.
 //
 // Under a shared hold (Locker.BucketShared) a transaction may sequence
 // into buckets of the top-level bucket it holds.
@@ -233,51 +251,16 @@ type Sequencer interface {
 	// StartSequence makes the backend's counter of counterKey in counter
 	// (see above).
 	StartSequence(counter Bucket, counterKey []byte) error
-	// Sequence queues value (kept, not copied) for the commit. All the
-	// values a transaction queues in one bucket must use one counter,
-	// made by StartSequence.
-	Sequence(counter Bucket, counterKey, value []byte) error
-	// TrimSequence sets how the commit trims the bucket: keep the keys
-	// above last-keep, and once more than slack of the others are kept,
-	// delete at most max of them.
-	TrimSequence(keep, slack int64, max int) error
-}
-
-// RunSequencer is implemented by the Sequencer buckets of a store that
-// numbers runs of entries: a run of n entries takes n consecutive numbers
-// at commit and is stored as few values, each under the first number of
-// its entries, where values numbered one each cost the store a row each
-// (on PostgreSQL, with 1,000 records of 250 bytes in a durable commit, a
-// value each with a copy of its record took the commit 2.0 times as long
-// as without, and one run of 17-byte entries 1.0 to 1.2 times:
-// BenchmarkFeedShapes of package postgres). An entry may leave a side value in another bucket,
-// under a key that ends in its number, which the trim that deletes the
-// entry's run deletes with it.
-//
-// At commit, after the Sequencer's values, the backend draws the numbers
-// of each run queued by SequenceRun, in order, and stores its entries as
-// Shape.Tag ‖ entries under the number of the first: one value, or
-// several of consecutive entries and numbers, where it bounds its values'
-// size, or where a concurrent commit drew between two numbers of the run
-// (they are drawn without a lock, as Sequence draws them); an entry is
-// never stored apart from its number. A side value of entry i is stored
-// in Shape.Side under the entry's bytes [1, 1+Shape.SideKey) followed by
-// its 8-byte big-endian number.
-//
-// TrimRuns is TrimSequence of a bucket whose values may be runs of
-// shape: a value that starts with shape.Tag holds (len-1)/shape.Size
-// entries, numbered from its key, any other value one. A run is deleted
-// whole, once its last number is at or below last-keep, with the side
-// values of its entries that have a bit of shape.SideFlag set in their
-// first byte; max bounds the entries one commit deletes (one run at
-// least), and the floor rises to the last number of the runs deleted.
-type RunSequencer interface {
-	Sequencer
+	// SequenceRun queues run for the commit. All the runs a transaction
+	// queues in one bucket must use one counter, made by StartSequence.
 	SequenceRun(counter Bucket, counterKey []byte, run Run) error
+	// TrimRuns sets how the commit trims the bucket: keep the entries
+	// above last-keep, and once more than slack of the others are kept,
+	// delete at most max of them (see above).
 	TrimRuns(keep, slack int64, max int, shape RunShape) error
 }
 
-// RunShape is how a bucket of runs (RunSequencer) stores them.
+// RunShape is how a bucket of runs (Sequencer) stores them.
 type RunShape struct {
 	Tag  byte // a stored value that starts with Tag holds a run
 	Size int  // the bytes of one entry
@@ -289,7 +272,7 @@ type RunShape struct {
 	SideKey  int
 }
 
-// Run is a run of entries for RunSequencer.SequenceRun, kept, not copied,
+// Run is a run of entries for Sequencer.SequenceRun, kept, not copied,
 // until the commit.
 type Run struct {
 	Shape   RunShape

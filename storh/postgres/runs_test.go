@@ -8,14 +8,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/storhdb/storh-go/storh/internal/pgtest"
 	"github.com/storhdb/storh-go/storh/kv"
 )
 
-// Runs (kv.RunSequencer) beyond what kvtest checks: the stretches a run
-// is stored as when its numbers are not consecutive, and runs committed
-// side by side by two stores, trimmed as they go.
+// Runs (kv.Sequencer) beyond what kvtest checks: the draw's lock, which
+// a commit holds for the draw alone; a run stored in several rows; and
+// runs committed side by side by two stores, trimmed as they go.
 
 // runShape: entries of 4 bytes, a flag and 3 that lead a side value's
 // key (a writer, a commit and a place, in the concurrent test).
@@ -52,7 +53,7 @@ func makeRunBuckets(t *testing.T, s *Store) {
 	})
 	update(func(tx kv.Tx) error {
 		top := tx.Bucket([]byte("s"))
-		return top.Bucket([]byte("r")).(kv.RunSequencer).StartSequence(top, []byte("n"))
+		return top.Bucket([]byte("r")).(kv.Sequencer).StartSequence(top, []byte("n"))
 	})
 }
 
@@ -64,8 +65,10 @@ func commitRun(s *Store, entries [][]byte, keep int64) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	top := tx.Bucket([]byte("s"))
-	rs := top.Bucket([]byte("r")).(kv.RunSequencer)
+	// Held shared, as the engine's writers hold a collection: commits
+	// draw and store side by side.
+	top := tx.(kv.Locker).BucketShared([]byte("s"))
+	rs := top.Bucket([]byte("r")).(kv.Sequencer)
 	shape := runShape
 	shape.Side = top.Bucket([]byte("b"))
 	r := kv.Run{Shape: shape, Entries: bytes.Join(entries, nil)}
@@ -134,53 +137,188 @@ func sideKey(e []byte, seq uint64) string {
 	return string(binary.BigEndian.AppendUint64(bytes.Clone(e[1:1+runShape.SideKey]), seq))
 }
 
-// A run whose numbers are not consecutive (here every other one: the
-// sequence steps by 2, as if a concurrent commit drew between each) is
-// stored as one value per stretch of consecutive numbers, each under its
-// first, and each side value under its entry's own number; a trim takes
-// the stretches with their side values.
-func TestSequenceRunSplit(t *testing.T) {
+// A commit holds its draw's lock for the draw alone: a commit stuck after
+// its draw, before its COMMIT (here its side value waits for a row
+// another session inserted and holds), keeps no other commit from
+// drawing and committing. The number it drew is then a gap below a
+// visible one, which SettleSequence waits for.
+func TestSequenceDrawNotHeld(t *testing.T) {
 	s := openStore(t)
 	makeRunBuckets(t, s)
 	tx, err := s.Begin(false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := tx.Bucket([]byte("s")).(*bucket).id
+	side := tx.Bucket([]byte("s")).Bucket([]byte("b")).(*bucket).sql.name
 	_ = tx.Rollback()
-	seq := s.sequenceName(id, []byte("n"))
-	if _, err := s.pool.Exec(ctx, "ALTER SEQUENCE "+seq+" INCREMENT BY 2"); err != nil {
-		t.Fatal(err)
-	}
-	entries := [][]byte{[]byte("\x11a00"), []byte("\x01a01"), []byte("\x11a02")}
-	if err := commitRun(s, entries, 0); err != nil {
-		t.Fatal(err)
-	}
-	runs, sides, _ := storedRuns(t, s)
-	want := map[uint64][][]byte{1: entries[:1], 3: entries[1:2], 5: entries[2:]}
-	if fmt.Sprint(runs) != fmt.Sprint(want) {
-		t.Fatalf("runs %q, want %q", runs, want)
-	}
-	wantSides := map[string][]byte{sideKey(entries[0], 1): entries[0], sideKey(entries[2], 5): entries[2]}
-	if fmt.Sprint(sides) != fmt.Sprint(wantSides) {
-		t.Fatalf("side values %q, want %q", sides, wantSides)
-	}
 
-	// Consecutive again: a run of 2 at 6 and 7, and a trim to keep 2 of
-	// up to 7 takes the stretches 1, 3 and 5 and their side values.
-	if _, err := s.pool.Exec(ctx, "ALTER SEQUENCE "+seq+" INCREMENT BY 1"); err != nil {
+	// The blocker holds the side key that number 1 of entry "\x11st0" takes.
+	blocker, err := s.pool.Begin(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	more := [][]byte{[]byte("\x11b00"), []byte("\x01b01")}
-	if err := commitRun(s, more, 2); err != nil {
+	defer func() { _ = blocker.Rollback(ctx) }()
+	if _, err := blocker.Exec(ctx, "INSERT INTO "+side+" (k, v) VALUES ($1, 'x')", []byte(sideKey([]byte("\x11st0"), 1))); err != nil {
 		t.Fatal(err)
 	}
-	runs, sides, floor := storedRuns(t, s)
-	want = map[uint64][][]byte{6: more}
-	wantSides = map[string][]byte{sideKey(more[0], 6): more[0]}
-	if fmt.Sprint(runs) != fmt.Sprint(want) || fmt.Sprint(sides) != fmt.Sprint(wantSides) || floor != 5 {
-		t.Fatalf("after the trim: runs %q, side values %q, floor %d; want %q, %q, 5", runs, sides, floor, want, wantSides)
+	stuck := make(chan error, 1)
+	go func() { stuck <- commitRun(s, [][]byte{[]byte("\x11st0")}, 0) }()
+	// The stuck commit has drawn 1 once it waits for the blocker's row.
+	for {
+		var waiting bool
+		if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%'||$1||'%')", side).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case err := <-stuck:
+			t.Fatalf("the commit whose side value waits for a held row ended: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
+	// Another commit draws 2 and commits beside it.
+	done := make(chan error, 1)
+	go func() { done <- commitRun(s, [][]byte{[]byte("\x01ot0")}, 0) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a commit waited for another commit stuck after its draw: the draw's lock outlived the draw")
+	}
+	runs, _, _ := storedRuns(t, s)
+	if want := map[uint64][][]byte{2: {[]byte("\x01ot0")}}; fmt.Sprint(runs) != fmt.Sprint(want) {
+		t.Fatalf("runs %q beside the stuck commit, want %q", runs, want)
+	}
+	// Settling waits for the stuck commit: it fails once the blocker's
+	// row commits under its side key, and 1 stays a gap for good.
+	settled := make(chan uint64, 1)
+	go func() {
+		tx, err := s.Begin(false)
+		if err != nil {
+			t.Error(err)
+			settled <- 0
+			return
+		}
+		defer func() { _ = tx.Rollback() }()
+		top := tx.Bucket([]byte("s"))
+		n, err := top.Bucket([]byte("r")).(kv.Settler).SettleSequence(ctx, top, []byte("n"))
+		if err != nil {
+			t.Error(err)
+		}
+		settled <- n
+	}()
+	select {
+	case n := <-settled:
+		t.Fatalf("SettleSequence returned %d while a commit that drew 1 was still open", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := blocker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stuck; err == nil {
+		t.Fatal("the stuck commit succeeded over a side key committed before it")
+	}
+	if n := <-settled; n != 2 {
+		t.Fatalf("SettleSequence = %d, want 2", n)
+	}
+}
+
+// A draw that fails after it took its lock (here the sequence is at its
+// maximum) fails its commit, and the failed commit lets the lock go: no
+// session holds a draw lock afterwards, and the next commits, from this
+// store and another, draw and commit.
+func TestSequenceDrawFails(t *testing.T) {
+	url := pgtest.URL(t)
+	s, other := openURL(t, url), openURL(t, url)
+	makeRunBuckets(t, s)
+	if err := commitRun(s, [][]byte{[]byte("\x01a00")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	seq := s.sequenceName(counterID(t, s), []byte("n"))
+	alter := func(to string) {
+		t.Helper()
+		if _, err := s.pool.Exec(ctx, "ALTER SEQUENCE "+seq+" "+to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Draw locks are the two-integer advisory locks (objsubid 2).
+	held := func() int {
+		t.Helper()
+		var n int
+		if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	alter("MAXVALUE 1")
+	for _, n := range []int{1, 3} { // a nextval, and a nextval and setval
+		entries := make([][]byte, n)
+		for i := range entries {
+			entries[i] = []byte{1, 'b', byte(i), '0'}
+		}
+		if err := commitRun(s, entries, 0); err == nil {
+			t.Fatalf("a commit of %d entries past the sequence's maximum succeeded", n)
+		}
+		if h := held(); h != 0 {
+			t.Fatalf("after a failed draw of %d: %d draw locks held", n, h)
+		}
+	}
+	alter("NO MAXVALUE")
+	done := make(chan error, 2)
+	for _, st := range []*Store{s, other} {
+		go func() { done <- commitRun(st, [][]byte{[]byte("\x01c00")}, 0) }()
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a commit waits for a draw lock a failed commit left held")
+		}
+	}
+	runs, _, _ := storedRuns(t, s)
+	if len(runs) != 3 || runs[1] == nil {
+		t.Fatalf("runs from %v, want 1 and two more", keysOf(runs))
+	}
+}
+
+// A commit asks for a trim only when, by what the store's commits saw,
+// one is due: keep 40 with a slack of 5, and commits of one entry each,
+// trim at the 46th (bound 6, the floor 0), the 52nd and the 58th, each
+// up to its bound; the 57 commits between ask for none.
+func TestSequenceTrimWhenDue(t *testing.T) {
+	s := openStore(t)
+	makeRunBuckets(t, s)
+	const keep = 40 // slack keep/8 = 5
+	for i := range 60 {
+		if err := commitRun(s, [][]byte{{1, 'a', byte(i), '0'}}, keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, _, floor := storedRuns(t, s)
+	if n := s.trims.Load(); n != 3 || floor != 18 || len(runs) != 42 {
+		t.Fatalf("%d trims asked for, floor %d, %d runs kept; want 3, 18, 42", n, floor, len(runs))
+	}
+	if seen := s.seenOf(s.sequenceName(counterID(t, s), []byte("n"))); seen != (seqSeen{last: 60, floor: 18}) {
+		t.Fatalf("the store saw %+v, want last 60 and floor 18", seen)
+	}
+}
+
+// counterID is the id of the bucket that holds the counter, "s".
+func counterID(t *testing.T, s *Store) int64 {
+	t.Helper()
+	tx, err := s.Begin(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return tx.Bucket([]byte("s")).(*bucket).id
 }
 
 // Writers in two stores commit runs side by side, trimming as they go.
@@ -188,7 +326,8 @@ func TestSequenceRunSplit(t *testing.T) {
 // entry above the floor is kept, and the side values are exactly those
 // of the flagged entries kept, each under its entry's number. A run of a
 // concurrent commit may come between two numbers of another; the test
-// logs how many runs were stored as more than one stretch.
+// checks that none was split: a commit's entries take one block of
+// consecutive numbers.
 func TestSequenceRunsConcurrent(t *testing.T) {
 	url := pgtest.URL(t)
 	stores := []*Store{openURL(t, url), openURL(t, url)}
@@ -211,8 +350,9 @@ func TestSequenceRunsConcurrent(t *testing.T) {
 					}
 					entries = append(entries, []byte{flag, byte(w), byte(c), byte(i)})
 				}
-				// Numbers and trims take no lock a writer waits for,
-				// so nothing conflicts: no commit needs a retry.
+				// A draw's lock lasts for the draw alone, and trims
+				// take none a writer waits for: nothing conflicts, and
+				// no commit needs a retry.
 				if err := commitRun(s, entries, keep); err != nil {
 					errs <- fmt.Errorf("writer %d, commit %d: %w", w, c, err)
 					return
@@ -273,7 +413,10 @@ func TestSequenceRunsConcurrent(t *testing.T) {
 			split++
 		}
 	}
-	t.Logf("%d runs kept above floor %d, up to %d; %d of them stored as more than one stretch", len(runs), floor, top, split)
+	t.Logf("%d runs kept above floor %d, up to %d", len(runs), floor, top)
+	if split > 0 {
+		t.Fatalf("%d commits' entries were stored apart, under numbers not consecutive", split)
+	}
 	if top-floor < keep {
 		t.Fatalf("kept %d numbers above the floor, fewer than keep %d", top-floor, keep)
 	}
@@ -287,9 +430,8 @@ func firstKey(m map[string][]byte) string {
 }
 
 // BenchmarkFeedShapes is what a feed of changes adds to a durable commit
-// of n records of 250 bytes, by how the changes are stored: none; a value
-// each, holding its record (Sequencer.Sequence); or one run of 17-byte
-// entries, holding none (RunSequencer.SequenceRun). Compare in one run:
+// of n records of 250 bytes: none, or one run of 17-byte entries
+// (Sequencer.SequenceRun), with or without the trim. Compare in one run:
 //
 //	go test ./storh/postgres -run '^$' -bench FeedShapes -count 6
 func BenchmarkFeedShapes(b *testing.B) {
@@ -325,7 +467,7 @@ func BenchmarkFeedShapes(b *testing.B) {
 	value := bytes.Repeat([]byte("v"), 250)
 	var next uint64
 	for _, n := range []int{1, 1000} {
-		for _, shape := range []string{"none", "values", "run", "values+trim", "run+trim"} {
+		for _, shape := range []string{"none", "run", "run+trim"} {
 			b.Run(fmt.Sprintf("n=%d/feed=%s", n, shape), func(b *testing.B) {
 				b.ReportAllocs()
 				entries := make([]byte, 17*n)
@@ -335,7 +477,7 @@ func BenchmarkFeedShapes(b *testing.B) {
 						b.Fatal(err)
 					}
 					top := tx.Bucket([]byte("c"))
-					recs, feed := top.Bucket([]byte("rec")), top.Bucket([]byte("f")).(kv.RunSequencer)
+					recs, feed := top.Bucket([]byte("rec")), top.Bucket([]byte("f")).(kv.Sequencer)
 					for i := range n {
 						next++
 						key := binary.BigEndian.AppendUint64(make([]byte, 8, 16), next)
@@ -345,26 +487,16 @@ func BenchmarkFeedShapes(b *testing.B) {
 						e := entries[17*i : 17*(i+1)]
 						e[0] = 1
 						copy(e[1:], key)
-						switch shape {
-						case "values", "values+trim":
-							if err := feed.Sequence(top, []byte("n"), append(bytes.Clone(e), value...)); err != nil {
-								b.Fatal(err)
-							}
-						}
 					}
 					if strings.HasPrefix(shape, "run") {
 						if err := feed.SequenceRun(top, []byte("n"), kv.Run{Shape: kv.RunShape{Tag: 0x80, Size: 17}, Entries: entries}); err != nil {
 							b.Fatal(err)
 						}
 					}
-					switch shape {
-					case "values+trim":
-						err = feed.TrimSequence(10_000, 1250, 64+2*n)
-					case "run+trim":
-						err = feed.TrimRuns(10_000, 1250, 64+2*n, kv.RunShape{Tag: 0x80, Size: 17})
-					}
-					if err != nil {
-						b.Fatal(err)
+					if shape == "run+trim" {
+						if err := feed.TrimRuns(10_000, 1250, 64+2*n, kv.RunShape{Tag: 0x80, Size: 17}); err != nil {
+							b.Fatal(err)
+						}
 					}
 					if err := tx.Commit(); err != nil {
 						b.Fatal(err)

@@ -90,6 +90,13 @@ type Store struct {
 	floor     atomic.Uint64
 	replayed  atomic.Uint64
 	floorLost atomic.Int64
+
+	// seen holds, per sequence, the greatest number and floor this
+	// store's commits saw (*atomicSeen by name), so that a commit asks
+	// for a trim only when one is due (see queueSequences); trims counts
+	// the trims its commits asked for.
+	seen  sync.Map
+	trims atomic.Int64
 }
 
 // tree is a cached registry subtree: the top-level bucket's id and

@@ -35,9 +35,11 @@ type tx struct {
 	// sequenced are the buckets with values numbered at commit, in the
 	// order they were first given one (sequence.go).
 	sequenced []*bucket
-	arena     arena           // keys and values handed out, valid until the end
-	locked    map[string]bool // top-level buckets this writer holds: true alone, false shared
-	upgrades  []string        // top-level buckets to hold alone from the next statement (HoldAlone)
+	drew      bool                // the commit's batch draws numbers (see drawSQL)
+	seen      map[string]*seqSeen // what the commit sees of its sequences (see queueSequences)
+	arena     arena               // keys and values handed out, valid until the end
+	locked    map[string]bool     // top-level buckets this writer holds: true alone, false shared
+	upgrades  []string            // top-level buckets to hold alone from the next statement (HoldAlone)
 	// A writer's top-level buckets taken from the store's cache: their
 	// locks and, after them, the checks that fail the transaction if a
 	// subtree changed, go with its next statement (see holdCached).
@@ -543,6 +545,7 @@ func (t *tx) Commit() error {
 			return err
 		}
 		t.s.committed(pos)
+		t.s.saw(t.seen)
 		t.s.pruneMarks()
 	}
 	for name := range t.reshape {
@@ -596,8 +599,9 @@ func (t *tx) Rollback() error {
 	return nil
 }
 
-// end rolls the transaction back on the server if it began there, and
-// returns the connection to the pool.
+// end rolls the transaction back on the server if it began there, lets go
+// of the draw locks a failed commit may have left, and returns the
+// connection to the pool.
 func (t *tx) end() error {
 	var err error
 	if t.begun {
@@ -605,6 +609,7 @@ func (t *tx) end() error {
 			err = dbErr("rollback", rerr)
 		}
 	}
+	t.releaseDraws()
 	t.release()
 	return err
 }
@@ -619,6 +624,8 @@ func (t *tx) release() {
 	t.conn = nil
 	t.dirty = nil
 	t.sequenced = nil
+	t.drew = false
+	t.seen = nil
 	t.arena = nil
 	t.notices = notices{}
 }

@@ -83,7 +83,6 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"ManyKeys", testManyKeys},
 		{"LargeValues", testLargeValues},
 		{"Insert", testInsert},
-		{"Sequence", testSequence},
 		{"SequenceRun", testSequenceRun},
 		{"Identity", testIdentity},
 		{"Range", testRange},
@@ -1008,118 +1007,12 @@ func testPipeline(t *testing.T, s kv.Store) {
 	})
 }
 
-// testInsert checks a kv.Inserter, where the backend has one: inserted keys
-// read back like put ones; an insert after another write of its key in
-// the same transaction stores the insert's value; an insert of a key that
-// is present fails the transaction, and commits nothing of it, even when
-// the transaction puts or deletes the key after it.
-// testSequence: values numbered at commit (kv.Sequencer, kv.Settler), for
-// a store whose buckets number them; others are skipped (their callers
-// number values in the transaction).
-func testSequence(t *testing.T, s kv.Store) {
-	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-	seq := func(n uint64, v string) pair { return pair{be(n), []byte(v)} }
-	// Bucket "f" starts empty with its counter at 0; "g" holds 3 and 4
-	// (1 and 2 trimmed before) with its counter at 4.
-	update(t, s, func(tx kv.Tx) {
-		top, err := tx.CreateBucket([]byte("s"))
-		mustBucket(t, `CreateBucket("s")`, top, err)
-		for _, name := range []string{"f", "g"} {
-			b, err := top.CreateBucket([]byte(name))
-			mustBucket(t, "CreateBucket("+name+")", b, err)
-		}
-		must(t, "Put counter", top.Put([]byte("n"), be(0)))
-		must(t, "Put counter", top.Put([]byte("m"), be(4)))
-		g := top.Bucket([]byte("g"))
-		must(t, "Put", g.Put(be(3), []byte("x")))
-		must(t, "Put", g.Put(be(4), []byte("y")))
-	})
-	counters := map[string]string{"f": "n", "g": "m"}
-	sequencer := func(tx kv.Tx, bucket string) (kv.Bucket, kv.Sequencer) {
-		top := tx.Bucket([]byte("s"))
-		sq, ok := top.Bucket([]byte(bucket)).(kv.Sequencer)
-		if !ok {
-			t.Skip("the store's buckets are not kv.Sequencers")
-		}
-		return top, sq
-	}
-	update(t, s, func(tx kv.Tx) {
-		for _, name := range []string{"f", "g"} {
-			top, sq := sequencer(tx, name)
-			must(t, "StartSequence "+name, sq.StartSequence(top, []byte(counters[name])))
-		}
-	})
-	sequence := func(where, bucket string, keep, slack int64, max int, vals ...string) error {
-		t.Helper()
-		tx := begin(t, s, true)
-		defer func() { _ = tx.Rollback() }()
-		top, sq := sequencer(tx, bucket)
-		for _, v := range vals {
-			must(t, where+": Sequence", sq.Sequence(top, []byte(counters[bucket]), []byte(v)))
-		}
-		must(t, where+": TrimSequence", sq.TrimSequence(keep, slack, max))
-		return tx.Commit()
-	}
-	check := func(where, bucket string, floor uint64, settled uint64, feed ...pair) {
-		t.Helper()
-		view(t, s, func(tx kv.Tx) {
-			top := tx.Bucket([]byte("s"))
-			checkGet(t, where+": floor", top, []byte(counters[bucket]), be(floor))
-			checkWalk(t, where+": feed", top.Bucket([]byte(bucket)).Cursor(), feed, false)
-			st, ok := top.Bucket([]byte(bucket)).(kv.Settler)
-			if !ok {
-				t.Fatalf("%s: the buckets are kv.Sequencers, not kv.Settlers", where)
-			}
-			n, err := st.SettleSequence(context.Background(), top, []byte(counters[bucket]))
-			if err != nil || n != settled {
-				t.Errorf("%s: SettleSequence = %d, %v; want %d", where, n, err, settled)
-			}
-		})
-	}
-	check("started", "f", 0, 0)
-	check("started on kept values", "g", 2, 4, seq(3, "x"), seq(4, "y"))
-	must(t, "three values", sequence("three values", "f", 0, 0, 0, "a", "b", "c"))
-	check("three values", "f", 0, 3, seq(1, "a"), seq(2, "b"), seq(3, "c"))
-	// Keep 2: the keys at or below 5-2 go, at most 10 of them, and the
-	// floor rises to the greatest of them.
-	must(t, "two with a trim", sequence("two with a trim", "f", 2, 0, 10, "d", "e"))
-	check("two with a trim", "f", 3, 5, seq(4, "d"), seq(5, "e"))
-	// A rollback draws no number.
-	tx := begin(t, s, true)
-	top, sq := sequencer(tx, "f")
-	must(t, "Sequence", sq.Sequence(top, []byte("n"), []byte("lost")))
-	must(t, "Rollback", tx.Rollback())
-	check("after a rollback", "f", 3, 5, seq(4, "d"), seq(5, "e"))
-	// A trim deletes at most max keys: keep 1 of 4, 5, 6 bounds it at 5,
-	// and max 1 takes 4 only.
-	must(t, "a bounded trim", sequence("a bounded trim", "f", 1, 0, 1, "f"))
-	check("a bounded trim", "f", 4, 6, seq(5, "e"), seq(6, "f"))
-	// The counter made on kept values goes on after them.
-	must(t, "after kept values", sequence("after kept values", "g", 0, 0, 0, "z"))
-	check("after kept values", "g", 2, 5, seq(3, "x"), seq(4, "y"), seq(5, "z"))
-	// Values sequenced on a counter never started fail the commit rather
-	// than go unnumbered.
-	update(t, s, func(tx kv.Tx) { must(t, "Put counter", tx.Bucket([]byte("s")).Put([]byte("o"), be(0))) })
-	counters["f"] = "o"
-	if err := sequence("no counter", "f", 0, 0, 0, "g"); err == nil {
-		t.Fatal("Commit of values sequenced on a counter never started succeeded")
-	}
-	counters["f"] = "n"
-	check("no counter", "f", 4, 6, seq(5, "e"), seq(6, "f"))
-	// Slack 2: keep 1 of 5..7 bounds the trim at 6, 2 keys above the
-	// floor 4: not more than the slack, so nothing goes. One more value
-	// puts 3 keys past it: the trim takes them all (5, 6 and 7).
-	must(t, "within the slack", sequence("within the slack", "f", 1, 2, 10, "g"))
-	check("within the slack", "f", 4, 7, seq(5, "e"), seq(6, "f"), seq(7, "g"))
-	must(t, "past the slack", sequence("past the slack", "f", 1, 2, 10, "h"))
-	check("past the slack", "f", 7, 8, seq(8, "h"))
-}
-
-// testSequenceRun: runs of entries numbered at commit
-// (kv.RunSequencer), each stored under its first number, its entries'
-// side values beside it, and the trim of whole runs with their side
-// values; others are skipped. Entries are 3 bytes, a flag and a 2-byte
-// name that leads a side value's key.
+// testSequenceRun: runs of entries numbered at commit (kv.Sequencer,
+// kv.Settler), each stored under its first number, its entries' side
+// values beside it, and the trim of whole runs with their side values,
+// for a store whose buckets number them; others are skipped (their
+// callers number entries in the transaction). Entries are 3 bytes, a flag
+// and a 2-byte name that leads a side value's key.
 func testSequenceRun(t *testing.T, s kv.Store) {
 	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 	const tag, flag = 0x80, 0x10
@@ -1134,6 +1027,9 @@ func testSequenceRun(t *testing.T, s kv.Store) {
 		return pair{be(first), append([]byte{tag}, strings.Join(entries, "")...)}
 	}
 	sideAt := func(name string, n uint64, v string) pair { return pair{append([]byte(name), be(n)...), []byte(v)} }
+	// The bucket of runs "r" holds values 1 and 2, stored one each before
+	// its counter started, as a store's older layout may have left them,
+	// with the counter "n" at 2.
 	update(t, s, func(tx kv.Tx) {
 		top, err := tx.CreateBucket([]byte("s"))
 		mustBucket(t, `CreateBucket("s")`, top, err)
@@ -1141,42 +1037,47 @@ func testSequenceRun(t *testing.T, s kv.Store) {
 			b, err := top.CreateBucket([]byte(name))
 			mustBucket(t, "CreateBucket("+name+")", b, err)
 		}
-		must(t, "Put counter", top.Put([]byte("n"), be(0)))
+		must(t, "Put counter", top.Put([]byte("n"), be(2)))
+		must(t, "Put counter", top.Put([]byte("o"), be(0)))
+		r := top.Bucket([]byte("r"))
+		must(t, "Put", r.Put(be(1), []byte("x")))
+		must(t, "Put", r.Put(be(2), []byte("y")))
 	})
-	runs := func(tx kv.Tx) (top kv.Bucket, rs kv.RunSequencer, shape kv.RunShape) {
+	runs := func(tx kv.Tx) (top kv.Bucket, sq kv.Sequencer, shape kv.RunShape) {
 		top = tx.Bucket([]byte("s"))
-		rs, ok := top.Bucket([]byte("r")).(kv.RunSequencer)
+		sq, ok := top.Bucket([]byte("r")).(kv.Sequencer)
 		if !ok {
-			t.Skip("the store's buckets are not kv.RunSequencers")
+			t.Skip("the store's buckets are not kv.Sequencers")
 		}
-		return top, rs, kv.RunShape{Tag: tag, Size: 3, Side: top.Bucket([]byte("b")), SideFlag: flag, SideKey: 2}
+		return top, sq, kv.RunShape{Tag: tag, Size: 3, Side: top.Bucket([]byte("b")), SideFlag: flag, SideKey: 2}
 	}
 	update(t, s, func(tx kv.Tx) {
-		top, rs, _ := runs(tx)
-		must(t, "StartSequence", rs.StartSequence(top, []byte("n")))
+		top, sq, _ := runs(tx)
+		must(t, "StartSequence", sq.StartSequence(top, []byte("n")))
 	})
-	// commit queues a run of entries (with side values sides, by entry),
-	// then values one each, and trims with keep, slack and max (keep 0:
-	// no trim).
-	commit := func(where string, keep, slack int64, max int, entries []string, sides map[int]string, values ...string) error {
+	// entries is a run's entries, with side values by entry.
+	type entries struct {
+		es    []string
+		sides map[int]string
+	}
+	// commit queues runs on counter, and trims with keep, slack and max
+	// (keep 0: no trim).
+	commit := func(where, counter string, keep, slack int64, max int, rs ...entries) error {
 		t.Helper()
 		tx := begin(t, s, true)
 		defer func() { _ = tx.Rollback() }()
-		top, rs, shape := runs(tx)
-		if len(entries) > 0 {
-			r := kv.Run{Shape: shape, Entries: []byte(strings.Join(entries, ""))}
-			for i := range entries {
-				if v, ok := sides[i]; ok {
+		top, sq, shape := runs(tx)
+		for _, e := range rs {
+			r := kv.Run{Shape: shape, Entries: []byte(strings.Join(e.es, ""))}
+			for i := range e.es {
+				if v, ok := e.sides[i]; ok {
 					r.SideOf, r.Sides = append(r.SideOf, i), append(r.Sides, []byte(v))
 				}
 			}
-			must(t, where+": SequenceRun", rs.SequenceRun(top, []byte("n"), r))
-		}
-		for _, v := range values {
-			must(t, where+": Sequence", rs.Sequence(top, []byte("n"), []byte(v)))
+			must(t, where+": SequenceRun", sq.SequenceRun(top, []byte(counter), r))
 		}
 		if keep > 0 {
-			must(t, where+": TrimRuns", rs.TrimRuns(keep, slack, max, shape))
+			must(t, where+": TrimRuns", sq.TrimRuns(keep, slack, max, shape))
 		}
 		return tx.Commit()
 	}
@@ -1187,60 +1088,74 @@ func testSequenceRun(t *testing.T, s kv.Store) {
 			checkGet(t, where+": floor", top, []byte("n"), be(floor))
 			checkWalk(t, where+": runs", top.Bucket([]byte("r")).Cursor(), feed, false)
 			checkWalk(t, where+": side values", top.Bucket([]byte("b")).Cursor(), sides, false)
-			n, err := top.Bucket([]byte("r")).(kv.Settler).SettleSequence(context.Background(), top, []byte("n"))
+			st, ok := top.Bucket([]byte("r")).(kv.Settler)
+			if !ok {
+				t.Fatalf("%s: the buckets are kv.Sequencers, not kv.Settlers", where)
+			}
+			n, err := st.SettleSequence(context.Background(), top, []byte("n"))
 			if err != nil || n != settled {
 				t.Errorf("%s: SettleSequence = %d, %v; want %d", where, n, err, settled)
 			}
 		})
 	}
+	feed := []pair{{be(1), []byte("x")}, {be(2), []byte("y")}}
+	check("started on kept values", 0, 2, feed)
+	// The counter goes on after the kept values.
 	a := []string{entry(false, "a0"), entry(true, "a1"), entry(false, "a2")}
-	must(t, "a run", commit("a run", 0, 0, 0, a, map[int]string{1: "A1"}))
-	feed := []pair{runAt(1, a...)}
-	check("a run", 0, 3, feed, sideAt("a1", 2, "A1"))
-	// A run and a value numbered one of its own, in one commit: the
-	// values are numbered first.
+	must(t, "a run", commit("a run", "n", 0, 0, 0, entries{a, map[int]string{1: "A1"}}))
+	feed = append(feed, runAt(3, a...))
+	check("a run", 0, 5, feed, sideAt("a1", 4, "A1"))
+	// Two runs in one commit: one block of numbers, in the order queued.
 	b := []string{entry(true, "b0"), entry(true, "a1")}
-	must(t, "a run and a value", commit("a run and a value", 0, 0, 0, b, map[int]string{0: "B0", 1: "B1"}, "c"))
-	feed = append(feed, pair{be(4), []byte("c")}, runAt(5, b...))
-	sides := []pair{sideAt("a1", 2, "A1"), sideAt("a1", 6, "B1"), sideAt("b0", 5, "B0")}
-	check("a run and a value", 0, 6, feed, sides...)
+	c := []string{entry(false, "c0")}
+	must(t, "two runs", commit("two runs", "n", 0, 0, 0, entries{b, map[int]string{0: "B0", 1: "B1"}}, entries{c, nil}))
+	feed = append(feed, runAt(6, b...), runAt(8, c...))
+	sides := []pair{sideAt("a1", 4, "A1"), sideAt("a1", 7, "B1"), sideAt("b0", 6, "B0")}
+	check("two runs", 0, 8, feed, sides...)
 	// A rollback draws no number anyone sees, and stores nothing.
 	tx := begin(t, s, true)
-	top, rs, shape := runs(tx)
-	must(t, "SequenceRun", rs.SequenceRun(top, []byte("n"), kv.Run{Shape: shape, Entries: []byte(entry(true, "zz")), SideOf: []int{0}, Sides: [][]byte{[]byte("Z")}}))
+	top, sq, shape := runs(tx)
+	must(t, "SequenceRun", sq.SequenceRun(top, []byte("n"), kv.Run{Shape: shape, Entries: []byte(entry(true, "zz")), SideOf: []int{0}, Sides: [][]byte{[]byte("Z")}}))
 	must(t, "Rollback", tx.Rollback())
-	check("after a rollback", 0, 6, feed, sides...)
-	// Keep 3 of up to 9: the bound is 6, and the run 1-3, the value 4 and
-	// the run 5-6 go, with their side values; the floor rises to 6.
+	check("after a rollback", 0, 8, feed, sides...)
+	// A run on a counter never started fails the commit rather than go
+	// unnumbered, and stores nothing.
+	if err := commit("no counter", "o", 0, 0, 0, entries{[]string{entry(true, "zz")}, map[int]string{0: "Z"}}); err == nil {
+		t.Fatal("Commit of a run on a counter never started succeeded")
+	}
+	check("no counter", 0, 8, feed, sides...)
+	// Keep 3 of up to 11: the bound is 8, and the values 1 and 2 (one
+	// entry each), the runs 3-5 and 6-7 and the run 8 go, with their side
+	// values; the floor rises to 8.
 	d := []string{entry(false, "d0"), entry(false, "d1"), entry(true, "d2")}
-	must(t, "a trim", commit("a trim", 3, 0, 100, d, map[int]string{2: "D2"}))
-	feed = []pair{runAt(7, d...)}
-	check("a trim", 6, 9, feed, sideAt("d2", 9, "D2"))
-	// Keep 4 of up to 12: the bound, 8, falls inside the run 7-9, which
+	must(t, "a trim", commit("a trim", "n", 3, 0, 100, entries{d, map[int]string{2: "D2"}}))
+	feed = []pair{runAt(9, d...)}
+	check("a trim", 8, 11, feed, sideAt("d2", 11, "D2"))
+	// Keep 4 of up to 14: the bound, 10, falls inside the run 9-11, which
 	// stays whole.
 	e := []string{entry(false, "e0"), entry(false, "e1"), entry(false, "e2")}
-	must(t, "a run across the bound", commit("a run across the bound", 4, 0, 100, e, nil))
-	feed = append(feed, runAt(10, e...))
-	check("a run across the bound", 6, 12, feed, sideAt("d2", 9, "D2"))
+	must(t, "a run across the bound", commit("a run across the bound", "n", 4, 0, 100, entries{e, nil}))
+	feed = append(feed, runAt(12, e...))
+	check("a run across the bound", 8, 14, feed, sideAt("d2", 11, "D2"))
 	// Keep 1, at most 1 entry: the first run found goes (more entries
 	// than max: one run at least), and the next waits.
-	must(t, "a bounded trim", commit("a bounded trim", 1, 0, 1, []string{entry(true, "f0")}, map[int]string{0: "F0"}))
-	feed = append(feed[1:], runAt(13, entry(true, "f0")))
-	check("a bounded trim", 9, 13, feed, sideAt("f0", 13, "F0"))
-	// Slack 4: keep 1 of up to 14 bounds it at 13, 4 past the floor, 9:
+	must(t, "a bounded trim", commit("a bounded trim", "n", 1, 0, 1, entries{[]string{entry(true, "f0")}, map[int]string{0: "F0"}}))
+	feed = append(feed[1:], runAt(15, entry(true, "f0")))
+	check("a bounded trim", 11, 15, feed, sideAt("f0", 15, "F0"))
+	// Slack 4: keep 1 of up to 16 bounds it at 15, 4 past the floor, 11:
 	// no more than the slack, and nothing goes. With slack 3 the next
-	// commit's bound, 14, is 5 past it: every run up to 14 goes.
-	must(t, "within the slack", commit("within the slack", 1, 4, 100, []string{entry(false, "g0")}, nil))
-	feed = append(feed, runAt(14, entry(false, "g0")))
-	check("within the slack", 9, 14, feed, sideAt("f0", 13, "F0"))
-	must(t, "past the slack", commit("past the slack", 1, 3, 100, []string{entry(false, "h0")}, nil))
-	check("past the slack", 14, 15, []pair{runAt(15, entry(false, "h0"))})
+	// commit's bound, 16, is 5 past it: every run up to 16 goes.
+	must(t, "within the slack", commit("within the slack", "n", 1, 4, 100, entries{[]string{entry(false, "g0")}, nil}))
+	feed = append(feed, runAt(16, entry(false, "g0")))
+	check("within the slack", 11, 16, feed, sideAt("f0", 15, "F0"))
+	must(t, "past the slack", commit("past the slack", "n", 1, 3, 100, entries{[]string{entry(false, "h0")}, nil}))
+	check("past the slack", 16, 17, []pair{runAt(17, entry(false, "h0"))})
 
 	// Refused, and nothing queued: entries not of the shape's size, a
 	// side value of an entry without the flag, or of no entry.
 	tx = begin(t, s, true)
 	defer func() { _ = tx.Rollback() }()
-	top, rs, shape = runs(tx)
+	top, sq, shape = runs(tx)
 	for _, bad := range []struct {
 		what string
 		run  kv.Run
@@ -1250,14 +1165,19 @@ func testSequenceRun(t *testing.T, s kv.Store) {
 		{"a side value without the flag", kv.Run{Shape: shape, Entries: []byte(entry(false, "x0")), SideOf: []int{0}, Sides: [][]byte{[]byte("X")}}},
 		{"a side value of no entry", kv.Run{Shape: shape, Entries: []byte(entry(true, "x0")), SideOf: []int{1}, Sides: [][]byte{[]byte("X")}}},
 	} {
-		if err := rs.SequenceRun(top, []byte("n"), bad.run); !errors.Is(err, kv.ErrIncompatibleValue) {
+		if err := sq.SequenceRun(top, []byte("n"), bad.run); !errors.Is(err, kv.ErrIncompatibleValue) {
 			t.Errorf("SequenceRun of %s: %v, want an error wrapping kv.ErrIncompatibleValue", bad.what, err)
 		}
 	}
 	must(t, "Commit", tx.Commit())
-	check("after refusals", 14, 15, []pair{runAt(15, entry(false, "h0"))})
+	check("after refusals", 16, 17, []pair{runAt(17, entry(false, "h0"))})
 }
 
+// testInsert checks a kv.Inserter, where the backend has one: inserted keys
+// read back like put ones; an insert after another write of its key in
+// the same transaction stores the insert's value; an insert of a key that
+// is present fails the transaction, and commits nothing of it, even when
+// the transaction puts or deletes the key after it.
 func testInsert(t *testing.T, s kv.Store) {
 	update(t, s, func(tx kv.Tx) {
 		b, err := tx.CreateBucket([]byte("i"))
